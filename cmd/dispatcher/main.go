@@ -1,0 +1,49 @@
+// Command dispatcher is msgx's dispatcher stage. See docs/architecture.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/obs"
+)
+
+func main() {
+	cfg, err := config.Load(config.RoleDispatcher)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dispatcher: bad configuration: %v\n", err)
+		os.Exit(2)
+	}
+	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "dispatcher")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, log, nil); err != nil {
+		log.Error().Err(err).Msg("dispatcher failed")
+		os.Exit(1)
+	}
+}
+
+// run is the whole binary; tests call it. started, when set, is told the HTTP server.
+func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg, config.RoleDispatcher)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return daemon.Run(ctx, daemon.Spec{
+		Role:     config.RoleDispatcher,
+		Config:   cfg,
+		Log:      log,
+		Registry: obs.NewRegistry(),
+		Pool:     pool,
+		Work:     daemon.Placeholder(log, "the dispatcher (issue 7)"),
+		Started:  started,
+	})
+}

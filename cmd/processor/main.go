@@ -1,0 +1,56 @@
+// Command processor is msgx's processor stage. See docs/architecture.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/obs"
+)
+
+func main() {
+	cfg, err := config.Load(config.RoleProcessor)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "processor: bad configuration: %v\n", err)
+		os.Exit(2)
+	}
+	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "processor")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, log, nil); err != nil {
+		log.Error().Err(err).Msg("processor failed")
+		os.Exit(1)
+	}
+}
+
+// run is the whole binary; tests call it. started, when set, is told the HTTP server.
+func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg, config.RoleProcessor)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	mb, err := mailbox.Open(cfg.MySQLDSN)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	return daemon.Run(ctx, daemon.Spec{
+		Role:     config.RoleProcessor,
+		Config:   cfg,
+		Log:      log,
+		Registry: obs.NewRegistry(),
+		Pool:     pool,
+		Checks:   []obs.Check{{Name: "mailbox", Fn: mb.Ping}},
+		Work:     daemon.Placeholder(log, "the pump (issue 5)"),
+		Started:  started,
+	})
+}

@@ -1,0 +1,1072 @@
+
+-- Dumped from database version 15.20 (Debian 15.20-0+deb12u1)
+-- Dumped by pg_dump version 15.20 (Debian 15.20-0+deb12u1)
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: flight; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight (
+    flid bigint NOT NULL,
+    ffid text,
+    alcd character varying(3),
+    alsc text,
+    flno character varying(12),
+    mvin character(1),
+    sodt timestamp without time zone,
+    flty text,
+    flin character(1),
+    acft text,
+    reno character varying(10),
+    taop text,
+    tafl text,
+    taid bigint,
+    trml character varying(5),
+    maxp integer,
+    stnd character varying(8),
+    phag bigint,
+    fhag bigint,
+    mhag bigint,
+    exsc text,
+    exsr text,
+    ftss character varying(8),
+    fdiv_ddes text,
+    fdiv_ddir text,
+    fdiv_reason text,
+    fret_reid text,
+    fret_reason text,
+    flab_ares text,
+    flab_reason text,
+    csop text,
+    csft text,
+    maid bigint,
+    estt timestamp without time zone,
+    actt timestamp without time zone,
+    appt timestamp without time zone,
+    botm timestamp without time zone,
+    lacl timestamp without time zone,
+    fint timestamp without time zone,
+    cncl timestamp without time zone,
+    egsr timestamp without time zone,
+    egst timestamp without time zone,
+    pedt timestamp without time zone,
+    neat timestamp without time zone,
+    padt timestamp without time zone,
+    naat timestamp without time zone,
+    cobt timestamp without time zone,
+    tobt timestamp without time zone,
+    eobt timestamp without time zone,
+    iest timestamp without time zone,
+    ctot timestamp without time zone,
+    runw character varying(8),
+    port_open timestamp without time zone,
+    port_close timestamp without time zone,
+    remc text,
+    vipp integer,
+    vipr text,
+    lbno integer,
+    lbwt numeric,
+    paxc integer,
+    operation_day date,
+    state text DEFAULT 'ACTIVE'::text NOT NULL,
+    state_version bigint DEFAULT 1 NOT NULL,
+    last_msg_id bigint,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT flight_mvin_check CHECK ((mvin = ANY (ARRAY['A'::bpchar, 'D'::bpchar]))),
+    CONSTRAINT flight_state_check CHECK ((state = ANY (ARRAY['ACTIVE'::text, 'DELETED'::text]))),
+    CONSTRAINT flight_state_version_check CHECK ((state_version > 0))
+);
+
+
+--
+-- Name: flight_airbridge; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_airbridge (
+    flid bigint NOT NULL,
+    asno integer NOT NULL,
+    ord integer NOT NULL,
+    abdg text,
+    abop text,
+    aotm timestamp without time zone
+);
+
+
+--
+-- Name: flight_carousel; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_carousel (
+    flid bigint NOT NULL,
+    clno integer NOT NULL,
+    ord integer NOT NULL,
+    belt text,
+    bcls text,
+    pcot timestamp without time zone,
+    pcct timestamp without time zone,
+    fbag timestamp without time zone,
+    lbag timestamp without time zone,
+    btyp text
+);
+
+
+--
+-- Name: flight_checkin; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_checkin (
+    flid bigint NOT NULL,
+    ckno integer NOT NULL,
+    ord integer NOT NULL,
+    chkc text,
+    ccls text,
+    pcot timestamp without time zone,
+    pcct timestamp without time zone,
+    cotm timestamp without time zone,
+    cctm timestamp without time zone,
+    ctyp text
+);
+
+
+--
+-- Name: flight_chock; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_chock (
+    flid bigint NOT NULL,
+    csno integer NOT NULL,
+    ord integer NOT NULL,
+    chtm timestamp without time zone,
+    chid text,
+    chst text
+);
+
+
+--
+-- Name: flight_chute; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_chute (
+    flid bigint NOT NULL,
+    chno integer NOT NULL,
+    ord integer NOT NULL,
+    chut text,
+    ccls text,
+    pcbt timestamp without time zone,
+    pcet timestamp without time zone,
+    cbtm timestamp without time zone,
+    cetm timestamp without time zone,
+    ctyp text
+);
+
+
+--
+-- Name: flight_delay; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_delay (
+    flid bigint NOT NULL,
+    code text NOT NULL,
+    ord integer NOT NULL,
+    strt timestamp without time zone,
+    dura_min integer,
+    comment text
+);
+
+
+--
+-- Name: flight_gate; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_gate (
+    flid bigint NOT NULL,
+    gtno integer NOT NULL,
+    ord integer NOT NULL,
+    gate text,
+    pgot timestamp without time zone,
+    pgct timestamp without time zone,
+    gotm timestamp without time zone,
+    gctm timestamp without time zone,
+    gtyp text
+);
+
+
+--
+-- Name: flight_history; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_history (
+    history_id bigint NOT NULL,
+    flid bigint NOT NULL,
+    operation_day date,
+    state_version bigint NOT NULL,
+    final_state jsonb NOT NULL,
+    purge_reason text NOT NULL,
+    purged_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: flight_history_history_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.flight_history_history_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: flight_history_history_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.flight_history_history_id_seq OWNED BY public.flight_history.history_id;
+
+
+--
+-- Name: flight_route; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_route (
+    flid bigint NOT NULL,
+    kind text NOT NULL,
+    rtno integer NOT NULL,
+    ord integer NOT NULL,
+    apcd text,
+    scat timestamp without time zone,
+    scdt timestamp without time zone,
+    CONSTRAINT flight_route_kind_check CHECK ((kind = ANY (ARRAY['ROUT'::text, 'ERUT'::text])))
+);
+
+
+--
+-- Name: flight_service; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_service (
+    flid bigint NOT NULL,
+    srtc text NOT NULL,
+    ord integer NOT NULL,
+    srqt text,
+    srst timestamp without time zone,
+    sret timestamp without time zone,
+    srpr text,
+    sanr text,
+    sarr text
+);
+
+
+--
+-- Name: flight_stand; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_stand (
+    flid bigint NOT NULL,
+    psno integer NOT NULL,
+    ord integer NOT NULL,
+    psst text,
+    stst timestamp without time zone,
+    stet timestamp without time zone,
+    trtm timestamp without time zone,
+    pstm timestamp without time zone,
+    psid text,
+    pshn integer
+);
+
+
+--
+-- Name: flight_vip; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.flight_vip (
+    flid bigint NOT NULL,
+    vpcd text NOT NULL,
+    ord integer NOT NULL,
+    vfes text,
+    vipt jsonb DEFAULT '[]'::jsonb NOT NULL
+);
+
+
+--
+-- Name: inbox_cursor; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_cursor (
+    id boolean DEFAULT true NOT NULL,
+    watermark bigint DEFAULT 0 NOT NULL,
+    gap_start bigint,
+    gap_first_seen_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT inbox_cursor_check CHECK ((gap_start > watermark)),
+    CONSTRAINT inbox_cursor_check1 CHECK (((gap_start IS NULL) = (gap_first_seen_at IS NULL))),
+    CONSTRAINT inbox_cursor_id_check CHECK (id),
+    CONSTRAINT inbox_cursor_watermark_check CHECK ((watermark >= 0))
+);
+
+
+--
+-- Name: inbox_gap; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_gap (
+    msg_id bigint NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    skipped_at timestamp with time zone NOT NULL,
+    reprobe_until timestamp with time zone NOT NULL,
+    found_at timestamp with time zone
+);
+
+
+--
+-- Name: leader_lease; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.leader_lease (
+    role text NOT NULL,
+    epoch bigint NOT NULL,
+    holder text NOT NULL,
+    backend_pid integer NOT NULL,
+    acquired_at timestamp with time zone NOT NULL,
+    renewed_at timestamp with time zone NOT NULL,
+    CONSTRAINT leader_lease_epoch_check CHECK ((epoch > 0)),
+    CONSTRAINT leader_lease_role_check CHECK ((role = ANY (ARRAY['ingest'::text, 'processor'::text, 'dispatcher'::text, 'jobs'::text])))
+);
+
+
+--
+-- Name: msg_event; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_event (
+    event_id bigint NOT NULL,
+    target text NOT NULL,
+    partition_key text NOT NULL,
+    event_type text NOT NULL,
+    state_version bigint NOT NULL,
+    msg_id bigint,
+    payload jsonb,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    sent_at timestamp with time zone,
+    last_error text,
+    CONSTRAINT msg_event_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT msg_event_check CHECK (((status = 'SENT'::text) = (sent_at IS NOT NULL))),
+    CONSTRAINT msg_event_check1 CHECK (((event_type = 'TOMBSTONE'::text) OR (payload IS NOT NULL))),
+    CONSTRAINT msg_event_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
+    CONSTRAINT msg_event_state_version_check CHECK ((state_version > 0)),
+    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text]))),
+    CONSTRAINT msg_event_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
+);
+
+
+--
+-- Name: msg_event_event_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.msg_event_event_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: msg_event_event_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.msg_event_event_id_seq OWNED BY public.msg_event.event_id;
+
+
+--
+-- Name: msg_identity; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_identity (
+    identity_key text NOT NULL,
+    msg_id bigint NOT NULL,
+    raw_sha256 bytea,
+    bound_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: proc_state; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.proc_state (
+    msg_id bigint NOT NULL,
+    raw text,
+    raw_sha256 bytea,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    error_class text,
+    reason text,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    identity_key text,
+    content_differs boolean DEFAULT false NOT NULL,
+    msg_type text,
+    msg_styp text,
+    received_at timestamp without time zone,
+    enqueued_at timestamp with time zone NOT NULL,
+    late boolean DEFAULT false NOT NULL,
+    processing_started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    backfill_next_at timestamp with time zone,
+    backfill_attempts integer DEFAULT 0 NOT NULL,
+    backfill_error text,
+    backfill_outcome text,
+    backfill_done_at timestamp with time zone,
+    backfill_abandoned_at timestamp with time zone,
+    CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
+    CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
+    CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
+    CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
+    CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
+    CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
+    CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
+);
+
+
+--
+-- Name: proc_state_hst; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.proc_state_hst (
+    msg_id bigint NOT NULL,
+    raw text,
+    raw_sha256 bytea,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    error_class text,
+    reason text,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    identity_key text,
+    content_differs boolean DEFAULT false NOT NULL,
+    msg_type text,
+    msg_styp text,
+    received_at timestamp without time zone,
+    enqueued_at timestamp with time zone NOT NULL,
+    late boolean DEFAULT false NOT NULL,
+    processing_started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    backfill_next_at timestamp with time zone,
+    backfill_attempts integer DEFAULT 0 NOT NULL,
+    backfill_error text,
+    backfill_outcome text,
+    backfill_done_at timestamp with time zone,
+    backfill_abandoned_at timestamp with time zone,
+    archived_at timestamp with time zone NOT NULL,
+    raw_cleared_at timestamp with time zone,
+    CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
+    CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
+    CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
+    CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
+    CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
+    CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
+    CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
+);
+
+
+--
+-- Name: ref_master; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ref_master (
+    rtype text NOT NULL,
+    rkey text NOT NULL,
+    fields jsonb NOT NULL,
+    version bigint DEFAULT 1 NOT NULL,
+    updated_by_msg bigint,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT ref_master_version_check CHECK ((version > 0))
+);
+
+
+--
+-- Name: replay_audit; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.replay_audit (
+    audit_id bigint NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    reason text NOT NULL,
+    selector text NOT NULL,
+    ids bigint[] NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text])))
+);
+
+
+--
+-- Name: replay_audit_audit_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.replay_audit_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: replay_audit_audit_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.replay_audit_audit_id_seq OWNED BY public.replay_audit.audit_id;
+
+
+--
+-- Name: req_track; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.req_track (
+    req_id bigint NOT NULL,
+    req_type text NOT NULL,
+    scope text NOT NULL,
+    sender text NOT NULL,
+    out_msg_id bigint,
+    status text NOT NULL,
+    registered_at timestamp with time zone NOT NULL,
+    sent_at timestamp with time zone,
+    done_at timestamp with time zone,
+    closed_at timestamp with time zone,
+    response_msg_id bigint,
+    CONSTRAINT req_track_check CHECK (((status = 'REGISTERED'::text) OR (status = 'EXPIRED'::text) OR (sent_at IS NOT NULL))),
+    CONSTRAINT req_track_check1 CHECK (((status = ANY (ARRAY['DONE'::text, 'EXPIRED'::text])) = (closed_at IS NOT NULL))),
+    CONSTRAINT req_track_req_type_check CHECK ((req_type = ANY (ARRAY['RQFD'::text, 'RQRD'::text]))),
+    CONSTRAINT req_track_status_check CHECK ((status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'DONE'::text, 'EXPIRED'::text])))
+);
+
+
+--
+-- Name: req_track_req_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.req_track_req_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: req_track_req_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.req_track_req_id_seq OWNED BY public.req_track.req_id;
+
+
+--
+-- Name: schd_snap_log; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.schd_snap_log (
+    snap_id bigint NOT NULL,
+    msg_id bigint NOT NULL,
+    scope_start date,
+    scope_end date,
+    recv_at timestamp without time zone,
+    inserted integer DEFAULT 0 NOT NULL,
+    updated integer DEFAULT 0 NOT NULL,
+    unchanged integer DEFAULT 0 NOT NULL,
+    applied_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: schd_snap_log_snap_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.schd_snap_log_snap_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: schd_snap_log_snap_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.schd_snap_log_snap_id_seq OWNED BY public.schd_snap_log.snap_id;
+
+
+--
+-- Name: schema_migrations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.schema_migrations (
+    version character varying(128) NOT NULL
+);
+
+
+--
+-- Name: flight_history history_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_history ALTER COLUMN history_id SET DEFAULT nextval('public.flight_history_history_id_seq'::regclass);
+
+
+--
+-- Name: msg_event event_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_event ALTER COLUMN event_id SET DEFAULT nextval('public.msg_event_event_id_seq'::regclass);
+
+
+--
+-- Name: replay_audit audit_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.replay_audit ALTER COLUMN audit_id SET DEFAULT nextval('public.replay_audit_audit_id_seq'::regclass);
+
+
+--
+-- Name: req_track req_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.req_track ALTER COLUMN req_id SET DEFAULT nextval('public.req_track_req_id_seq'::regclass);
+
+
+--
+-- Name: schd_snap_log snap_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.schd_snap_log ALTER COLUMN snap_id SET DEFAULT nextval('public.schd_snap_log_snap_id_seq'::regclass);
+
+
+--
+-- Name: flight_airbridge flight_airbridge_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_airbridge
+    ADD CONSTRAINT flight_airbridge_pkey PRIMARY KEY (flid, asno);
+
+
+--
+-- Name: flight_carousel flight_carousel_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_carousel
+    ADD CONSTRAINT flight_carousel_pkey PRIMARY KEY (flid, clno);
+
+
+--
+-- Name: flight_checkin flight_checkin_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_checkin
+    ADD CONSTRAINT flight_checkin_pkey PRIMARY KEY (flid, ckno);
+
+
+--
+-- Name: flight_chock flight_chock_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_chock
+    ADD CONSTRAINT flight_chock_pkey PRIMARY KEY (flid, csno);
+
+
+--
+-- Name: flight_chute flight_chute_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_chute
+    ADD CONSTRAINT flight_chute_pkey PRIMARY KEY (flid, chno);
+
+
+--
+-- Name: flight_delay flight_delay_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_delay
+    ADD CONSTRAINT flight_delay_pkey PRIMARY KEY (flid, code);
+
+
+--
+-- Name: flight_gate flight_gate_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_gate
+    ADD CONSTRAINT flight_gate_pkey PRIMARY KEY (flid, gtno);
+
+
+--
+-- Name: flight_history flight_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_history
+    ADD CONSTRAINT flight_history_pkey PRIMARY KEY (history_id);
+
+
+--
+-- Name: flight flight_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight
+    ADD CONSTRAINT flight_pkey PRIMARY KEY (flid);
+
+
+--
+-- Name: flight_route flight_route_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_route
+    ADD CONSTRAINT flight_route_pkey PRIMARY KEY (flid, kind, rtno);
+
+
+--
+-- Name: flight_service flight_service_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_service
+    ADD CONSTRAINT flight_service_pkey PRIMARY KEY (flid, srtc);
+
+
+--
+-- Name: flight_stand flight_stand_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_stand
+    ADD CONSTRAINT flight_stand_pkey PRIMARY KEY (flid, psno);
+
+
+--
+-- Name: flight_vip flight_vip_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_vip
+    ADD CONSTRAINT flight_vip_pkey PRIMARY KEY (flid, vpcd);
+
+
+--
+-- Name: inbox_cursor inbox_cursor_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_cursor
+    ADD CONSTRAINT inbox_cursor_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: inbox_gap inbox_gap_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_gap
+    ADD CONSTRAINT inbox_gap_pkey PRIMARY KEY (msg_id);
+
+
+--
+-- Name: leader_lease leader_lease_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.leader_lease
+    ADD CONSTRAINT leader_lease_pkey PRIMARY KEY (role);
+
+
+--
+-- Name: msg_event msg_event_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_event
+    ADD CONSTRAINT msg_event_pkey PRIMARY KEY (event_id);
+
+
+--
+-- Name: msg_identity msg_identity_msg_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_identity
+    ADD CONSTRAINT msg_identity_msg_id_key UNIQUE (msg_id);
+
+
+--
+-- Name: msg_identity msg_identity_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_identity
+    ADD CONSTRAINT msg_identity_pkey PRIMARY KEY (identity_key);
+
+
+--
+-- Name: proc_state_hst proc_state_hst_identity_key_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.proc_state_hst
+    ADD CONSTRAINT proc_state_hst_identity_key_key UNIQUE (identity_key);
+
+
+--
+-- Name: proc_state_hst proc_state_hst_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.proc_state_hst
+    ADD CONSTRAINT proc_state_hst_pkey PRIMARY KEY (msg_id);
+
+
+--
+-- Name: proc_state proc_state_identity_key_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.proc_state
+    ADD CONSTRAINT proc_state_identity_key_key UNIQUE (identity_key);
+
+
+--
+-- Name: proc_state proc_state_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.proc_state
+    ADD CONSTRAINT proc_state_pkey PRIMARY KEY (msg_id);
+
+
+--
+-- Name: ref_master ref_master_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ref_master
+    ADD CONSTRAINT ref_master_pkey PRIMARY KEY (rtype, rkey);
+
+
+--
+-- Name: replay_audit replay_audit_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.replay_audit
+    ADD CONSTRAINT replay_audit_pkey PRIMARY KEY (audit_id);
+
+
+--
+-- Name: req_track req_track_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.req_track
+    ADD CONSTRAINT req_track_pkey PRIMARY KEY (req_id);
+
+
+--
+-- Name: schd_snap_log schd_snap_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.schd_snap_log
+    ADD CONSTRAINT schd_snap_log_pkey PRIMARY KEY (snap_id);
+
+
+--
+-- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: flight_history_flid; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX flight_history_flid ON public.flight_history USING btree (flid);
+
+
+--
+-- Name: flight_history_purged; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX flight_history_purged ON public.flight_history USING btree (purged_at);
+
+
+--
+-- Name: flight_maid; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX flight_maid ON public.flight USING btree (maid) WHERE (maid IS NOT NULL);
+
+
+--
+-- Name: flight_operation_day; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX flight_operation_day ON public.flight USING btree (operation_day);
+
+
+--
+-- Name: inbox_gap_reprobe; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_gap_reprobe ON public.inbox_gap USING btree (reprobe_until) WHERE (found_at IS NULL);
+
+
+--
+-- Name: msg_event_sent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_sent ON public.msg_event USING btree (sent_at) WHERE (status = 'SENT'::text);
+
+
+--
+-- Name: msg_event_unsent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_unsent ON public.msg_event USING btree (target, partition_key, event_id) WHERE (status <> 'SENT'::text);
+
+
+--
+-- Name: proc_state_dead; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_dead ON public.proc_state USING btree (error_class) WHERE (status = 'DEAD'::text);
+
+
+--
+-- Name: proc_state_marker_owed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_marker_owed ON public.proc_state USING btree (backfill_next_at) WHERE ((backfill_next_at IS NOT NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL));
+
+
+--
+-- Name: proc_state_open; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_open ON public.proc_state USING btree (msg_id) WHERE (status = ANY (ARRAY['PENDING'::text, 'FAILED'::text]));
+
+
+--
+-- Name: req_track_one_open; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX req_track_one_open ON public.req_track USING btree (req_type, scope) WHERE (status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text]));
+
+
+--
+-- Name: schd_snap_log_applied; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX schd_snap_log_applied ON public.schd_snap_log USING btree (applied_at);
+
+
+--
+-- Name: flight_airbridge flight_airbridge_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_airbridge
+    ADD CONSTRAINT flight_airbridge_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_carousel flight_carousel_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_carousel
+    ADD CONSTRAINT flight_carousel_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_checkin flight_checkin_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_checkin
+    ADD CONSTRAINT flight_checkin_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_chock flight_chock_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_chock
+    ADD CONSTRAINT flight_chock_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_chute flight_chute_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_chute
+    ADD CONSTRAINT flight_chute_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_delay flight_delay_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_delay
+    ADD CONSTRAINT flight_delay_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_gate flight_gate_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_gate
+    ADD CONSTRAINT flight_gate_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_route flight_route_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_route
+    ADD CONSTRAINT flight_route_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_service flight_service_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_service
+    ADD CONSTRAINT flight_service_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_stand flight_stand_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_stand
+    ADD CONSTRAINT flight_stand_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- Name: flight_vip flight_vip_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.flight_vip
+    ADD CONSTRAINT flight_vip_flid_fkey FOREIGN KEY (flid) REFERENCES public.flight(flid) ON DELETE CASCADE;
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+
+
+--
+-- Dbmate schema migrations
+--
+
+INSERT INTO public.schema_migrations (version) VALUES
+    ('20261202120000');

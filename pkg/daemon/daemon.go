@@ -1,0 +1,125 @@
+// Package daemon is the one lifecycle shared by the four binaries: open PostgreSQL, serve
+// /healthz /readyz /metrics, campaign for the role's leadership and run the stage loop only while
+// leader, and shut down cleanly on SIGTERM (the loop stops, the lock is released, the server
+// drains).
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/obs"
+)
+
+// Spec is what a binary adds to the shared lifecycle.
+type Spec struct {
+	Role     config.Role
+	Config   config.Config
+	Log      zerolog.Logger
+	Registry *prometheus.Registry
+	Pool     *pgxpool.Pool
+	Checks   []obs.Check                                         // readiness checks besides PostgreSQL
+	Mount    func(s *obs.Server)                                 // extra HTTP handlers (ingest)
+	Work     func(ctx context.Context, lease leader.Lease) error // the stage loop, leader only
+	// Started, when set, receives the HTTP server once it listens (tests learn its address).
+	Started func(s *obs.Server)
+}
+
+// OpenPool opens the binary's PostgreSQL pool. Transactions left idle (a paused process) are
+// ended by the server, so they cannot hold locks that a new leader waits for.
+func OpenPool(ctx context.Context, cfg config.Config, role config.Role) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.PGURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse MSGX_PG_URL: %w", err)
+	}
+	pc.MaxConns = cfg.PGMaxConns
+	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-" + string(role)
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.LeaderSessionTimeout.Milliseconds())
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
+	}
+	return pool, nil
+}
+
+// Holder names this instance in leader_lease: the pod name in Kubernetes, else host:pid.
+func Holder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// Run runs the binary until ctx ends or a fatal error.
+func Run(ctx context.Context, spec Spec) error {
+	cfg := spec.Config
+	leaderGauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "msgx_leader", Help: "1 while this instance leads its role, else 0.",
+	}, []string{"role"})
+	epochGauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "msgx_leader_epoch", Help: "Epoch of this instance's current leadership term (0 when standby).",
+	}, []string{"role"})
+	spec.Registry.MustRegister(leaderGauge, epochGauge)
+	leaderGauge.WithLabelValues(string(spec.Role)).Set(0)
+
+	elector, err := leader.New(leader.Config{
+		Role:           string(spec.Role),
+		Holder:         Holder(),
+		SessionTimeout: cfg.LeaderSessionTimeout,
+		Retry:          cfg.LeaderRetry,
+	}, spec.Pool.Config().ConnConfig, spec.Log)
+	if err != nil {
+		return err
+	}
+	elector.OnChange = func(isLeader bool, epoch int64) {
+		v := 0.0
+		if isLeader {
+			v = 1
+		}
+		leaderGauge.WithLabelValues(string(spec.Role)).Set(v)
+		epochGauge.WithLabelValues(string(spec.Role)).Set(float64(epoch))
+	}
+
+	checks := append([]obs.Check{{Name: "postgres", Fn: spec.Pool.Ping}}, spec.Checks...)
+	srv := obs.NewServer(cfg.HTTPAddr, spec.Registry, checks, elector.IsLeader, cfg.HTTPReadTimeout, spec.Log)
+	if spec.Mount != nil {
+		spec.Mount(srv)
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	if spec.Started != nil {
+		spec.Started(srv)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx, cfg.ShutdownTimeout) })
+	g.Go(func() error {
+		err := elector.Run(gctx, spec.Work)
+		if err != nil {
+			return fmt.Errorf("leader: %w", err)
+		}
+		// The elector ends only when ctx ends; returning an error would hide the real cause.
+		return nil
+	})
+	start := time.Now()
+	err = g.Wait()
+	spec.Log.Info().Dur("uptime", time.Since(start)).Err(err).Msg("stopped")
+	return err
+}
+
+// Placeholder is the stage loop of a stage that a later issue builds: it says so once and waits.
+func Placeholder(log zerolog.Logger, what string) func(context.Context, leader.Lease) error {
+	return func(ctx context.Context, lease leader.Lease) error {
+		log.Warn().Int64("epoch", lease.Epoch).Msg("placeholder stage loop: " + what + " is not built yet; holding leadership and doing nothing")
+		<-ctx.Done()
+		return nil
+	}
+}

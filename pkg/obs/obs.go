@@ -1,0 +1,157 @@
+// Package obs serves each binary's operational HTTP surface — /healthz (process alive), /readyz
+// (dependencies reachable, leader or standby) and /metrics (Prometheus, injected registry) — and
+// builds the zerolog root logger.
+package obs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// NewLogger returns the JSON root logger with the binary's component name.
+func NewLogger(w io.Writer, level, component string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", component).Logger()
+}
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Check is one readiness dependency.
+type Check struct {
+	Name string
+	Fn   func(ctx context.Context) error
+}
+
+// Server is the binary's HTTP server.
+type Server struct {
+	addr    string
+	mux     *http.ServeMux
+	checks  []Check
+	role    func() (leader bool, epoch int64)
+	log     zerolog.Logger
+	timeout time.Duration
+
+	mu       sync.Mutex
+	listener net.Listener
+}
+
+// NewServer builds the server. role reports leadership for /readyz.
+func NewServer(addr string, reg *prometheus.Registry, checks []Check, role func() (bool, int64), readTimeout time.Duration, log zerolog.Logger) *Server {
+	s := &Server{addr: addr, mux: http.NewServeMux(), checks: checks, role: role, log: log, timeout: readTimeout}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return s
+}
+
+// Handle mounts an extra handler (ingest's compat entry and read API).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+type readiness struct {
+	Ready  bool              `json:"ready"`
+	Role   string            `json:"role"`
+	Epoch  int64             `json:"epoch,omitempty"`
+	Checks map[string]string `json:"checks"`
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	out := readiness{Ready: true, Role: "standby", Checks: map[string]string{}}
+	if leader, epoch := s.role(); leader {
+		out.Role, out.Epoch = "leader", epoch
+	}
+	for _, c := range s.checks {
+		if err := c.Fn(ctx); err != nil {
+			out.Ready = false
+			out.Checks[c.Name] = err.Error()
+		} else {
+			out.Checks[c.Name] = "ok"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !out.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// Addr returns the bound address once Run has started listening ("" before).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
+
+// Listen binds the address; Run serves on it. Split so callers learn the port (":0" in tests).
+func (s *Server) Listen() error {
+	l, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.addr, err)
+	}
+	s.mu.Lock()
+	s.listener = l
+	s.mu.Unlock()
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down within shutdownTimeout.
+func (s *Server) Run(ctx context.Context, shutdownTimeout time.Duration) error {
+	if s.Addr() == "" {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       s.timeout,
+		WriteTimeout:      s.timeout + 5*time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          nil,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(s.listener) }()
+	s.log.Info().Str("addr", s.Addr()).Msg("http: serving /healthz /readyz /metrics")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http serve: %w", err)
+	}
+	return nil
+}
