@@ -11,7 +11,14 @@ import (
 	"github.com/msgx/msgx/pkg/migrate"
 )
 
-func migrateCmd(ctx context.Context, cfg config.Config, out io.Writer) error {
+func init() {
+	register("migrate", command{
+		summary: "apply the PostgreSQL migrations (safe when two run at once; the Kubernetes Job runs it)",
+		run:     migrateCmd,
+	})
+}
+
+func migrateCmd(ctx context.Context, cfg config.Config, _ []string, out io.Writer) error {
 	conn, err := pgx.Connect(ctx, cfg.PGURL)
 	if err != nil {
 		return fmt.Errorf("connect PostgreSQL: %w", err)
