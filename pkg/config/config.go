@@ -142,7 +142,7 @@ func load(role Role, lookup func(string) (string, bool)) (Config, error) {
 func readable(err error) error {
 	var pe *envconfig.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: cannot parse %q as %s", "MSGX_"+pe.KeyName, pe.Value, pe.TypeName)
+		return fmt.Errorf("%s: cannot parse %q as %s", pe.KeyName, pe.Value, strings.TrimPrefix(pe.TypeName, "time."))
 	}
 	return err
 }

@@ -1,0 +1,364 @@
+package leader_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/testdb"
+)
+
+const (
+	sessionTimeout = 2 * time.Second
+	retry          = 200 * time.Millisecond
+	waitLimit      = 30 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv("MSGX_LEADER_CHILD_URL"); url != "" {
+		os.Exit(child(url, os.Getenv("MSGX_LEADER_CHILD_NAME")))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func newElector(t *testing.T, db *testdb.DB, holder string) *leader.Elector {
+	t.Helper()
+	cc, err := pgx.ParseConfig(db.URL)
+	require.NoError(t, err)
+	e, err := leader.New(leader.Config{Role: "jobs", Holder: holder, SessionTimeout: sessionTimeout, Retry: retry}, cc, zerolog.Nop())
+	require.NoError(t, err)
+	return e
+}
+
+// eventually polls cond every 20ms up to waitLimit (waiting on another party, not a timing claim).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestExactlyOneLeaderAmongThree(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var active, maxActive, starts atomic.Int32
+	work := func(ctx context.Context, _ leader.Lease) error {
+		n := active.Add(1)
+		starts.Add(1)
+		for {
+			m := maxActive.Load()
+			if n <= m || maxActive.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-ctx.Done()
+		active.Add(-1)
+		return nil
+	}
+	var wg sync.WaitGroup
+	electors := make([]*leader.Elector, 3)
+	for i := range electors {
+		electors[i] = newElector(t, db, fmt.Sprintf("e%d", i))
+		wg.Add(1)
+		go func() { defer wg.Done(); require.NoError(t, electors[i].Run(ctx, work)) }()
+	}
+	eventually(t, "a leader", func() bool { return active.Load() == 1 })
+	// Give the standbys many campaign rounds (10 retries) to prove none of them gets in.
+	deadline := time.Now().Add(10 * retry)
+	for time.Now().Before(deadline) {
+		require.LessOrEqual(t, active.Load(), int32(1))
+		time.Sleep(retry / 4)
+	}
+	leaders := 0
+	for _, e := range electors {
+		if ok, epoch := e.IsLeader(); ok {
+			leaders++
+			require.Equal(t, int64(1), epoch)
+		}
+	}
+	require.Equal(t, 1, leaders)
+	cancel()
+	wg.Wait()
+	require.Equal(t, int32(1), maxActive.Load())
+	require.Equal(t, int32(1), starts.Load())
+}
+
+func TestTakeoverAfterTerminateBackend(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var aStopped atomic.Bool
+	a, b := newElector(t, db, "a"), newElector(t, db, "b")
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		require.NoError(t, a.Run(ctx, func(ctx context.Context, _ leader.Lease) error {
+			<-ctx.Done()
+			aStopped.Store(true)
+			return nil
+		}))
+	}()
+	eventually(t, "a leads", func() bool { ok, _ := a.IsLeader(); return ok })
+	bEpoch := make(chan int64, 1)
+	go func() {
+		defer wg.Done()
+		require.NoError(t, b.Run(ctx, func(ctx context.Context, l leader.Lease) error {
+			bEpoch <- l.Epoch
+			<-ctx.Done()
+			return nil
+		}))
+	}()
+
+	var pid int32
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT backend_pid FROM leader_lease WHERE role = 'jobs'`).Scan(&pid))
+	killed := time.Now()
+	var ok bool
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ok))
+	require.True(t, ok)
+
+	select {
+	case epoch := <-bEpoch:
+		t.Logf("takeover after pg_terminate_backend: %s", time.Since(killed).Round(time.Millisecond))
+		require.Equal(t, int64(2), epoch)
+	case <-time.After(waitLimit):
+		t.Fatal("b did not take over")
+	}
+	eventually(t, "a stops its work", aStopped.Load)
+	ok, _ = a.IsLeader()
+	require.False(t, ok)
+	cancel()
+	wg.Wait()
+}
+
+// TestFencingProtocol shows the two halves of fencing on real PostgreSQL: a takeover waits for a
+// protected transaction in flight, and after it the old lease cannot pass Check.
+func TestFencingProtocol(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	_, err := db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('jobs', 1, 'old', 0, now(), now())`)
+	require.NoError(t, err)
+	old := leader.Lease{Role: "jobs", Epoch: 1}
+
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, old.Check(ctx, tx))
+
+	bumped := make(chan error, 1)
+	bumpConn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer bumpConn.Release()
+	var bumpPID int32
+	require.NoError(t, bumpConn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&bumpPID))
+	go func() {
+		_, err := bumpConn.Exec(ctx, `UPDATE leader_lease SET epoch = epoch + 1 WHERE role = 'jobs'`)
+		bumped <- err
+	}()
+	eventually(t, "the takeover to wait on the share lock", func() bool {
+		var waiting bool
+		require.NoError(t, db.Pool.QueryRow(ctx,
+			`SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1`, bumpPID).Scan(&waiting))
+		return waiting
+	})
+	require.NoError(t, tx.Commit(ctx), "the old leader's in-flight transaction commits before the takeover")
+	require.NoError(t, <-bumped)
+
+	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return old.Check(ctx, tx) })
+	require.ErrorIs(t, err, leader.ErrFenced)
+	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error { return leader.Lease{Role: "jobs", Epoch: 2}.Check(ctx, tx) })
+	require.NoError(t, err)
+}
+
+// --- process tests: real SIGKILL and SIGSTOP of a leader -----------------------------------
+
+// child is a leader candidate process. While leader it commits a protected row every 10ms
+// (ignoring cancellation for the write itself, as a paused process would) and prints its state.
+func child(url, name string) int {
+	ctx, stop := signalContext()
+	defer stop()
+	pool, err := pgxpool.New(ctx, url+"&idle_in_transaction_session_timeout=2000")
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	defer pool.Close()
+	cc, _ := pgx.ParseConfig(url)
+	e, err := leader.New(leader.Config{Role: "jobs", Holder: name, SessionTimeout: sessionTimeout, Retry: retry}, cc, zerolog.New(os.Stderr))
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	err = e.Run(ctx, func(ctx context.Context, lease leader.Lease) error {
+		var before int64
+		_ = pool.QueryRow(ctx, `SELECT count(*) FROM fence_probe WHERE epoch < $1`, lease.Epoch).Scan(&before)
+		fmt.Printf("LEADER %d %d\n", lease.Epoch, before)
+		for {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			err := pgx.BeginFunc(wctx, pool, func(tx pgx.Tx) error {
+				if err := lease.Check(wctx, tx); err != nil {
+					return err
+				}
+				_, err := tx.Exec(wctx, `INSERT INTO fence_probe (holder, epoch) VALUES ($1, $2)`, name, lease.Epoch)
+				return err
+			})
+			cancel()
+			if errors.Is(err, leader.ErrFenced) {
+				fmt.Println("FENCED")
+				return err
+			}
+			if ctx.Err() != nil {
+				fmt.Println("CANCELLED")
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return 1
+	}
+	return 0
+}
+
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signalNotify(ch)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+type proc struct {
+	cmd   *exec.Cmd
+	lines chan string
+}
+
+func startChild(t *testing.T, db *testdb.DB, name string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MSGX_LEADER_CHILD_URL="+db.URL, "MSGX_LEADER_CHILD_NAME="+name)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return p
+}
+
+// expect waits for the next line with one of the prefixes and returns it.
+func (p *proc) expect(t *testing.T, prefixes ...string) string {
+	t.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("child exited while waiting for %v", prefixes)
+			}
+			for _, pre := range prefixes {
+				if strings.HasPrefix(l, pre) {
+					return l
+				}
+			}
+		case <-timeout:
+			t.Fatalf("timed out waiting for %v", prefixes)
+		}
+	}
+}
+
+func probeTable(t *testing.T, db *testdb.DB) {
+	_, err := db.Pool.Exec(context.Background(),
+		`CREATE TABLE fence_probe (id bigserial PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL)`)
+	require.NoError(t, err)
+}
+
+func TestTakeoverAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	probeTable(t, db)
+	a := startChild(t, db, "a")
+	require.Equal(t, "LEADER 1 0", a.expect(t, "LEADER"))
+	b := startChild(t, db, "b")
+
+	require.NoError(t, a.cmd.Process.Kill())
+	killed := time.Now()
+	line := b.expect(t, "LEADER")
+	t.Logf("takeover after SIGKILL: %s", time.Since(killed).Round(time.Millisecond))
+	require.True(t, strings.HasPrefix(line, "LEADER 2 "), line)
+}
+
+func TestPausedLeaderIsFenced(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	probeTable(t, db)
+	a := startChild(t, db, "a")
+	require.Equal(t, "LEADER 1 0", a.expect(t, "LEADER"))
+	b := startChild(t, db, "b")
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	stopped := time.Now()
+	line := b.expect(t, "LEADER")
+	t.Logf("takeover after SIGSTOP: %s (lease %s)", time.Since(stopped).Round(time.Millisecond), sessionTimeout)
+	var epoch, atTakeover int64
+	_, err := fmt.Sscanf(line, "LEADER %d %d", &epoch, &atTakeover)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), epoch)
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+	require.Equal(t, "FENCED", a.expect(t, "FENCED", "CANCELLED"), "the resumed leader's protected write is rejected")
+
+	var after int64
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM fence_probe WHERE epoch = 1`).Scan(&after))
+	require.Equal(t, atTakeover, after, "no write of the old epoch committed after the takeover")
+	var newRows int64
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM fence_probe WHERE epoch = 2`).Scan(&newRows))
+	require.Positive(t, newRows, "the new leader works")
+	// After stepping down, a campaigns again as a standby and stays one.
+	ok := true
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		`SELECT holder = 'b' FROM leader_lease WHERE role = 'jobs'`).Scan(&ok))
+	require.True(t, ok)
+}
