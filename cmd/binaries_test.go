@@ -240,4 +240,3 @@ func cleanEnv() []string {
 	}
 	return env
 }
-
