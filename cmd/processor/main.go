@@ -8,13 +8,24 @@ import (
 	"os/signal"
 	"syscall"
 
+	"time"
+
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/sis"
 )
+
+// processors maps each message kind to its processor. A kind missing here is FAILED
+// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
+func processors() map[sis.Kind]pump.Processor {
+	return map[sis.Kind]pump.Processor{}
+}
 
 func main() {
 	cfg, err := config.Load(config.RoleProcessor)
@@ -43,14 +54,28 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer mb.Close()
+	reg := obs.NewRegistry()
+	p := pump.New(pump.Config{
+		Batch:              cfg.PumpBatch,
+		MaxAttempts:        cfg.MaxAttempts,
+		BackoffBase:        cfg.BackoffBase,
+		BackoffMax:         cfg.BackoffMax,
+		HeadDeadline:       cfg.HeadDeadline,
+		IdlePoll:           min(cfg.PollInterval, 100*time.Millisecond),
+		IgnoreTypes:        cfg.IgnoreTypes,
+		IdentityIncludeDay: cfg.IdentityIncludeDay,
+		Location:           cfg.Location(),
+		Shadow:             cfg.Shadow,
+		ProcessedValue:     cfg.MailboxProcessedAs,
+	}, pool, processors(), mb, clock.System{}, pump.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,
 		Log:      log,
-		Registry: obs.NewRegistry(),
+		Registry: reg,
 		Pool:     pool,
 		Checks:   []obs.Check{{Name: "mailbox", Fn: mb.Ping}},
-		Work:     daemon.Placeholder(log, "the pump (issue 5)"),
+		Work:     p.Run,
 		Started:  started,
 	})
 }

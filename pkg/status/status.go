@@ -1,0 +1,160 @@
+// Package status reads a snapshot of the whole pipeline from PostgreSQL for operators
+// (msgxctl status, the demo's progress line): watermark and gap, head, backlog, dead letters,
+// markers, leaders and dispatcher lag. Read-only; every query is cheap (indexed or tiny tables).
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Snapshot is the pipeline at one moment.
+type Snapshot struct {
+	At               time.Time        `json:"at"`
+	Watermark        int64            `json:"watermark"`
+	GapStart         *int64           `json:"gap_start,omitempty"`
+	GapAge           *float64         `json:"gap_age_seconds,omitempty"`
+	SkippedIDs       int64            `json:"skipped_ids"`
+	LateFound        int64            `json:"late_rows_found"`
+	Head             *Head            `json:"head,omitempty"`
+	ByStatus         map[string]int64 `json:"by_status"`
+	DeadByClass      map[string]int64 `json:"dead_by_class"`
+	MarkersOwed      int64            `json:"markers_owed"`
+	MarkersAbandoned int64            `json:"markers_abandoned"`
+	OldestOwed       *float64         `json:"oldest_marker_owed_seconds,omitempty"`
+	Leaders          []Leader         `json:"leaders"`
+	Outbox           []Target         `json:"outbox"`
+	Flights          map[string]int64 `json:"flights_by_state"`
+}
+
+// Head is the message the pump works on.
+type Head struct {
+	MsgID    int64      `json:"msg_id"`
+	Status   string     `json:"status"`
+	Attempts int        `json:"attempts"`
+	Age      float64    `json:"age_seconds"`
+	Next     *time.Time `json:"next_attempt_at,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
+}
+
+// Leader is one role's current term.
+type Leader struct {
+	Role       string    `json:"role"`
+	Epoch      int64     `json:"epoch"`
+	Holder     string    `json:"holder"`
+	AcquiredAt time.Time `json:"acquired_at"`
+}
+
+// Target is the outbox lag of one delivery target.
+type Target struct {
+	Target  string   `json:"target"`
+	Pending int64    `json:"pending"`
+	Dead    int64    `json:"dead"`
+	Oldest  *float64 `json:"oldest_pending_seconds,omitempty"`
+}
+
+const (
+	cursorSQL = `SELECT watermark, gap_start, gap_first_seen_at FROM inbox_cursor`
+	gapsSQL   = `SELECT count(*), count(found_at) FROM inbox_gap`
+	headSQL   = `
+SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, '') FROM proc_state
+ WHERE status IN ('PENDING', 'FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)
+ ORDER BY msg_id LIMIT 1`
+	byStatusSQL = `SELECT status, count(*) FROM proc_state GROUP BY status`
+	deadSQL     = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
+	markersSQL  = `
+SELECT count(*) FILTER (WHERE backfill_abandoned_at IS NULL),
+       count(*) FILTER (WHERE backfill_abandoned_at IS NOT NULL),
+       min(finished_at) FILTER (WHERE backfill_abandoned_at IS NULL)
+  FROM proc_state WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL`
+	leadersSQL = `SELECT role, epoch, holder, acquired_at FROM leader_lease ORDER BY role`
+	outboxSQL  = `
+SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
+       min(created_at) FILTER (WHERE status = 'PENDING')
+  FROM msg_event WHERE status <> 'SENT' GROUP BY target ORDER BY target`
+	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
+)
+
+// Read takes a snapshot; now is the caller's clock.
+func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, error) {
+	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
+	var gapSeen *time.Time
+	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen); err != nil {
+		return s, fmt.Errorf("read inbox cursor: %w", err)
+	}
+	if gapSeen != nil {
+		a := now.Sub(*gapSeen).Seconds()
+		s.GapAge = &a
+	}
+	if err := pool.QueryRow(ctx, gapsSQL).Scan(&s.SkippedIDs, &s.LateFound); err != nil {
+		return s, fmt.Errorf("read gap ledger: %w", err)
+	}
+	var h Head
+	var enq time.Time
+	switch err := pool.QueryRow(ctx, headSQL).Scan(&h.MsgID, &h.Status, &h.Attempts, &enq, &h.Next, &h.Reason); err {
+	case nil:
+		h.Age = now.Sub(enq).Seconds()
+		s.Head = &h
+	case pgx.ErrNoRows:
+	default:
+		return s, fmt.Errorf("read head: %w", err)
+	}
+	if err := counts(ctx, pool, byStatusSQL, s.ByStatus); err != nil {
+		return s, fmt.Errorf("count by status: %w", err)
+	}
+	if err := counts(ctx, pool, deadSQL, s.DeadByClass); err != nil {
+		return s, fmt.Errorf("count dead letters: %w", err)
+	}
+	var oldest *time.Time
+	if err := pool.QueryRow(ctx, markersSQL).Scan(&s.MarkersOwed, &s.MarkersAbandoned, &oldest); err != nil {
+		return s, fmt.Errorf("count markers: %w", err)
+	}
+	if oldest != nil {
+		a := now.Sub(*oldest).Seconds()
+		s.OldestOwed = &a
+	}
+	rows, err := pool.Query(ctx, leadersSQL)
+	if err != nil {
+		return s, fmt.Errorf("read leaders: %w", err)
+	}
+	s.Leaders, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Leader])
+	if err != nil {
+		return s, fmt.Errorf("read leaders: %w", err)
+	}
+	rows, err = pool.Query(ctx, outboxSQL)
+	if err != nil {
+		return s, fmt.Errorf("read outbox: %w", err)
+	}
+	var t Target
+	var created *time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&t.Target, &t.Pending, &t.Dead, &created}, func() error {
+		t.Oldest = nil
+		if created != nil {
+			a := now.Sub(*created).Seconds()
+			t.Oldest = &a
+		}
+		s.Outbox = append(s.Outbox, t)
+		return nil
+	}); err != nil {
+		return s, fmt.Errorf("read outbox: %w", err)
+	}
+	if err := counts(ctx, pool, flightsSQL, s.Flights); err != nil {
+		return s, fmt.Errorf("count flights: %w", err)
+	}
+	return s, nil
+}
+
+func counts(ctx context.Context, pool *pgxpool.Pool, q string, into map[string]int64) error {
+	rows, err := pool.Query(ctx, q)
+	if err != nil {
+		return err
+	}
+	var k string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { into[k] = n; return nil })
+	return err
+}
