@@ -1,0 +1,77 @@
+package sis
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// BenchmarkDecodeFLOP decodes the FLOP samples round-robin; msgs/s is the
+// figure for the ≥30,000 msgs/s target (run with -cpu 1).
+func BenchmarkDecodeFLOP(b *testing.B) {
+	files, err := filepath.Glob(filepath.Join(samplesDir, "FLOP", "*.xml"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no FLOP samples: %v", err)
+	}
+	msgs := make([][]byte, len(files))
+	total := 0
+	for i, f := range files {
+		if msgs[i], err = os.ReadFile(f); err != nil {
+			b.Fatal(err)
+		}
+		total += len(msgs[i])
+	}
+	b.SetBytes(int64(total / len(msgs)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Decode(msgs[i%len(msgs)], Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkDecodeSCHD decodes a ~5 MB SCHD built from the sample's records;
+// MB/s is the figure for the ≥40 MB/s target (run with -cpu 1).
+func BenchmarkDecodeSCHD(b *testing.B) {
+	raw := bigSchedule(b, 5000)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m, err := Decode(raw, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(m.Schedule.Records) != 10000 {
+			b.Fatal("records lost")
+		}
+	}
+}
+
+// bigSchedule repeats the two FLTR records of SCHD/01_DNLD n times with
+// distinct FLIDs.
+func bigSchedule(tb testing.TB, n int) []byte {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join(samplesDir, "SCHD", "01_DNLD.xml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := bytes.Index(raw, []byte("<FLTR>"))
+	end := bytes.LastIndex(raw, []byte("</FLTR>")) + len("</FLTR>")
+	recs := raw[start:end]
+	var buf bytes.Buffer
+	buf.Write(raw[:bytes.Index(raw, []byte("<RECS>"))])
+	buf.WriteString("<RECS>" + strconv.Itoa(2*n) + "</RECS>\n")
+	for i := 0; i < n; i++ {
+		r := bytes.Replace(recs, []byte("<FLID>15</FLID>"), []byte("<FLID>"+strconv.Itoa(100000+2*i)+"</FLID>"), 1)
+		r = bytes.Replace(r, []byte("<FLID>16</FLID>"), []byte("<FLID>"+strconv.Itoa(100001+2*i)+"</FLID>"), 1)
+		buf.Write(r)
+		buf.WriteByte('\n')
+	}
+	buf.Write(raw[end:])
+	return buf.Bytes()
+}

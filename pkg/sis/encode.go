@@ -1,0 +1,93 @@
+package sis
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// RequestHeader is the META of an outbound request (SIS.md §f.4).
+type RequestHeader struct {
+	// SNDR is the requesting system, 1-4 upper-case letters or digits (the peer
+	// wrote VIEW; the mailbox column is varchar(4)).
+	SNDR string
+	// SEQN is the sender counter, 0..999999, written zero-padded to 6 digits
+	// (the caller wraps it after 999999).
+	SEQN int
+	// DTTM is the creation time, written as yyyyMMddHHmmss in its own location
+	// (pass the airport-local time).
+	DTTM time.Time
+}
+
+// Routing ids of the outbound requests (coutmsgs.ROUTINGID).
+const (
+	RoutingRQRD = "VIEWRQRD"
+	RoutingRQFD = "VIEWRQFD"
+)
+
+func (h RequestHeader) validate() error {
+	if len(h.SNDR) < 1 || len(h.SNDR) > 4 {
+		return protocol("MSG/META/SNDR", h.SNDR, "SNDR must be 1-4 characters")
+	}
+	for i := 0; i < len(h.SNDR); i++ {
+		c := h.SNDR[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return protocol("MSG/META/SNDR", h.SNDR, "SNDR must be upper-case letters or digits")
+		}
+	}
+	if h.SEQN < 0 || h.SEQN > 999999 {
+		return protocol("MSG/META/SEQN", strconv.Itoa(h.SEQN), "SEQN must be 0..999999")
+	}
+	if h.DTTM.IsZero() {
+		return protocol("MSG/META/DTTM", "", "DTTM required")
+	}
+	return nil
+}
+
+func envelope(h RequestHeader, typ, styp, body string) []byte {
+	return fmt.Appendf(nil, `<?xml version="1.0" encoding="UTF-8"?>
+<MSG xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="unisysaodbsis.xsd">
+	<META>
+		<SNDR>%s</SNDR>
+		<SEQN>%06d</SEQN>
+		<DTTM>%s</DTTM>
+		<TYPE>%s</TYPE>
+		<STYP>%s</STYP>
+	</META>
+%s</MSG>
+`, h.SNDR, h.SEQN, h.DTTM.Format("20060102150405"), typ, styp, body)
+}
+
+// EncodeRQRD builds a reference-data request for one of the 23 list codes:
+// META TYPE RQRD, STYP = list code, body <RQRD><RTYP>list code</RTYP></RQRD>.
+// The answer arrives as that list TYPE with STYP RESP.
+func EncodeRQRD(h RequestHeader, listCode string) ([]byte, error) {
+	if err := h.validate(); err != nil {
+		return nil, err
+	}
+	if _, ok := refListKeys[listCode]; !ok {
+		return nil, protocol("MSG/RQRD/RTYP", listCode, "not one of the 23 reference list codes")
+	}
+	return envelope(h, "RQRD", listCode, "\t<RQRD>\n\t\t<RTYP>"+listCode+"</RTYP>\n\t</RQRD>\n"), nil
+}
+
+// EncodeRQFD builds a daily-schedule request for the window [from, to]:
+// META TYPE RQFD, STYP NONE, body <RQFD><STDB>from</STDB><STDE>to</STDE></RQFD>
+// with DDMONYYHHMM times written in the times' own location (pass airport
+// local times). The answer is expected as SCHD with STYP RESP.
+func EncodeRQFD(h RequestHeader, from, to time.Time) ([]byte, error) {
+	if err := h.validate(); err != nil {
+		return nil, err
+	}
+	if from.IsZero() || to.IsZero() {
+		return nil, protocol("MSG/RQFD/STDB", "", "window start and end required")
+	}
+	if to.Before(from) {
+		return nil, protocol("MSG/RQFD/STDE", FormatDateTime(to), "window end before start "+FormatDateTime(from))
+	}
+	if from.Year() < 2000 || to.Year() > 2099 {
+		return nil, protocol("MSG/RQFD/STDB", FormatDateTime(from), "years must be 2000-2099 (two-digit SIS years)")
+	}
+	body := "\t<RQFD>\n\t\t<STDB>" + FormatDateTime(from) + "</STDB>\n\t\t<STDE>" + FormatDateTime(to) + "</STDE>\n\t</RQFD>\n"
+	return envelope(h, "RQFD", "NONE", body), nil
+}

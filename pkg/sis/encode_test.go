@@ -1,0 +1,55 @@
+package sis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestEncodeRequests(t *testing.T) {
+	t.Parallel()
+	h := RequestHeader{SNDR: "MSGX", SEQN: 42, DTTM: time.Date(2021, 1, 23, 5, 35, 7, 0, shanghai)}
+
+	raw, err := EncodeRQRD(h, "SLST")
+	require.NoError(t, err)
+	m, err := Decode(raw, Options{Location: shanghai})
+	require.NoError(t, err)
+	require.Equal(t, Meta{SNDR: "MSGX", SEQN: "000042", TYPE: "RQRD", STYP: "SLST", DTTM: h.DTTM, DTTMRaw: "20210123053507"}, m.Meta)
+	require.Equal(t, KindUnsupported, m.Kind)
+	require.Contains(t, string(raw), "<RQRD>\n\t\t<RTYP>SLST</RTYP>\n\t</RQRD>")
+
+	from := time.Date(2021, 1, 23, 0, 0, 0, 0, shanghai)
+	raw, err = EncodeRQFD(h, from, from.Add(24*time.Hour-time.Minute))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "<STDB>23JAN210000</STDB>")
+	require.Contains(t, string(raw), "<STDE>23JAN212359</STDE>")
+	require.Contains(t, string(raw), "<TYPE>RQFD</TYPE>")
+	require.Contains(t, string(raw), "<STYP>NONE</STYP>")
+	_, err = Decode(raw, Options{})
+	require.NoError(t, err)
+
+	_, err = EncodeRQRD(h, "XXXX")
+	requireErr(t, err, ClassProtocol, "MSG/RQRD/RTYP")
+	_, err = EncodeRQFD(h, from, from.Add(-time.Hour))
+	requireErr(t, err, ClassProtocol, "MSG/RQFD/STDE")
+	_, err = EncodeRQRD(RequestHeader{SNDR: "TOOLONG", DTTM: h.DTTM}, "SLST")
+	requireErr(t, err, ClassProtocol, "MSG/META/SNDR")
+	_, err = EncodeRQRD(RequestHeader{SNDR: "VIEW", SEQN: 1_000_000, DTTM: h.DTTM}, "SLST")
+	requireErr(t, err, ClassProtocol, "MSG/META/SEQN")
+}
+
+func TestFieldJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		f    Field[int]
+		json string
+	}{{Field[int]{}, "null"}, {EmptyField[int](), `""`}, {Val(7), "7"}} {
+		b, err := tc.f.MarshalJSON()
+		require.NoError(t, err)
+		require.Equal(t, tc.json, string(b))
+		var back Field[int]
+		require.NoError(t, back.UnmarshalJSON(b))
+		require.Equal(t, tc.f, back)
+	}
+}
