@@ -45,7 +45,7 @@ type bundle struct {
 	mb    *mailboxtest.DB
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	db := testdb.New(t)
 	_, err := db.Pool.Exec(context.Background(),

@@ -66,7 +66,9 @@ func New(t testing.TB) *DB {
 	return &DB{Schema: schema, URL: u, Pool: pool}
 }
 
-// WithSearchPath returns dsn with its search_path set to schema.
+// WithSearchPath returns dsn with its search_path set to schema. Test sessions also commit
+// without waiting for the WAL flush (synchronous_commit=off): a commit is still atomic and
+// visible, and survives the death of any client process; only a server crash could lose it.
 func WithSearchPath(dsn, schema string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -74,6 +76,7 @@ func WithSearchPath(dsn, schema string) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("synchronous_commit", "off")
 	u.RawQuery = q.Encode()
 	return u.String()
 }

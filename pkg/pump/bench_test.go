@@ -1,0 +1,129 @@
+package pump_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+// durable turns the test URL back to the server's default commit durability, so benchmark
+// figures are those of a production configuration.
+func durable(url string) string { return strings.Replace(url, "synchronous_commit=off", "synchronous_commit=on", 1) }
+
+// BenchmarkPump measures messages/s through the pump (decode, identity, savepoint, terminal
+// write, commit) with a trivial processor, and reports it next to the ceiling of the naive
+// shape — one message per transaction — measured by pgbench on the same server in the same run.
+func BenchmarkPump(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			bb := setup(b)
+			bb.cfg.Batch = batch
+			bb.procs[sis.KindFlightUpdate] = pump.ProcessorFunc(func(context.Context, pgx.Tx, pump.Message) (pump.Outcome, error) {
+				return pump.Outcome{}, nil
+			})
+			n := max(b.N, 1)
+			enqueueBench(b, bb, n)
+			pool, err := pgxpool.New(context.Background(), durable(bb.db.URL))
+			require.NoError(b, err)
+			defer pool.Close()
+			p := pump.New(bb.cfg, pool, bb.procs, nil, clock.NewFake(t0), nil, zerolog.Nop())
+			b.ResetTimer()
+			start := time.Now()
+			for {
+				res, err := p.Step(context.Background(), bb.lease)
+				require.NoError(b, err)
+				if res.Idle {
+					break
+				}
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(n)/elapsed.Seconds(), "msgs/s")
+			if batch == 100 && n >= 1000 {
+				if tps, err := pgbenchCeiling(bb); err == nil {
+					b.ReportMetric(tps, "pgbench_1msg_tx/s")
+					b.ReportMetric(float64(n)/elapsed.Seconds()/tps, "x_ceiling")
+				} else {
+					b.Logf("pgbench ceiling not measured: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func enqueueBench(b *testing.B, bb *bundle, n int) {
+	ctx := context.Background()
+	raws := make([]string, n)
+	ids := make([]int64, n)
+	for i := range n {
+		ids[i] = int64(i + 1)
+		raws[i] = flop(i+1, int64(i%1200), "S"+strconv.Itoa(i%40))
+	}
+	_, err := bb.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at)
+		SELECT id, r, sha256(convert_to(r, 'UTF8')), $3 FROM unnest($1::bigint[], $2::text[]) AS u(id, r)`, ids, raws, t0)
+	require.NoError(b, err)
+	_, err = bb.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
+	require.NoError(b, err)
+}
+
+// pgbenchCeiling runs the one-message-per-transaction shape of the pump (read the head with its
+// text, bind its identity, write its terminal status and marker intent, commit) with pgbench for
+// 5 s on a fresh copy of pending rows, and returns its transactions per second.
+func pgbenchCeiling(bb *bundle) (float64, error) {
+	if _, err := exec.LookPath("pgbench"); err != nil {
+		return 0, err
+	}
+	ctx := context.Background()
+	const rows = 200000
+	for _, q := range []string{
+		`CREATE TABLE bench_ps (LIKE proc_state INCLUDING ALL)`,
+		`INSERT INTO bench_ps (msg_id, raw, raw_sha256, enqueued_at)
+		 SELECT g, 'x', sha256(int8send(g)), now() FROM generate_series(1, ` + strconv.Itoa(rows) + `) g`,
+		`CREATE TABLE bench_id (LIKE msg_identity INCLUDING ALL)`,
+	} {
+		if _, err := bb.db.Pool.Exec(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	script := `BEGIN;
+SELECT msg_id, raw, status, attempts FROM bench_ps WHERE status IN ('PENDING','FAILED') ORDER BY msg_id LIMIT 1 \gset
+INSERT INTO bench_id (identity_key, msg_id, raw_sha256, bound_at) VALUES ('AODB|FLOP|STND|' || :msg_id, :msg_id, '\x00', now()) ON CONFLICT DO NOTHING;
+UPDATE bench_ps SET status = 'SUCCEEDED', attempts = attempts + 1, finished_at = now(), backfill_next_at = now(), identity_key = 'AODB|FLOP|STND|' || :msg_id WHERE msg_id = :msg_id;
+COMMIT;
+`
+	f, err := os.CreateTemp("", "pump-*.sql")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(script); err != nil {
+		return 0, err
+	}
+	f.Close()
+	cmd := exec.Command("pgbench", "-n", "-c", "1", "-T", "5", "-f", f.Name(), "-h", "127.0.0.1", "-U", "postgres", "test")
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path="+bb.db.Schema)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench output without tps: %s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
