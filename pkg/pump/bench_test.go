@@ -23,7 +23,9 @@ import (
 
 // durable turns the test URL back to the server's default commit durability, so benchmark
 // figures are those of a production configuration.
-func durable(url string) string { return strings.Replace(url, "synchronous_commit=off", "synchronous_commit=on", 1) }
+func durable(url string) string {
+	return strings.Replace(url, "synchronous_commit=off", "synchronous_commit=on", 1)
+}
 
 // BenchmarkPump measures messages/s through the pump (decode, identity, savepoint, terminal
 // write, commit) with a trivial processor, and reports it next to the ceiling of the naive
