@@ -85,6 +85,23 @@ func CreateDatabase(ctx context.Context, serverDSN, name string) (string, error)
 	return dsn, nil
 }
 
+// DropDatabase drops database name if it exists.
+func DropDatabase(ctx context.Context, serverDSN, name string) error {
+	cfg, err := mysql.ParseDSN(serverDSN)
+	if err != nil {
+		return fmt.Errorf("parse MySQL DSN: %w", err)
+	}
+	server, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer server.Close()
+	if _, err := server.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
 // DB is one test's mailbox database.
 type DB struct {
 	Name string
