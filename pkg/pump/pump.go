@@ -16,6 +16,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/sis"
+	"github.com/msgx/msgx/pkg/wake"
 )
 
 // Config tunes the pump. Zero values are not defaults: the binary fills them from pkg/config.
@@ -79,6 +80,7 @@ type StepResult struct {
 // where it can be).
 func (p *Pump) Run(ctx context.Context, lease leader.Lease) error {
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
+	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	pause := p.cfg.BackoffBase
 	var refreshed time.Time
 	for {
@@ -108,14 +110,8 @@ func (p *Pump) Run(ctx context.Context, lease leader.Lease) error {
 			pause = p.cfg.BackoffBase
 			continue
 		}
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			}
+		if wait > 0 && !inbox.Wait(ctx, wait) {
+			return nil
 		}
 	}
 }
@@ -307,6 +303,11 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 				break
 			}
 			results = append(results, r)
+		}
+		if len(results) > 0 {
+			if err := wake.Notify(ctx, tx, wake.Outbox); err != nil {
+				return err
+			}
 		}
 		return p.write(ctx, tx, now, results, failure)
 	})
