@@ -10,8 +10,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/ingest"
+	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 )
@@ -43,14 +46,52 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer mb.Close()
+
+	clk := clock.System{}
+	reg := obs.NewRegistry()
+	metrics := ingest.NewMetrics(reg, clk)
+	icfg := ingest.Config{
+		PollInterval:   cfg.PollInterval,
+		ClaimBatch:     cfg.ClaimBatch,
+		MaxCommitDelay: cfg.MaxCommitDelay,
+		ReprobeWindow:  cfg.GapReprobeWindow,
+		DBTimeout:      cfg.DBTimeout,
+	}
+	if err := icfg.Validate(); err != nil {
+		return err
+	}
+	compat := ingest.NewCompat(ingest.CompatConfig{
+		MaxBody:   cfg.HTTPMaxBody,
+		Shadow:    cfg.Shadow,
+		Location:  cfg.Location(),
+		DBTimeout: cfg.DBTimeout,
+	}, mb, pool, clk, metrics, log)
+	if cfg.Shadow {
+		log.Warn().Msg("shadow mode: the compat entry answers 503 and nothing is written to the mailbox")
+	}
+
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleIngest,
 		Config:   cfg,
 		Log:      log,
-		Registry: obs.NewRegistry(),
+		Registry: reg,
 		Pool:     pool,
 		Checks:   []obs.Check{{Name: "mailbox", Fn: mb.Ping}},
-		Work:     daemon.Placeholder(log, "the ingest loop (issue 3)"),
-		Started:  started,
+		Mount: func(s *obs.Server) {
+			if cfg.CompatEntry {
+				s.Handle(ingest.CompatPattern, compat)
+			}
+		},
+		Work: func(ctx context.Context, lease leader.Lease) error {
+			ing, err := ingest.New(icfg, ingest.Deps{
+				DB: pool, Mailbox: mb, Fence: lease, Clock: clk, Metrics: metrics,
+				Log: log.With().Int64("epoch", lease.Epoch).Logger(),
+			})
+			if err != nil {
+				return err
+			}
+			return ing.Run(ctx)
+		},
+		Started: started,
 	})
 }

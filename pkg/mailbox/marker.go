@@ -3,7 +3,6 @@ package mailbox
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -17,17 +16,13 @@ func (m *Mailbox) MarkProcessed(ctx context.Context, ids []int64, at time.Time, 
 	}
 	args := make([]any, 0, len(ids)+2)
 	args = append(args, at.UTC().Format(time.DateTime))
-	set := "CMINMSGS_DATE_PROCESSED = ?"
 	if status != "" {
-		set += ", CMINMSGS_STATUS = ?"
 		args = append(args, status)
 	}
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	q := "UPDATE cminmsgs SET " + set + " WHERE CMINMSGS_DATE_PROCESSED IS NULL AND CMINMSGS_ID IN (?" +
-		strings.Repeat(",?", len(ids)-1) + ")"
-	res, err := m.db.ExecContext(ctx, q, args...)
+	res, err := m.db.ExecContext(ctx, markProcessedSQL(len(ids), status != ""), args...)
 	if err != nil {
 		return 0, fmt.Errorf("write processed marker: %w", err)
 	}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
+	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/testdb"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// eventually polls cond (bounded) instead of sleeping for a fixed time.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRunIngestsAndServesCompat(t *testing.T) {
+	t.Parallel()
+	pg := testdb.New(t)
+	mb := mailboxtest.New(t)
+	cfg, err := config.Load(config.RoleIngest)
+	require.NoError(t, err)
+	cfg.PGURL, cfg.MySQLDSN, cfg.HTTPAddr = pg.URL, mb.DSN, "127.0.0.1:0"
+	cfg.PollInterval = 20 * time.Millisecond
+	cfg.ShutdownTimeout = 5 * time.Second
+
+	for _, text := range []string{"<MSG>1</MSG>", "<MSG>2</MSG>"} {
+		_, err := mb.SQL.Exec(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG) VALUES (?)`, text)
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), func(s *obs.Server) { addr <- s.Addr() })
+	}()
+	base := "http://" + <-addr
+
+	count := func() int {
+		var n int
+		require.NoError(t, pg.Pool.QueryRow(context.Background(), `SELECT count(*) FROM proc_state`).Scan(&n))
+		return n
+	}
+	eventually(t, "the backlog to be enqueued", func() bool { return count() == 2 })
+
+	resp, err := http.Post(base+"/cminmsgs/send", "application/xml", strings.NewReader("<MSG>3</MSG>"))
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Equal(t, "3", string(body))
+	eventually(t, "W to reach the compat row", func() bool {
+		var w int64
+		require.NoError(t, pg.Pool.QueryRow(context.Background(), `SELECT watermark FROM inbox_cursor`).Scan(&w))
+		return w == 3
+	})
+	require.Equal(t, 3, count())
+
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Contains(t, string(metrics), "msgx_ingest_watermark 3")
+	require.Contains(t, string(metrics), `msgx_ingest_compat_requests_total{code="200"} 1`)
+
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -1,0 +1,304 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/wake"
+)
+
+// Source is what the poll loop reads from the mailbox (a *mailbox.Mailbox).
+type Source interface {
+	// ReadAfter returns up to limit committed rows with id > after, in id order.
+	ReadAfter(ctx context.Context, after int64, limit int) ([]mailbox.Message, error)
+	// Probe returns up to limit existing rows whose ids fall in ranges, in id order.
+	Probe(ctx context.Context, ranges []mailbox.IDRange, limit int) ([]mailbox.Message, error)
+}
+
+// Fence is the leadership check every ingest transaction runs before its writes (a
+// leader.Lease): it fails with leader.ErrFenced once another instance took over.
+type Fence interface {
+	Check(ctx context.Context, tx pgx.Tx) error
+}
+
+var (
+	_ Source = (*mailbox.Mailbox)(nil)
+	_ Fence  = leader.Lease{}
+)
+
+// Deps are the Ingester's collaborators.
+type Deps struct {
+	DB      DB
+	Mailbox Source
+	Fence   Fence
+	Clock   clock.Clock
+	Metrics *Metrics
+	Log     zerolog.Logger
+}
+
+// Ingester is the poll loop of one leadership term. It is not safe for concurrent use: one
+// goroutine calls Run (or Step, in tests).
+type Ingester struct {
+	cfg Config
+	d   Deps
+	log zerolog.Logger
+
+	cur       cursor
+	loaded    bool
+	full      bool      // the last poll returned a full batch and moved W
+	nextProbe time.Time // when the ledger is re-probed next
+
+	// beforeCommit, when set (tests), runs inside every step's transaction just before commit.
+	beforeCommit func(ctx context.Context, tx pgx.Tx) error
+}
+
+// New returns an Ingester; cfg's zero fields take their defaults.
+func New(cfg Config, d Deps) (*Ingester, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.DB == nil || d.Mailbox == nil || d.Fence == nil || d.Clock == nil || d.Metrics == nil {
+		return nil, errors.New("ingest: DB, Mailbox, Fence, Clock and Metrics are required")
+	}
+	return &Ingester{cfg: cfg.withDefaults(), d: d, log: d.Log.With().Str("stage", "ingest").Logger()}, nil
+}
+
+// Run polls until ctx ends or leadership is fenced (leader.ErrFenced is returned). It polls
+// again at once after a full batch that moved W, else waits the poll interval. Store failures
+// are logged and counted, and the next poll starts from the persisted cursor.
+func (i *Ingester) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		_, err := i.Step(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, leader.ErrFenced):
+			return err
+		case err != nil:
+			failures++
+			i.log.Warn().Err(err).Int("consecutive_failures", failures).Msg("ingest poll failed; retrying after the poll interval")
+		default:
+			if failures > 0 {
+				i.log.Info().Int("failures", failures).Msg("ingest poll recovered")
+			}
+			failures = 0
+			if i.full {
+				continue
+			}
+		}
+		if !wait(ctx, i.cfg.PollInterval) {
+			return nil
+		}
+	}
+}
+
+// Step runs one poll: read the rows after W, commit the contiguous run (and any skip of an aged
+// gap) with the new W in one transaction, then re-probe the skipped ids when due. progressed
+// reports whether W moved or a row was enqueued.
+func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
+	now := i.d.Clock.Now().Truncate(time.Microsecond) // PostgreSQL's precision
+	i.full = false
+	if !i.loaded {
+		if err := i.timed(ctx, func(ctx context.Context) error {
+			cur, err := loadCursor(ctx, i.d.DB)
+			i.cur = cur
+			return err
+		}); err != nil {
+			i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
+			return false, err
+		}
+		i.loaded = true
+	}
+
+	var rows []mailbox.Message
+	if err := i.timed(ctx, func(ctx context.Context) (err error) {
+		rows, err = i.d.Mailbox.ReadAfter(ctx, i.cur.W, i.cfg.ClaimBatch)
+		return err
+	}); err != nil {
+		i.d.Metrics.pollErrors.WithLabelValues("mailbox").Inc()
+		return false, err
+	}
+	d, err := plan(i.cur, rows, now, i.cfg.MaxCommitDelay, i.cfg.MaxSkip)
+	if err != nil {
+		i.d.Metrics.pollErrors.WithLabelValues("mailbox").Inc()
+		return false, err
+	}
+	if d.changes(i.cur) {
+		if err := i.commit(ctx, d, now); err != nil {
+			i.loaded = false // reload: the transaction may or may not have committed
+			i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
+			return false, err
+		}
+	}
+	progressed = d.next.W != i.cur.W || len(d.enqueue) > 0
+	i.full = len(rows) == i.cfg.ClaimBatch && d.next.W != i.cur.W
+	i.cur = d.next
+	i.d.Metrics.polled(now, i.cur, d.blocked)
+
+	late, err := i.reprobe(ctx, now)
+	return progressed || late > 0, err
+}
+
+func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error {
+	c := newCopies(d.enqueue)
+	var inserted []int64
+	err := i.timed(ctx, func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, i.d.DB, func(tx pgx.Tx) error {
+			if err := i.d.Fence.Check(ctx, tx); err != nil {
+				return err
+			}
+			var err error
+			if inserted, err = enqueue(ctx, tx, c, now, false); err != nil {
+				return err
+			}
+			if d.skipped() > 0 {
+				if err := recordSkip(ctx, tx, d.skipFrom, d.skipTo, d.skippedSince, now, now.Add(i.cfg.ReprobeWindow)); err != nil {
+					return err
+				}
+			}
+			if err := moveCursor(ctx, tx, i.cur.W, d.next, now); err != nil {
+				return err
+			}
+			if i.beforeCommit != nil {
+				return i.beforeCommit(ctx, tx)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("commit ingest step at W=%d: %w", i.cur.W, err)
+	}
+	i.d.Metrics.enqueued.WithLabelValues("poll").Add(float64(len(inserted)))
+	for _, id := range c.unstorable {
+		i.d.Metrics.unstorable.Inc()
+		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or invalid UTF-8: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
+	}
+	if n := d.skipped(); n > 0 {
+		i.d.Metrics.skipped.Add(float64(n))
+		i.log.Warn().Int64("from_id", d.skipFrom).Int64("to_id", d.skipTo).Int64("ids", n).
+			Time("first_seen_at", d.skippedSince).Dur("max_commit_delay", i.cfg.MaxCommitDelay).
+			Msg("gap judged permanent: skipped the missing ids only; they are re-probed for late commits")
+		i.nextProbe = time.Time{} // make the ledger metrics current at once
+	}
+	if d.next.GapStart != 0 && d.next.GapStart != i.cur.GapStart {
+		i.log.Info().Int64("gap_start", d.next.GapStart).Int64("missing_ids", d.blocked).
+			Msg("gap in mailbox ids holds the watermark until the missing ids commit or the max commit delay passes")
+	}
+	return nil
+}
+
+// reprobe looks for rows of skipped ids (when due) and enqueues those found as late rows.
+func (i *Ingester) reprobe(ctx context.Context, now time.Time) (int, error) {
+	if now.Before(i.nextProbe) {
+		return 0, nil
+	}
+	var ranges []mailbox.IDRange
+	if err := i.timed(ctx, func(ctx context.Context) error {
+		n, oldest, err := ledgerStats(ctx, i.d.DB, now)
+		if err != nil {
+			return err
+		}
+		i.d.Metrics.ledger(n, oldest)
+		if n > 0 {
+			ranges, err = reprobeRanges(ctx, i.d.DB, now, i.cfg.ReprobeRanges)
+		}
+		return err
+	}); err != nil {
+		i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
+		return 0, err
+	}
+	if len(ranges) == 0 {
+		i.nextProbe = now.Add(i.cfg.ReprobeEvery)
+		return 0, nil
+	}
+	var found []mailbox.Message
+	if err := i.timed(ctx, func(ctx context.Context) (err error) {
+		found, err = i.d.Mailbox.Probe(ctx, ranges, i.cfg.ClaimBatch)
+		return err
+	}); err != nil {
+		i.d.Metrics.pollErrors.WithLabelValues("mailbox").Inc()
+		return 0, err
+	}
+	if len(found) == 0 {
+		i.nextProbe = now.Add(i.cfg.ReprobeEvery)
+		return 0, nil
+	}
+	c := newCopies(found)
+	var (
+		inserted []int64
+		closed   []foundGap
+	)
+	err := i.timed(ctx, func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, i.d.DB, func(tx pgx.Tx) error {
+			if err := i.d.Fence.Check(ctx, tx); err != nil {
+				return err
+			}
+			var err error
+			if inserted, err = enqueue(ctx, tx, c, now, true); err != nil {
+				return err
+			}
+			if closed, err = markFound(ctx, tx, c.ids, now); err != nil {
+				return err
+			}
+			return wake.Notify(ctx, tx, wake.Inbox)
+		})
+	})
+	if err != nil {
+		i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
+		return 0, fmt.Errorf("enqueue late rows: %w", err)
+	}
+	// A full probe may have more: look again on the next step.
+	if len(found) < i.cfg.ClaimBatch {
+		i.nextProbe = now.Add(i.cfg.ReprobeEvery)
+	}
+	isNew := make(map[int64]bool, len(inserted))
+	for _, id := range inserted {
+		isNew[id] = true
+	}
+	for _, g := range closed {
+		ev := i.log.Warn().Int64("msg_id", g.ID).Time("gap_first_seen_at", g.FirstSeen).Time("skipped_at", g.SkippedAt).Int64("watermark", i.cur.W)
+		if isNew[g.ID] {
+			ev.Msg("late row: committed after its id was skipped; enqueued below W and processed next (FIFO for everything still open)")
+		} else {
+			ev.Msg("late row: committed after its id was skipped; already enqueued by the compat entry")
+		}
+	}
+	i.d.Metrics.late.Add(float64(len(closed)))
+	i.d.Metrics.enqueued.WithLabelValues("late").Add(float64(len(inserted)))
+	_ = i.timed(ctx, func(ctx context.Context) error {
+		n, oldest, err := ledgerStats(ctx, i.d.DB, now)
+		if err == nil {
+			i.d.Metrics.ledger(n, oldest)
+		}
+		return err // only the metric is stale; the next re-probe refreshes it
+	})
+	return len(closed), nil
+}
+
+// timed runs f with the per-round-trip deadline.
+func (i *Ingester) timed(ctx context.Context, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, i.cfg.DBTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// wait waits d or until ctx ends; it reports whether d passed.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

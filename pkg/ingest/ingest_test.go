@@ -1,0 +1,405 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/leader"
+)
+
+func TestContiguousRowsAreEnqueuedWithTheirCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	var ids []int64
+	for i := range 12 { // more than two full batches of 5
+		ids = append(ids, b.insert(t, strings.Repeat("x", i)+"<MSG/>"))
+	}
+	b.drain(t, b.ing)
+	require.Equal(t, ids, b.ids(t))
+	requireCursor(t, cursor{W: ids[11]}, b.cursor(t))
+	got := b.stored(t)
+	for i, id := range ids {
+		text := strings.Repeat("x", i) + "<MSG/>"
+		require.Equal(t, text, *got[id].Raw)
+		require.Equal(t, sha(text), got[id].Sum)
+		require.Equal(t, "PENDING", got[id].Status)
+		require.False(t, got[id].Late)
+		require.Equal(t, time.Date(2026, 12, 2, 9, 0, 1, 0, time.UTC), *got[id].Received)
+	}
+	require.Equal(t, float64(ids[11]), metric(t, b.reg, "msgx_ingest_watermark"))
+	require.Equal(t, 12.0, metric(t, b.reg, "msgx_ingest_rows_enqueued_total", "source", "poll"))
+	require.Equal(t, 0.0, metric(t, b.reg, "msgx_ingest_last_success_poll_age_seconds"))
+	b.clock.Advance(3 * time.Second)
+	require.Equal(t, 3.0, metric(t, b.reg, "msgx_ingest_last_success_poll_age_seconds"))
+
+	// A rescan from W=0 (a restart that lost its cursor) is idempotent.
+	_, err := b.pg.Pool.Exec(context.Background(), `UPDATE inbox_cursor SET watermark = 0`)
+	require.NoError(t, err)
+	b.drain(t, b.newIngester(t))
+	require.Equal(t, ids, b.ids(t))
+}
+
+func TestNullDateReceivedIsStoredAsNull(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	_, err := b.mb.SQL.Exec(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG) VALUES ('<MSG/>')`)
+	require.NoError(t, err)
+	b.drain(t, b.ing)
+	got := b.stored(t)
+	require.Len(t, got, 1)
+	require.Nil(t, got[1].Received)
+}
+
+func TestOutOfOrderCommitsAreEnqueuedInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	ctx := context.Background()
+	first := b.insert(t, "<MSG>before</MSG>")
+
+	txLow, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = txLow.Rollback() }()
+	txHigh, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = txHigh.Rollback() }()
+	low := insertWith(t, txLow, "<MSG>low</MSG>")
+	high := insertWith(t, txHigh, "<MSG>high</MSG>")
+	require.Less(t, low, high)
+	require.NoError(t, txHigh.Commit()) // the higher id becomes visible first
+
+	step(t, b.ing)
+	require.Equal(t, []int64{first}, b.ids(t), "the higher id must wait for the lower one")
+	requireCursor(t, cursor{W: first, GapStart: low, FirstSeen: t0}, b.cursor(t))
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_open_gaps", "state", "blocking"))
+	b.clock.Advance(5 * time.Second)
+	require.Equal(t, 5.0, metric(t, b.reg, "msgx_ingest_oldest_gap_age_seconds", "state", "blocking"))
+	require.False(t, step(t, b.ing))
+	require.Equal(t, []int64{first}, b.ids(t))
+
+	require.NoError(t, txLow.Commit())
+	require.True(t, step(t, b.ing))
+	require.Equal(t, []int64{first, low, high}, b.ids(t))
+	requireCursor(t, cursor{W: high}, b.cursor(t))
+	require.Empty(t, b.ledger(t))
+	require.Equal(t, 0.0, metric(t, b.reg, "msgx_ingest_open_gaps", "state", "blocking"))
+}
+
+func TestRolledBackInsertIsSkippedAfterMaxCommitDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	ctx := context.Background()
+	a := b.insert(t, "<MSG>a</MSG>")
+	tx, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	lost := insertWith(t, tx, "<MSG>rolled back</MSG>")
+	require.NoError(t, tx.Rollback())
+	c := b.insert(t, "<MSG>c</MSG>")
+	d := b.insert(t, "<MSG>d</MSG>")
+
+	step(t, b.ing)
+	requireCursor(t, cursor{W: a, GapStart: lost, FirstSeen: t0}, b.cursor(t))
+	b.clock.Advance(testConfig.MaxCommitDelay - time.Millisecond)
+	require.False(t, step(t, b.ing))
+	require.Equal(t, a, b.cursor(t).W, "W stays below the gap until the max commit delay has passed")
+	require.Equal(t, []int64{a}, b.ids(t))
+
+	b.clock.Advance(time.Millisecond)
+	require.True(t, step(t, b.ing))
+	requireCursor(t, cursor{W: d}, b.cursor(t))
+	require.Equal(t, []int64{a, c, d}, b.ids(t), "only the missing id is skipped")
+	led := b.ledger(t)
+	require.Len(t, led, 1)
+	require.Equal(t, lost, led[0].ID)
+	require.True(t, led[0].FirstSeen.Equal(t0))
+	require.True(t, led[0].SkippedAt.Equal(b.clock.Now()))
+	require.Nil(t, led[0].FoundAt)
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_gap_ids_skipped_total"))
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_open_gaps", "state", "reprobing"))
+	require.Equal(t, 30.0, metric(t, b.reg, "msgx_ingest_oldest_gap_age_seconds", "state", "reprobing"))
+
+	// A new gap after the old one was settled gets its own full window.
+	tx2, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	lost2 := insertWith(t, tx2, "<MSG>rolled back too</MSG>")
+	require.NoError(t, tx2.Rollback())
+	e := b.insert(t, "<MSG>e</MSG>")
+	b.clock.Advance(time.Minute)
+	step(t, b.ing)
+	requireCursor(t, cursor{W: d, GapStart: lost2, FirstSeen: b.clock.Now()}, b.cursor(t))
+	b.clock.Advance(testConfig.MaxCommitDelay - time.Millisecond)
+	step(t, b.ing)
+	require.Equal(t, d, b.cursor(t).W)
+	b.clock.Advance(time.Millisecond)
+	step(t, b.ing)
+	requireCursor(t, cursor{W: e}, b.cursor(t))
+	require.Equal(t, []int64{a, c, d, e}, b.ids(t))
+}
+
+func TestGapFilledInTimeGivesTheNextGapAFullWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	ctx := context.Background()
+	tx1, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx1.Rollback() }()
+	id1 := insertWith(t, tx1, "<MSG>1</MSG>")
+	id2 := b.insert(t, "<MSG>2</MSG>")
+	tx3, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx3.Rollback() }()
+	id3 := insertWith(t, tx3, "<MSG>3</MSG>")
+	id4 := b.insert(t, "<MSG>4</MSG>")
+
+	step(t, b.ing) // gap at id1, first seen t0
+	b.clock.Advance(20 * time.Second)
+	require.NoError(t, tx1.Commit())
+	step(t, b.ing) // id1, id2 enqueued; new gap at id3 first seen now (t0+20s)
+	requireCursor(t, cursor{W: id2, GapStart: id3, FirstSeen: t0.Add(20 * time.Second)}, b.cursor(t))
+	b.clock.Advance(20 * time.Second) // 40s after id3 was allocated, 20s after its gap was seen
+	step(t, b.ing)
+	require.Equal(t, id2, b.cursor(t).W, "the new gap has its own window")
+	require.NoError(t, tx3.Commit())
+	step(t, b.ing)
+	require.Equal(t, []int64{id1, id2, id3, id4}, b.ids(t))
+	require.Empty(t, b.ledger(t))
+}
+
+func TestLateRowIsFoundByReprobe(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	ctx := context.Background()
+	tx, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	late := insertWith(t, tx, "<MSG>slow writer</MSG>")
+	next := b.insert(t, "<MSG>next</MSG>")
+
+	step(t, b.ing)
+	b.clock.Advance(testConfig.MaxCommitDelay)
+	step(t, b.ing)
+	require.Equal(t, []int64{next}, b.ids(t))
+	require.Equal(t, next, b.cursor(t).W)
+
+	require.NoError(t, tx.Commit()) // commits after its id was skipped
+	b.clock.Advance(testConfig.ReprobeEvery - time.Millisecond)
+	require.False(t, step(t, b.ing), "not re-probed before its period")
+	b.clock.Advance(time.Millisecond)
+	require.True(t, step(t, b.ing))
+
+	got := b.stored(t)
+	require.Len(t, got, 2)
+	require.True(t, got[late].Late)
+	require.Equal(t, "<MSG>slow writer</MSG>", *got[late].Raw)
+	require.Equal(t, "PENDING", got[late].Status)
+	require.False(t, got[next].Late)
+	led := b.ledger(t)
+	require.Len(t, led, 1)
+	require.NotNil(t, led[0].FoundAt)
+	require.True(t, led[0].FoundAt.Equal(b.clock.Now()))
+	require.Equal(t, next, b.cursor(t).W, "W does not move back")
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_late_rows_total"))
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_rows_enqueued_total", "source", "late"))
+	require.Equal(t, 0.0, metric(t, b.reg, "msgx_ingest_open_gaps", "state", "reprobing"))
+
+	// The late row is the pump's head: the smallest open msg_id ≤ W.
+	var head int64
+	require.NoError(t, b.pg.Pool.QueryRow(ctx,
+		`SELECT min(msg_id) FROM proc_state WHERE status IN ('PENDING','FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)`).Scan(&head))
+	require.Equal(t, late, head)
+
+	// Found once: later probes change nothing.
+	b.clock.Advance(testConfig.ReprobeEvery)
+	require.False(t, step(t, b.ing))
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_late_rows_total"))
+}
+
+func TestReprobeWindowEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	ctx := context.Background()
+	tx, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	insertWith(t, tx, "<MSG>very slow</MSG>")
+	next := b.insert(t, "<MSG>next</MSG>")
+	step(t, b.ing)
+	b.clock.Advance(testConfig.MaxCommitDelay)
+	step(t, b.ing)
+	require.NoError(t, tx.Commit())
+	b.clock.Advance(testConfig.ReprobeWindow)
+	require.False(t, step(t, b.ing), "past the re-probe window the ledger entry is no longer probed")
+	require.Equal(t, []int64{next}, b.ids(t))
+	require.Equal(t, 0.0, metric(t, b.reg, "msgx_ingest_open_gaps", "state", "reprobing"))
+}
+
+func TestCrashBetweenReadAndCommit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		crash func(ctx context.Context, tx pgx.Tx, cancel context.CancelFunc) error
+	}{
+		{"transaction cancelled", func(_ context.Context, _ pgx.Tx, cancel context.CancelFunc) error {
+			cancel()
+			return context.Canceled
+		}},
+		{"backend killed", func(ctx context.Context, tx pgx.Tx, _ context.CancelFunc) error {
+			_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, testConfig)
+			var ids []int64
+			for i := range 8 {
+				ids = append(ids, b.insert(t, "<MSG>"+strings.Repeat("y", i)+"</MSG>"))
+			}
+			step(t, b.ing) // first batch of 5 committed
+			require.Equal(t, ids[:5], b.ids(t))
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b.ing.beforeCommit = func(ctx context.Context, tx pgx.Tx) error { return tc.crash(ctx, tx, cancel) }
+			_, err := b.ing.Step(ctx)
+			require.Error(t, err)
+			require.Equal(t, ids[:5], b.ids(t), "nothing of the crashed step is committed")
+			require.Equal(t, ids[4], b.cursor(t).W)
+
+			// Restart: a new Ingester (new process) resumes from the persisted cursor.
+			b.drain(t, b.newIngester(t))
+			require.Equal(t, ids, b.ids(t))
+			require.Equal(t, ids[7], b.cursor(t).W)
+			// The crashed Ingester itself recovers too (it reloads its cursor) and duplicates nothing.
+			b.ing.beforeCommit = nil
+			b.drain(t, b.ing)
+			require.Equal(t, ids, b.ids(t))
+		})
+	}
+}
+
+func TestFencedStepWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	b.insert(t, "<MSG/>")
+	_, err := b.pg.Pool.Exec(context.Background(), `UPDATE leader_lease SET epoch = 2 WHERE role = 'ingest'`)
+	require.NoError(t, err)
+	_, err = b.ing.Step(context.Background())
+	require.ErrorIs(t, err, leader.ErrFenced)
+	require.Empty(t, b.ids(t))
+	requireCursor(t, cursor{}, b.cursor(t))
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_poll_errors_total", "store", "postgres"))
+	// Run ends with ErrFenced so the elector steps down.
+	require.ErrorIs(t, b.newIngester(t).Run(context.Background()), leader.ErrFenced)
+}
+
+func TestMailboxOutageStopsOnlyDiscovery(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	id := b.insert(t, "<MSG/>")
+	b.drain(t, b.ing)
+	require.NoError(t, b.box.Close()) // the mailbox is gone
+	_, err := b.ing.Step(context.Background())
+	require.Error(t, err)
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_poll_errors_total", "store", "mailbox"))
+	// The copy in PostgreSQL stays readable for the processor.
+	got := b.stored(t)
+	require.Equal(t, "<MSG/>", *got[id].Raw)
+}
+
+func TestUnstorableTextDoesNotBlockIngest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	bad := b.insert(t, "<MSG>nul\x00byte</MSG>")
+	good := b.insert(t, "<MSG/>")
+	b.drain(t, b.ing)
+	got := b.stored(t)
+	require.Nil(t, got[bad].Raw)
+	require.Equal(t, sha("<MSG>nul\x00byte</MSG>"), got[bad].Sum)
+	require.Equal(t, "<MSG/>", *got[good].Raw)
+	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_unstorable_rows_total"))
+}
+
+// samplesDir holds the real SIS samples (../../../shared/sis-samples from this package).
+const samplesDir = "../../../shared/sis-samples"
+
+func samples(t testing.TB) map[string]string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(samplesDir, "*", "*.xml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths, "no samples under %s", samplesDir)
+	out := map[string]string{}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		require.NoError(t, err)
+		out[p] = string(raw)
+	}
+	return out
+}
+
+// bigMessage is a 4 MB message with Chinese text, tabs and trailing newlines.
+func bigMessage() string {
+	var sb strings.Builder
+	sb.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<MSG>\n\t<META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261202080000</DTTM><TYPE>SCHD</TYPE><STYP>DNLD</STYP></META>\n\t<SCHD>\n")
+	for sb.Len() < 4<<20 {
+		sb.WriteString("\t\t<FLTR><FLID>15</FLID><REMC>航班延误 备注\t混合 tab</REMC></FLTR>\r\n")
+	}
+	sb.WriteString("\t</SCHD>\n</MSG>\n\n\n")
+	return sb.String()
+}
+
+func TestStoredCopyIsByteIdentical(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	want := map[int64]string{}
+	for _, text := range samples(t) {
+		want[b.insert(t, text)] = text
+	}
+	big := bigMessage()
+	require.Greater(t, len(big), 4<<20)
+	want[b.insert(t, big)] = big
+	b.drain(t, b.ing)
+
+	got := b.stored(t)
+	require.Len(t, got, len(want))
+	for id, text := range want {
+		require.NotNil(t, got[id].Raw, "msg %d", id)
+		require.True(t, *got[id].Raw == text, "msg %d differs from the mailbox text", id)
+		require.Equal(t, sha(text), got[id].Sum, "msg %d", id)
+	}
+	// And through PostgreSQL's own hash of the stored text.
+	var mismatches int
+	require.NoError(t, b.pg.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM proc_state WHERE sha256(convert_to(raw, 'UTF8')) <> raw_sha256`).Scan(&mismatches))
+	require.Zero(t, mismatches)
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	id := b.insert(t, "<MSG/>")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.ing.Run(ctx) }()
+	// Wait on the condition (bounded), not on time.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		require.NoError(t, b.pg.Pool.QueryRow(context.Background(), `SELECT count(*) FROM proc_state WHERE msg_id = $1`, id).Scan(&n))
+		if n == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "row not enqueued by Run")
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	require.True(t, err == nil || errors.Is(err, context.Canceled), "Run: %v", err)
+}

@@ -1,0 +1,82 @@
+package ingest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/mailbox"
+)
+
+func msgs(ids ...int64) []mailbox.Message {
+	out := make([]mailbox.Message, len(ids))
+	for i, id := range ids {
+		out[i] = mailbox.Message{ID: id}
+	}
+	return out
+}
+
+func enqueued(d decision) []int64 {
+	var ids []int64
+	for _, m := range d.enqueue {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	const delay = 30 * time.Second
+	now := t0.Add(time.Hour)
+	type want struct {
+		enqueue          []int64
+		skipFrom, skipTo int64
+		next             cursor
+		blocked          int64
+	}
+	for _, tc := range []struct {
+		name string
+		cur  cursor
+		rows []int64
+		want want
+	}{
+		{"nothing visible", cursor{W: 7}, nil, want{next: cursor{W: 7}}},
+		{"nothing visible clears a stale gap", cursor{W: 7, GapStart: 8, FirstSeen: now}, nil, want{next: cursor{W: 7}}},
+		{"contiguous run", cursor{W: 7}, []int64{8, 9, 10}, want{enqueue: []int64{8, 9, 10}, next: cursor{W: 10}}},
+		{"gap after the run is new", cursor{W: 7}, []int64{8, 9, 12}, want{enqueue: []int64{8, 9}, next: cursor{W: 9, GapStart: 10, FirstSeen: now}, blocked: 2}},
+		{"gap first seen now", cursor{W: 7}, []int64{10}, want{next: cursor{W: 7, GapStart: 8, FirstSeen: now}, blocked: 2}},
+		{"gap keeps its first-seen time", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond)}, []int64{10},
+			want{next: cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond)}, blocked: 2}},
+		{"aged gap skips exactly the missing ids", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay)}, []int64{10, 11, 13},
+			want{enqueue: []int64{10, 11}, skipFrom: 8, skipTo: 9, next: cursor{W: 11, GapStart: 12, FirstSeen: now}, blocked: 1}},
+		{"aged gap partly filled skips only what is still missing", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour)}, []int64{9, 10},
+			want{enqueue: []int64{9, 10}, skipFrom: 8, skipTo: 8, next: cursor{W: 10}}},
+		{"filled gap: run, no skip", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour)}, []int64{8, 9},
+			want{enqueue: []int64{8, 9}, skipFrom: 1, next: cursor{W: 9}}},
+		{"huge aged gap skipped in chunks inside the same window", cursor{W: 0, GapStart: 1, FirstSeen: now.Add(-delay)}, []int64{25},
+			want{skipFrom: 1, skipTo: 10, next: cursor{W: 10, GapStart: 11, FirstSeen: now.Add(-delay)}, blocked: 14}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := plan(tc.cur, msgs(tc.rows...), now, delay, 10)
+			require.NoError(t, err)
+			require.Equal(t, tc.want.enqueue, enqueued(d))
+			if tc.want.skipTo == 0 {
+				require.Zero(t, d.skipped())
+			} else {
+				require.Equal(t, [2]int64{tc.want.skipFrom, tc.want.skipTo}, [2]int64{d.skipFrom, d.skipTo})
+			}
+			require.True(t, tc.want.next.equal(d.next), "next cursor %+v, want %+v", d.next, tc.want.next)
+			require.Equal(t, tc.want.blocked, d.blocked)
+		})
+	}
+}
+
+func TestPlanRejectsRowsAtOrBelowW(t *testing.T) {
+	t.Parallel()
+	_, err := plan(cursor{W: 7}, msgs(7), t0, time.Second, 10)
+	require.Error(t, err)
+	_, err = plan(cursor{W: 7}, msgs(9, 8), t0, time.Second, 10)
+	require.Error(t, err)
+}

@@ -1,0 +1,253 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/wake"
+)
+
+// Every PostgreSQL statement of ingest, with bound parameters only. Time always comes in as a
+// parameter from the injected clock; no statement calls now().
+
+const (
+	loadCursorSQL = `SELECT watermark, gap_start, gap_first_seen_at FROM inbox_cursor`
+
+	// enqueueSQL inserts PENDING rows for a batch of mailbox messages in one statement. A rescan
+	// or a row the compat entry enqueued first conflicts and is left as it is.
+	enqueueSQL = `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, received_at, enqueued_at, late)
+SELECT m.msg_id, m.raw, m.raw_sha256, 'PENDING', m.received_at, $5, $6
+  FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::timestamp[]) AS m(msg_id, raw, raw_sha256, received_at)
+    ON CONFLICT (msg_id) DO NOTHING
+RETURNING msg_id`
+
+	// skipSQL records the skipped ids of a permanent gap in the ledger.
+	skipSQL = `INSERT INTO inbox_gap (msg_id, first_seen_at, skipped_at, reprobe_until)
+SELECT id, $3, $4, $5 FROM generate_series($1::bigint, $2::bigint) AS id
+    ON CONFLICT (msg_id) DO NOTHING`
+
+	// moveCursorSQL writes the new cursor if the watermark is still the one the step started from.
+	moveCursorSQL = `UPDATE inbox_cursor
+   SET watermark = $2, gap_start = $3, gap_first_seen_at = $4, updated_at = $5
+ WHERE watermark = $1 AND $2 >= watermark`
+
+	// compatEnqueueSQL enqueues one row inserted by the compat entry (usually above W: INV-4).
+	// An id the poller already skipped is a late row.
+	compatEnqueueSQL = `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, received_at, enqueued_at, late)
+VALUES ($1, $2, $3, 'PENDING', $4, $5, EXISTS (SELECT 1 FROM inbox_gap WHERE msg_id = $1))
+    ON CONFLICT (msg_id) DO NOTHING`
+
+	// reprobeRangesSQL returns the skipped ids still under re-probe as islands of consecutive ids.
+	reprobeRangesSQL = `SELECT min(msg_id), max(msg_id)
+  FROM (SELECT msg_id, msg_id - row_number() OVER (ORDER BY msg_id) AS island
+          FROM inbox_gap
+         WHERE found_at IS NULL AND reprobe_until > $1) AS g
+ GROUP BY island
+ ORDER BY 1
+ LIMIT $2`
+
+	// ledgerStatsSQL counts the skipped ids still under re-probe and their oldest first-seen time.
+	ledgerStatsSQL = `SELECT count(*), min(first_seen_at)
+  FROM inbox_gap
+ WHERE found_at IS NULL AND reprobe_until > $1`
+
+	// markFoundSQL closes the ledger entries of late rows.
+	markFoundSQL = `UPDATE inbox_gap SET found_at = $2
+ WHERE msg_id = ANY($1::bigint[]) AND found_at IS NULL
+RETURNING msg_id, first_seen_at, skipped_at`
+)
+
+// DB is what ingest needs from PostgreSQL (a *pgxpool.Pool).
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// errCursorMoved means inbox_cursor was changed by someone else since this instance loaded it.
+var errCursorMoved = errors.New("inbox_cursor moved under this instance")
+
+func loadCursor(ctx context.Context, db DB) (cursor, error) {
+	var (
+		c     cursor
+		start pgtype.Int8
+		seen  pgtype.Timestamptz
+	)
+	if err := db.QueryRow(ctx, loadCursorSQL).Scan(&c.W, &start, &seen); err != nil {
+		return cursor{}, fmt.Errorf("load inbox cursor: %w", err)
+	}
+	if start.Valid {
+		c.GapStart = start.Int64
+	}
+	if seen.Valid {
+		c.FirstSeen = seen.Time
+	}
+	return c, nil
+}
+
+// copies are the columns of a batch of raw copies, in the arrays unnest takes.
+type copies struct {
+	ids      []int64
+	raws     []pgtype.Text
+	sums     [][]byte
+	received []pgtype.Timestamp
+	// unstorable lists ids whose text PostgreSQL cannot hold (see rawCopy).
+	unstorable []int64
+}
+
+func newCopies(msgs []mailbox.Message) copies {
+	c := copies{
+		ids:      make([]int64, len(msgs)),
+		raws:     make([]pgtype.Text, len(msgs)),
+		sums:     make([][]byte, len(msgs)),
+		received: make([]pgtype.Timestamp, len(msgs)),
+	}
+	for i, m := range msgs {
+		c.ids[i] = m.ID
+		raw, sum, ok := rawCopy(m.Text)
+		c.raws[i], c.sums[i] = raw, sum
+		if !ok {
+			c.unstorable = append(c.unstorable, m.ID)
+		}
+		c.received[i] = receivedAt(m.ReceivedAt)
+	}
+	return c
+}
+
+// rawCopy returns the text to store and its SHA-256. PostgreSQL text cannot hold a NUL byte or
+// invalid UTF-8; such a message (never well-formed XML) is stored with raw NULL and the hash of
+// its bytes, so it cannot block ingest and the processor makes it DEAD MALFORMED.
+func rawCopy(text string) (pgtype.Text, []byte, bool) {
+	sum := sha256.Sum256([]byte(text))
+	if strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
+		return pgtype.Text{}, sum[:], false
+	}
+	return pgtype.Text{String: text, Valid: true}, sum[:], true
+}
+
+func receivedAt(t time.Time) pgtype.Timestamp {
+	if t.IsZero() {
+		return pgtype.Timestamp{}
+	}
+	return pgtype.Timestamp{Time: t, Valid: true}
+}
+
+// enqueue inserts c as PENDING rows and returns the ids actually inserted.
+func enqueue(ctx context.Context, tx pgx.Tx, c copies, now time.Time, late bool) ([]int64, error) {
+	if len(c.ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, enqueueSQL, c.ids, c.raws, c.sums, c.received, now, late)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return ids, nil
+}
+
+// recordSkip adds the skipped ids from..to to the gap ledger.
+func recordSkip(ctx context.Context, tx pgx.Tx, from, to int64, firstSeen, now, reprobeUntil time.Time) error {
+	if _, err := tx.Exec(ctx, skipSQL, from, to, firstSeen, now, reprobeUntil); err != nil {
+		return fmt.Errorf("record skipped ids %d..%d: %w", from, to, err)
+	}
+	return nil
+}
+
+// moveCursor writes next, guarded by the watermark the step started from.
+func moveCursor(ctx context.Context, tx pgx.Tx, from int64, next cursor, now time.Time) error {
+	var (
+		start pgtype.Int8
+		seen  pgtype.Timestamptz
+	)
+	if next.GapStart != 0 {
+		start = pgtype.Int8{Int64: next.GapStart, Valid: true}
+		seen = pgtype.Timestamptz{Time: next.FirstSeen, Valid: true}
+	}
+	tag, err := tx.Exec(ctx, moveCursorSQL, from, next.W, start, seen, now)
+	if err != nil {
+		return fmt.Errorf("move watermark: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return errCursorMoved
+	}
+	if next.W > from {
+		return wake.Notify(ctx, tx, wake.Inbox) // the pump has work
+	}
+	return nil
+}
+
+// compatEnqueue enqueues one compat row; inserted is false when it was already there.
+func compatEnqueue(ctx context.Context, db DB, id int64, text string, received, now time.Time) (inserted bool, err error) {
+	raw, sum, _ := rawCopy(text)
+	tag, err := db.Exec(ctx, compatEnqueueSQL, id, raw, sum, receivedAt(received), now)
+	if err != nil {
+		return false, fmt.Errorf("enqueue compat row %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// reprobeRanges returns up to limit islands of skipped ids still under re-probe.
+func reprobeRanges(ctx context.Context, db DB, now time.Time, limit int) ([]mailbox.IDRange, error) {
+	rows, err := db.Query(ctx, reprobeRangesSQL, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list skipped ids: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mailbox.IDRange, error) {
+		var ir mailbox.IDRange
+		err := r.Scan(&ir.From, &ir.To)
+		return ir, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list skipped ids: %w", err)
+	}
+	return out, nil
+}
+
+// ledgerStats counts the skipped ids under re-probe and returns the oldest first-seen time.
+func ledgerStats(ctx context.Context, db DB, now time.Time) (int64, time.Time, error) {
+	var (
+		n      int64
+		oldest pgtype.Timestamptz
+	)
+	if err := db.QueryRow(ctx, ledgerStatsSQL, now).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("count skipped ids: %w", err)
+	}
+	return n, oldest.Time, nil
+}
+
+// foundGap is a ledger entry closed by a late row.
+type foundGap struct {
+	ID                   int64
+	FirstSeen, SkippedAt time.Time
+}
+
+// markFound closes the ledger entries of ids.
+func markFound(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) ([]foundGap, error) {
+	rows, err := tx.Query(ctx, markFoundSQL, ids, now)
+	if err != nil {
+		return nil, fmt.Errorf("close ledger entries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (foundGap, error) {
+		var g foundGap
+		err := r.Scan(&g.ID, &g.FirstSeen, &g.SkippedAt)
+		return g, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("close ledger entries: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,60 @@
+package mailbox
+
+import "strings"
+
+// Every statement msgx runs against the mailbox, with bound parameters only. Column names are the
+// AODB's legacy schema (SPEC §3.1).
+
+const (
+	// readAfterSQL is ingest's discovery read (SPEC §4): rows after the watermark in id order. It
+	// never looks at the processed marker (INV-5).
+	readAfterSQL = `SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED
+  FROM cminmsgs
+ WHERE CMINMSGS_ID > ?
+ ORDER BY CMINMSGS_ID
+ LIMIT ?`
+
+	// probeSelectSQL and probeRangeSQL build the re-probe of skipped ids (see probeSQL).
+	probeSelectSQL = `SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED
+  FROM cminmsgs
+ WHERE `
+	probeRangeSQL = `(CMINMSGS_ID BETWEEN ? AND ?)`
+	probeOrderSQL = `
+ ORDER BY CMINMSGS_ID
+ LIMIT ?`
+
+	// insertSQL is the compat entry's insert (SPEC §4): STATUS 'VALID' as every legacy writer does.
+	insertSQL = `INSERT INTO cminmsgs
+       (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE,
+        CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// statusValid is CMINMSGS_STATUS of a newly inserted row.
+const statusValid = "VALID"
+
+// probeSQL returns the re-probe statement for n id ranges: n (BETWEEN ? AND ?) terms joined by OR,
+// then the limit. Its parameters are from1, to1, …, fromN, toN, limit.
+func probeSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(probeSelectSQL)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString(probeRangeSQL)
+	}
+	b.WriteString(probeOrderSQL)
+	return b.String()
+}
+
+// markProcessedSQL is the processed marker for n ids (SPEC §3.1, INV-7): only a NULL marker is
+// written. Parameters: at, [status,] id1 … idN.
+func markProcessedSQL(n int, withStatus bool) string {
+	set := "CMINMSGS_DATE_PROCESSED = ?"
+	if withStatus {
+		set += ", CMINMSGS_STATUS = ?"
+	}
+	return "UPDATE cminmsgs SET " + set + " WHERE CMINMSGS_DATE_PROCESSED IS NULL AND CMINMSGS_ID IN (?" +
+		strings.Repeat(",?", n-1) + ")"
+}
