@@ -113,7 +113,9 @@ UNION ALL
 SELECT to_jsonb(h) - 'raw' - 'raw_sha256' || jsonb_build_object('raw_sha256', encode(raw_sha256, 'hex'),
        'raw_length', length(raw), 'archived', true) FROM proc_state_hst h WHERE msg_id = $1`
 
-const showAuditSQL = `SELECT action, actor, reason, at FROM replay_audit WHERE $1 = ANY(ids) ORDER BY at`
+// showAuditSQL finds the audit rows naming a message (dlq-* rows name event ids instead).
+const showAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
+ WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
 
 func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)

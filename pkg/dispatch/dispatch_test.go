@@ -1,0 +1,577 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/kafka/kafkatest"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/testdb"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// sarama's go-metrics meters share one process-wide ticker goroutine.
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+	)
+}
+
+var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+type bundle struct {
+	db       *testdb.DB
+	broker   *kafka.InProcess
+	kcfg     kafka.Config
+	producer *kafka.Producer
+	sender   *faultySender
+	store    *outbox.Store
+	clock    *clock.Fake
+	reg      *prometheus.Registry
+	disp     *dispatch.Dispatcher
+	lease    leader.Lease
+	policy   outbox.Policy
+}
+
+type options struct {
+	policy  outbox.Policy
+	batch   int
+	kfake   []kfake.Opt
+	logSink *os.File
+}
+
+func setup(t testing.TB, opt options) *bundle {
+	t.Helper()
+	if opt.policy.MaxAttempts == 0 {
+		opt.policy = outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second}
+	}
+	if opt.batch == 0 {
+		opt.batch = 500
+	}
+	b := &bundle{db: testdb.New(t), clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), policy: opt.policy}
+	b.broker, b.kcfg = kafkatest.Broker(t, opt.kfake...)
+	p, err := kafka.Dial(b.kcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	b.producer = p
+	b.sender = &faultySender{Sender: p}
+	b.store, err = outbox.New(b.db.Pool, opt.policy)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(context.Background(),
+		`INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('dispatcher', 7, 'test', 0, $1, $1)`, t0)
+	require.NoError(t, err)
+	b.lease = leader.Lease{Role: "dispatcher", Epoch: 7}
+	b.disp, err = dispatch.New(dispatch.Config{
+		Batch: opt.batch, FlushPeriod: 3 * time.Second, FlushLimit: 500,
+		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+	}, b.store, b.sender, b.clock, b.reg, zerolog.Nop())
+	require.NoError(t, err)
+	return b
+}
+
+// faultySender fails the records that poison picks with a retryable error, as a broker that
+// keeps rejecting one record would; everything else goes to the real producer.
+type faultySender struct {
+	dispatch.Sender
+	mu     sync.Mutex
+	poison func(kafka.Record) error
+}
+
+func (s *faultySender) setPoison(fn func(kafka.Record) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.poison = fn
+}
+
+func (s *faultySender) Send(ctx context.Context, recs []kafka.Record) []error {
+	s.mu.Lock()
+	poison := s.poison
+	s.mu.Unlock()
+	if poison == nil {
+		return s.Sender.Send(ctx, recs)
+	}
+	errs := make([]error, len(recs))
+	var pass []kafka.Record
+	var at []int
+	for i, r := range recs {
+		if err := poison(r); err != nil {
+			errs[i] = err
+			continue
+		}
+		pass, at = append(pass, r), append(at, i)
+	}
+	for j, err := range s.Sender.Send(ctx, pass) {
+		errs[at[j]] = err
+	}
+	return errs
+}
+
+func header(r kafka.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+func msgEvent(flid, version int64) outbox.Event {
+	return outbox.Event{Target: outbox.TargetMsg, FLID: flid, Type: outbox.Upsert, StateVersion: version, MsgID: 1000 + version,
+		Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d}`, flid, version))}
+}
+
+func stateEvent(flid, version int64, typ string) outbox.Event {
+	e := outbox.Event{Target: outbox.TargetSchd, FLID: flid, Type: typ, StateVersion: version, MsgID: 2000 + version}
+	if typ == outbox.Upsert {
+		e.Payload = json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d,"MAFL":[]}`, flid, version))
+	}
+	return e
+}
+
+// enqueue inserts events interleaved across FLIDs: version v of every FLID, then v+1, …
+func enqueueSpread(t testing.TB, b *bundle, flids, perFLID int) int {
+	t.Helper()
+	ctx := context.Background()
+	var evs []outbox.Event
+	for v := 1; v <= perFLID; v++ {
+		for f := 1; f <= flids; f++ {
+			evs = append(evs, msgEvent(int64(f), int64(v)))
+			if len(evs) == 5000 {
+				require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+				evs = evs[:0]
+			}
+		}
+	}
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+	return flids * perFLID
+}
+
+// drainMsg steps KAFKA:msg until nothing is claimable, moving the clock past every backoff.
+func drainMsg(t testing.TB, b *bundle, maxSteps int) (steps int, total dispatch.Result) {
+	t.Helper()
+	ctx := context.Background()
+	for steps = 0; steps < maxSteps; steps++ {
+		res, err := b.disp.StepMsg(ctx, b.lease)
+		require.NoError(t, err)
+		total.Sent += res.Sent
+		total.Retried += res.Retried
+		total.Dead += res.Dead
+		if res.Outage {
+			total.Outage = true
+		}
+		if res.Claimed == 0 {
+			return steps, total
+		}
+		if res.Retried > 0 || res.Outage {
+			b.clock.Advance(b.policy.BackoffMax)
+		}
+	}
+	require.FailNow(t, "drain did not finish", "after %d steps", maxSteps)
+	return steps, total
+}
+
+func countStatus(t testing.TB, b *bundle, status string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM msg_event WHERE status = $1`, status).Scan(&n))
+	return n
+}
+
+// checkStream verifies the consumed KAFKA:msg stream: after dropping duplicate (flid,
+// state_version), every FLID has versions 1..want[flid] exactly once, in order. It returns the
+// duplicates (identified by their headers).
+func checkStream(t testing.TB, recs []kafkatest.Record, want map[string]int64) []kafkatest.Record {
+	t.Helper()
+	type key struct {
+		flid    string
+		version int64
+	}
+	seen := map[key]bool{}
+	last := map[string]int64{}
+	var dups []kafkatest.Record
+	for _, r := range recs {
+		flid := r.Headers["flid"]
+		require.Equal(t, r.Key, flid, "key = FLID")
+		v := r.Int("state_version")
+		k := key{flid, v}
+		if seen[k] {
+			dups = append(dups, r)
+			continue
+		}
+		seen[k] = true
+		require.Equal(t, last[flid]+1, v, "FLID %s: version %d after %d (event_id %s)", flid, v, last[flid], r.Headers["event_id"])
+		last[flid] = v
+		var p struct {
+			FLID         int64 `json:"flid"`
+			StateVersion int64 `json:"state_version"`
+		}
+		require.NoError(t, json.Unmarshal(r.Value, &p))
+		require.Equal(t, v, p.StateVersion)
+	}
+	require.Equal(t, want, last)
+	return dups
+}
+
+// TestOrderingUnderFaults is the acceptance run: 100,000 events over 2,000 FLIDs (10,000 over
+// 200 with -short) while the broker randomly fails produce requests, drops connections, answers
+// slowly, and times out after appending.
+func TestOrderingUnderFaults(t *testing.T) {
+	t.Parallel()
+	flids, per := 2000, 50
+	if testing.Short() {
+		flids, per = 200, 50
+	}
+	b := setup(t, options{policy: outbox.Policy{MaxAttempts: 1000, BackoffBase: time.Second, BackoffMax: 4 * time.Second}})
+	n := enqueueSpread(t, b, flids, per)
+
+	c := b.broker.Cluster()
+	rng := rand.New(rand.NewPCG(7, 11))
+	var mu sync.Mutex
+	roll := func() float64 { mu.Lock(); defer mu.Unlock(); return rng.Float64() }
+	var drops, slows atomic.Int64
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		switch r := roll(); {
+		case r < 0.03:
+			drops.Add(1)
+			return nil, errors.New("injected: connection dropped"), true
+		case r < 0.06:
+			slows.Add(1)
+			d := time.Duration(5+int(r*100)) * time.Millisecond
+			c.SleepControl(func() { time.Sleep(d) })
+		}
+		return nil, nil, false
+	})
+	errCodes := []*kerr.Error{kerr.NotLeaderForPartition, kerr.NotEnoughReplicas, kerr.RequestTimedOut, kerr.NotEnoughReplicasAfterAppend}
+	faults := c.Fault(kfake.Fault{
+		Keys: []kmsg.Key{kmsg.Produce}, Count: -1, Err: kerr.NotLeaderForPartition,
+		When: func(kmsg.Request) bool { return roll() < 0.05 },
+	})
+	defer faults.Remove()
+
+	ctx := context.Background()
+	var total dispatch.Result
+	steps := 0
+	for ; steps < 10000; steps++ {
+		// Every 25th batch meets a burst of errors longer than sarama's own retries, so the
+		// dispatcher's backoff path runs too. Some of them (timeouts) are answered after the
+		// append: the idempotent producer must not duplicate them.
+		if steps%25 == 5 {
+			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Count: 8, Err: errCodes[steps%len(errCodes)]})
+		}
+		res, err := b.disp.StepMsg(ctx, b.lease)
+		require.NoError(t, err)
+		total.Sent += res.Sent
+		total.Retried += res.Retried
+		total.Dead += res.Dead
+		if res.Claimed == 0 {
+			break
+		}
+		if res.Retried > 0 || res.Outage {
+			b.clock.Advance(4 * time.Second)
+		}
+	}
+	require.Equal(t, n, total.Sent)
+	require.Zero(t, total.Dead)
+	require.Equal(t, n, countStatus(t, b, outbox.StatusSent))
+
+	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicChanges, 2*time.Minute)
+	want := map[string]int64{}
+	for f := 1; f <= flids; f++ {
+		want[strconv.Itoa(f)] = int64(per)
+	}
+	dups := checkStream(t, recs, want)
+	for _, d := range dups {
+		require.Equal(t, "7", d.Headers["epoch"])
+		require.NotEmpty(t, d.Headers["event_id"])
+	}
+	t.Logf("%d events over %d FLIDs: %d steps, %d retried attempts, %d records consumed, %d duplicates (identified by event_id/flid/state_version headers), %d dropped connections, %d slow answers",
+		n, flids, steps, total.Retried, len(recs), len(dups), drops.Load(), slows.Load())
+	require.Positive(t, total.Retried, "the fault bursts must reach the dispatcher's retry path")
+	require.Equal(t, float64(n), testutil.ToFloat64(b.metric("msgx_dispatch_sent_total")))
+}
+
+// metric reads the first series of one metric family of the dispatcher's registry.
+func (b *bundle) metric(name string) prometheus.Collector { return collectorOf{b.reg, name} }
+
+// collectorOf re-exposes one gathered metric family so testutil.ToFloat64 can read it.
+type collectorOf struct {
+	reg  *prometheus.Registry
+	name string
+}
+
+func (c collectorOf) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c collectorOf) Collect(ch chan<- prometheus.Metric) {
+	mfs, _ := c.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != c.name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			if m.GetHistogram() != nil {
+				v = float64(m.GetHistogram().GetSampleCount())
+			}
+			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(c.name, "", nil, nil), prometheus.UntypedValue, v)
+			return
+		}
+	}
+}
+
+func TestPoisonedEventDeadHoldsItsFLIDThenReplayDelivers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	n := enqueueSpread(t, b, 20, 5)
+	ctx := context.Background()
+
+	// FLID 3's version 2 always fails.
+	b.sender.setPoison(func(r kafka.Record) error {
+		if r.Key == "3" && header(r, "state_version") == "2" {
+			return &kafka.Error{Op: "produce", Err: errors.New("injected: broker keeps failing this record")}
+		}
+		return nil
+	})
+	_, total := drainMsg(t, b, 100)
+	require.Equal(t, 1, total.Dead)
+	require.Equal(t, 2, total.Retried, "max attempts 3: two retries, then DEAD")
+	require.Equal(t, n-4, total.Sent, "all other FLIDs delivered; FLID 3 stops after version 1")
+
+	dead, err := b.store.ListDead(ctx, outbox.DeadFilter{})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, "3", dead[0].FLID)
+	require.Equal(t, int64(2), dead[0].StateVersion)
+	require.Equal(t, 3, dead[0].Attempts)
+	require.Equal(t, int64(3), dead[0].Holding)
+	require.Contains(t, dead[0].LastError, "injected")
+
+	// Hours later FLID 3 is still held.
+	b.clock.Advance(6 * time.Hour)
+	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed)
+	require.NoError(t, b.disp.RefreshStats(ctx))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metric("msgx_dispatch_dead_letters")))
+
+	// The operator replays it (what msgxctl dlq replay --flid 3 does): delivered in order.
+	b.sender.setPoison(nil)
+	replayed, err := b.store.Replay(ctx, outbox.Selector{FLID: "3"}, outbox.Admin{Actor: "ops", Reason: "broker fixed"}, b.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, []int64{dead[0].EventID}, replayed)
+	_, total = drainMsg(t, b, 100)
+	require.Equal(t, 4, total.Sent)
+	require.Equal(t, n, countStatus(t, b, outbox.StatusSent))
+
+	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicChanges, time.Minute)
+	want := map[string]int64{}
+	for f := 1; f <= 20; f++ {
+		want[strconv.Itoa(f)] = 5
+	}
+	require.Empty(t, checkStream(t, recs, want))
+}
+
+// A record the broker rejects as too large is DEAD at once, holds its FLID, and its partition
+// neighbours (rejected with it in one partition batch) are sent again alone and delivered.
+func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{kfake: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"})}})
+	ctx := context.Background()
+	big := outbox.Event{Target: outbox.TargetMsg, FLID: 5, Type: outbox.Upsert, StateVersion: 1,
+		Payload: json.RawMessage(fmt.Sprintf(`{"flid":5,"state_version":1,"pad":%q}`, strings.Repeat("x", 50000)))}
+	var evs []outbox.Event
+	for f := int64(1); f <= 40; f++ {
+		if f == 5 {
+			evs = append(evs, big)
+			continue
+		}
+		evs = append(evs, msgEvent(f, 1))
+	}
+	evs = append(evs, msgEvent(5, 2))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+
+	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 40, res.Claimed)
+	require.Equal(t, 1, res.Dead)
+	require.Zero(t, res.Retried)
+	require.Equal(t, 39, res.Sent)
+
+	dead, err := b.store.ListDead(ctx, outbox.DeadFilter{FLID: "5"})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, 1, dead[0].Attempts)
+	require.Contains(t, dead[0].LastError, "too large")
+	require.Equal(t, int64(1), dead[0].Holding)
+
+	// Skipped by an operator: FLID 5's next event flows.
+	_, err = b.store.Skip(ctx, []int64{dead[0].EventID}, outbox.Admin{Actor: "ops", Reason: "payload over the broker limit"}, b.clock.Now())
+	require.NoError(t, err)
+	res, err = b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Sent)
+	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicChanges, time.Minute)
+	require.Len(t, recs, 40)
+}
+
+func TestStatesAggregateNewest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	var evs []outbox.Event
+	for v := int64(1); v <= 10; v++ {
+		evs = append(evs, stateEvent(42, v, outbox.Upsert))
+	}
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+
+	// The send fails (longer than sarama's own retries): all ten stay unsent and retry.
+	h := b.broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.kcfg.TopicState, Count: -1, Err: kerr.NotEnoughReplicas})
+	res, err := b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Claimed)
+	require.Equal(t, 10, res.Retried)
+	require.Zero(t, countStatus(t, b, outbox.StatusSent))
+	var attempts []int
+	rows, err := b.db.Pool.Query(ctx, `SELECT attempts FROM msg_event ORDER BY event_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var a int
+		require.NoError(t, rows.Scan(&a))
+		attempts = append(attempts, a)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, attempts)
+
+	// Backing off: nothing is due yet.
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed)
+
+	h.Remove()
+	b.clock.Advance(time.Second)
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.Result{Claimed: 1, Sent: 10}, res)
+
+	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicState, time.Minute)
+	require.Len(t, recs, 1, "ten versions inside one flush period → one record")
+	require.Equal(t, "42", recs[0].Key)
+	require.Equal(t, int64(10), recs[0].Int("state_version"))
+	require.Equal(t, "UPSERT", recs[0].Headers["event_type"])
+	require.Equal(t, "2010", recs[0].Headers["msg_id"])
+	require.JSONEq(t, `{"flid":42,"state_version":10,"MAFL":[]}`, string(recs[0].Value))
+}
+
+func TestStatesTombstoneLastAndNeverOlder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 1, outbox.Upsert), stateEvent(8, 1, outbox.Upsert)))
+	_, err := b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 2, outbox.Upsert), stateEvent(9, 3, outbox.Tombstone)))
+	res, err := b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Sent)
+
+	// FLID 8: version 2 dies (rejected), version 3 arrives and supersedes it; a later replay of
+	// version 2 has nothing to send, so the older state never follows the newer.
+	b.sender.setPoison(func(r kafka.Record) error {
+		if r.Key == "8" && header(r, "state_version") == "2" {
+			return &kafka.Error{Op: "produce", Err: errors.New("kafka server: Message was too large")}
+		}
+		return nil
+	})
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(8, 2, outbox.Upsert)))
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Retried)
+	b.sender.setPoison(nil)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(8, 3, outbox.Upsert)))
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Sent)
+	replayed, err := b.store.Replay(ctx, outbox.Selector{FLID: "8"}, outbox.Admin{Actor: "ops"}, t0)
+	require.NoError(t, err)
+	require.Empty(t, replayed)
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed)
+
+	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicState, time.Minute)
+	byKey := map[string][]kafkatest.Record{}
+	for _, r := range recs {
+		byKey[r.Key] = append(byKey[r.Key], r)
+	}
+	require.Len(t, byKey["9"], 2)
+	require.Equal(t, int64(1), byKey["9"][0].Int("state_version"))
+	last := byKey["9"][1]
+	require.Equal(t, int64(3), last.Int("state_version"))
+	require.Equal(t, "TOMBSTONE", last.Headers["event_type"])
+	require.Nil(t, last.Value, "TOMBSTONE → null value, last")
+	require.Len(t, byKey["8"], 2)
+	require.Equal(t, int64(3), byKey["8"][1].Int("state_version"))
+}
+
+func TestFencedDispatcherCommitsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	enqueueSpread(t, b, 3, 1)
+	_, err := b.disp.StepMsg(ctx, leader.Lease{Role: "dispatcher", Epoch: 6})
+	require.ErrorIs(t, err, leader.ErrFenced)
+	require.Zero(t, countStatus(t, b, outbox.StatusSent))
+}
+
+func TestOutageCountsNoAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	enqueueSpread(t, b, 3, 1)
+	c := b.broker.Cluster()
+	c.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, errors.New("injected: broker gone"), true
+	})
+	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.True(t, res.Outage)
+	var attempts int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT sum(attempts) FROM msg_event`).Scan(&attempts))
+	require.Zero(t, attempts)
+}
+
+// Run drives both loops with real waits until the backlog is gone, then stops on cancel.
+func TestRunDrainsAndStops(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{batch: 50})
+	ctx, cancel := context.WithCancel(context.Background())
+	n := enqueueSpread(t, b, 30, 10)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(1, 1, outbox.Upsert), stateEvent(1, 2, outbox.Upsert)))
+	done := make(chan error, 1)
+	go func() { done <- b.disp.Run(ctx, b.lease) }()
+	require.Eventually(t, func() bool { return countStatus(t, b, outbox.StatusSent) == n+2 }, 30*time.Second, 20*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}

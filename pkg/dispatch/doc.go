@@ -1,0 +1,43 @@
+// Package dispatch is the dispatcher stage: it drains the msg_event outbox to Kafka while this
+// instance leads the dispatcher role. Two loops run side by side:
+//
+// KAFKA:msg → topic msgx.flight.changes (StepMsg, in a loop)
+//
+//	claim ≤ batch FLID heads ──▶ produce (one batch, key = FLID) ──▶ per record:
+//	   (oldest first; one event      acknowledged ──────────────▶ SENT     (one UPDATE per batch)
+//	    per FLID, the FLID's          retryable error ───────────▶ PENDING, attempts+1,
+//	    smallest unsent event_id)                                  next_attempt_at = now + backoff
+//	                                  retryable, attempts = max ─▶ DEAD
+//	                                  non-retryable (too large) ─▶ DEAD at once
+//
+// A FLID's next event is claimed only after its head is SENT, so a record can never overtake an
+// unacknowledged predecessor in Kafka, whatever the producer's retries do; a head that is
+// backing off or DEAD holds only its own FLID. A DEAD head holds its FLID until an operator
+// replays it (back to PENDING) or skips it (msgxctl dlq). Events of different FLIDs share the
+// batch, so throughput comes from the number of FLIDs with a backlog, not from one FLID's depth.
+//
+// When every record of a batch fails with a retryable error and the brokers do not answer a
+// metadata request, the batch is an outage, not the events' fault: no attempt is counted and
+// the loop backs off, so a Kafka outage never turns the backlog into dead letters.
+//
+// When the broker rejects several records of one batch as non-retryable (it may reject a whole
+// partition batch for one record), each is sent again alone before any is declared DEAD.
+//
+// KAFKA:schd → compacted topic msgx.flight.state (FlushStates, every flush period)
+//
+//	claim ≤ flush-limit FLIDs ──▶ one record per FLID: its newest state_version
+//	                              (UPSERT: the full state JSON; TOMBSTONE: null value)
+//	   acknowledged ──▶ every unsent event of the FLID read by the claim → SENT (one UPDATE)
+//	   failed       ──▶ every one of them: attempts+1 and backoff (DEAD as above); nothing is SENT
+//
+// Only the newest version is ever produced and all older unsent ones are marked with it, so every
+// unsent schd event of a FLID is newer than any it already sent: a retry, a replay or a restart
+// can never put an older state after a newer one.
+//
+// Every SENT/DEAD transition runs in a transaction that checks the leader lease first
+// (leader.Lease.Check), so a deposed dispatcher cannot commit; the lease's epoch travels in
+// every record's headers. Delivery is at least once: a crash between the broker's
+// acknowledgement and the SENT commit sends the event again, with the same headers (event_id,
+// flid, state_version, msg_id, epoch, event_type), and consumers drop a (flid, state_version)
+// they have already seen (docs/events.md).
+package dispatch

@@ -1,0 +1,58 @@
+package dispatch
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	pending   *prometheus.GaugeVec
+	deadNow   *prometheus.GaugeVec
+	oldest    *prometheus.GaugeVec
+	sent      *prometheus.CounterVec
+	retried   *prometheus.CounterVec
+	dead      *prometheus.CounterVec
+	outages   prometheus.Counter
+	batchSize *prometheus.HistogramVec
+	latency   *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	target := []string{"target"}
+	m := &metrics{
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "msgx_dispatch_pending", Help: "PENDING msg_event rows per target.",
+		}, target),
+		deadNow: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "msgx_dispatch_dead_letters", Help: "DEAD msg_event rows (the DLQ) per target.",
+		}, target),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "msgx_dispatch_oldest_pending_age_seconds", Help: "Age of the oldest PENDING event per target (0 when none).",
+		}, target),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_dispatch_sent_total", Help: "Events marked SENT after the broker acknowledged (schd: every represented event).",
+		}, target),
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_dispatch_retried_total", Help: "Failed send attempts that will be retried after backoff.",
+		}, target),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_dispatch_dead_total", Help: "Events that went DEAD (max attempts or non-retryable).",
+		}, target),
+		outages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_dispatch_outage_total", Help: "Batches that failed whole while no broker answered (no attempt counted).",
+		}),
+		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "msgx_dispatch_batch_size", Help: "Records per produce batch.",
+			Buckets: []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
+		}, target),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "msgx_dispatch_produce_seconds", Help: "Time to produce one batch until every record is answered.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, target),
+	}
+	for _, c := range []prometheus.Collector{m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

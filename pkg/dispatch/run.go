@@ -1,0 +1,115 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/wake"
+)
+
+// Run runs both loops and the backlog gauges until ctx ends or the lease is fenced. It returns
+// leader.ErrFenced when a newer leader took over.
+func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
+	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
+	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
+		Msg("dispatcher: loops start")
+	g, gctx := errgroup.WithContext(ctx)
+	// The processor's commits wake the KAFKA:msg loop at once; polling stays the fallback.
+	outboxWake := wake.Listen(gctx, d.store.ConnConfig(), wake.Outbox, log)
+	g.Go(func() error {
+		return d.loop(gctx, "KAFKA:msg", d.cfg.Idle, d.cfg.Batch, outboxWake.Wait, func(ctx context.Context) (Result, error) {
+			return d.StepMsg(ctx, lease)
+		})
+	})
+	g.Go(func() error {
+		return d.loop(gctx, "KAFKA:schd", d.cfg.FlushPeriod, d.cfg.FlushLimit, sleep, func(ctx context.Context) (Result, error) {
+			return d.FlushStates(ctx, lease)
+		})
+	})
+	g.Go(func() error {
+		for {
+			if err := d.RefreshStats(gctx); err != nil && gctx.Err() == nil {
+				log.Warn().Err(err).Msg("dispatcher: backlog gauges not refreshed")
+			}
+			if !sleep(gctx, d.cfg.StatsPeriod) {
+				return nil
+			}
+		}
+	})
+	err := g.Wait()
+	if ctx.Err() != nil && !errors.Is(err, leader.ErrFenced) {
+		return nil
+	}
+	return err
+}
+
+// loop runs step again at once after a full batch, else after wait; after an error or an outage
+// it backs off (doubling from wait up to ErrorWait). Fencing ends it.
+func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration, full int,
+	idle func(context.Context, time.Duration) bool, step func(context.Context) (Result, error)) error {
+	backoff := time.Duration(0)
+	for {
+		res, err := step(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, leader.ErrFenced):
+			d.log.Warn().Str("target", target).Msg("dispatcher: fenced by a newer leader; stopping")
+			return err
+		case err != nil || res.Outage:
+			backoff = min(max(2*backoff, wait), d.cfg.ErrorWait)
+			if err != nil {
+				d.log.Error().Err(err).Str("target", target).Dur("retry_in", backoff).Msg("dispatcher: step failed")
+			}
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		if res.Claimed >= full {
+			continue
+		}
+		if !idle(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// RefreshStats updates the backlog gauges (pending, dead letters, oldest pending age).
+func (d *Dispatcher) RefreshStats(ctx context.Context) error {
+	stats, err := d.store.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	now := d.clock.Now()
+	for _, target := range []string{"KAFKA:msg", "KAFKA:schd"} {
+		d.m.pending.WithLabelValues(target).Set(0)
+		d.m.deadNow.WithLabelValues(target).Set(0)
+		d.m.oldest.WithLabelValues(target).Set(0)
+	}
+	for _, st := range stats {
+		d.m.pending.WithLabelValues(st.Target).Set(float64(st.Pending))
+		d.m.deadNow.WithLabelValues(st.Target).Set(float64(st.Dead))
+		if !st.OldestPending.IsZero() {
+			d.m.oldest.WithLabelValues(st.Target).Set(max(0, now.Sub(st.OldestPending).Seconds()))
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

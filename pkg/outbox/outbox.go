@@ -1,0 +1,546 @@
+// Package outbox is the msg_event store: the transactional outbox between the flight writers
+// (processor, history sweep) and the dispatcher.
+//
+// Writers call Enqueue inside their own transaction, so an event exists if and only if the
+// change it describes committed. The dispatcher claims work (ClaimHeads for KAFKA:msg,
+// ClaimStates for KAFKA:schd), produces it, and records the outcome with MarkSent / MarkFailed
+// inside a transaction fenced by its leader lease. Operators list, replay and skip dead letters
+// (ListDead, Replay, Skip), each with an audit row.
+//
+// Event states:
+//
+//	PENDING ──acknowledged──▶ SENT
+//	   │ ▲
+//	   │ └── failed, attempts < max: next_attempt_at = now + min(base·2^(attempts-1), cap)
+//	   └──── attempts = max, or rejected as non-retryable ──▶ DEAD ──replay──▶ PENDING
+//	                                                          └────skip───▶ SENT (last_error "skipped: …")
+//
+// A FLID's unsent events (PENDING or DEAD) are delivered in event_id order: a DEAD event keeps
+// holding the FLID's later KAFKA:msg events until it is replayed or skipped.
+//
+// Ordering assumes event_id order is commit order per FLID: every writer holds PIPELINE_LOCK
+// (INV-18), so flight-writing transactions never overlap.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Targets.
+const (
+	TargetMsg  = "KAFKA:msg"  // one record per change, topic msgx.flight.changes
+	TargetSchd = "KAFKA:schd" // newest full state per FLID, compacted topic msgx.flight.state
+)
+
+// Event types.
+const (
+	Upsert    = "UPSERT"
+	Tombstone = "TOMBSTONE"
+)
+
+// Statuses.
+const (
+	StatusPending = "PENDING"
+	StatusSent    = "SENT"
+	StatusDead    = "DEAD"
+)
+
+// Event is a new outbox row.
+type Event struct {
+	Target       string          // TargetMsg or TargetSchd
+	FLID         int64           // partition key and Kafka key
+	Type         string          // Upsert or Tombstone
+	StateVersion int64           // the flight's state_version after the change (> 0)
+	MsgID        int64           // the mailbox message that caused it; 0: none (e.g. history sweep)
+	Payload      json.RawMessage // required for Upsert; nil for a Tombstone without payload
+}
+
+func (e Event) validate() error {
+	switch {
+	case e.Target != TargetMsg && e.Target != TargetSchd:
+		return fmt.Errorf("outbox: bad target %q", e.Target)
+	case e.Type != Upsert && e.Type != Tombstone:
+		return fmt.Errorf("outbox: bad event type %q", e.Type)
+	case e.StateVersion <= 0:
+		return fmt.Errorf("outbox: state_version must be positive, got %d", e.StateVersion)
+	case e.Type == Upsert && len(e.Payload) == 0:
+		return errors.New("outbox: an UPSERT needs a payload")
+	case len(e.Payload) > 0 && !json.Valid(e.Payload):
+		return errors.New("outbox: payload is not valid JSON")
+	}
+	return nil
+}
+
+// Execer is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Enqueue inserts events in the given order (event_id follows it) with one statement. Call it
+// inside the transaction that makes the change, so events commit with it.
+func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	targets, keys, types := make([]string, n), make([]string, n), make([]string, n)
+	versions, msgIDs := make([]int64, n), make([]*int64, n)
+	payloads := make([]*string, n)
+	for i, e := range events {
+		if err := e.validate(); err != nil {
+			return err
+		}
+		targets[i], keys[i], types[i], versions[i] = e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion
+		if e.MsgID != 0 {
+			id := e.MsgID
+			msgIDs[i] = &id
+		}
+		if len(e.Payload) > 0 {
+			p := string(e.Payload)
+			payloads[i] = &p
+		}
+	}
+	if _, err := db.Exec(ctx, enqueueSQL, targets, keys, types, versions, msgIDs, payloads, now); err != nil {
+		return fmt.Errorf("enqueue events: %w", err)
+	}
+	return nil
+}
+
+// Policy is the retry policy (the same as processing: MSGX_MAX_ATTEMPTS, MSGX_BACKOFF_*).
+type Policy struct {
+	MaxAttempts int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+}
+
+// Validate checks the policy.
+func (p Policy) Validate() error {
+	if p.MaxAttempts < 1 || p.BackoffBase <= 0 || p.BackoffMax < p.BackoffBase {
+		return fmt.Errorf("outbox: bad retry policy %+v", p)
+	}
+	return nil
+}
+
+// Backoff is the wait after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
+func (p Policy) Backoff(n int) time.Duration {
+	d := p.BackoffBase
+	for i := 1; i < n && d < p.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, p.BackoffMax)
+}
+
+// Fence is the leader lease: Check fails unless this instance still leads (leader.Lease).
+type Fence interface {
+	Check(ctx context.Context, tx pgx.Tx) error
+}
+
+// Store is the msg_event store.
+type Store struct {
+	pool   *pgxpool.Pool
+	policy Policy
+}
+
+// New returns a store.
+func New(pool *pgxpool.Pool, policy Policy) (*Store, error) {
+	if err := policy.Validate(); err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, policy: policy}, nil
+}
+
+// ConnConfig is the connection configuration of the store's pool (for a wake-up listener).
+func (s *Store) ConnConfig() *pgx.ConnConfig { return s.pool.Config().ConnConfig }
+
+// Claimed is an event taken for sending.
+type Claimed struct {
+	EventID      int64
+	Target       string
+	FLID         string
+	Type         string
+	StateVersion int64
+	MsgID        int64 // 0: none
+	Payload      []byte
+	Attempts     int
+	// Represents are the event ids a KAFKA:schd record stands for (the FLID's unsent events, this
+	// one included); for KAFKA:msg just this event.
+	Represents []int64
+}
+
+func scanClaimed(rows pgx.Rows, target string, withIDs bool) ([]Claimed, error) {
+	defer rows.Close()
+	var out []Claimed
+	for rows.Next() {
+		c := Claimed{Target: target}
+		var msgID *int64
+		dest := []any{&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts}
+		if withIDs {
+			dest = append(dest, &c.Represents)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		if !withIDs {
+			c.Represents = []int64{c.EventID}
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ClaimHeads returns up to limit due KAFKA:msg heads (at most one event per FLID: the FLID's
+// oldest unsent one), oldest first. The next event of a FLID is claimable only once its head is
+// SENT, so a record never overtakes an unacknowledged predecessor.
+//
+// It first reads a window of the oldest unsent events (cheap, and fair: oldest first); only when
+// that window is full yet yields fewer than limit due heads (held FLIDs with long backlogs fill
+// it) does it visit every FLID with unsent events.
+func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
+	window := max(4*limit, 1000)
+	rows, err := s.pool.Query(ctx, claimWindowSQL, now, limit, window)
+	if err != nil {
+		return nil, fmt.Errorf("claim heads: %w", err)
+	}
+	var out []Claimed
+	full := false
+	for rows.Next() {
+		c := Claimed{Target: TargetMsg}
+		var msgID *int64
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &full); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("claim heads: %w", err)
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		c.Represents = []int64{c.EventID}
+		out = append(out, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim heads: %w", err)
+	}
+	if len(out) == limit || (len(out) > 0 && !full) {
+		return out, nil
+	}
+	if len(out) == 0 {
+		// Nothing due in the window: was it full? Ask cheaply before the full scan.
+		var n int
+		if err := s.pool.QueryRow(ctx, countWindowSQL, window).Scan(&n); err != nil {
+			return nil, fmt.Errorf("claim heads: %w", err)
+		}
+		if n < window {
+			return nil, nil
+		}
+	}
+	return s.claimAllHeads(ctx, now, limit)
+}
+
+// claimAllHeads is the complete claim: a skip scan over every FLID with unsent events.
+func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
+	rows, err := s.pool.Query(ctx, claimHeadsSQL, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim heads: %w", err)
+	}
+	out, err := scanClaimed(rows, TargetMsg, false)
+	if err != nil {
+		return nil, fmt.Errorf("claim heads: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimStates returns up to limit due FLIDs of KAFKA:schd, each as its newest event with the
+// ids of every unsent event it represents.
+func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
+	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim states: %w", err)
+	}
+	out, err := scanClaimed(rows, TargetSchd, true)
+	if err != nil {
+		return nil, fmt.Errorf("claim states: %w", err)
+	}
+	return out, nil
+}
+
+// fenced runs fn in a transaction that first checks the lease.
+func (s *Store) fenced(ctx context.Context, fence Fence, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := fence.Check(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// MarkSent marks the events SENT in one statement, under the lease. It returns how many rows
+// changed (an operator may have skipped one meanwhile).
+func (s *Store) MarkSent(ctx context.Context, fence Fence, ids []int64, now time.Time) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, markSentSQL, ids, now)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mark sent: %w", err)
+	}
+	return n, nil
+}
+
+// Failure is one failed attempt of the events in IDs.
+type Failure struct {
+	IDs   []int64
+	Err   string
+	Fatal bool // non-retryable: DEAD at once
+}
+
+// Outcome is what a failure did to one event.
+type Outcome struct {
+	EventID       int64
+	Status        string // PENDING (will retry) or DEAD
+	Attempts      int
+	NextAttemptAt time.Time // zero when DEAD
+}
+
+// MarkFailed counts a failed attempt for every event of failures (one statement, under the
+// lease) and returns what became of each.
+func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure, now time.Time) ([]Outcome, error) {
+	var ids []int64
+	var msgs []string
+	var fatal []bool
+	for _, f := range failures {
+		for _, id := range f.IDs {
+			ids, msgs, fatal = append(ids, id), append(msgs, truncate(f.Err, 2000)), append(fatal, f.Fatal)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []Outcome
+	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, markFailedSQL, ids, msgs, fatal, now, s.policy.MaxAttempts,
+			float64(s.policy.BackoffBase.Microseconds()), float64(s.policy.BackoffMax.Microseconds()))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var o Outcome
+			var next *time.Time
+			if err := rows.Scan(&o.EventID, &o.Status, &o.Attempts, &next); err != nil {
+				return err
+			}
+			if next != nil {
+				o.NextAttemptAt = *next
+			}
+			out = append(out, o)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark failed: %w", err)
+	}
+	return out, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// TargetStats is the backlog of one target.
+type TargetStats struct {
+	Target        string
+	Pending       int64
+	Dead          int64
+	OldestPending time.Time // zero when nothing is pending
+}
+
+// Stats returns the backlog per target (targets without unsent events are absent).
+func (s *Store) Stats(ctx context.Context) ([]TargetStats, error) {
+	rows, err := s.pool.Query(ctx, statsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
+	defer rows.Close()
+	var out []TargetStats
+	for rows.Next() {
+		var st TargetStats
+		var oldest *time.Time
+		if err := rows.Scan(&st.Target, &st.Pending, &st.Dead, &oldest); err != nil {
+			return nil, fmt.Errorf("outbox stats: %w", err)
+		}
+		if oldest != nil {
+			st.OldestPending = *oldest
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
+	return out, nil
+}
+
+// DeadEvent is one dead letter.
+type DeadEvent struct {
+	EventID      int64     `json:"event_id"`
+	Target       string    `json:"target"`
+	FLID         string    `json:"flid"`
+	Type         string    `json:"event_type"`
+	StateVersion int64     `json:"state_version"`
+	MsgID        int64     `json:"msg_id,omitempty"`
+	Attempts     int       `json:"attempts"`
+	LastError    string    `json:"last_error"`
+	CreatedAt    time.Time `json:"created_at"`
+	Holding      int64     `json:"holding"` // later PENDING events of the same FLID and target
+}
+
+// DeadFilter selects dead letters; empty fields match everything.
+type DeadFilter struct {
+	Target string
+	FLID   string
+	Limit  int
+}
+
+// ListDead lists dead letters in event order.
+func (s *Store) ListDead(ctx context.Context, f DeadFilter) ([]DeadEvent, error) {
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	rows, err := s.pool.Query(ctx, listDeadSQL, f.Target, f.FLID, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []DeadEvent
+	for rows.Next() {
+		var d DeadEvent
+		var msgID *int64
+		if err := rows.Scan(&d.EventID, &d.Target, &d.FLID, &d.Type, &d.StateVersion, &msgID, &d.Attempts, &d.LastError, &d.CreatedAt, &d.Holding); err != nil {
+			return nil, fmt.Errorf("list dead letters: %w", err)
+		}
+		if msgID != nil {
+			d.MsgID = *msgID
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// Selector chooses dead letters to replay: explicit ids, or every dead letter of one FLID
+// (optionally of one target).
+type Selector struct {
+	IDs    []int64
+	FLID   string
+	Target string
+}
+
+func (s Selector) String() string {
+	if s.FLID != "" {
+		out := "flid=" + s.FLID
+		if s.Target != "" {
+			out += " target=" + s.Target
+		}
+		return out
+	}
+	return fmt.Sprintf("ids=%v", s.IDs)
+}
+
+// Admin is who does an operator action, and why (replay_audit).
+type Admin struct {
+	Actor  string
+	Reason string
+	DryRun bool // do everything, report it, roll back
+}
+
+// Replay moves the selected DEAD events back to PENDING with a fresh attempt budget and writes a
+// 'dlq-replay' audit row, in one transaction. It returns the ids it moved (in order).
+func (s *Store) Replay(ctx context.Context, sel Selector, who Admin, now time.Time) ([]int64, error) {
+	if len(sel.IDs) == 0 && sel.FLID == "" {
+		return nil, errors.New("replay: select ids or a FLID")
+	}
+	return s.admin(ctx, who, "dlq-replay", sel.String(), now, func(tx pgx.Tx) (pgx.Rows, error) {
+		return tx.Query(ctx, replaySQL, nonNil(sel.IDs), sel.FLID, sel.Target)
+	})
+}
+
+// Skip gives up on the selected DEAD events (they are never sent and stop holding their FLID)
+// and writes a 'dlq-skip' audit row, in one transaction. A reason is required.
+func (s *Store) Skip(ctx context.Context, ids []int64, who Admin, now time.Time) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, errors.New("skip: select ids")
+	}
+	if who.Reason == "" {
+		return nil, errors.New("skip: a reason is required")
+	}
+	note := truncate("skipped by "+who.Actor+": "+who.Reason, 2000)
+	return s.admin(ctx, who, "dlq-skip", fmt.Sprintf("ids=%v", ids), now, func(tx pgx.Tx) (pgx.Rows, error) {
+		return tx.Query(ctx, skipSQL, ids, now, note)
+	})
+}
+
+var errDryRun = errors.New("dry run")
+
+func (s *Store) admin(ctx context.Context, who Admin, action, selector string, now time.Time, update func(pgx.Tx) (pgx.Rows, error)) ([]int64, error) {
+	if who.Actor == "" {
+		return nil, fmt.Errorf("%s: an actor is required", action)
+	}
+	var ids []int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := update(tx)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		if len(ids) > 0 {
+			reason := who.Reason
+			if reason == "" {
+				reason = "(none given)"
+			}
+			if _, err := tx.Exec(ctx, auditSQL, action, who.Actor, reason, selector, ids, now); err != nil {
+				return err
+			}
+		}
+		if who.DryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errDryRun) {
+		return nil, fmt.Errorf("%s: %w", action, err)
+	}
+	return ids, nil
+}
+
+func nonNil(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
+}

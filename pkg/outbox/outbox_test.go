@@ -1,0 +1,301 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/testdb"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+type bundle struct {
+	db    *testdb.DB
+	store *outbox.Store
+	lease leader.Lease
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	db := testdb.New(t)
+	store, err := outbox.New(db.Pool, outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 3 * time.Second})
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(context.Background(),
+		`INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('dispatcher', 4, 'test', 0, $1, $1)`, t0)
+	require.NoError(t, err)
+	return bundle{db: db, store: store, lease: leader.Lease{Role: "dispatcher", Epoch: 4}}
+}
+
+func msgEvent(flid, version int64) outbox.Event {
+	return outbox.Event{Target: outbox.TargetMsg, FLID: flid, Type: outbox.Upsert, StateVersion: version, MsgID: 100 + version,
+		Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d}`, flid, version))}
+}
+
+func ids(cs []outbox.Claimed) []int64 {
+	var out []int64
+	for _, c := range cs {
+		out = append(out, c.EventID)
+	}
+	return out
+}
+
+func TestEnqueueValidates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for _, e := range []outbox.Event{
+		{Target: "KAFKA:x", FLID: 1, Type: outbox.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
+		{Target: outbox.TargetMsg, FLID: 1, Type: "DELETE", StateVersion: 1, Payload: json.RawMessage(`{}`)},
+		{Target: outbox.TargetMsg, FLID: 1, Type: outbox.Upsert, StateVersion: 0, Payload: json.RawMessage(`{}`)},
+		{Target: outbox.TargetMsg, FLID: 1, Type: outbox.Upsert, StateVersion: 1},
+		{Target: outbox.TargetMsg, FLID: 1, Type: outbox.Upsert, StateVersion: 1, Payload: json.RawMessage(`{`)},
+	} {
+		require.Error(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
+	}
+	// Inside the writer's transaction: a rollback leaves no event.
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, outbox.Enqueue(ctx, tx, t0, msgEvent(1, 1), outbox.Event{Target: outbox.TargetSchd, FLID: 1, Type: outbox.Tombstone, StateVersion: 2}))
+	require.NoError(t, tx.Rollback(ctx))
+	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Empty(t, heads)
+}
+
+func TestClaimHeadsOnePerFLIDInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0,
+		msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1), msgEvent(20, 2), msgEvent(10, 3)))
+
+	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 4}, ids(heads))
+	require.Equal(t, "10", heads[0].FLID)
+	require.Equal(t, int64(101), heads[0].MsgID)
+	require.JSONEq(t, `{"flid":10,"state_version":1}`, string(heads[0].Payload))
+	require.Equal(t, []int64{1}, heads[0].Represents)
+
+	heads, err = b.store.ClaimHeads(ctx, t0, 2)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2}, ids(heads), "limit keeps the oldest")
+
+	n, err := b.store.MarkSent(ctx, b.lease, []int64{1, 2, 4}, t0)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	heads, err = b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{3, 5}, ids(heads))
+}
+
+func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2)))
+
+	now := t0
+	for attempt, wantWait := range []time.Duration{time.Second, 2 * time.Second} {
+		out, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "boom"}}, now)
+		require.NoError(t, err)
+		require.Len(t, out, 1)
+		require.Equal(t, outbox.StatusPending, out[0].Status)
+		require.Equal(t, attempt+1, out[0].Attempts)
+		require.True(t, now.Add(wantWait).Equal(out[0].NextAttemptAt), "next attempt %s", out[0].NextAttemptAt)
+		// Backing off: FLID 10 is held, FLID 20 is not.
+		heads, err := b.store.ClaimHeads(ctx, now.Add(wantWait-time.Millisecond), 10)
+		require.NoError(t, err)
+		require.Equal(t, []int64{2}, ids(heads))
+		now = now.Add(wantWait)
+		heads, err = b.store.ClaimHeads(ctx, now, 10)
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 2}, ids(heads))
+	}
+	out, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "boom"}}, now)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StatusDead, out[0].Status)
+	require.Equal(t, 3, out[0].Attempts)
+
+	// DEAD holds FLID 10's later event for ever.
+	heads, err := b.store.ClaimHeads(ctx, now.Add(24*time.Hour), 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, ids(heads))
+
+	dead, err := b.store.ListDead(ctx, outbox.DeadFilter{})
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, int64(1), dead[0].EventID)
+	require.Equal(t, int64(1), dead[0].Holding)
+	require.Equal(t, "boom", dead[0].LastError)
+
+	// Non-retryable: DEAD at once.
+	out, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{2}, Err: "too large", Fatal: true}}, now)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StatusDead, out[0].Status)
+	require.Equal(t, 1, out[0].Attempts)
+
+	// Dry run changes nothing.
+	who := outbox.Admin{Actor: "ops", Reason: "broker fixed", DryRun: true}
+	got, err := b.store.Replay(ctx, outbox.Selector{FLID: "10"}, who, now)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, got)
+	heads, err = b.store.ClaimHeads(ctx, now, 10)
+	require.NoError(t, err)
+	require.Empty(t, heads)
+
+	who.DryRun = false
+	got, err = b.store.Replay(ctx, outbox.Selector{FLID: "10"}, who, now)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, got)
+	heads, err = b.store.ClaimHeads(ctx, now, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, ids(heads))
+	require.Equal(t, 0, heads[0].Attempts)
+
+	_, err = b.store.Skip(ctx, []int64{2}, outbox.Admin{Actor: "ops"}, now)
+	require.ErrorContains(t, err, "reason is required")
+	got, err = b.store.Skip(ctx, []int64{2, 3}, outbox.Admin{Actor: "ops", Reason: "flight cancelled"}, now)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, got, "only DEAD rows are skipped")
+
+	var audits []string
+	rows, err := b.db.Pool.Query(ctx, `SELECT action || ' ' || actor || ' ' || reason || ' ' || selector || ' ' || ids::text FROM replay_audit ORDER BY audit_id`)
+	require.NoError(t, err)
+	audits, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"dlq-replay ops broker fixed flid=10 {1}",
+		"dlq-skip ops flight cancelled ids=[2 3] {2}",
+	}, audits)
+}
+
+func TestFencedMarkRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1)))
+	old := leader.Lease{Role: "dispatcher", Epoch: 3}
+	_, err := b.store.MarkSent(ctx, old, []int64{1}, t0)
+	require.ErrorIs(t, err, leader.ErrFenced)
+	_, err = b.store.MarkFailed(ctx, old, []outbox.Failure{{IDs: []int64{1}, Err: "x"}}, t0)
+	require.ErrorIs(t, err, leader.ErrFenced)
+	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, ids(heads))
+	require.Equal(t, 0, heads[0].Attempts)
+}
+
+func TestClaimStatesNewestRepresentsAll(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var evs []outbox.Event
+	for v := int64(1); v <= 10; v++ {
+		evs = append(evs, outbox.Event{Target: outbox.TargetSchd, FLID: 7, Type: outbox.Upsert, StateVersion: v, Payload: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))})
+	}
+	evs = append(evs, outbox.Event{Target: outbox.TargetSchd, FLID: 8, Type: outbox.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
+		outbox.Event{Target: outbox.TargetSchd, FLID: 8, Type: outbox.Tombstone, StateVersion: 2})
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+
+	got, err := b.store.ClaimStates(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, "7", got[0].FLID)
+	require.Equal(t, int64(10), got[0].StateVersion)
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, got[0].Represents)
+	require.Equal(t, "8", got[1].FLID)
+	require.Equal(t, outbox.Tombstone, got[1].Type)
+	require.Nil(t, got[1].Payload)
+	require.Equal(t, []int64{11, 12}, got[1].Represents)
+
+	got, err = b.store.ClaimStates(ctx, t0, 1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+
+	// A failure backs off the newest; the FLID waits until it is due or a newer version comes.
+	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, Err: "x"}}, t0)
+	require.NoError(t, err)
+	got, err = b.store.ClaimStates(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, "8", got[0].FLID)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, outbox.Event{Target: outbox.TargetSchd, FLID: 7, Type: outbox.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
+	got, err = b.store.ClaimStates(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, int64(11), got[0].StateVersion)
+	require.Len(t, got[0].Represents, 11)
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(1, 1)))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0.Add(time.Minute), msgEvent(1, 2), msgEvent(2, 1)))
+	_, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{3}, Err: "x", Fatal: true}}, t0)
+	require.NoError(t, err)
+	st, err := b.store.Stats(ctx)
+	require.NoError(t, err)
+	require.Len(t, st, 1)
+	require.Equal(t, outbox.TargetMsg, st[0].Target)
+	require.Equal(t, int64(2), st[0].Pending)
+	require.Equal(t, int64(1), st[0].Dead)
+	require.True(t, t0.Equal(st[0].OldestPending))
+}
+
+func TestBackoffPolicy(t *testing.T) {
+	t.Parallel()
+	p := outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: 60 * time.Second}
+	var got []time.Duration
+	for n := 1; n <= 8; n++ {
+		got = append(got, p.Backoff(n))
+	}
+	require.Equal(t, []time.Duration{1, 2, 4, 8, 16, 32, 60, 60}, scale(got, time.Second))
+}
+
+func scale(ds []time.Duration, unit time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d / unit
+	}
+	return out
+}
+
+func TestClaimHeadsPastAHeldBacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// FLID 1's head dies and holds 1,500 later events: more than the fast path's window.
+	var evs []outbox.Event
+	for v := int64(1); v <= 1501; v++ {
+		evs = append(evs, msgEvent(1, v))
+	}
+	evs = append(evs, msgEvent(2, 1), msgEvent(3, 1))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+	_, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "poison", Fatal: true}}, t0)
+	require.NoError(t, err)
+
+	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1502, 1503}, ids(heads))
+
+	// A head backing off inside a full window: the others are still found.
+	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1502}, Err: "x"}}, t0)
+	require.NoError(t, err)
+	heads, err = b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1503}, ids(heads))
+}

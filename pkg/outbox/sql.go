@@ -1,0 +1,166 @@
+package outbox
+
+// Every statement of the msg_event store. Time is always a parameter (never now()).
+
+// enqueueSQL inserts a batch of events in array order (event_id follows it).
+const enqueueSQL = `
+INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
+SELECT t, k, e, v, m, p, $7
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::jsonb[])
+       WITH ORDINALITY AS u(t, k, e, v, m, p, ord)
+ ORDER BY ord`
+
+// claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events in event
+// order (msg_event_unsent_order); the first event of each FLID in that window is its head, since
+// every older unsent event is inside the window too. It returns the due heads, oldest first, and
+// whether the window was full (more unsent events exist beyond it).
+const claimWindowSQL = `
+WITH win AS (
+    SELECT event_id, partition_key, status, next_attempt_at
+      FROM msg_event
+     WHERE target = 'KAFKA:msg' AND status <> 'SENT'
+     ORDER BY event_id
+     LIMIT $3
+), heads AS (
+    SELECT DISTINCT ON (partition_key) event_id, status, next_attempt_at
+      FROM win
+     ORDER BY partition_key, event_id
+), due AS (
+    SELECT event_id FROM heads
+     WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+     ORDER BY event_id
+     LIMIT $2
+)
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts,
+       (SELECT count(*) FROM win) = $3
+  FROM due JOIN msg_event e USING (event_id)
+ ORDER BY e.event_id`
+
+// countWindowSQL counts unsent KAFKA:msg events up to $1.
+const countWindowSQL = `
+SELECT count(*) FROM (
+    SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status <> 'SENT' ORDER BY event_id LIMIT $1) w`
+
+// claimHeadsSQL returns the due heads of KAFKA:msg, oldest first. A FLID's head is its smallest
+// unsent event_id (PENDING or DEAD): a DEAD head or one still backing off holds every later
+// event of its FLID. The recursive part is a skip scan over msg_event_unsent (target,
+// partition_key, event_id): one index descent per FLID with unsent events, however long its
+// backlog.
+const claimHeadsSQL = `
+WITH RECURSIVE heads AS (
+    (SELECT partition_key, event_id, status, next_attempt_at
+       FROM msg_event
+      WHERE target = 'KAFKA:msg' AND status <> 'SENT'
+      ORDER BY partition_key, event_id
+      LIMIT 1)
+  UNION ALL
+    SELECT n.partition_key, n.event_id, n.status, n.next_attempt_at
+      FROM heads h
+      CROSS JOIN LATERAL (
+            SELECT partition_key, event_id, status, next_attempt_at
+              FROM msg_event
+             WHERE target = 'KAFKA:msg' AND status <> 'SENT' AND partition_key > h.partition_key
+             ORDER BY partition_key, event_id
+             LIMIT 1) n
+), due AS (
+    SELECT event_id FROM heads
+     WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+     ORDER BY event_id
+     LIMIT $2
+)
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts
+  FROM due JOIN msg_event e USING (event_id)
+ ORDER BY e.event_id`
+
+// claimStatesSQL returns, for up to $2 FLIDs with unsent KAFKA:schd events, the newest event
+// (highest state_version, then event_id) and every unsent event it represents. A FLID is due
+// when its newest event is PENDING and not backing off; FLIDs waiting longest come first.
+// Older DEAD events are represented too: a newer state supersedes them.
+const claimStatesSQL = `
+WITH unsent AS (
+    SELECT event_id, partition_key, state_version, status, next_attempt_at
+      FROM msg_event
+     WHERE target = 'KAFKA:schd' AND status <> 'SENT'
+), per_flid AS (
+    SELECT partition_key,
+           (array_agg(event_id ORDER BY state_version DESC, event_id DESC))[1] AS newest,
+           array_agg(event_id ORDER BY event_id) AS ids,
+           min(event_id) AS oldest
+      FROM unsent
+     GROUP BY partition_key
+), due AS (
+    SELECT f.newest, f.ids, f.oldest
+      FROM per_flid f JOIN unsent u ON u.event_id = f.newest
+     WHERE u.status = 'PENDING' AND (u.next_attempt_at IS NULL OR u.next_attempt_at <= $1)
+     ORDER BY f.oldest
+     LIMIT $2
+)
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, due.ids
+  FROM due JOIN msg_event e ON e.event_id = due.newest
+ ORDER BY due.oldest`
+
+// markSentSQL marks a batch SENT in one statement. Only PENDING rows change: a row an operator
+// skipped meanwhile stays as it is.
+const markSentSQL = `
+UPDATE msg_event
+   SET status = 'SENT', sent_at = $2, next_attempt_at = NULL
+ WHERE event_id = ANY($1::bigint[]) AND status = 'PENDING'`
+
+// markFailedSQL counts one failed attempt per row: backoff base·2^(attempts before), capped;
+// DEAD when the attempts reach the maximum or the failure is fatal (non-retryable).
+const markFailedSQL = `
+UPDATE msg_event e
+   SET attempts = e.attempts + 1,
+       last_error = f.err,
+       status = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN 'DEAD' ELSE 'PENDING' END,
+       next_attempt_at = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN NULL
+                         ELSE $4::timestamptz + least($6::float8 * power(2, least(e.attempts, 40)), $7::float8) * interval '1 microsecond'
+                         END
+  FROM unnest($1::bigint[], $2::text[], $3::bool[]) AS f(id, err, fatal)
+ WHERE e.event_id = f.id AND e.status = 'PENDING'
+RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
+
+// statsSQL feeds the backlog gauges.
+const statsSQL = `
+SELECT target,
+       count(*) FILTER (WHERE status = 'PENDING'),
+       count(*) FILTER (WHERE status = 'DEAD'),
+       min(created_at) FILTER (WHERE status = 'PENDING')
+  FROM msg_event
+ WHERE status <> 'SENT'
+ GROUP BY target`
+
+// listDeadSQL lists dead letters with the number of later events each holds back.
+const listDeadSQL = `
+SELECT d.event_id, d.target, d.partition_key, d.event_type, d.state_version, d.msg_id, d.attempts,
+       coalesce(d.last_error, ''), d.created_at,
+       (SELECT count(*) FROM msg_event w
+         WHERE w.target = d.target AND w.partition_key = d.partition_key
+           AND w.status = 'PENDING' AND w.event_id > d.event_id)
+  FROM msg_event d
+ WHERE d.status = 'DEAD'
+   AND ($1::text = '' OR d.target = $1)
+   AND ($2::text = '' OR d.partition_key = $2)
+ ORDER BY d.event_id
+ LIMIT $3`
+
+// replaySQL puts dead letters back to PENDING with a fresh attempt budget (the last error is
+// kept until the next attempt overwrites it).
+const replaySQL = `
+UPDATE msg_event
+   SET status = 'PENDING', attempts = 0, next_attempt_at = NULL
+ WHERE status = 'DEAD'
+   AND (event_id = ANY($1::bigint[]) OR ($2::text <> '' AND partition_key = $2 AND ($3::text = '' OR target = $3)))
+RETURNING event_id`
+
+// skipSQL gives up on dead letters: they stop holding their FLID and are never sent. The status
+// set has no SKIPPED, so the row becomes SENT (no longer owed) with the reason in last_error.
+const skipSQL = `
+UPDATE msg_event
+   SET status = 'SENT', sent_at = $2, next_attempt_at = NULL, last_error = $3
+ WHERE status = 'DEAD' AND event_id = ANY($1::bigint[])
+RETURNING event_id`
+
+const auditSQL = `
+INSERT INTO replay_audit (action, actor, reason, selector, ids, at)
+VALUES ($1, $2, $3, $4, $5, $6)`
