@@ -43,4 +43,24 @@ up: ## local stack: PostgreSQL, MariaDB, in-process Kafka, migrations, mailbox t
 	$(GO) run ./cmd/devstack
 
 .PHONY: demo
-demo: up ## run the system (the simulated airport day arrives with the simulator issue)
+demo: ## run the system: local stack, a simulated airport day, live progress, a summary; leaves nothing running
+	bash scripts/ensure-db.sh
+	$(GO) run ./cmd/demo
+
+IMAGE     ?= localhost/msgx:dev
+IMAGE_CTX := bin/image/ctx
+
+.PHONY: image
+image: ## container image (buildah, FROM scratch, offline): host-built static binaries + CA + zoneinfo
+	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/bin
+	CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -ldflags='-s -w' -o $(IMAGE_CTX)/bin/ \
+		./cmd/ingest ./cmd/processor ./cmd/dispatcher ./cmd/jobs ./cmd/msgxctl
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/
+	cp -rL /usr/share/zoneinfo $(IMAGE_CTX)/zoneinfo
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
+	printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_CTX)/group
+	buildah bud -f deploy/image/Containerfile.scratch -t $(IMAGE) $(IMAGE_CTX)
+
+.PHONY: k8s-test
+k8s-test: ## render the Kubernetes overlays and check them (separate module deploy/k8s)
+	cd deploy/k8s && $(GO) test -count=1 ./...

@@ -70,6 +70,9 @@ type WriterConfig struct {
 	// Progress, when set, is called after every commit with the number of
 	// messages committed so far (from the writer's goroutines; keep it cheap).
 	Progress func(committed int)
+	// Committed, when set, is called after every commit with the mailbox ids it made visible
+	// (firstID … firstID+n-1) and the time of the commit: the start of end-to-end latency.
+	Committed func(firstID int64, n int, at time.Time)
 }
 
 // Validate reports an unusable configuration.
@@ -399,6 +402,9 @@ func (w *Writer) run(ctx context.Context, c *sql.Conn, j *job, onCommit func()) 
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit message %d: %w", j.first, err)
+	}
+	if w.cfg.Committed != nil {
+		w.cfg.Committed(id, len(j.msgs), time.Now())
 	}
 	onCommit()
 	return nil
