@@ -1,0 +1,341 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/jobs"
+	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// INV-7 outcome 1: the marker is NULL and gets written (with the configured STATUS value).
+func TestBackfillMarked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.ProcessedValue = "PROCESSED"
+	b.terminal(t, 1, t0, t0, nil)
+	b.mailboxRow(t, 1, nil)
+	j := b.jobs(t)
+
+	// Not due before BackoffBase: the processor's immediate attempt has not reported yet.
+	res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Selected)
+
+	b.clock.Advance(30 * time.Second)
+	res, err = j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Selected)
+	r := b.backfillRow(t, 1)
+	require.Equal(t, jobs.OutcomeMarked, *r.Outcome)
+	require.Equal(t, b.clock.Now(), r.DoneAt.UTC())
+	require.Nil(t, r.AbandonedAt)
+	at, status := b.mark(t, 1)
+	require.Equal(t, pump.WallClock(b.clock.Now(), time.UTC), *at)
+	require.Equal(t, "PROCESSED", status)
+	require.Equal(t, 1, b.marker.writes(1))
+}
+
+// INV-7 outcome 2: the marker is already set: success, the value is not overwritten, and the
+// outcome is never changed afterwards.
+func TestBackfillAlreadyMarked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	earlier := time.Date(2026, 12, 2, 7, 59, 0, 0, time.UTC)
+	b.terminal(t, 1, t0, t0, nil)
+	b.mailboxRow(t, 1, &earlier)
+	j := b.jobs(t)
+
+	b.clock.Advance(time.Minute)
+	_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	r := b.backfillRow(t, 1)
+	require.Equal(t, jobs.OutcomeAlreadyMarked, *r.Outcome)
+	require.NotNil(t, r.DoneAt)
+	at, status := b.mark(t, 1)
+	require.Equal(t, earlier, *at)
+	require.Equal(t, "VALID", status)
+	require.Zero(t, b.marker.writes(1))
+
+	// Settled for good: later sweeps do not select it again.
+	b.clock.Advance(time.Hour)
+	res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Selected)
+	require.Equal(t, jobs.OutcomeAlreadyMarked, *b.backfillRow(t, 1).Outcome)
+}
+
+// INV-7 outcome 3: the mailbox row does not exist: abandoned at once (never taken as marked),
+// counted, listed; a retry after reconciliation selects it again.
+func TestBackfillMissingRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.terminal(t, 7, t0, t0, nil)
+	j := b.jobs(t)
+
+	b.clock.Advance(time.Minute)
+	_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	r := b.backfillRow(t, 7)
+	require.Equal(t, jobs.OutcomeMissingRow, *r.Outcome)
+	require.NotNil(t, r.AbandonedAt)
+	require.Nil(t, r.DoneAt)
+
+	list, err := jobs.ListAbandoned(ctx, b.db.Pool, 100)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, int64(7), list[0].MsgID)
+	require.Equal(t, jobs.OutcomeMissingRow, list[0].Outcome)
+
+	// Not retried automatically.
+	b.clock.Advance(time.Hour)
+	res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Selected)
+
+	// The AODB restores the row; the operator retries.
+	b.mailboxRow(t, 7, nil)
+	rep, err := jobs.RetryBackfill(ctx, b.db.Pool, jobs.RetryRequest{IDs: []int64{7, 8}, Actor: "ops", Reason: "row restored", Now: b.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, []int64{7}, rep.Retried)
+	require.Equal(t, []int64{8}, rep.Refused)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM replay_audit WHERE action = 'backfill-retry' AND ids = '{7}'`))
+	_, err = j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, 7).Outcome)
+}
+
+// INV-7 outcome 4: the mailbox keeps failing: retried with backoff (30s doubling, cap 15m) and
+// abandoned OVERDUE only once R has passed since enqueued_at — the local clock; a NULL
+// received_at, or a mailbox DATE_RECEIVED far in the past, changes nothing.
+func TestBackfillOverdue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.Overdue = 2 * time.Hour
+	long := t0.Add(-48 * time.Hour)
+	b.terminal(t, 1, t0, t0, nil)   // received_at NULL
+	b.terminal(t, 2, t0, t0, &long) // the mailbox says received two days ago
+	b.mailboxRow(t, 1, nil)
+	b.mailboxRow(t, 2, nil)
+	b.marker.outage(t, true)
+	j := b.jobs(t)
+
+	var delays []time.Duration
+	for b.clock.Now().Before(t0.Add(2 * time.Hour)) {
+		b.clock.Advance(30 * time.Second)
+		res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+		if res.Selected == 0 {
+			require.NoError(t, err)
+			continue
+		}
+		require.Error(t, err)
+		for _, id := range []int64{1, 2} {
+			r := b.backfillRow(t, id)
+			require.Nil(t, r.AbandonedAt, "abandoned before R at %s", b.clock.Now())
+			require.Nil(t, r.Outcome)
+			require.NotEmpty(t, *r.Error)
+		}
+		r := b.backfillRow(t, 1)
+		delays = append(delays, r.NextAt.Sub(b.clock.Now()))
+	}
+	require.Equal(t, []time.Duration{
+		30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute,
+		15 * time.Minute, 15 * time.Minute, 15 * time.Minute, 15 * time.Minute,
+	}, delays[:9])
+
+	// The first attempt at or after enqueued_at + R that fails abandons the row.
+	for b.backfillRow(t, 1).AbandonedAt == nil {
+		b.clock.Advance(30 * time.Second)
+		_, _ = j.RunOnce(ctx, jobs.Backfill, b.lease)
+		require.True(t, b.clock.Now().Before(t0.Add(3*time.Hour)))
+	}
+	for _, id := range []int64{1, 2} {
+		r := b.backfillRow(t, id)
+		require.Equal(t, jobs.OutcomeOverdue, *r.Outcome)
+		require.False(t, r.AbandonedAt.Before(t0.Add(2*time.Hour)))
+		at, _ := b.mark(t, id)
+		require.Nil(t, at, "an abandoned row is never taken as marked")
+	}
+	list, err := jobs.ListAbandoned(ctx, b.db.Pool, 100)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+
+	// The mailbox is back; the operator retries; the sweep writes both once.
+	b.marker.outage(t, false)
+	_, err = jobs.RetryBackfill(ctx, b.db.Pool, jobs.RetryRequest{IDs: []int64{1, 2}, Actor: "ops", Reason: "mailbox restored", Now: b.clock.Now()})
+	require.NoError(t, err)
+	_, err = j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	for _, id := range []int64{1, 2} {
+		require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, id).Outcome)
+		require.Equal(t, 1, b.marker.writes(id))
+	}
+}
+
+// PENDING and FAILED rows are never marked, and shadow mode writes nothing to MySQL.
+func TestBackfillOnlyTerminalAndShadow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.open(t, 1, "PENDING")
+	b.open(t, 2, "FAILED")
+	b.terminal(t, 3, t0, t0, nil)
+	for id := int64(1); id <= 3; id++ {
+		b.mailboxRow(t, id, nil)
+	}
+	b.cfg.Shadow = true
+	shadow := b.jobs(t)
+	b.clock.Advance(time.Hour)
+	res, err := shadow.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Selected)
+	for id := int64(1); id <= 3; id++ {
+		at, _ := b.mark(t, id)
+		require.Nil(t, at)
+	}
+	require.Nil(t, b.backfillRow(t, 3).Outcome)
+
+	b.cfg.Shadow = false
+	live := b.jobs(t)
+	res, err = live.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Selected)
+	for id := int64(1); id <= 2; id++ {
+		at, _ := b.mark(t, id)
+		require.Nil(t, at, "non-terminal row %d marked", id)
+	}
+	at, _ := b.mark(t, 3)
+	require.NotNil(t, at)
+}
+
+// flop is a FLOP STND message for flid with sequence number seqn.
+func flop(seqn int, flid int64, stand string) string {
+	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>
+<FLOP><FLID>%d</FLID><FFID>CA-CA101-A-02DEC261345-D</FFID><STND>%s</STND></FLOP></MSG>`, seqn, flid, stand)
+}
+
+// enqueue inserts a PENDING proc_state row as ingest does and moves W up to it.
+func (b *bundle) enqueue(t *testing.T, id int64, raw string) {
+	t.Helper()
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at)
+		VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), $3)`, id, raw, b.clock.Now())
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = GREATEST(watermark, $1)`, id)
+	require.NoError(t, err)
+}
+
+// procFunc is a processor made of a function.
+type procFunc func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error)
+
+func (f procFunc) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+	return f(ctx, tx, m)
+}
+
+func (b *bundle) pump(proc pump.Processor, marker pump.Marker) *pump.Pump {
+	return pump.New(pump.Config{
+		Batch: 100, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
+		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC,
+	}, b.db.Pool, map[sis.Kind]pump.Processor{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
+}
+
+// INV-8: the marker is never written before the terminal commit; when the processor dies between
+// its commit and its immediate marker attempt, the sweep writes the marker, once.
+func TestBackfillAfterKillBetweenCommitAndMarker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.jobs(t)
+	b.mailboxRow(t, 1, nil)
+	b.enqueue(t, 1, flop(1, 15, "S1"))
+	var sweptInside jobs.Result
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+		// The sweep runs while the processor's transaction is open, at a time the row would be
+		// due if it were terminal: nothing is terminal yet.
+		b.clock.Advance(time.Minute)
+		res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+		sweptInside = res
+		return pump.Outcome{}, err
+	})
+	// marker nil: the process "dies" right after its commit, before the immediate attempt.
+	res, err := b.pump(proc, nil).Step(ctx, b.please)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Processed)
+	require.Zero(t, sweptInside.Selected)
+	at, _ := b.mark(t, 1)
+	require.Nil(t, at)
+
+	// finished_at is the pump's batch time (t0): due BackoffBase after it, so now.
+	res2, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res2.Selected)
+	for range 5 {
+		b.clock.Advance(30 * time.Second)
+		_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+		require.NoError(t, err)
+	}
+	require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, 1).Outcome)
+	require.Equal(t, 1, b.marker.writes(1))
+	require.Equal(t, 1, b.marker.calls[1])
+}
+
+// A mailbox outage of 10 minutes: markers resume afterwards, none is written twice, none for a
+// non-terminal row.
+func TestBackfillMailboxOutage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 60
+	for id := int64(1); id <= n; id++ {
+		b.mailboxRow(t, id, nil)
+		switch {
+		case id%10 == 0:
+			b.open(t, id, "PENDING")
+		case id%10 == 5:
+			b.open(t, id, "FAILED")
+		default:
+			b.terminal(t, id, b.clock.Now(), b.clock.Now(), nil)
+		}
+		b.clock.Advance(time.Second)
+	}
+	j := b.jobs(t)
+	real, err := mailbox.Open(b.mb.DSN)
+	require.NoError(t, err)
+	defer real.Close()
+
+	b.marker.outage(t, true)
+	outageEnd := b.clock.Now().Add(10 * time.Minute)
+	for b.clock.Now().Before(outageEnd) {
+		b.clock.Advance(30 * time.Second)
+		_, _ = j.RunOnce(ctx, jobs.Backfill, b.lease) // fails while rows are due: expected
+	}
+	var marked int
+	require.NoError(t, b.mb.SQL.QueryRowContext(ctx, `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&marked))
+	require.Zero(t, marked)
+	require.Equal(t, 48, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_attempts > 0 AND backfill_error IS NOT NULL AND backfill_abandoned_at IS NULL`))
+
+	b.marker.outage(t, false)
+	for range 40 { // 20 minutes: beyond the longest backoff reached during the outage
+		b.clock.Advance(30 * time.Second)
+		_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+		require.NoError(t, err)
+	}
+	for id := int64(1); id <= n; id++ {
+		at, _ := b.mark(t, id)
+		if id%5 == 0 {
+			require.Nil(t, at, "non-terminal row %d marked", id)
+			continue
+		}
+		require.NotNil(t, at, "row %d not marked after the outage", id)
+		require.Equal(t, 1, b.marker.writes(id))
+		require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, id).Outcome)
+	}
+	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL`))
+}

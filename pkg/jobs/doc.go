@@ -1,0 +1,68 @@
+// Package jobs is the jobs stage (cmd/jobs, leader only): the backfill sweep, the history sweep
+// and retention/archive (SPEC §10; seeds design §6, INV-7, INV-8, INV-18, CLM-4, CLM-9).
+//
+// One scheduler goroutine (Run) wakes every Tick, reads the injected clock and runs what is due,
+// one job at a time. Every run is bounded: transactions of at most Batch rows (HistoryBatch
+// flights), at most RunTxs of them per task, and no new transaction once RunBudget has passed.
+// RunOnce runs one bounded pass of a job whatever the schedule (tests; the scheduler).
+//
+// # Backfill sweep — every BackfillInterval (30s)
+//
+// Works on terminal rows (SUCCEEDED, SKIPPED, DEAD) that owe their mailbox marker:
+// backfill_next_at set, neither done nor abandoned. The processor sets backfill_next_at =
+// finished_at in the terminal statement (INV-8) and makes one immediate attempt; a row it has
+// not reported on (backfill_attempts = 0, e.g. it died between commit and marker) is due
+// BackoffBase after finished_at, so the sweep does not race the immediate attempt.
+//
+//	owed ──mailbox: NULL → written──────────▶ MARKED          (done)
+//	  │  ──mailbox: already set────────────▶ ALREADY_MARKED  (done; the value is never overwritten)
+//	  │  ──mailbox: no such row────────────▶ MISSING_ROW     (abandoned at once, error log + metric)
+//	  └──mailbox call fails──┬─ now < enqueued_at + R ─▶ owed, due at now + 30s·2^(attempts-1) ≤ 15m
+//	                         └─ now ≥ enqueued_at + R ─▶ OVERDUE         (abandoned, listed)
+//	abandoned ──msgxctl backfill retry (audited)──▶ owed, due now (archived rows come back)
+//
+// R (MSGX_OVERDUE_BACKFILL) counts from enqueued_at, the local clock: the mailbox's
+// DATE_RECEIVED (which may be NULL) plays no part. PENDING and FAILED rows are never selected
+// (and by the proc_state_marker_terminal CHECK cannot owe a marker). The claimed rows stay locked
+// (FOR UPDATE SKIP LOCKED) while the mailbox is written, so a replay cannot turn one back to
+// PENDING under the marker. Each mailbox call (mailbox.MarkEach: one short MySQL transaction that
+// reads the rows FOR UPDATE and writes only NULL markers, INV-7) is bounded by MarkTimeout. A
+// failing call ends the run; the rest stays due. Shadow mode writes nothing to MySQL: the sweep
+// does nothing and the markers stay owed.
+//
+// # History sweep — daily after HistorySweepAt (03:30) airport time, and on demand
+//
+// Candidates: flights whose operation day is older than HistoryRetention (relative to the
+// airport day) and that are DELETED or not updated for HistoryQuiet. They are read without locks,
+// then each batch is purged in one transaction:
+//
+//	lease check → PIPELINE_LOCK → re-check (same state_version and updated_at, criteria still
+//	met; FOR UPDATE) → flight_history row (flight + every detail table as jsonb) → TOMBSTONE
+//	pair (KAFKA:msg + KAFKA:schd, state_version+1) for an ACTIVE flight → DELETE flight (details
+//	cascade) → commit
+//
+// A flight the processor changed after selection is kept (INV-18); any failure rolls back the
+// history row, the TOMBSTONE and the delete together. The daily sweep is done for the day once a
+// run finds nothing left (job_state.done_day, so a restart or takeover does not repeat it);
+// until then it continues at every tick. msgxctl history sweep sets job_state.requested_at; the
+// leader runs the sweep at its next tick. HistoryEnabled=false: the sweep deletes nothing.
+//
+// # Retention and archive — every RetentionInterval
+//
+//	proc_state (terminal, finished before ProcStateRetention, marker done or abandoned)
+//	    ─DELETE … RETURNING → INSERT (one statement per batch)─▶ proc_state_hst
+//	proc_state_hst raw copy, finished before RawRetention ─▶ raw = NULL, raw_cleared_at
+//	msg_event SENT before EventRetention, schd_snap_log applied before SnapLogRetention,
+//	req_track closed before ReqTrackRetention, flight_history purged before
+//	FlightHistoryRetention ─▶ deleted
+//
+// msg_identity is never archived, so a message whose row moved to proc_state_hst still makes a
+// later copy a duplicate.
+//
+// # Metrics
+//
+// msgx_pipeline_job_heartbeat_age_seconds{job}, msgx_pipeline_job_ticks_total{job},
+// msgx_pipeline_job_failures_total{job}, msgx_pipeline_job_last_sweep_selected{job},
+// msgx_pipeline_job_rows_total{job,task}, msgx_pipeline_backfill_oldest_unmarked_seconds,
+// msgx_pipeline_backfill_abandoned (gauge) and msgx_pipeline_backfill_abandoned_total{outcome}.
+package jobs

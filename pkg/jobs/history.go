@@ -1,0 +1,190 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+)
+
+// candidate is a flight selected for purging, as it was when selected.
+type candidate struct {
+	flid    int64
+	day     time.Time
+	version int64
+	updated time.Time
+}
+
+// confirmed is a candidate the deleting transaction found unchanged and still eligible.
+type confirmed struct {
+	flid    int64
+	version int64
+	state   string
+}
+
+// historyRow is a flight_history row written by the current transaction.
+type historyRow struct {
+	id, flid, version int64
+}
+
+// tombstonePayload is the KAFKA:msg payload of a purge TOMBSTONE.
+type tombstonePayload struct {
+	FLID         int64  `json:"flid"`
+	Event        string `json:"event"`
+	Reason       string `json:"reason"`
+	StateVersion int64  `json:"state_version"`
+}
+
+// history is one run of the history sweep: batches of HistoryBatch flights, each purged in one
+// transaction under PIPELINE_LOCK.
+func (j *Jobs) history(ctx context.Context, lease leader.Lease, now time.Time) (Result, error) {
+	var res Result
+	if !j.cfg.HistoryEnabled {
+		j.log.Debug().Msg("history: store disabled; nothing is deleted")
+		return res, nil
+	}
+	l := now.Add(-j.cfg.HistoryRetention).In(j.cfg.Location)
+	dayCutoff := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
+	quietCutoff := now.Add(-j.cfg.HistoryQuiet)
+	deadline := time.Now().Add(j.cfg.RunBudget)
+	var after candidate // keyset position: never look at a flight twice in one run
+	after.day = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, more, err := j.loop(ctx, deadline, j.cfg.HistoryBatch, func() (int, error) {
+		rows, err := j.pool.Query(ctx, historyCandidatesSQL, dayCutoff, quietCutoff, after.day, after.flid, j.cfg.HistoryBatch)
+		if err != nil {
+			return 0, fmt.Errorf("select purge candidates: %w", err)
+		}
+		cands, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+			var c candidate
+			return c, r.Scan(&c.flid, &c.day, &c.version, &c.updated)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("select purge candidates: %w", err)
+		}
+		if len(cands) == 0 {
+			return 0, nil
+		}
+		after = cands[len(cands)-1]
+		res.Selected += len(cands)
+		if j.afterSelect != nil {
+			j.afterSelect()
+		}
+		n, err := j.purge(ctx, lease, now, cands, dayCutoff, quietCutoff)
+		res.Done += n
+		return len(cands), err
+	})
+	res.More = more
+	return res, err
+}
+
+// purge writes the final state of the candidates still eligible to flight_history, enqueues a
+// TOMBSTONE pair for those purged without a prior delete, and deletes them (details cascade):
+// one transaction under PIPELINE_LOCK, so it commits all of it or nothing (INV-18).
+func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, cands []candidate, dayCutoff, quietCutoff time.Time) (int, error) {
+	n := len(cands)
+	flids, versions, updated := make([]int64, n), make([]int64, n), make([]time.Time, n)
+	for i, c := range cands {
+		flids[i], versions[i], updated[i] = c.flid, c.version, c.updated
+	}
+	var purged []confirmed
+	err := j.fenced(ctx, lease, func(tx pgx.Tx) error {
+		purged = nil
+		// The history documents are built before PIPELINE_LOCK, so the lock is held only for
+		// the re-check and the delete. A document stays only for a flight the re-check finds
+		// at the very state_version (and updated_at) it was built from.
+		rows, err := tx.Query(ctx, historyInsertSQL, flids, versions, updated, now)
+		if err != nil {
+			return fmt.Errorf("write flight history: %w", err)
+		}
+		written, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (historyRow, error) {
+			var h historyRow
+			return h, r.Scan(&h.id, &h.flid, &h.version)
+		})
+		if err != nil {
+			return fmt.Errorf("write flight history: %w", err)
+		}
+		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
+			return fmt.Errorf("take pipeline lock: %w", err)
+		}
+		rows, err = tx.Query(ctx, historyRecheckSQL, flids, versions, updated, dayCutoff, quietCutoff)
+		if err != nil {
+			return fmt.Errorf("re-check purge candidates: %w", err)
+		}
+		purged, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (confirmed, error) {
+			var c confirmed
+			return c, r.Scan(&c.flid, &c.version, &c.state)
+		})
+		if err != nil {
+			return fmt.Errorf("re-check purge candidates: %w", err)
+		}
+		keep := make(map[int64]int64, len(purged))
+		for _, c := range purged {
+			keep[c.flid] = c.version
+		}
+		var stale []int64
+		for _, h := range written {
+			if v, ok := keep[h.flid]; !ok || v != h.version {
+				stale = append(stale, h.id)
+			}
+		}
+		if len(stale) > 0 {
+			if _, err := tx.Exec(ctx, historyDropSQL, stale); err != nil {
+				return fmt.Errorf("drop stale flight history: %w", err)
+			}
+		}
+		if len(purged) == 0 {
+			return nil
+		}
+		if len(written)-len(stale) != len(purged) {
+			return fmt.Errorf("purge: %d history documents for %d flights", len(written)-len(stale), len(purged))
+		}
+		ids := make([]int64, len(purged))
+		var events []outbox.Event
+		for i, c := range purged {
+			ids[i] = c.flid
+			if c.state == "DELETED" {
+				continue // its delete already produced its TOMBSTONE
+			}
+			payload, err := json.Marshal(tombstonePayload{FLID: c.flid, Event: outbox.Tombstone, Reason: "purged", StateVersion: c.version + 1})
+			if err != nil {
+				return err
+			}
+			events = append(events,
+				outbox.Event{Target: outbox.TargetMsg, FLID: c.flid, Type: outbox.Tombstone, StateVersion: c.version + 1, Payload: payload},
+				outbox.Event{Target: outbox.TargetSchd, FLID: c.flid, Type: outbox.Tombstone, StateVersion: c.version + 1})
+		}
+		if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, historyDeleteSQL, ids)
+		if err != nil {
+			return fmt.Errorf("delete purged flights: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(ids)) {
+			return fmt.Errorf("delete purged flights: %d of %d deleted", tag.RowsAffected(), len(ids))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	kept := n - len(purged)
+	tombstones := 0
+	for _, c := range purged {
+		if c.state != "DELETED" {
+			tombstones++
+		}
+	}
+	j.metrics.purged.WithLabelValues(History, "purged").Add(float64(len(purged)))
+	j.metrics.purged.WithLabelValues(History, "kept").Add(float64(kept))
+	if kept > 0 {
+		j.log.Info().Int("kept", kept).Msg("history: flights changed since selection are kept (INV-18)")
+	}
+	j.log.Debug().Int("purged", len(purged)).Int("tombstones", tombstones).Msg("history: batch purged")
+	return len(purged), nil
+}

@@ -1,0 +1,224 @@
+package jobs
+
+import "strings"
+
+// Every PostgreSQL statement of the jobs stage, with bound parameters only. Time always comes in
+// as a parameter (the injected clock), never from now().
+
+// Backfill sweep.
+const (
+	// backfillDueSQL claims the due markers of terminal rows, oldest due first: $1 now, $2 the
+	// grace cut-off for rows the processor's immediate attempt has not reported on yet
+	// (backfill_attempts = 0: due only BackoffBase after they became terminal), $3 the batch.
+	// The row locks (held while the mailbox is written) keep a replay from turning a row back
+	// to PENDING between this read and its marker (INV-8); SKIP LOCKED never waits on anyone.
+	backfillDueSQL = `
+SELECT msg_id, enqueued_at, backfill_attempts
+  FROM proc_state
+ WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL
+   AND backfill_next_at <= $1
+   AND (backfill_attempts > 0 OR backfill_next_at <= $2)
+   AND status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+ ORDER BY backfill_next_at, msg_id
+ LIMIT $3
+ FOR UPDATE SKIP LOCKED`
+
+	// backfillRecordSQL records one outcome per row: MARKED / ALREADY_MARKED settle it (done),
+	// MISSING_ROW / OVERDUE abandon it, an empty outcome is a failure due again at next_at. A
+	// settled row is never changed again (the WHERE), so ALREADY_MARKED is never overwritten.
+	backfillRecordSQL = `
+UPDATE proc_state p
+   SET backfill_attempts     = p.backfill_attempts + 1,
+       backfill_outcome      = NULLIF(u.outcome, ''),
+       backfill_done_at      = CASE WHEN u.outcome IN ('MARKED', 'ALREADY_MARKED') THEN $2::timestamptz END,
+       backfill_abandoned_at = CASE WHEN u.outcome IN ('MISSING_ROW', 'OVERDUE') THEN $2::timestamptz END,
+       backfill_error        = NULLIF(u.err, ''),
+       backfill_next_at      = COALESCE(u.next_at, p.backfill_next_at)
+  FROM unnest($1::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, outcome, err, next_at)
+ WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
+
+	// backfillGaugesSQL: the oldest terminal row still owing its marker (abandoned rows are
+	// counted apart) and the abandoned count over both tables.
+	backfillGaugesSQL = `
+SELECT (SELECT min(finished_at) FROM proc_state
+         WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL),
+       (SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)
+     + (SELECT count(*) FROM proc_state_hst WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)`
+
+	// listAbandonedSQL lists abandoned markers of both tables for reconciliation.
+	listAbandonedSQL = `
+SELECT msg_id, status, backfill_outcome, COALESCE(backfill_error, ''), backfill_attempts, received_at,
+       enqueued_at, finished_at, backfill_abandoned_at, false
+  FROM proc_state WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL
+UNION ALL
+SELECT msg_id, status, backfill_outcome, COALESCE(backfill_error, ''), backfill_attempts, received_at,
+       enqueued_at, finished_at, backfill_abandoned_at, true
+  FROM proc_state_hst WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL
+ ORDER BY msg_id
+ LIMIT $1`
+
+	// unarchiveAbandonedSQL moves archived abandoned rows named by a retry back to proc_state,
+	// so the sweep (which reads proc_state only) can retry them.
+	unarchiveAbandonedSQL = `
+WITH back AS (
+    DELETE FROM proc_state_hst
+     WHERE msg_id = ANY($1::bigint[]) AND backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL
+    RETURNING ` + procStateColumns + `)
+INSERT INTO proc_state (` + procStateColumns + `)
+SELECT ` + procStateColumns + ` FROM back`
+
+	// retryAbandonedSQL makes abandoned markers due again now (msgxctl backfill retry). The
+	// attempt count is kept; the next failure past R abandons the row again.
+	retryAbandonedSQL = `
+UPDATE proc_state
+   SET backfill_abandoned_at = NULL, backfill_outcome = NULL, backfill_next_at = $2,
+       backfill_error = 'manual retry: ' || $3
+ WHERE msg_id = ANY($1::bigint[]) AND backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL
+RETURNING msg_id`
+
+	auditSQL = `
+INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ($1, $2, $3, $4, $5, $6)`
+)
+
+// History sweep.
+
+// detailTables are the flight's detail tables (all ON DELETE CASCADE from flight), with the
+// order their rows keep in the history document. TestDetailTablesComplete keeps this list equal
+// to the tables that reference flight.
+var detailTables = []struct{ name, order string }{
+	{"flight_route", "kind, ord"},
+	{"flight_stand", "ord"},
+	{"flight_gate", "ord"},
+	{"flight_checkin", "ord"},
+	{"flight_carousel", "ord"},
+	{"flight_chute", "ord"},
+	{"flight_chock", "ord"},
+	{"flight_airbridge", "ord"},
+	{"flight_delay", "ord"},
+	{"flight_service", "ord"},
+	{"flight_vip", "ord"},
+}
+
+const (
+	// historyCandidatesSQL selects a run's next candidates in keyset order: operation day older
+	// than $1 (a date) and DELETED or not updated since $2; after ($3, $4); at most $5.
+	historyCandidatesSQL = `
+SELECT flid, operation_day, state_version, updated_at
+  FROM flight
+ WHERE operation_day < $1 AND (state = 'DELETED' OR updated_at < $2)
+   AND (operation_day, flid) > ($3::date, $4::bigint)
+ ORDER BY operation_day, flid
+ LIMIT $5`
+
+	// historyRecheckSQL runs under PIPELINE_LOCK: it keeps only the candidates still exactly as
+	// selected (same state_version and updated_at) and still meeting the criteria (INV-18), and
+	// locks them.
+	historyRecheckSQL = `
+SELECT f.flid, f.state_version, f.state
+  FROM flight f
+  JOIN unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS u(flid, v, upd)
+    ON f.flid = u.flid AND f.state_version = u.v AND f.updated_at = u.upd
+ WHERE f.operation_day < $4 AND (f.state = 'DELETED' OR f.updated_at < $5)
+ ORDER BY f.flid
+   FOR UPDATE OF f`
+
+	historyDeleteSQL = `DELETE FROM flight WHERE flid = ANY($1::bigint[])`
+
+	// historyDropSQL removes the documents of flights the re-check kept.
+	historyDropSQL = `DELETE FROM flight_history WHERE history_id = ANY($1::bigint[])`
+)
+
+// historyInsertSQL writes the full final state of each candidate still at the state_version
+// and updated_at it was selected with ($1 flids, $2 versions, $3 updated_at): the flight row
+// and every detail table aggregated, purged at $4. It runs before PIPELINE_LOCK is taken; the
+// re-check under the lock drops the documents of flights that changed in between.
+var historyInsertSQL = func() string {
+	var b strings.Builder
+	b.WriteString(`
+INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
+SELECT f.flid, f.operation_day, f.state_version,
+       jsonb_build_object('flight', to_jsonb(f), 'details', jsonb_build_object(`)
+	for i, d := range detailTables {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n           '" + d.name + "', (SELECT COALESCE(jsonb_agg(to_jsonb(d) - 'flid' ORDER BY " + d.order +
+			"), '[]'::jsonb) FROM " + d.name + " d WHERE d.flid = f.flid)")
+	}
+	b.WriteString(`)),
+       CASE WHEN f.state = 'DELETED' THEN 'deleted' ELSE 'quiet' END, $4
+  FROM flight f
+  JOIN unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS u(flid, v, upd)
+    ON f.flid = u.flid AND f.state_version = u.v AND f.updated_at = u.upd
+ ORDER BY f.flid
+RETURNING history_id, flid, state_version`)
+	return b.String()
+}()
+
+// Retention and archive. Each statement handles one batch ($2 rows) older than $1.
+const (
+	deleteSnapLogSQL = `
+DELETE FROM schd_snap_log WHERE snap_id IN (
+    SELECT snap_id FROM schd_snap_log WHERE applied_at < $1 ORDER BY applied_at LIMIT $2)`
+
+	deleteSentEventsSQL = `
+DELETE FROM msg_event WHERE event_id IN (
+    SELECT event_id FROM msg_event WHERE status = 'SENT' AND sent_at < $1 ORDER BY sent_at LIMIT $2)`
+
+	// archiveSQL moves terminal rows whose marker is settled to proc_state_hst in one statement.
+	// msg_identity is untouched, so their identities still make later copies duplicates.
+	archiveSQL = `
+WITH moved AS (
+    DELETE FROM proc_state WHERE msg_id IN (
+        SELECT msg_id FROM proc_state
+         WHERE finished_at < $1 AND (backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL)
+           AND status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+         ORDER BY finished_at
+         LIMIT $2
+           FOR UPDATE SKIP LOCKED)
+    RETURNING ` + procStateColumns + `)
+INSERT INTO proc_state_hst (` + procStateColumns + `, archived_at)
+SELECT ` + procStateColumns + `, $3 FROM moved`
+
+	clearRawSQL = `
+UPDATE proc_state_hst SET raw = NULL, raw_cleared_at = $3
+ WHERE msg_id IN (
+    SELECT msg_id FROM proc_state_hst WHERE raw IS NOT NULL AND finished_at < $1 ORDER BY finished_at LIMIT $2)`
+
+	deleteReqTrackSQL = `
+DELETE FROM req_track WHERE req_id IN (
+    SELECT req_id FROM req_track WHERE status IN ('DONE', 'EXPIRED') AND closed_at < $1
+     ORDER BY closed_at LIMIT $2)`
+
+	deleteFlightHistorySQL = `
+DELETE FROM flight_history WHERE history_id IN (
+    SELECT history_id FROM flight_history WHERE purged_at < $1 ORDER BY purged_at LIMIT $2)`
+
+	// procStateColumns are proc_state's columns (proc_state_hst has them plus archived_at and
+	// raw_cleared_at). TestArchiveColumnsComplete keeps the list equal to the table.
+	procStateColumns = `msg_id, raw, raw_sha256, status, error_class, reason, attempts, next_attempt_at,
+       identity_key, content_differs, msg_type, msg_styp, received_at, enqueued_at, late,
+       processing_started_at, finished_at, backfill_next_at, backfill_attempts, backfill_error,
+       backfill_outcome, backfill_done_at, backfill_abandoned_at`
+)
+
+// Scheduling bookkeeping (job_state).
+const (
+	jobStateSQL = `SELECT done_day, requested_at IS NOT NULL FROM job_state WHERE job = $1`
+
+	jobStartedSQL = `UPDATE job_state SET last_started_at = $2 WHERE job = $1`
+
+	// jobFinishedSQL records a run; $5 (a date) sets done_day when not NULL; $6 clears an
+	// on-demand request.
+	jobFinishedSQL = `
+UPDATE job_state
+   SET last_finished_at = $2, last_selected = $3, last_error = NULLIF($4, ''),
+       done_day = COALESCE($5::date, done_day),
+       requested_at = CASE WHEN $6 THEN NULL ELSE requested_at END,
+       requested_by = CASE WHEN $6 THEN NULL ELSE requested_by END
+ WHERE job = $1`
+
+	requestSQL = `UPDATE job_state SET requested_at = $2, requested_by = $3 WHERE job = $1`
+
+	requestPendingSQL = `SELECT requested_at IS NOT NULL, last_finished_at, last_selected, COALESCE(last_error, '') FROM job_state WHERE job = $1`
+)
