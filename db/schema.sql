@@ -13,6 +13,22 @@ SET xmloption = content;
 SET client_min_messages = warning;
 SET row_security = off;
 
+--
+-- Name: flight_operation_day_immutable(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.flight_operation_day_immutable() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF OLD.operation_day IS NOT NULL AND NEW.operation_day IS DISTINCT FROM OLD.operation_day THEN
+        RAISE EXCEPTION 'flight %: operation_day % is immutable (got %)', OLD.flid, OLD.operation_day, NEW.operation_day
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -332,6 +348,23 @@ CREATE TABLE public.inbox_gap (
     skipped_at timestamp with time zone NOT NULL,
     reprobe_until timestamp with time zone NOT NULL,
     found_at timestamp with time zone
+);
+
+
+--
+-- Name: job_state; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_state (
+    job text NOT NULL,
+    last_started_at timestamp with time zone,
+    last_finished_at timestamp with time zone,
+    last_selected bigint DEFAULT 0 NOT NULL,
+    last_error text,
+    done_day date,
+    requested_at timestamp with time zone,
+    requested_by text,
+    CONSTRAINT job_state_job_check CHECK ((job = ANY (ARRAY['backfill'::text, 'history'::text, 'retention'::text])))
 );
 
 
@@ -783,6 +816,14 @@ ALTER TABLE ONLY public.inbox_gap
 
 
 --
+-- Name: job_state job_state_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_state
+    ADD CONSTRAINT job_state_pkey PRIMARY KEY (job);
+
+
+--
 -- Name: leader_lease leader_lease_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -908,10 +949,24 @@ CREATE INDEX flight_maid ON public.flight USING btree (maid) WHERE (maid IS NOT 
 
 
 --
+-- Name: flight_maid_active; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX flight_maid_active ON public.flight USING btree (maid, flid) WHERE ((maid IS NOT NULL) AND (state = 'ACTIVE'::text));
+
+
+--
 -- Name: flight_operation_day; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX flight_operation_day ON public.flight USING btree (operation_day);
+
+
+--
+-- Name: flight_purge_order; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX flight_purge_order ON public.flight USING btree (operation_day, flid);
 
 
 --
@@ -936,10 +991,38 @@ CREATE INDEX msg_event_unsent ON public.msg_event USING btree (target, partition
 
 
 --
+-- Name: msg_event_unsent_order; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, event_id) WHERE (status <> 'SENT'::text);
+
+
+--
 -- Name: proc_state_dead; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX proc_state_dead ON public.proc_state USING btree (error_class) WHERE (status = 'DEAD'::text);
+
+
+--
+-- Name: proc_state_hst_marker_abandoned; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_hst_marker_abandoned ON public.proc_state_hst USING btree (msg_id) WHERE ((backfill_abandoned_at IS NOT NULL) AND (backfill_done_at IS NULL));
+
+
+--
+-- Name: proc_state_hst_raw_kept; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_hst_raw_kept ON public.proc_state_hst USING btree (finished_at) WHERE (raw IS NOT NULL);
+
+
+--
+-- Name: proc_state_marker_abandoned; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_marker_abandoned ON public.proc_state USING btree (msg_id) WHERE ((backfill_abandoned_at IS NOT NULL) AND (backfill_done_at IS NULL));
 
 
 --
@@ -957,6 +1040,20 @@ CREATE INDEX proc_state_open ON public.proc_state USING btree (msg_id) WHERE (st
 
 
 --
+-- Name: proc_state_settled; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_settled ON public.proc_state USING btree (finished_at) WHERE ((backfill_done_at IS NOT NULL) OR (backfill_abandoned_at IS NOT NULL));
+
+
+--
+-- Name: req_track_closed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX req_track_closed ON public.req_track USING btree (closed_at) WHERE (closed_at IS NOT NULL);
+
+
+--
 -- Name: req_track_one_open; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -968,6 +1065,20 @@ CREATE UNIQUE INDEX req_track_one_open ON public.req_track USING btree (req_type
 --
 
 CREATE INDEX schd_snap_log_applied ON public.schd_snap_log USING btree (applied_at);
+
+
+--
+-- Name: schd_snap_log_msg; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX schd_snap_log_msg ON public.schd_snap_log USING btree (msg_id);
+
+
+--
+-- Name: flight flight_operation_day_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER flight_operation_day_immutable BEFORE UPDATE OF operation_day ON public.flight FOR EACH ROW EXECUTE FUNCTION public.flight_operation_day_immutable();
 
 
 --
@@ -1069,4 +1180,7 @@ ALTER TABLE ONLY public.flight_vip
 --
 
 INSERT INTO public.schema_migrations (version) VALUES
-    ('20261202120000');
+    ('20261202120000'),
+    ('20261202140000'),
+    ('20261202150000'),
+    ('20261202160000');

@@ -15,16 +15,27 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
 // processors maps each message kind to its processor. A kind missing here is FAILED
 // UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
 func processors() map[sis.Kind]pump.Processor {
-	return map[sis.Kind]pump.Processor{}
+	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
+	return map[sis.Kind]pump.Processor{
+		sis.KindFlightUpdate:     flop,
+		sis.KindFlightDelete:     flop,
+		sis.KindScheduleSnapshot: schd,
+		sis.KindScheduleAdd:      schd,
+		sis.KindScheduleDelete:   schd,
+		sis.KindRefList:          ref,
+		sis.KindSeason:           ref,
+	}
 }
 
 func main() {

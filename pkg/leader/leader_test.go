@@ -230,6 +230,12 @@ func child(url, name string) int {
 				fmt.Println("FENCED")
 				return err
 			}
+			if err != nil {
+				// e.g. paused inside a transaction that the server ended meanwhile: try again,
+				// as a resumed process would; the next attempt meets the epoch check.
+				fmt.Println("TXERR", err)
+				continue
+			}
 			if ctx.Err() != nil {
 				fmt.Println("CANCELLED")
 				return nil

@@ -1,0 +1,17 @@
+// Package flight is the pure domain core of flight state (SPEC §6, SIS.md §b–§e): the full
+// State of a flight (every scalar field of SIS.md §c.1, every collection with its source
+// sequence numbers/keys in input order, the derived code-share MAFL) and Apply, which turns
+// (current state, one decoded message for that flight) into (next state, changes). No database
+// here: package flightstore loads and saves states and writes the events.
+//
+//	             FLOP <subtype>   ──► per-subtype Mode (SubtypeModes; docs/flight.md)
+//	current ──►  SCHD FLTR record ──► schedule upsert (INV-14)            ──► next, Changes
+//	 (or nil)    SCHD DEL / FDEL  ──► ACTIVE → DELETED
+//
+// Outcomes that are not changes: ErrNoFlight (SKIPPED no-match:FLID), ErrDeleted (SKIPPED
+// no-match:deleted), *Violation (DEAD PROTOCOL). Apply is idempotent: applying the same input
+// to its own result changes nothing (INV-20).
+//
+// Values are comparable (Value, Row), so a State diff is plain ==; times are the local airport
+// wall clock labelled UTC (Wall), the form the zone-less timestamp columns hold.
+package flight

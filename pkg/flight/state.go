@@ -1,0 +1,216 @@
+package flight
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+)
+
+// Lifecycle states of a flight.
+const (
+	Active  = "ACTIVE"
+	Deleted = "DELETED"
+)
+
+// Child is one element of a master's MAFL projection (INV-21).
+type Child struct {
+	FLID int64  `json:"flid"`
+	FLNO string `json:"flno"`
+}
+
+// State is the full state of one flight at one version: every scalar field, every collection
+// (rows in input order) and the derived MAFL. The zero State is no flight.
+type State struct {
+	FLID         int64
+	Status       string // Active or Deleted
+	Version      int64  // state_version; 0 for a flight not stored yet
+	OperationDay string // YYYY-MM-DD, local calendar day of SODT; "" until set
+	LastMsgID    int64
+	F            [NumFields]Value
+	C            [NumColls][]Row
+	// MAFL is the derived code-share projection: the ACTIVE flights whose MAID is this FLID,
+	// sorted by FLID, without self-reference. It is never stored.
+	MAFL []Child
+}
+
+// Exists reports whether the state is a stored flight.
+func (s *State) Exists() bool { return s != nil && s.Version > 0 }
+
+// Clone returns a deep copy of s.
+func (s State) Clone() State {
+	for c := range s.C {
+		s.C[c] = slices.Clone(s.C[c])
+	}
+	s.MAFL = slices.Clone(s.MAFL)
+	return s
+}
+
+// MarshalJSON writes the full state: identity and lifecycle, every scalar field (null when
+// unset), every collection as an array of row objects in input order, and "mafl". This is the
+// KAFKA:schd payload.
+func (s State) MarshalJSON() ([]byte, error) { return s.AppendJSON(make([]byte, 0, 2048)), nil }
+
+// AppendJSON appends the JSON of MarshalJSON to b.
+func (s *State) AppendJSON(b []byte) []byte {
+	b = append(b, `{"flid":`...)
+	b = strconv.AppendInt(b, s.FLID, 10)
+	b = append(b, `,"state":`...)
+	b = appendString(b, s.Status)
+	b = append(b, `,"state_version":`...)
+	b = strconv.AppendInt(b, s.Version, 10)
+	b = append(b, `,"operation_day":`...)
+	if s.OperationDay == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, s.OperationDay)
+	}
+	for f := range NumFields {
+		b = append(b, ',', '"')
+		b = append(b, Fields[f].Name...)
+		b = append(b, '"', ':')
+		b = s.F[f].appendJSON(b, Fields[f].Kind)
+	}
+	for c := range NumColls {
+		b = append(b, ',', '"')
+		b = append(b, Collections[c].Name...)
+		b = append(b, '"', ':')
+		b = appendRows(b, c, s.C[c])
+	}
+	b = append(b, `,"mafl":`...)
+	b = appendMAFL(b, s.MAFL)
+	return append(b, '}')
+}
+
+func appendRows(b []byte, c C, rows []Row) []byte {
+	cols := Collections[c].Cols
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, col := range cols {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, col.Name...)
+			b = append(b, '"', ':')
+			b = r[j].appendJSON(b, col.Kind)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func appendMAFL(b []byte, m []Child) []byte {
+	b = append(b, '[')
+	for i, c := range m {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"flid":`...)
+		b = strconv.AppendInt(b, c.FLID, 10)
+		b = append(b, `,"flno":`...)
+		b = appendString(b, c.FLNO)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// Change is one changed field, collection, "state" or "mafl" with its old and new JSON values.
+type Change struct {
+	Name string
+	Old  json.RawMessage
+	New  json.RawMessage
+}
+
+// Changes is what a message changed on one flight.
+type Changes struct {
+	Fields []Change
+	// Notes are non-fatal remarks worth recording (e.g. a PSHT for a stand not allocated).
+	Notes []string
+}
+
+// Empty reports whether nothing changed.
+func (c Changes) Empty() bool { return len(c.Fields) == 0 }
+
+// MarshalJSON writes {name: {"old": …, "new": …}} in field order.
+func (c Changes) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
+
+// AppendJSON appends the JSON of MarshalJSON to b.
+func (c Changes) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
+	for i, ch := range c.Fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, ch.Name)
+		b = append(b, `:{"old":`...)
+		b = append(b, ch.Old...)
+		b = append(b, `,"new":`...)
+		b = append(b, ch.New...)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// Diff lists what differs between old and next: "state", every scalar field, every collection
+// (whole collection as old/new arrays) and "mafl". A missing old flight (nil or not stored)
+// counts as all-null.
+func Diff(old *State, next *State) Changes {
+	var o State
+	if old.Exists() {
+		o = *old
+	}
+	var ch Changes
+	if o.Status != next.Status {
+		oldStatus := json.RawMessage("null")
+		if o.Status != "" {
+			oldStatus = appendString(nil, o.Status)
+		}
+		ch.Fields = append(ch.Fields, Change{"state", oldStatus, appendString(nil, next.Status)})
+	}
+	if o.OperationDay != next.OperationDay {
+		ch.Fields = append(ch.Fields, Change{"operation_day", dayJSON(o.OperationDay), dayJSON(next.OperationDay)})
+	}
+	for f := range NumFields {
+		if o.F[f] != next.F[f] {
+			k := Fields[f].Kind
+			ch.Fields = append(ch.Fields, Change{Fields[f].Name, o.F[f].jsonOf(k), next.F[f].jsonOf(k)})
+		}
+	}
+	for c := range NumColls {
+		if !slices.Equal(o.C[c], next.C[c]) {
+			ch.Fields = append(ch.Fields, Change{Collections[c].Name, appendRows(nil, c, o.C[c]), appendRows(nil, c, next.C[c])})
+		}
+	}
+	if !slices.Equal(o.MAFL, next.MAFL) {
+		ch.Fields = append(ch.Fields, Change{"mafl", appendMAFL(nil, o.MAFL), appendMAFL(nil, next.MAFL)})
+	}
+	return ch
+}
+
+// Changed reports whether next differs from old in anything Diff would list (cheaper than Diff).
+func Changed(old *State, next *State) bool {
+	var o State
+	if old.Exists() {
+		o = *old
+	}
+	if o.Status != next.Status || o.OperationDay != next.OperationDay || o.F != next.F || !slices.Equal(o.MAFL, next.MAFL) {
+		return true
+	}
+	for c := range NumColls {
+		if !slices.Equal(o.C[c], next.C[c]) {
+			return true
+		}
+	}
+	return false
+}
+
+func dayJSON(d string) json.RawMessage {
+	if d == "" {
+		return json.RawMessage("null")
+	}
+	return appendString(nil, d)
+}

@@ -1,0 +1,210 @@
+package flightstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/flightstore"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/sis"
+	"github.com/msgx/msgx/pkg/testdb"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+var airport = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+// processors is the same map cmd/processor registers.
+func processors() map[sis.Kind]pump.Processor {
+	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
+	return map[sis.Kind]pump.Processor{
+		sis.KindFlightUpdate: flop, sis.KindFlightDelete: flop,
+		sis.KindScheduleSnapshot: schd, sis.KindScheduleAdd: schd, sis.KindScheduleDelete: schd,
+		sis.KindRefList: ref, sis.KindSeason: ref,
+	}
+}
+
+// env is one test's pipeline: a fresh schema, the real pump with the real processors.
+type env struct {
+	db    *testdb.DB
+	clock *clock.Fake
+	lease leader.Lease
+	pump  *pump.Pump
+	next  int64
+}
+
+func setup(t testing.TB, batch int) *env {
+	t.Helper()
+	db := testdb.New(t)
+	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
+	require.NoError(t, err)
+	e := &env{db: db, clock: clock.NewFake(t0), lease: leader.Lease{Role: "processor", Epoch: 1}}
+	e.pump = pump.New(pump.Config{
+		Batch: batch, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
+		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
+		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: airport,
+	}, db.Pool, processors(), nil, e.clock, nil, zerolog.Nop())
+	return e
+}
+
+// enqueue inserts proc_state rows as ingest does (verbatim raw copy) and moves W; it returns
+// the msg_ids in order.
+func (e *env) enqueue(t testing.TB, raws ...string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]int64, len(raws))
+	for i := range raws {
+		e.next++
+		ids[i] = e.next
+	}
+	_, err := e.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at)
+		SELECT id, raw, sha256(convert_to(raw, 'UTF8')), $3 FROM unnest($1::bigint[], $2::text[]) AS u(id, raw)`, ids, raws, e.clock.Now())
+	require.NoError(t, err)
+	_, err = e.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = GREATEST(watermark, $1)`, e.next)
+	require.NoError(t, err)
+	return ids
+}
+
+// drain steps until nothing is left or the head is FAILED.
+func (e *env) drain(t testing.TB) {
+	t.Helper()
+	for {
+		res, err := e.pump.Step(context.Background(), e.lease)
+		require.NoError(t, err)
+		if res.Idle || res.Failed || !res.WaitUntil.IsZero() {
+			return
+		}
+	}
+}
+
+// run enqueues raws, drains, and returns their ids.
+func (e *env) run(t testing.TB, raws ...string) []int64 {
+	t.Helper()
+	ids := e.enqueue(t, raws...)
+	e.drain(t)
+	return ids
+}
+
+type outcome struct{ Status, Class, Reason string }
+
+func (e *env) outcome(t testing.TB, id int64) outcome {
+	t.Helper()
+	var o outcome
+	var class, reason *string
+	require.NoError(t, e.db.Pool.QueryRow(context.Background(),
+		`SELECT status, error_class, reason FROM proc_state WHERE msg_id = $1`, id).Scan(&o.Status, &class, &reason))
+	if class != nil {
+		o.Class = *class
+	}
+	if reason != nil {
+		o.Reason = *reason
+	}
+	return o
+}
+
+// state loads one flight through the store (nil when not stored).
+func (e *env) state(t testing.TB, flid int64) *flight.State {
+	t.Helper()
+	var s *flight.State
+	require.NoError(t, pgx.BeginFunc(context.Background(), e.db.Pool, func(tx pgx.Tx) error {
+		l, err := flightstore.Load(context.Background(), tx, []int64{flid})
+		s = l.States[flid]
+		return err
+	}))
+	return s
+}
+
+// stateJSON is the state as a generic JSON object.
+func stateJSON(t testing.TB, s *flight.State) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+type event struct {
+	Target, Key, Type string
+	Version, MsgID    int64
+	Payload           map[string]any
+}
+
+// events returns the outbox rows of a flight in event order.
+func (e *env) events(t testing.TB, flid int64) []event {
+	t.Helper()
+	rows, err := e.db.Pool.Query(context.Background(), `SELECT target, partition_key, event_type, state_version, msg_id, payload
+		FROM msg_event WHERE partition_key = $1 ORDER BY event_id`, fmt.Sprint(flid))
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (event, error) {
+		var ev event
+		var payload []byte
+		err := r.Scan(&ev.Target, &ev.Key, &ev.Type, &ev.Version, &ev.MsgID, &payload)
+		if err == nil && payload != nil {
+			err = json.Unmarshal(payload, &ev.Payload)
+		}
+		return ev, err
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func (e *env) countEvents(t testing.TB) int {
+	t.Helper()
+	var n int
+	require.NoError(t, e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM msg_event`).Scan(&n))
+	return n
+}
+
+var seqn atomic.Int64
+
+func header(typ, styp string) string {
+	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
+		seqn.Add(1), typ, styp)
+}
+
+// flop builds a FLOP message whose payload is body.
+func flop(styp string, flid int64, body string) string {
+	return header("FLOP", styp) + fmt.Sprintf(`<FLOP><FLID>%d</FLID><FFID>YG-YG9028-D-23JAN210535-D</FFID>%s</FLOP></MSG>`, flid, body)
+}
+
+// schd builds a SCHD message with the records (FLTR bodies) and a matching RECS.
+func schd(styp string, records ...string) string {
+	var b strings.Builder
+	b.WriteString(header("SCHD", styp))
+	fmt.Fprintf(&b, "<SCHD><RECS>%d</RECS>", len(records))
+	for _, r := range records {
+		b.WriteString("<FLTR>" + r + "</FLTR>")
+	}
+	b.WriteString("</SCHD></MSG>")
+	return b.String()
+}
+
+// fltr is a minimal valid schedule record plus extra elements.
+func fltr(flid int64, flno, sodt, extra string) string {
+	return fmt.Sprintf(`<FLID>%d</FLID><ALCD>%s</ALCD><FLNO>%s</FLNO><MVIN>D</MVIN><SODT>%s</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>733</ACFT>%s`,
+		flid, flno[:2], flno, sodt, extra)
+}

@@ -1,0 +1,172 @@
+package flightstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/msgx/msgx/pkg/flight"
+)
+
+// Every SQL statement of the flight store. The column lists come from the one description of
+// the tables in package flight (flight.Fields, flight.Collections); every value is a bound
+// parameter, time included.
+
+// arrayType is the unnest array type that carries a column of kind k.
+func arrayType(k flight.Kind) string {
+	switch k {
+	case flight.KindInt:
+		return "bigint[]"
+	case flight.KindTime:
+		return "timestamp[]"
+	}
+	return "text[]"
+}
+
+// fromArray is the expression turning the unnest column u.x back into the column's type.
+func fromArray(x string, k flight.Kind) string {
+	switch k {
+	case flight.KindDecimal:
+		return x + "::numeric"
+	case flight.KindJSON:
+		return x + "::jsonb"
+	}
+	return x
+}
+
+// selectExpr reads a column in the form the loader scans.
+func selectExpr(col string, k flight.Kind) string {
+	if k == flight.KindDecimal || k == flight.KindJSON {
+		return col + "::text"
+	}
+	return col
+}
+
+var (
+	loadSQL         string
+	insertFlightSQL string
+	deleteDetailSQL [flight.NumColls]string
+	upsertDetailSQL [flight.NumColls]string
+)
+
+func init() {
+	// loadSQL reads the full state of every requested FLID in one statement: the flight row,
+	// one subquery per detail table (its rows in input order as a JSON array of arrays) and the
+	// stored MAFL children, also for FLIDs not stored (a child may name a future master).
+	var sel []string
+	for _, c := range flight.Fields {
+		sel = append(sel, selectExpr("f."+c.Name, c.Kind))
+	}
+	sel = append(sel, "COALESCE(f.operation_day::text, '')", "COALESCE(f.state, '')", "COALESCE(f.state_version, 0)",
+		"COALESCE(f.last_msg_id, 0)")
+	for c := range flight.NumColls {
+		d := flight.Collections[c]
+		var cols []string
+		for _, col := range d.Cols {
+			cols = append(cols, "d."+col.Name)
+		}
+		where := "d.flid = f.flid"
+		if d.RouteKind != "" {
+			where += " AND d.kind = '" + d.RouteKind + "'"
+		}
+		sel = append(sel, `(SELECT json_agg(json_build_array(`+strings.Join(cols, ", ")+`) ORDER BY d.ord) FROM `+d.Table+` d WHERE `+where+`)::text`)
+	}
+	sel = append(sel, `(SELECT json_agg(json_build_array(c.flid, COALESCE(c.flno, '')) ORDER BY c.flid) FROM flight c
+        WHERE c.maid = q.flid AND c.state = 'ACTIVE' AND c.flid <> c.maid)::text`)
+	loadSQL = `SELECT q.flid, f.flid IS NOT NULL, ` + strings.Join(sel, ",\n       ") + `
+  FROM unnest($1::bigint[]) AS q(flid) LEFT JOIN flight f ON f.flid = q.flid`
+
+	// insert: $1 flid[], $2..$N+1 the fields, then operation_day, state, version, last_msg_id[], now.
+	n := int(flight.NumFields)
+	cols, args, vals := []string{"flid"}, []string{"$1::bigint[]"}, []string{"u.flid"}
+	for i, c := range flight.Fields {
+		cols = append(cols, c.Name)
+		args = append(args, fmt.Sprintf("$%d::%s", i+2, arrayType(c.Kind)))
+		vals = append(vals, fromArray(fmt.Sprintf("u.c%d", i), c.Kind))
+	}
+	aliases := []string{"flid"}
+	for i := range n {
+		aliases = append(aliases, fmt.Sprintf("c%d", i))
+	}
+	cols = append(cols, "operation_day", "state", "state_version", "last_msg_id", "created_at", "updated_at")
+	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4), fmt.Sprintf("$%d::bigint[]", n+5))
+	aliases = append(aliases, "day", "state", "version", "msg")
+	vals = append(vals, "NULLIF(u.day, '')::date", "u.state", "u.version", "u.msg", fmt.Sprintf("$%d", n+6), fmt.Sprintf("$%d", n+6))
+	insertFlightSQL = `INSERT INTO flight (` + strings.Join(cols, ", ") + `)
+SELECT ` + strings.Join(vals, ", ") + `
+  FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)`
+
+	for c := range flight.NumColls {
+		d := flight.Collections[c]
+		key := d.Cols[0]
+		kindCond := ""
+		if d.RouteKind != "" {
+			kindCond = " AND t.kind = '" + d.RouteKind + "'"
+		}
+		deleteDetailSQL[c] = `DELETE FROM ` + d.Table + ` t USING unnest($1::bigint[], $2::` + arrayType(key.Kind) + `) AS u(flid, k)
+ WHERE t.flid = u.flid AND t.` + key.Name + ` = u.k` + kindCond
+
+		cols := []string{"flid", "ord"}
+		args := []string{"$1::bigint[]", "$2::bigint[]"}
+		aliases := []string{"flid", "ord"}
+		vals := []string{"u.flid", "u.ord"}
+		if d.RouteKind != "" {
+			cols = append(cols, "kind")
+			vals = append(vals, "'"+d.RouteKind+"'")
+		}
+		var set []string
+		set = append(set, "ord = EXCLUDED.ord")
+		for i, col := range d.Cols {
+			cols = append(cols, col.Name)
+			args = append(args, fmt.Sprintf("$%d::%s", i+3, arrayType(col.Kind)))
+			aliases = append(aliases, fmt.Sprintf("c%d", i))
+			vals = append(vals, fromArray(fmt.Sprintf("u.c%d", i), col.Kind))
+			if i > 0 {
+				set = append(set, col.Name+" = EXCLUDED."+col.Name)
+			}
+		}
+		conflict := "flid, " + key.Name
+		if d.RouteKind != "" {
+			conflict = "flid, kind, " + key.Name
+		}
+		upsertDetailSQL[c] = `INSERT INTO ` + d.Table + ` (` + strings.Join(cols, ", ") + `)
+SELECT ` + strings.Join(vals, ", ") + `
+  FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)
+ON CONFLICT (` + conflict + `) DO UPDATE SET ` + strings.Join(set, ", ")
+	}
+}
+
+// updateFlightSQL returns the UPDATE for a set of changed scalar fields: $1 flid[], one array
+// per field, then operation_day[], state[], version[], last_msg_id[], now. Only the listed
+// columns are written.
+func updateFlightSQL(fields []flight.F) string {
+	var set, args, aliases []string
+	args = append(args, "$1::bigint[]")
+	aliases = append(aliases, "flid")
+	for i, f := range fields {
+		c := flight.Fields[f]
+		args = append(args, fmt.Sprintf("$%d::%s", i+2, arrayType(c.Kind)))
+		aliases = append(aliases, fmt.Sprintf("c%d", i))
+		set = append(set, c.Name+" = "+fromArray(fmt.Sprintf("u.c%d", i), c.Kind))
+	}
+	n := len(fields)
+	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4), fmt.Sprintf("$%d::bigint[]", n+5))
+	aliases = append(aliases, "day", "state", "version", "msg")
+	set = append(set, "operation_day = COALESCE(NULLIF(u.day, '')::date, f.operation_day)", "state = u.state",
+		"state_version = u.version", "last_msg_id = u.msg", fmt.Sprintf("updated_at = $%d", n+6))
+	return `UPDATE flight f SET ` + strings.Join(set, ", ") + `
+  FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)
+ WHERE f.flid = u.flid`
+}
+
+const (
+	// insertEventsSQL writes every event of a message in one statement, in array order.
+	insertEventsSQL = `INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
+SELECT u.target, u.pkey, u.etype, u.version, $5, u.payload::jsonb, $6
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $7::text[]) WITH ORDINALITY AS u(target, pkey, etype, version, payload, n)
+ ORDER BY u.n`
+
+	snapAppliedSQL = `SELECT EXISTS (SELECT 1 FROM schd_snap_log WHERE msg_id = $1)`
+
+	snapLogSQL = `INSERT INTO schd_snap_log (msg_id, scope_start, scope_end, recv_at, inserted, updated, unchanged, applied_at)
+SELECT $1, $2::date, $3::date, (SELECT received_at FROM proc_state WHERE msg_id = $1), $4, $5, $6, $7`
+)

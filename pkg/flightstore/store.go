@@ -1,0 +1,424 @@
+// Package flightstore keeps flight state in PostgreSQL: it loads the full states of a set of
+// flights (one statement for the whole set, with one subquery per detail table), saves what changed
+// (only changed rows and columns), bumps state_version by exactly one per changed flight and
+// message, and writes the two outbox events per change in the same transaction (INV-13,
+// INV-17). The merge rules themselves are package flight's; the processors plugged into the
+// pump are in processor.go.
+package flightstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/msgx/msgx/pkg/flight"
+)
+
+// Loaded is the stored state of a set of flights.
+type Loaded struct {
+	// States holds the stored flights (absent FLIDs are not stored), MAFL derived.
+	States map[int64]*flight.State
+	// Children holds the stored MAFL elements of every requested FLID, stored or not (a child
+	// may name a master that does not exist yet).
+	Children map[int64][]flight.Child
+}
+
+// Load reads the full states of flids in one statement: the flight rows, one subquery per
+// detail table and the stored MAFL children, for the whole set at once.
+func Load(ctx context.Context, tx pgx.Tx, flids []int64) (Loaded, error) {
+	out := Loaded{States: make(map[int64]*flight.State, len(flids)), Children: map[int64][]flight.Child{}}
+	if len(flids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, loadSQL, flids)
+	if err != nil {
+		return out, fmt.Errorf("load flights: %w", err)
+	}
+	defer rows.Close()
+	cells := make([]cell, flight.NumFields)
+	var flid, version, lastMsg int64
+	var exists bool
+	var day, state string
+	var details [flight.NumColls]pgtype.Text
+	var children pgtype.Text
+	targets := []any{&flid, &exists}
+	for i := range cells {
+		cells[i].k = flight.Fields[i].Kind
+		targets = append(targets, cells[i].target())
+	}
+	targets = append(targets, &day, &state, &version, &lastMsg)
+	for i := range details {
+		targets = append(targets, &details[i])
+	}
+	targets = append(targets, &children)
+	for rows.Next() {
+		if err := rows.Scan(targets...); err != nil {
+			return out, fmt.Errorf("load flights: %w", err)
+		}
+		if children.Valid {
+			var kids [][2]json.RawMessage
+			if err := json.Unmarshal([]byte(children.String), &kids); err != nil {
+				return out, fmt.Errorf("load children of %d: %w", flid, err)
+			}
+			for _, k := range kids {
+				var c flight.Child
+				if err := errors.Join(json.Unmarshal(k[0], &c.FLID), json.Unmarshal(k[1], &c.FLNO)); err != nil {
+					return out, fmt.Errorf("load children of %d: %w", flid, err)
+				}
+				out.Children[flid] = append(out.Children[flid], c)
+			}
+		}
+		if !exists {
+			continue
+		}
+		s := &flight.State{FLID: flid, Status: state, Version: version, OperationDay: day, LastMsgID: lastMsg}
+		for i := range cells {
+			v, err := cells[i].value()
+			if err != nil {
+				return out, fmt.Errorf("load flight %d: %w", flid, err)
+			}
+			s.F[i] = v
+		}
+		for c := range flight.NumColls {
+			if !details[c].Valid {
+				continue
+			}
+			if s.C[c], err = decodeRows(c, details[c].String); err != nil {
+				return out, fmt.Errorf("load %s of %d: %w", flight.Collections[c].Table, flid, err)
+			}
+		}
+		if s.Status == flight.Active {
+			s.MAFL = slices.Clone(out.Children[flid])
+		}
+		out.States[flid] = s
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("load flights: %w", err)
+	}
+	return out, nil
+}
+
+// pgTime is how PostgreSQL's JSON writes a timestamp.
+const pgTime = "2006-01-02T15:04:05.999999999"
+
+// decodeRows decodes a detail subquery's JSON array of row arrays.
+func decodeRows(c flight.C, text string) ([]flight.Row, error) {
+	cols := flight.Collections[c].Cols
+	var raw [][]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		return nil, err
+	}
+	out := make([]flight.Row, len(raw))
+	for i, r := range raw {
+		if len(r) != len(cols) {
+			return nil, fmt.Errorf("row has %d columns, want %d", len(r), len(cols))
+		}
+		for j, col := range cols {
+			v := r[j]
+			if string(v) == "null" {
+				continue
+			}
+			switch col.Kind {
+			case flight.KindInt:
+				n, err := strconv.ParseInt(string(v), 10, 64)
+				if err != nil {
+					return nil, err
+				}
+				out[i][j] = flight.Int(n)
+			case flight.KindJSON:
+				s, err := flight.CanonicalVIPT(v)
+				if err != nil {
+					return nil, err
+				}
+				out[i][j] = flight.JSON(s)
+			default:
+				var s string
+				if err := json.Unmarshal(v, &s); err != nil {
+					return nil, err
+				}
+				if col.Kind == flight.KindTime {
+					t, err := time.Parse(pgTime, s)
+					if err != nil {
+						return nil, err
+					}
+					out[i][j] = flight.Time(t)
+					continue
+				}
+				out[i][j] = flight.Text(s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// cell is a scan target for one column of kind k.
+type cell struct {
+	k  flight.Kind
+	t  pgtype.Text
+	i  pgtype.Int8
+	ts pgtype.Timestamp
+}
+
+func (c *cell) target() any {
+	switch c.k {
+	case flight.KindInt:
+		return &c.i
+	case flight.KindTime:
+		return &c.ts
+	}
+	return &c.t
+}
+
+func (c *cell) value() (flight.Value, error) {
+	switch c.k {
+	case flight.KindInt:
+		if !c.i.Valid {
+			return flight.Null, nil
+		}
+		return flight.Int(c.i.Int64), nil
+	case flight.KindTime:
+		if !c.ts.Valid {
+			return flight.Null, nil
+		}
+		return flight.Time(c.ts.Time), nil
+	case flight.KindJSON:
+		if !c.t.Valid {
+			return flight.Null, nil
+		}
+		s, err := flight.CanonicalVIPT([]byte(c.t.String))
+		return flight.JSON(s), err
+	}
+	if !c.t.Valid {
+		return flight.Null, nil
+	}
+	return flight.Text(c.t.String), nil
+}
+
+// Change is one flight changed by a message: its stored state (nil when new) and its next
+// state, Version and LastMsgID already set.
+type Change struct {
+	Old  *flight.State
+	Next *flight.State
+}
+
+// columns collects one unnest array per column.
+type columns struct {
+	kinds []flight.Kind
+	text  [][]*string
+	ints  [][]*int64
+	times [][]*time.Time
+}
+
+func newColumns(kinds []flight.Kind, n int) *columns {
+	c := &columns{kinds: kinds, text: make([][]*string, len(kinds)), ints: make([][]*int64, len(kinds)), times: make([][]*time.Time, len(kinds))}
+	for i, k := range kinds {
+		switch k {
+		case flight.KindInt:
+			c.ints[i] = make([]*int64, 0, n)
+		case flight.KindTime:
+			c.times[i] = make([]*time.Time, 0, n)
+		default:
+			c.text[i] = make([]*string, 0, n)
+		}
+	}
+	return c
+}
+
+func (c *columns) add(i int, v flight.Value) {
+	switch c.kinds[i] {
+	case flight.KindInt:
+		var p *int64
+		if v.Valid {
+			p = &v.I
+		}
+		c.ints[i] = append(c.ints[i], p)
+	case flight.KindTime:
+		var p *time.Time
+		if v.Valid {
+			p = &v.T
+		}
+		c.times[i] = append(c.times[i], p)
+	default:
+		var p *string
+		if v.Valid {
+			p = &v.S
+		}
+		c.text[i] = append(c.text[i], p)
+	}
+}
+
+func (c *columns) args() []any {
+	out := make([]any, len(c.kinds))
+	for i, k := range c.kinds {
+		switch k {
+		case flight.KindInt:
+			out[i] = c.ints[i]
+		case flight.KindTime:
+			out[i] = c.times[i]
+		default:
+			out[i] = c.text[i]
+		}
+	}
+	return out
+}
+
+// lifecycle collects the flight-row bookkeeping arrays.
+type lifecycle struct {
+	flids, versions, msgs []int64
+	days, states          []string
+}
+
+func (l *lifecycle) add(s *flight.State) {
+	l.flids = append(l.flids, s.FLID)
+	l.versions = append(l.versions, s.Version)
+	l.msgs = append(l.msgs, s.LastMsgID)
+	l.days = append(l.days, s.OperationDay)
+	l.states = append(l.states, s.Status)
+}
+
+var fieldKinds = func() []flight.Kind {
+	out := make([]flight.Kind, flight.NumFields)
+	for i, c := range flight.Fields {
+		out[i] = c.Kind
+	}
+	return out
+}()
+
+// Save writes changes: new flights in one INSERT, changed flight rows in one UPDATE per set of
+// changed columns, changed detail rows per table (one DELETE and one upsert), then events, all
+// queued into one round trip.
+func Save(ctx context.Context, tx pgx.Tx, changes []Change, now time.Time, extra ...func(*pgx.Batch)) error {
+	b := &pgx.Batch{}
+	queueFlights(b, changes, now)
+	for c := range flight.NumColls {
+		queueDetail(b, c, changes)
+	}
+	for _, f := range extra {
+		f(b)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("save flights: %w", err)
+	}
+	return nil
+}
+
+func queueFlights(b *pgx.Batch, changes []Change, now time.Time) {
+	var ins lifecycle
+	insCols := newColumns(fieldKinds, 0)
+	type group struct {
+		fields []flight.F
+		life   lifecycle
+		cols   *columns
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, ch := range changes {
+		s := ch.Next
+		if !ch.Old.Exists() {
+			ins.add(s)
+			for f := range flight.NumFields {
+				insCols.add(int(f), s.F[f])
+			}
+			continue
+		}
+		var fields []flight.F
+		key := make([]byte, 0, 16)
+		for f := range flight.NumFields {
+			if ch.Old.F[f] != s.F[f] {
+				fields = append(fields, f)
+				key = strconv.AppendInt(key, int64(f), 36)
+				key = append(key, ',')
+			}
+		}
+		g := groups[string(key)]
+		if g == nil {
+			kinds := make([]flight.Kind, len(fields))
+			for i, f := range fields {
+				kinds[i] = flight.Fields[f].Kind
+			}
+			g = &group{fields: fields, cols: newColumns(kinds, 0)}
+			groups[string(key)] = g
+			order = append(order, string(key))
+		}
+		g.life.add(s)
+		for i, f := range fields {
+			g.cols.add(i, s.F[f])
+		}
+	}
+	if len(ins.flids) > 0 {
+		args := append([]any{ins.flids}, insCols.args()...)
+		args = append(args, ins.days, ins.states, ins.versions, ins.msgs, now)
+		b.Queue(insertFlightSQL, args...)
+	}
+	for _, k := range order {
+		g := groups[k]
+		args := append([]any{g.life.flids}, g.cols.args()...)
+		args = append(args, g.life.days, g.life.states, g.life.versions, g.life.msgs, now)
+		b.Queue(updateFlightSQL(g.fields), args...)
+	}
+}
+
+func queueDetail(b *pgx.Batch, c flight.C, changes []Change) {
+	d := flight.Collections[c]
+	kinds := make([]flight.Kind, len(d.Cols))
+	for i, col := range d.Cols {
+		kinds[i] = col.Kind
+	}
+	var delFlids []int64
+	delKeys := newColumns(kinds[:1], 0)
+	var upFlids, upOrds []int64
+	up := newColumns(kinds, 0)
+	for _, ch := range changes {
+		var old []flight.Row
+		if ch.Old.Exists() {
+			old = ch.Old.C[c]
+		}
+		next := ch.Next.C[c]
+		if slices.Equal(old, next) {
+			continue
+		}
+		for _, r := range old {
+			if !hasKey(next, r[0]) {
+				delFlids = append(delFlids, ch.Next.FLID)
+				delKeys.add(0, r[0])
+			}
+		}
+		for i, r := range next {
+			j := indexOfKey(old, r[0])
+			if j == i && old[j] == r {
+				continue // same row at the same position
+			}
+			upFlids, upOrds = append(upFlids, ch.Next.FLID), append(upOrds, int64(i))
+			for k := range d.Cols {
+				up.add(k, r[k])
+			}
+		}
+	}
+	if len(delFlids) > 0 {
+		b.Queue(deleteDetailSQL[c], append([]any{delFlids}, delKeys.args()...)...)
+	}
+	if len(upFlids) > 0 {
+		b.Queue(upsertDetailSQL[c], append([]any{upFlids, upOrds}, up.args()...)...)
+	}
+}
+
+func hasKey(rows []flight.Row, k flight.Value) bool { return indexOfKey(rows, k) >= 0 }
+
+func indexOfKey(rows []flight.Row, k flight.Value) int {
+	for i, r := range rows {
+		if r[0] == k {
+			return i
+		}
+	}
+	return -1
+}
