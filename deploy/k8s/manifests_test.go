@@ -1,0 +1,554 @@
+package k8s_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// repoRoot is the service module's root, relative to this module.
+const repoRoot = "../.."
+
+var overlays = []string{"dev", "production"}
+
+// roles are the four Deployments; each runs the binary of the same name.
+var roles = []string{"ingest", "processor", "dispatcher", "jobs"}
+
+// egressPorts is what each workload talks to (SPEC §2, §14): PostgreSQL for all, the mailbox for
+// ingest, processor and jobs, Kafka for the dispatcher, DNS for everyone. Nothing else.
+var egressPorts = map[string][]int32{
+	"ingest":     {53, 3306, 5432},
+	"processor":  {53, 3306, 5432},
+	"dispatcher": {53, 5432, 9092, 9093},
+	"jobs":       {53, 3306, 5432},
+	"migrate":    {53, 5432},
+}
+
+// secretSettings must come from a Secret, never from a ConfigMap or a literal.
+var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD"}
+
+// hashSuffix is the content hash kustomize appends to generated ConfigMap and Secret names.
+var hashSuffix = regexp.MustCompile(`-[bcdfghkmt2456789]{10}$`)
+
+// rendered is one overlay's output, decoded into the Kubernetes API types.
+type rendered struct {
+	overlay         string
+	deployments     []*appsv1.Deployment
+	jobs            []*batchv1.Job
+	services        []*corev1.Service
+	configMaps      map[string]*corev1.ConfigMap
+	secrets         map[string]*corev1.Secret
+	secretOrig      map[string]string // rendered Secret name → name before kustomize's hash suffix
+	serviceAccounts map[string]*corev1.ServiceAccount
+	pdbs            []*policyv1.PodDisruptionBudget
+	netpols         []*networkingv1.NetworkPolicy
+}
+
+// workload is a Deployment or the migration Job: a named pod template.
+type workload struct {
+	kind, name, component string
+	pod                   *corev1.PodTemplateSpec
+}
+
+func (r *rendered) workloads() []workload {
+	var out []workload
+	for _, d := range r.deployments {
+		out = append(out, workload{"Deployment", d.Name, d.Spec.Template.Labels["app.kubernetes.io/component"], &d.Spec.Template})
+	}
+	for _, j := range r.jobs {
+		out = append(out, workload{"Job", j.Name, j.Spec.Template.Labels["app.kubernetes.io/component"], &j.Spec.Template})
+	}
+	return out
+}
+
+// render runs kustomize in-process on overlays/<name> and decodes every object strictly (an
+// unknown field or a kind outside the list below fails).
+func render(t *testing.T, overlay string) *rendered {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("overlays", overlay))
+	require.NoError(t, err, "kustomize build overlays/%s", overlay)
+	r := &rendered{
+		overlay: overlay, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
+		secretOrig: map[string]string{}, serviceAccounts: map[string]*corev1.ServiceAccount{},
+	}
+	for _, res := range m.Resources() {
+		y, err := res.AsYAML()
+		require.NoError(t, err)
+		gvk := res.GetApiVersion() + "/" + res.GetKind()
+		id := fmt.Sprintf("%s: %s %s", overlay, gvk, res.GetName())
+		decode := func(obj any, tm *metav1.TypeMeta) {
+			require.NoError(t, yaml.UnmarshalStrict(y, obj), "%s: strict decode", id)
+			require.Equal(t, gvk, tm.APIVersion+"/"+tm.Kind, id)
+		}
+		switch gvk {
+		case "apps/v1/Deployment":
+			o := &appsv1.Deployment{}
+			decode(o, &o.TypeMeta)
+			r.deployments = append(r.deployments, o)
+		case "batch/v1/Job":
+			o := &batchv1.Job{}
+			decode(o, &o.TypeMeta)
+			r.jobs = append(r.jobs, o)
+		case "v1/Service":
+			o := &corev1.Service{}
+			decode(o, &o.TypeMeta)
+			r.services = append(r.services, o)
+		case "v1/ConfigMap":
+			o := &corev1.ConfigMap{}
+			decode(o, &o.TypeMeta)
+			r.configMaps[o.Name] = o
+		case "v1/Secret":
+			o := &corev1.Secret{}
+			decode(o, &o.TypeMeta)
+			r.secrets[o.Name] = o
+			r.secretOrig[o.Name] = hashSuffix.ReplaceAllString(o.Name, "")
+		case "v1/ServiceAccount":
+			o := &corev1.ServiceAccount{}
+			decode(o, &o.TypeMeta)
+			r.serviceAccounts[o.Name] = o
+		case "policy/v1/PodDisruptionBudget":
+			o := &policyv1.PodDisruptionBudget{}
+			decode(o, &o.TypeMeta)
+			r.pdbs = append(r.pdbs, o)
+		case "networking.k8s.io/v1/NetworkPolicy":
+			o := &networkingv1.NetworkPolicy{}
+			decode(o, &o.TypeMeta)
+			r.netpols = append(r.netpols, o)
+		default:
+			t.Fatalf("%s: kind not expected in msgx's manifests", id)
+		}
+	}
+	return r
+}
+
+// settings parses docs/configuration.md's table (generated from pkg/config): variable → default.
+func settings(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "configuration.md"))
+	require.NoError(t, err)
+	row := regexp.MustCompile("(?m)^\\| `(MSGX_[A-Z0-9_]+)` \\| `([^`]*)` \\|")
+	out := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = m[2]
+	}
+	require.Greater(t, len(out), 20, "docs/configuration.md: settings table not found")
+	return out
+}
+
+// servedPaths are the GET paths pkg/obs serves on every binary's MSGX_HTTP_ADDR.
+func servedPaths(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "pkg", "obs", "obs.go"))
+	require.NoError(t, err)
+	var out []string
+	for _, m := range regexp.MustCompile(`"GET (/[a-z]+)"`).FindAllStringSubmatch(string(b), -1) {
+		out = append(out, m[1])
+	}
+	require.Subset(t, out, []string{"/healthz", "/readyz", "/metrics"}, "pkg/obs/obs.go routes")
+	return out
+}
+
+// binaryExists reports whether cmd/<name> is a main package of the service module.
+func binaryExists(name string) bool {
+	_, err := os.Stat(filepath.Join(repoRoot, "cmd", name, "main.go"))
+	return err == nil
+}
+
+// effectiveEnv is what the binary in c sees: documented defaults, then envFrom ConfigMaps, then
+// env entries. A Secret reference shows as "secret:<name>/<key>".
+func (r *rendered) effectiveEnv(t *testing.T, id string, c corev1.Container, defaults map[string]string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range defaults {
+		env[k] = v
+	}
+	for _, ef := range c.EnvFrom {
+		require.Nil(t, ef.SecretRef, "%s: envFrom a Secret hides which settings it sets; use env secretKeyRef", id)
+		require.NotNil(t, ef.ConfigMapRef, id)
+		cm, ok := r.configMaps[ef.ConfigMapRef.Name]
+		require.True(t, ok, "%s: envFrom ConfigMap %q is not in the overlay", id, ef.ConfigMapRef.Name)
+		for k, v := range cm.Data {
+			env[k] = v
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.SecretKeyRef != nil:
+			env[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		default:
+			t.Fatalf("%s: env %s: only literal values and secretKeyRef are used", id, e.Name)
+		}
+	}
+	return env
+}
+
+func TestOverlays(t *testing.T) {
+	t.Parallel()
+	known := settings(t)
+	paths := servedPaths(t)
+	out := map[string]*rendered{}
+	for _, o := range overlays {
+		out[o] = render(t, o)
+	}
+	for _, o := range overlays {
+		r := out[o]
+		t.Run(o, func(t *testing.T) {
+			t.Parallel()
+			checkWorkloads(t, r)
+			checkSettings(t, r, known)
+			checkContainers(t, r, known, paths)
+			checkPDBs(t, r)
+			checkNetworkPolicies(t, r)
+			checkIngestService(t, r)
+			checkSecrets(t, r, out["dev"])
+		})
+	}
+}
+
+// checkWorkloads: one Deployment per binary (≥ 2 replicas, selector = template labels), the
+// migration Job running msgxctl migrate, ServiceAccounts without API tokens.
+func checkWorkloads(t *testing.T, r *rendered) {
+	var names []string
+	for _, d := range r.deployments {
+		names = append(names, d.Name)
+		id := r.overlay + ": Deployment " + d.Name
+		require.NotNil(t, d.Spec.Replicas, id)
+		require.GreaterOrEqual(t, *d.Spec.Replicas, int32(2), "%s: a standby per role takes over when the leader dies", id)
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		require.NoError(t, err, id)
+		require.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "%s: selector does not match its pod template", id)
+		comp := d.Spec.Template.Labels["app.kubernetes.io/component"]
+		require.Equal(t, "msgx-"+comp, d.Name, id)
+		require.Len(t, d.Spec.Template.Spec.Containers, 1, id)
+		require.Equal(t, []string{"/usr/local/bin/" + comp}, d.Spec.Template.Spec.Containers[0].Command, "%s runs its own binary", id)
+	}
+	want := make([]string, 0, len(roles))
+	for _, role := range roles {
+		want = append(want, "msgx-"+role)
+	}
+	require.ElementsMatch(t, want, names, r.overlay+": one Deployment per binary")
+
+	require.Len(t, r.jobs, 1, r.overlay+": the migration Job")
+	j := r.jobs[0]
+	require.Equal(t, "msgx-migrate", j.Name)
+	require.Len(t, j.Spec.Template.Spec.Containers, 1)
+	require.Equal(t, []string{"/usr/local/bin/msgxctl", "migrate"}, j.Spec.Template.Spec.Containers[0].Command)
+	require.Equal(t, "pre", j.Labels["msgx.io/rollout"], "the Job is applied in the pre-rollout step")
+
+	for _, w := range r.workloads() {
+		sa := w.pod.Spec.ServiceAccountName
+		acc, ok := r.serviceAccounts[sa]
+		require.True(t, ok, "%s: %s %s: ServiceAccount %q missing", r.overlay, w.kind, w.name, sa)
+		require.NotNil(t, acc.AutomountServiceAccountToken)
+		require.False(t, *acc.AutomountServiceAccountToken, "msgx never calls the Kubernetes API")
+		require.NotNil(t, w.pod.Spec.AutomountServiceAccountToken)
+		require.False(t, *w.pod.Spec.AutomountServiceAccountToken)
+	}
+}
+
+// checkSettings: every ConfigMap key is a real setting with a value of the setting's type, and
+// no ConfigMap carries a credential.
+func checkSettings(t *testing.T, r *rendered, known map[string]string) {
+	require.NotEmpty(t, r.configMaps, r.overlay)
+	for name, cm := range r.configMaps {
+		for k, v := range cm.Data {
+			id := fmt.Sprintf("%s: ConfigMap %s: %s", r.overlay, name, k)
+			def, ok := known[k]
+			require.True(t, ok, "%s is not a setting in docs/configuration.md", id)
+			require.NotContains(t, secretSettings, k, "%s is a credential: use a Secret", id)
+			require.NoError(t, typeCheck(def, v), id)
+		}
+		require.Empty(t, cm.BinaryData, name)
+	}
+}
+
+// typeCheck checks v has the type the documented default has (duration, bool, integer).
+func typeCheck(def, v string) error {
+	switch {
+	case def == "true" || def == "false":
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("want a bool, got %q", v)
+		}
+	case regexp.MustCompile(`^-?[0-9]+$`).MatchString(def):
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return fmt.Errorf("want an integer, got %q", v)
+		}
+	case regexp.MustCompile(`^[0-9.]+(ns|us|ms|s|m|h)([0-9.]+(ns|us|ms|s|m|h))*$`).MatchString(def):
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("want a Go duration, got %q", v)
+		}
+	}
+	return nil
+}
+
+// checkContainers: env names are real settings, credentials come from Secrets, resources and
+// securityContext are set, probes hit /healthz and /readyz on the port of MSGX_HTTP_ADDR, and
+// the grace period outlasts MSGX_SHUTDOWN_TIMEOUT.
+func checkContainers(t *testing.T, r *rendered, known map[string]string, paths []string) {
+	pgSecrets := map[string]string{}
+	for _, w := range r.workloads() {
+		spec := w.pod.Spec
+		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+			id := fmt.Sprintf("%s: %s %s container %s", r.overlay, w.kind, w.name, c.Name)
+			require.True(t, binaryExists(filepath.Base(c.Command[0])), "%s: %s is not a binary of cmd/", id, c.Command[0])
+
+			for _, e := range c.Env {
+				def, ok := known[e.Name]
+				require.True(t, ok, "%s: env %s is not a setting in docs/configuration.md", id, e.Name)
+				if slices.Contains(secretSettings, e.Name) {
+					require.True(t, e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil, "%s: %s must come from a Secret", id, e.Name)
+				}
+				if e.ValueFrom == nil {
+					require.NoError(t, typeCheck(def, e.Value), "%s: env %s", id, e.Name)
+				}
+			}
+			env := r.effectiveEnv(t, id, c, known)
+			pg := env["MSGX_PG_URL"]
+			require.True(t, strings.HasPrefix(pg, "secret:"), "%s: MSGX_PG_URL from the workload's own Secret", id)
+			if other, dup := pgSecrets[pg]; dup {
+				t.Fatalf("%s: shares its PostgreSQL Secret with %s (one role per binary)", id, other)
+			}
+			pgSecrets[pg] = id
+			if r.overlay == "production" {
+				require.Equal(t, "production", env["MSGX_ENV"], id)
+				require.NotEqual(t, "true", env["MSGX_KAFKA_INPROCESS"], "%s: production refuses the in-process broker", id)
+				require.False(t, env["MSGX_SHADOW"] == "true" && env["MSGX_COMPAT_ENTRY"] == "true", "%s: production refuses shadow mode with the compat entry on", id)
+			}
+			if env["MSGX_KAFKA_SASL_MECHANISM"] != "" {
+				require.True(t, strings.HasPrefix(env["MSGX_KAFKA_SASL_USER"], "secret:"), "%s: a SASL mechanism needs MSGX_KAFKA_SASL_USER", id)
+			}
+
+			checkResources(t, id, c.Resources)
+			checkSecurity(t, id, spec.SecurityContext, c.SecurityContext)
+
+			if w.kind != "Deployment" {
+				continue
+			}
+			host, port, err := net.SplitHostPort(env["MSGX_HTTP_ADDR"])
+			require.NoError(t, err, "%s: MSGX_HTTP_ADDR=%q", id, env["MSGX_HTTP_ADDR"])
+			require.NotContains(t, []string{"127.0.0.1", "localhost", "::1"}, host, "%s: MSGX_HTTP_ADDR listens on loopback; the kubelet and Prometheus cannot reach it", id)
+			for name, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+				require.NotNil(t, p, "%s: probe %s missing", id, name)
+				require.NotNil(t, p.HTTPGet, "%s: probe %s is not an HTTP GET", id, name)
+				require.Equal(t, name, p.HTTPGet.Path, "%s: liveness must be /healthz, readiness /readyz", id)
+				require.Contains(t, paths, p.HTTPGet.Path, "%s: pkg/obs does not serve %s", id, p.HTTPGet.Path)
+				require.Equal(t, port, strconv.Itoa(int(containerPort(t, id, c, p.HTTPGet.Port))), "%s: probe %s port ≠ MSGX_HTTP_ADDR's port", id, name)
+			}
+			require.Equal(t, port, w.pod.Annotations["prometheus.io/port"], "%s: scrape port ≠ MSGX_HTTP_ADDR's port", id)
+			require.Equal(t, "/metrics", w.pod.Annotations["prometheus.io/path"], id)
+			require.Contains(t, paths, "/metrics")
+
+			shutdown, err := time.ParseDuration(env["MSGX_SHUTDOWN_TIMEOUT"])
+			require.NoError(t, err, id)
+			require.NotNil(t, spec.TerminationGracePeriodSeconds, id)
+			grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+			require.Greater(t, grace, shutdown, "%s: terminationGracePeriodSeconds must outlast MSGX_SHUTDOWN_TIMEOUT", id)
+		}
+	}
+}
+
+// containerPort resolves a probe or Service port (number or name) against c's ports.
+func containerPort(t *testing.T, id string, c corev1.Container, p intstr.IntOrString) int32 {
+	t.Helper()
+	for _, cp := range c.Ports {
+		if (p.Type == intstr.String && cp.Name == p.StrVal) || (p.Type == intstr.Int && cp.ContainerPort == p.IntVal) {
+			return cp.ContainerPort
+		}
+	}
+	t.Fatalf("%s: port %s is not a container port", id, p.String())
+	return 0
+}
+
+func checkResources(t *testing.T, id string, res corev1.ResourceRequirements) {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, ok := res.Requests[name]
+		require.True(t, ok, "%s: %s request", id, name)
+		lim, ok := res.Limits[name]
+		require.True(t, ok, "%s: %s limit", id, name)
+		require.LessOrEqual(t, req.Cmp(lim), 0, "%s: %s request above limit", id, name)
+		require.Positive(t, req.Sign(), "%s: %s request", id, name)
+	}
+}
+
+func checkSecurity(t *testing.T, id string, pod *corev1.PodSecurityContext, c *corev1.SecurityContext) {
+	require.NotNil(t, c, "%s: securityContext", id)
+	if pod == nil {
+		pod = &corev1.PodSecurityContext{}
+	}
+	nonRoot := c.RunAsNonRoot
+	if nonRoot == nil {
+		nonRoot = pod.RunAsNonRoot
+	}
+	require.True(t, nonRoot != nil && *nonRoot, "%s: runAsNonRoot", id)
+	user := c.RunAsUser
+	if user == nil {
+		user = pod.RunAsUser
+	}
+	require.True(t, user != nil && *user == 65532, "%s: runAsUser 65532", id)
+	require.True(t, c.ReadOnlyRootFilesystem != nil && *c.ReadOnlyRootFilesystem, "%s: readOnlyRootFilesystem", id)
+	require.True(t, c.AllowPrivilegeEscalation != nil && !*c.AllowPrivilegeEscalation, "%s: allowPrivilegeEscalation false", id)
+	require.True(t, c.Privileged == nil || !*c.Privileged, "%s: privileged", id)
+	require.NotNil(t, c.Capabilities, "%s: capabilities", id)
+	require.Equal(t, []corev1.Capability{"ALL"}, c.Capabilities.Drop, "%s: drop ALL capabilities", id)
+	require.Empty(t, c.Capabilities.Add, "%s: no added capabilities", id)
+	sp := c.SeccompProfile
+	if sp == nil {
+		sp = pod.SeccompProfile
+	}
+	require.True(t, sp != nil && sp.Type == corev1.SeccompProfileTypeRuntimeDefault, "%s: seccompProfile RuntimeDefault", id)
+}
+
+// selects reports whether sel matches the pod template's labels.
+func selects(t *testing.T, sel *metav1.LabelSelector, pod *corev1.PodTemplateSpec) bool {
+	t.Helper()
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	require.NoError(t, err)
+	return !s.Empty() && s.Matches(labels.Set(pod.Labels))
+}
+
+// checkPDBs: each PDB selects exactly one Deployment's pods; each Deployment has one.
+func checkPDBs(t *testing.T, r *rendered) {
+	covered := map[string]int{}
+	for _, p := range r.pdbs {
+		id := r.overlay + ": PodDisruptionBudget " + p.Name
+		require.NotNil(t, p.Spec.MaxUnavailable, id)
+		require.Equal(t, intstr.FromInt32(1), *p.Spec.MaxUnavailable, id)
+		var hits []string
+		for _, d := range r.deployments {
+			if selects(t, p.Spec.Selector, &d.Spec.Template) {
+				hits = append(hits, d.Name)
+			}
+		}
+		require.Len(t, hits, 1, "%s must select exactly one Deployment's pods, selects %v", id, hits)
+		covered[hits[0]]++
+	}
+	for _, d := range r.deployments {
+		require.Equal(t, 1, covered[d.Name], "%s: Deployment %s needs exactly one PodDisruptionBudget", r.overlay, d.Name)
+	}
+}
+
+// checkNetworkPolicies: each policy selects exactly one workload, each workload has one, both
+// directions are policed, egress opens exactly the ports in egressPorts and ingress only the
+// HTTP port (none for the Job).
+func checkNetworkPolicies(t *testing.T, r *rendered) {
+	covered := map[string]int{}
+	for _, np := range r.netpols {
+		id := r.overlay + ": NetworkPolicy " + np.Name
+		var hit *workload
+		for _, w := range r.workloads() {
+			if selects(t, &np.Spec.PodSelector, w.pod) {
+				require.Nil(t, hit, "%s selects more than one workload", id)
+				hit = &w
+			}
+		}
+		require.NotNil(t, hit, "%s selects no Deployment or Job", id)
+		covered[hit.name]++
+		require.ElementsMatch(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes, id)
+
+		var got []int32
+		for _, rule := range np.Spec.Egress {
+			require.NotEmpty(t, rule.Ports, "%s: an egress rule without ports opens everything", id)
+			for _, p := range rule.Ports {
+				require.NotNil(t, p.Port, id)
+				require.Equal(t, intstr.Int, p.Port.Type, id)
+				if !slices.Contains(got, p.Port.IntVal) {
+					got = append(got, p.Port.IntVal)
+				}
+			}
+		}
+		want, ok := egressPorts[hit.component]
+		require.True(t, ok, "%s: no egress expectation for %s", id, hit.component)
+		require.ElementsMatch(t, want, got, "%s: egress ports", id)
+
+		if hit.kind == "Job" {
+			require.Empty(t, np.Spec.Ingress, "%s: the Job serves nothing", id)
+			continue
+		}
+		require.NotEmpty(t, np.Spec.Ingress, "%s: Prometheus must reach /metrics", id)
+		c := hit.pod.Spec.Containers[0]
+		for _, rule := range np.Spec.Ingress {
+			require.NotEmpty(t, rule.From, "%s: an ingress rule without sources opens the port to everyone", id)
+			require.NotEmpty(t, rule.Ports, id)
+			for _, p := range rule.Ports {
+				require.NotNil(t, p.Port, id)
+				require.Equal(t, int32(8080), containerPort(t, id, c, *p.Port), "%s: only the HTTP port", id)
+			}
+		}
+	}
+	for _, w := range r.workloads() {
+		require.Equal(t, 1, covered[w.name], "%s: %s %s needs exactly one NetworkPolicy", r.overlay, w.kind, w.name)
+	}
+}
+
+// checkIngestService: the Service selects exactly the ingest pods on their HTTP port.
+func checkIngestService(t *testing.T, r *rendered) {
+	require.Len(t, r.services, 1, r.overlay+": only ingest serves clients")
+	s := r.services[0]
+	require.Equal(t, "msgx-ingest", s.Name)
+	var hits []*appsv1.Deployment
+	for _, d := range r.deployments {
+		if selects(t, &metav1.LabelSelector{MatchLabels: s.Spec.Selector}, &d.Spec.Template) {
+			hits = append(hits, d)
+		}
+	}
+	require.Len(t, hits, 1, "%s: Service msgx-ingest selects %d Deployments", r.overlay, len(hits))
+	require.Equal(t, "msgx-ingest", hits[0].Name)
+	require.Len(t, s.Spec.Ports, 1)
+	require.Equal(t, int32(8080), containerPort(t, "Service msgx-ingest", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
+}
+
+// checkSecrets: in dev every referenced Secret and key exists (generated); production generates
+// none (they come from the cluster's secret store) and references only Secrets dev defines too,
+// so the dev overlay is the complete list an operator must provide.
+func checkSecrets(t *testing.T, r, dev *rendered) {
+	devNames := map[string]bool{}
+	for _, orig := range dev.secretOrig {
+		devNames[orig] = true
+	}
+	if r.overlay == "production" {
+		require.Empty(t, r.secrets, "production must not carry credentials")
+	}
+	for _, w := range r.workloads() {
+		for _, c := range w.pod.Spec.Containers {
+			for _, e := range c.Env {
+				if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+					continue
+				}
+				ref := e.ValueFrom.SecretKeyRef
+				id := fmt.Sprintf("%s: %s %s env %s: Secret %s", r.overlay, w.kind, w.name, e.Name, ref.Name)
+				if r.overlay == "production" {
+					require.True(t, devNames[ref.Name], "%s is not defined in the dev overlay", id)
+					continue
+				}
+				sec, ok := r.secrets[ref.Name]
+				require.True(t, ok, "%s missing", id)
+				_, inData := sec.Data[ref.Key]
+				_, inString := sec.StringData[ref.Key]
+				require.True(t, inData || inString, "%s has no key %s", id, ref.Key)
+			}
+		}
+	}
+}
