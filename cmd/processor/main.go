@@ -26,13 +26,14 @@ import (
 // processors maps each message kind to its processor. A kind missing here is FAILED
 // UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
 func processors() map[sis.Kind]pump.Processor {
-	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
+	// One flight processor for every flight kind: a batch's flight messages share one session.
+	flights, ref := flightstore.Processor{}, refdata.Processor{}
 	return map[sis.Kind]pump.Processor{
-		sis.KindFlightUpdate:     flop,
-		sis.KindFlightDelete:     flop,
-		sis.KindScheduleSnapshot: schd,
-		sis.KindScheduleAdd:      schd,
-		sis.KindScheduleDelete:   schd,
+		sis.KindFlightUpdate:     flights,
+		sis.KindFlightDelete:     flights,
+		sis.KindScheduleSnapshot: flights,
+		sis.KindScheduleAdd:      flights,
+		sis.KindScheduleDelete:   flights,
 		sis.KindRefList:          ref,
 		sis.KindSeason:           ref,
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,32 +25,81 @@ const (
 	Tombstone  = "TOMBSTONE"
 )
 
-// FlightOps applies FLOP messages (KindFlightUpdate and KindFlightDelete).
-type FlightOps struct{}
+// Processor applies every flight message: FLOP updates and deletes (KindFlightUpdate,
+// KindFlightDelete) and schedules (KindScheduleSnapshot for DNLD/RESP, KindScheduleAdd for ADFT
+// and other add/update subtypes, KindScheduleDelete for DEL). It is a pump.Batcher: a batch's
+// flight messages share one Session (one load, one write).
+type Processor struct{}
 
-var _ pump.Processor = FlightOps{}
+var (
+	_ pump.Processor = Processor{}
+	_ pump.Batcher   = Processor{}
+)
 
-// Apply applies one FLOP to its flight.
-func (FlightOps) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+// Apply applies one message in its own session.
+func (Processor) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+	s := NewSession(tx, m.Now)
+	out, err := s.Apply(ctx, m)
+	if err != nil {
+		return out, err
+	}
+	return out, s.Flush(ctx)
+}
+
+// Begin starts the session of a batch and loads every flight its messages name.
+func (Processor) Begin(ctx context.Context, tx pgx.Tx, msgs []pump.Message) (pump.Session, error) {
+	if len(msgs) == 0 {
+		return NewSession(tx, time.Time{}), nil
+	}
+	s := NewSession(tx, msgs[0].Now)
+	var flids []int64
+	for _, m := range msgs {
+		switch {
+		case m.Decoded.Flop != nil:
+			flids = append(flids, m.Decoded.Flop.FLID)
+		case m.Decoded.Schedule != nil:
+			for i := range m.Decoded.Schedule.Records {
+				if v, ok := m.Decoded.Schedule.Records[i].FLID.Get(); ok {
+					flids = append(flids, v)
+				}
+			}
+		}
+	}
+	return s, s.Preload(ctx, flids)
+}
+
+// FlightOps and Schedule are Processor under the names of the message families they serve.
+type (
+	FlightOps = Processor
+	Schedule  = Processor
+)
+
+// Apply applies one flight message on top of the session's earlier ones. On error the session
+// is unchanged.
+func (s *Session) Apply(ctx context.Context, m pump.Message) (pump.Outcome, error) {
+	switch m.Decoded.Kind {
+	case sis.KindFlightUpdate, sis.KindFlightDelete:
+		return s.flop(ctx, m)
+	case sis.KindScheduleSnapshot, sis.KindScheduleAdd, sis.KindScheduleDelete:
+		return s.schedule(ctx, m)
+	}
+	return pump.Outcome{}, pump.Errorf(pump.ClassUnsupported, "flight processor: kind %s", m.Decoded.Kind)
+}
+
+func (s *Session) flop(ctx context.Context, m pump.Message) (pump.Outcome, error) {
 	op := m.Decoded.Flop
 	if op == nil {
 		return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "FLOP body missing")
 	}
-	r, err := applyInputs(ctx, tx, m, []flight.Input{{Op: op}}, nil)
+	r, err := s.apply(ctx, m, []flight.Input{{Op: op}}, nil)
 	if err != nil {
 		return pump.Outcome{}, err
 	}
 	return r.outcome(), nil
 }
 
-// Schedule applies SCHD messages: DNLD/RESP (KindScheduleSnapshot), ADFT and other add/update
-// subtypes (KindScheduleAdd) and DEL (KindScheduleDelete).
-type Schedule struct{}
-
-var _ pump.Processor = Schedule{}
-
-// Apply validates the whole package, then applies every record.
-func (Schedule) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+// schedule validates the whole package, then applies every record.
+func (s *Session) schedule(ctx context.Context, m pump.Message) (pump.Outcome, error) {
 	sch := m.Decoded.Schedule
 	if sch == nil {
 		return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "SCHD body missing")
@@ -58,13 +108,12 @@ func (Schedule) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outc
 	del := m.Decoded.Kind == sis.KindScheduleDelete
 	if snapshot {
 		var done bool
-		if err := tx.QueryRow(ctx, snapAppliedSQL, m.ID).Scan(&done); err != nil {
+		if err := s.tx.QueryRow(ctx, snapAppliedSQL, m.ID).Scan(&done); err != nil {
 			return pump.Outcome{}, fmt.Errorf("check snapshot log: %w", err)
 		}
 		if done { // replay of a succeeded snapshot: audit only (SPEC §6)
-			if _, err := tx.Exec(ctx, snapLogSQL, m.ID, nil, nil, 0, 0, len(sch.Records), m.Now); err != nil {
-				return pump.Outcome{}, fmt.Errorf("write snapshot log: %w", err)
-			}
+			n := len(sch.Records)
+			s.extras = append(s.extras, func(b *pgx.Batch) { b.Queue(snapLogSQL, m.ID, nil, nil, 0, 0, n, m.Now) })
 			return pump.Outcome{Reason: "replay: snapshot already applied"}, nil
 		}
 	}
@@ -82,7 +131,7 @@ func (Schedule) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outc
 			b.Queue(snapLogSQL, m.ID, scope.start, scope.end, r.inserted, r.updated, r.unchanged, m.Now)
 		}
 	}
-	r, err := applyInputs(ctx, tx, m, inputs, extra)
+	r, err := s.apply(ctx, m, inputs, extra)
 	if err != nil {
 		return pump.Outcome{}, err
 	}
@@ -158,10 +207,67 @@ func (r result) outcome() pump.Outcome {
 
 func (r result) notes() string { return strings.Join(r.notesList, "; ") }
 
-// applyInputs is the engine shared by every flight message: load the flights, apply each input
-// in order (package flight), derive MAFL for every master whose child set may have changed,
-// bump each changed flight once, save and write its two events.
-func applyInputs(ctx context.Context, tx pgx.Tx, m pump.Message, inputs []flight.Input, extra func(*pgx.Batch, result)) (result, error) {
+// Session applies the flight messages of one pump batch in memory and writes them together at
+// Flush: the stored states of every flight the batch names are loaded once, each message is
+// applied on top of the previous ones (its own version bump and events, exactly as if it had its
+// own transaction), and Flush writes each changed flight once with every event in message order.
+// A message that fails leaves no trace in the session.
+type Session struct {
+	tx       pgx.Tx
+	now      time.Time
+	stored   map[int64]*flight.State  // as stored before the session; a nil entry: known absent
+	children map[int64][]flight.Child // stored MAFL elements per master FLID
+	cur      map[int64]*flight.State  // after the messages applied so far
+	touched  map[int64]bool           // changed by the session
+	ev       events
+	extras   []func(*pgx.Batch)
+}
+
+// NewSession starts an empty session in tx.
+func NewSession(tx pgx.Tx, now time.Time) *Session {
+	return &Session{tx: tx, now: now, stored: map[int64]*flight.State{}, children: map[int64][]flight.Child{},
+		cur: map[int64]*flight.State{}, touched: map[int64]bool{}}
+}
+
+// Preload loads the stored states of flids not loaded yet, in one statement.
+func (s *Session) Preload(ctx context.Context, flids []int64) error {
+	var missing []int64
+	for _, id := range flids {
+		if _, ok := s.stored[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	l, err := Load(ctx, s.tx, missing)
+	if err != nil {
+		return err
+	}
+	for _, id := range missing {
+		st := l.States[id]
+		s.stored[id] = st
+		if st != nil {
+			c := st.Clone()
+			s.cur[id] = &c
+		} else {
+			s.cur[id] = nil
+		}
+	}
+	for id, c := range l.Children {
+		if _, ok := s.children[id]; !ok {
+			s.children[id] = c
+		}
+	}
+	return nil
+}
+
+// apply is the engine shared by every flight message: apply each input in order (package
+// flight), derive MAFL for every master whose child set may have changed, bump each changed
+// flight once, and keep the changes and events for Flush.
+func (s *Session) apply(ctx context.Context, m pump.Message, inputs []flight.Input, extra func(*pgx.Batch, result)) (result, error) {
 	var r result
 	flids := make([]int64, 0, len(inputs))
 	for _, in := range inputs {
@@ -169,14 +275,15 @@ func applyInputs(ctx context.Context, tx pgx.Tx, m pump.Message, inputs []flight
 	}
 	slices.Sort(flids)
 	flids = slices.Compact(flids)
-	loaded, err := Load(ctx, tx, flids)
-	if err != nil {
+	if err := s.Preload(ctx, flids); err != nil {
 		return r, err
 	}
 	work := make(map[int64]*flight.State, len(flids))
-	for id, s := range loaded.States {
-		c := s.Clone()
-		work[id] = &c
+	for _, id := range flids {
+		if c := s.cur[id]; c != nil {
+			cl := c.Clone()
+			work[id] = &cl
+		}
 	}
 	for _, in := range inputs {
 		id := in.FLID()
@@ -197,10 +304,10 @@ func applyInputs(ctx context.Context, tx pgx.Tx, m pump.Message, inputs []flight
 		work[id] = &next
 	}
 
-	// Flights the message changed, before MAFL.
+	// Flights this message changed, before MAFL.
 	overlay := map[int64]*flight.State{}
 	for _, id := range flids {
-		if w := work[id]; w != nil && flight.Changed(loaded.States[id], w) {
+		if w := work[id]; w != nil && flight.Changed(s.cur[id], w) {
 			overlay[id] = w
 		}
 	}
@@ -208,49 +315,55 @@ func applyInputs(ctx context.Context, tx pgx.Tx, m pump.Message, inputs []flight
 	// or re-activated master derives its MAFL from the stored children).
 	candidates := map[int64]bool{}
 	for id, w := range overlay {
-		for _, mid := range flight.Masters(loaded.States[id], w) {
+		for _, mid := range flight.Masters(s.cur[id], w) {
 			candidates[mid] = true
 		}
 		candidates[id] = true
 	}
 	var missing []int64
 	for id := range candidates {
-		if work[id] == nil {
+		if _, ok := s.stored[id]; !ok {
 			missing = append(missing, id)
 		}
 	}
-	if len(missing) > 0 {
-		more, err := Load(ctx, tx, missing)
-		if err != nil {
-			return r, err
-		}
-		for id, s := range more.States {
-			loaded.States[id] = s
-			c := s.Clone()
+	if err := s.Preload(ctx, missing); err != nil {
+		return r, err
+	}
+	for id := range candidates {
+		if _, ok := work[id]; !ok && s.cur[id] != nil {
+			c := s.cur[id].Clone()
 			work[id] = &c
 		}
-		for id, c := range more.Children {
-			loaded.Children[id] = c
-		}
+	}
+	// The children overlay: every flight the session changed before, then this message's.
+	all := make(map[int64]*flight.State, len(s.touched)+len(overlay))
+	for id := range s.touched {
+		all[id] = s.cur[id]
+	}
+	for id, w := range overlay {
+		all[id] = w
 	}
 	for id := range candidates {
 		w := work[id]
 		if w == nil || w.Status != flight.Active { // dangling reference or DELETED master
 			continue
 		}
-		w.MAFL = flight.Project(id, loaded.Children[id], overlay)
+		w.MAFL = flight.Project(id, s.children[id], all)
 	}
 
-	// Bump every changed flight once and build its events.
-	var changes []Change
-	ev := &events{}
+	// Bump every changed flight once and record its events.
 	ids := make([]int64, 0, len(work))
 	for id := range work {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	type bumped struct {
+		id   int64
+		next *flight.State
+	}
+	var changed []bumped
 	for _, id := range ids {
-		old, next := loaded.States[id], work[id]
+		old, next := s.cur[id], work[id]
 		if !flight.Changed(old, next) {
 			if old.Exists() && slices.Contains(flids, id) {
 				r.unchanged++
@@ -259,30 +372,60 @@ func applyInputs(ctx context.Context, tx pgx.Tx, m pump.Message, inputs []flight
 		}
 		if old.Exists() {
 			next.Version = old.Version + 1
-			r.updated++
 		} else {
 			next.Version = 1
+		}
+		if old.Exists() {
+			r.updated++
+		} else {
 			r.inserted++
 		}
 		next.LastMsgID = m.ID
-		changes = append(changes, Change{Old: old, Next: next})
-		ev.add(m, old, next)
+		s.ev.add(m, old, next)
+		changed = append(changed, bumped{id, next})
 	}
-	err = Save(ctx, tx, changes, m.Now, func(b *pgx.Batch) {
-		if len(ev.targets) > 0 {
-			b.Queue(insertEventsSQL, ev.targets, ev.keys, ev.types, ev.versions, m.ID, m.Now, ev.payloads)
-		}
-		if extra != nil {
-			extra(b, r)
-		}
-	})
-	return r, err
+	for _, c := range changed {
+		s.cur[c.id] = c.next
+		s.touched[c.id] = true
+	}
+	if extra != nil {
+		s.extras = append(s.extras, func(b *pgx.Batch) { extra(b, r) })
+	}
+	return r, nil
 }
 
-// events collects the outbox rows of one message, in order.
+// Flush writes every flight the session changed (once, from its stored to its final state) and
+// every event in message order, in one round trip.
+func (s *Session) Flush(ctx context.Context) error {
+	ids := make([]int64, 0, len(s.touched))
+	for id := range s.touched {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	changes := make([]Change, 0, len(ids))
+	for _, id := range ids {
+		changes = append(changes, Change{Old: s.stored[id], Next: s.cur[id]})
+	}
+	err := Save(ctx, s.tx, changes, s.now, func(b *pgx.Batch) {
+		if len(s.ev.targets) > 0 {
+			b.Queue(insertEventsSQL, s.ev.targets, s.ev.keys, s.ev.types, s.ev.versions, s.ev.msgIDs, s.now, s.ev.payloads)
+		}
+		for _, f := range s.extras {
+			f(b)
+		}
+	})
+	// The session is spent either way: what it held is now stored (or rolled back with the tx).
+	for _, id := range ids {
+		s.stored[id] = s.cur[id]
+	}
+	s.touched, s.ev, s.extras = map[int64]bool{}, events{}, nil
+	return err
+}
+
+// events collects the outbox rows of a session, in order.
 type events struct {
 	targets, keys, types []string
-	versions             []int64
+	versions, msgIDs     []int64
 	payloads             []*string
 }
 
@@ -321,6 +464,7 @@ func (e *events) add(m pump.Message, old, next *flight.State) {
 	e.keys = append(e.keys, key, key)
 	e.types = append(e.types, typ, typ)
 	e.versions = append(e.versions, next.Version, next.Version)
+	e.msgIDs = append(e.msgIDs, m.ID, m.ID)
 	e.payloads = append(e.payloads, &msg, schd)
 }
 

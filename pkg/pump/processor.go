@@ -85,3 +85,21 @@ type ProcessorFunc func(ctx context.Context, tx pgx.Tx, m Message) (Outcome, err
 func (f ProcessorFunc) Apply(ctx context.Context, tx pgx.Tx, m Message) (Outcome, error) {
 	return f(ctx, tx, m)
 }
+
+// Batcher is a Processor that can also apply a run of messages of one batch in memory and write
+// them together. The pump calls Begin once per batch transaction with every message of the batch
+// that this processor serves (some of which may not reach it: duplicates, ignored types), then
+// Session.Apply for each message it serves in order, then Session.Flush before the batch
+// commits. Session.Apply must leave no trace when it returns an error, so the pump needs no
+// savepoint for it. A Flush failure fails the whole batch; the pump then goes on one message
+// per transaction, so a message that cannot be written is isolated.
+type Batcher interface {
+	Processor
+	Begin(ctx context.Context, tx pgx.Tx, msgs []Message) (Session, error)
+}
+
+// Session is a Batcher's state within one batch transaction.
+type Session interface {
+	Apply(ctx context.Context, m Message) (Outcome, error)
+	Flush(ctx context.Context) error
+}

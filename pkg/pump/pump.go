@@ -294,8 +294,12 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 		if err != nil {
 			return err
 		}
+		sessions, order, err := p.begin(ctx, tx, now, lease, batch)
+		if err != nil {
+			return err
+		}
 		for i := range batch {
-			r := p.process(ctx, tx, now, lease, &batch[i], owners, i)
+			r := p.process(ctx, tx, now, lease, &batch[i], owners, sessions, i)
 			if r.status == "FAILED" {
 				// FIFO: nothing behind a failed message runs in this batch.
 				f := p.failure(batch[i], r.class, r.reason, now)
@@ -303,6 +307,11 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 				break
 			}
 			results = append(results, r)
+		}
+		for _, b := range order {
+			if err := sessions[b].Flush(ctx); err != nil {
+				return fmt.Errorf("flush %T: %w", b, err)
+			}
 		}
 		if len(results) > 0 {
 			if err := wake.Notify(ctx, tx, wake.Outbox); err != nil {
@@ -317,6 +326,34 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 	}
 	p.metrics.batchSize.Observe(float64(len(results)))
 	return results, failure, nil
+}
+
+// begin starts one session per Batcher that serves messages of the batch (in first-use order).
+func (p *Pump) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, batch []work) (map[Batcher]Session, []Batcher, error) {
+	var order []Batcher
+	msgs := map[Batcher][]Message{}
+	for _, w := range batch {
+		if w.decErr != nil {
+			continue
+		}
+		b, ok := p.procs[w.msg.Kind].(Batcher)
+		if !ok {
+			continue
+		}
+		if _, seen := msgs[b]; !seen {
+			order = append(order, b)
+		}
+		msgs[b] = append(msgs[b], Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease})
+	}
+	sessions := make(map[Batcher]Session, len(order))
+	for _, b := range order {
+		s, err := b.Begin(ctx, tx, msgs[b])
+		if err != nil {
+			return nil, nil, fmt.Errorf("begin %T: %w", b, err)
+		}
+		sessions[b] = s
+	}
+	return sessions, order, nil
 }
 
 // owner is the message an identity is bound to.
@@ -359,7 +396,7 @@ func (p *Pump) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work)
 }
 
 // process decides one message's outcome, applying it under its own savepoint.
-func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, owners map[string]owner, i int) result {
+func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, owners map[string]owner, sessions map[Batcher]Session, i int) result {
 	r := result{id: w.row.id, identity: w.identity}
 	if w.msg != nil {
 		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
@@ -395,17 +432,30 @@ func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 		r.reason = fmt.Sprintf("no processor for %s %s/%s", w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
 		return r
 	}
+	m := Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease}
+	if b, ok := proc.(Batcher); ok && sessions[b] != nil {
+		// In memory: a failed Apply leaves no trace, so no savepoint is needed.
+		out, err := p.applyOne(ctx, m, func() (Outcome, error) { return sessions[b].Apply(ctx, m) })
+		return p.outcome(r, out, err)
+	}
 	sp := fmt.Sprintf("m%d", i)
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
 		r.status, r.class, r.reason = "FAILED", ClassInfra, "savepoint: "+err.Error()
 		return r
 	}
-	out, err := p.applyOne(ctx, tx, proc, Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease})
+	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return proc.Apply(ctx, tx, m) })
 	if err != nil {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
 			r.status, r.class, r.reason = "FAILED", ClassInfra, "rollback to savepoint: "+rerr.Error()
 			return r
 		}
+	}
+	return p.outcome(r, out, err)
+}
+
+// outcome completes r from a processor's answer.
+func (p *Pump) outcome(r result, out Outcome, err error) result {
+	if err != nil {
 		r.class, r.reason = classify(err)
 		r.status = "FAILED"
 		if r.class.permanent() {
@@ -421,14 +471,14 @@ func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 }
 
 // applyOne calls the processor; a panic is logged with the message id and re-raised.
-func (p *Pump) applyOne(ctx context.Context, tx pgx.Tx, proc Processor, m Message) (Outcome, error) {
+func (p *Pump) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
 			panic(v)
 		}
 	}()
-	return proc.Apply(ctx, tx, m)
+	return apply()
 }
 
 // failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
