@@ -331,6 +331,7 @@ CREATE TABLE public.inbox_cursor (
     gap_start bigint,
     gap_first_seen_at timestamp with time zone,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    gap_horizon bigint,
     CONSTRAINT inbox_cursor_check CHECK ((gap_start > watermark)),
     CONSTRAINT inbox_cursor_check1 CHECK (((gap_start IS NULL) = (gap_first_seen_at IS NULL))),
     CONSTRAINT inbox_cursor_id_check CHECK (id),
@@ -1183,4 +1184,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261202120000'),
     ('20261202140000'),
     ('20261202150000'),
-    ('20261202160000');
+    ('20261202160000'),
+    ('20261202170000');

@@ -107,7 +107,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "demo-logs"),
 		PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
-		Env: []string{"MSGX_POLL_INTERVAL=100ms", "MSGX_BACKFILL_INTERVAL=2s", "MSGX_SCHD_FLUSH_PERIOD=1s"},
+		Env: []string{"MSGX_POLL_INTERVAL=100ms", "MSGX_BACKFILL_INTERVAL=2s", "MSGX_SCHD_FLUSH_PERIOD=1s", "MSGX_MAX_COMMIT_DELAY=3s"},
 	})
 	if err != nil {
 		return err

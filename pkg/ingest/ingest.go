@@ -160,8 +160,8 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 			if inserted, err = enqueue(ctx, tx, c, now, false); err != nil {
 				return err
 			}
-			if d.skipped() > 0 {
-				if err := recordSkip(ctx, tx, d.skipFrom, d.skipTo, d.skippedSince, now, now.Add(i.cfg.ReprobeWindow)); err != nil {
+			for _, sk := range d.skips {
+				if err := recordSkip(ctx, tx, sk.from, sk.to, sk.since, now, now.Add(i.cfg.ReprobeWindow)); err != nil {
 					return err
 				}
 			}
@@ -182,10 +182,11 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 		i.d.Metrics.unstorable.Inc()
 		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or invalid UTF-8: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
 	}
-	if n := d.skipped(); n > 0 {
+	for _, sk := range d.skips {
+		n := sk.to - sk.from + 1
 		i.d.Metrics.skipped.Add(float64(n))
-		i.log.Warn().Int64("from_id", d.skipFrom).Int64("to_id", d.skipTo).Int64("ids", n).
-			Time("first_seen_at", d.skippedSince).Dur("max_commit_delay", i.cfg.MaxCommitDelay).
+		i.log.Warn().Int64("from_id", sk.from).Int64("to_id", sk.to).Int64("ids", n).
+			Time("first_seen_at", sk.since).Dur("max_commit_delay", i.cfg.MaxCommitDelay).
 			Msg("gap judged permanent: skipped the missing ids only; they are re-probed for late commits")
 		i.nextProbe = time.Time{} // make the ledger metrics current at once
 	}

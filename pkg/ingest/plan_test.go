@@ -30,11 +30,12 @@ func TestPlan(t *testing.T) {
 	const delay = 30 * time.Second
 	now := t0.Add(time.Hour)
 	type want struct {
-		enqueue          []int64
-		skipFrom, skipTo int64
-		next             cursor
-		blocked          int64
+		enqueue []int64
+		skips   [][2]int64
+		next    cursor
+		blocked int64
 	}
+	aged := now.Add(-delay)
 	for _, tc := range []struct {
 		name string
 		cur  cursor
@@ -44,29 +45,36 @@ func TestPlan(t *testing.T) {
 		{"nothing visible", cursor{W: 7}, nil, want{next: cursor{W: 7}}},
 		{"nothing visible clears a stale gap", cursor{W: 7, GapStart: 8, FirstSeen: now}, nil, want{next: cursor{W: 7}}},
 		{"contiguous run", cursor{W: 7}, []int64{8, 9, 10}, want{enqueue: []int64{8, 9, 10}, next: cursor{W: 10}}},
-		{"gap after the run is new", cursor{W: 7}, []int64{8, 9, 12}, want{enqueue: []int64{8, 9}, next: cursor{W: 9, GapStart: 10, FirstSeen: now}, blocked: 2}},
-		{"gap first seen now", cursor{W: 7}, []int64{10}, want{next: cursor{W: 7, GapStart: 8, FirstSeen: now}, blocked: 2}},
-		{"gap keeps its first-seen time", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond)}, []int64{10},
-			want{next: cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond)}, blocked: 2}},
-		{"aged gap skips exactly the missing ids", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay)}, []int64{10, 11, 13},
-			want{enqueue: []int64{10, 11}, skipFrom: 8, skipTo: 9, next: cursor{W: 11, GapStart: 12, FirstSeen: now}, blocked: 1}},
-		{"aged gap partly filled skips only what is still missing", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour)}, []int64{9, 10},
-			want{enqueue: []int64{9, 10}, skipFrom: 8, skipTo: 8, next: cursor{W: 10}}},
-		{"filled gap: run, no skip", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour)}, []int64{8, 9},
-			want{enqueue: []int64{8, 9}, skipFrom: 1, next: cursor{W: 9}}},
-		{"huge aged gap skipped in chunks inside the same window", cursor{W: 0, GapStart: 1, FirstSeen: now.Add(-delay)}, []int64{25},
-			want{skipFrom: 1, skipTo: 10, next: cursor{W: 10, GapStart: 11, FirstSeen: now.Add(-delay)}, blocked: 14}},
+		{"gap after the run is new", cursor{W: 7}, []int64{8, 9, 12},
+			want{enqueue: []int64{8, 9}, next: cursor{W: 9, GapStart: 10, FirstSeen: now, Horizon: 12}, blocked: 2}},
+		{"gap first seen now", cursor{W: 7}, []int64{10}, want{next: cursor{W: 7, GapStart: 8, FirstSeen: now, Horizon: 10}, blocked: 2}},
+		{"gap keeps its first-seen time", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond), Horizon: 10}, []int64{10},
+			want{next: cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond), Horizon: 10}, blocked: 2}},
+		{"aged gap skips exactly the missing ids; a gap above its horizon gets a new window",
+			cursor{W: 7, GapStart: 8, FirstSeen: aged, Horizon: 10}, []int64{10, 11, 13},
+			want{enqueue: []int64{10, 11}, skips: [][2]int64{{8, 9}}, next: cursor{W: 11, GapStart: 12, FirstSeen: now, Horizon: 13}, blocked: 1}},
+		{"a second gap below the horizon shares the aged window",
+			cursor{W: 7, GapStart: 8, FirstSeen: aged, Horizon: 13}, []int64{10, 11, 13, 14},
+			want{enqueue: []int64{10, 11, 13, 14}, skips: [][2]int64{{8, 9}, {12, 12}}, next: cursor{W: 14}}},
+		{"aged gap partly filled skips only what is still missing", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour), Horizon: 10}, []int64{9, 10},
+			want{enqueue: []int64{9, 10}, skips: [][2]int64{{8, 8}}, next: cursor{W: 10}}},
+		{"filled gap: run, no skip", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour), Horizon: 9}, []int64{8, 9},
+			want{enqueue: []int64{8, 9}, next: cursor{W: 9}}},
+		{"huge aged gap skipped in chunks inside the same window", cursor{W: 0, GapStart: 1, FirstSeen: aged, Horizon: 25}, []int64{25},
+			want{skips: [][2]int64{{1, 10}}, next: cursor{W: 10, GapStart: 11, FirstSeen: aged, Horizon: 25}, blocked: 14}},
+		{"a cursor written before horizons existed keeps its own gap's window", cursor{W: 7, GapStart: 8, FirstSeen: aged}, []int64{9, 11},
+			want{enqueue: []int64{9}, skips: [][2]int64{{8, 8}}, next: cursor{W: 9, GapStart: 10, FirstSeen: now, Horizon: 11}, blocked: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d, err := plan(tc.cur, msgs(tc.rows...), now, delay, 10)
 			require.NoError(t, err)
 			require.Equal(t, tc.want.enqueue, enqueued(d))
-			if tc.want.skipTo == 0 {
-				require.Zero(t, d.skipped())
-			} else {
-				require.Equal(t, [2]int64{tc.want.skipFrom, tc.want.skipTo}, [2]int64{d.skipFrom, d.skipTo})
+			var skips [][2]int64
+			for _, s := range d.skips {
+				skips = append(skips, [2]int64{s.from, s.to})
 			}
+			require.Equal(t, tc.want.skips, skips)
 			require.True(t, tc.want.next.equal(d.next), "next cursor %+v, want %+v", d.next, tc.want.next)
 			require.Equal(t, tc.want.blocked, d.blocked)
 		})

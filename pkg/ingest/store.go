@@ -21,7 +21,7 @@ import (
 // parameter from the injected clock; no statement calls now().
 
 const (
-	loadCursorSQL = `SELECT watermark, gap_start, gap_first_seen_at FROM inbox_cursor`
+	loadCursorSQL = `SELECT watermark, gap_start, gap_first_seen_at, gap_horizon FROM inbox_cursor`
 
 	// enqueueSQL inserts PENDING rows for a batch of mailbox messages in one statement. A rescan
 	// or a row the compat entry enqueued first conflicts and is left as it is.
@@ -38,7 +38,7 @@ SELECT id, $3, $4, $5 FROM generate_series($1::bigint, $2::bigint) AS id
 
 	// moveCursorSQL writes the new cursor if the watermark is still the one the step started from.
 	moveCursorSQL = `UPDATE inbox_cursor
-   SET watermark = $2, gap_start = $3, gap_first_seen_at = $4, updated_at = $5
+   SET watermark = $2, gap_start = $3, gap_first_seen_at = $4, updated_at = $5, gap_horizon = $6
  WHERE watermark = $1 AND $2 >= watermark`
 
 	// compatEnqueueSQL enqueues one row inserted by the compat entry (usually above W: INV-4).
@@ -80,11 +80,12 @@ var errCursorMoved = errors.New("inbox_cursor moved under this instance")
 
 func loadCursor(ctx context.Context, db DB) (cursor, error) {
 	var (
-		c     cursor
-		start pgtype.Int8
-		seen  pgtype.Timestamptz
+		c       cursor
+		start   pgtype.Int8
+		seen    pgtype.Timestamptz
+		horizon pgtype.Int8
 	)
-	if err := db.QueryRow(ctx, loadCursorSQL).Scan(&c.W, &start, &seen); err != nil {
+	if err := db.QueryRow(ctx, loadCursorSQL).Scan(&c.W, &start, &seen, &horizon); err != nil {
 		return cursor{}, fmt.Errorf("load inbox cursor: %w", err)
 	}
 	if start.Valid {
@@ -92,6 +93,9 @@ func loadCursor(ctx context.Context, db DB) (cursor, error) {
 	}
 	if seen.Valid {
 		c.FirstSeen = seen.Time
+	}
+	if horizon.Valid {
+		c.Horizon = horizon.Int64
 	}
 	return c, nil
 }
@@ -170,14 +174,15 @@ func recordSkip(ctx context.Context, tx pgx.Tx, from, to int64, firstSeen, now, 
 // moveCursor writes next, guarded by the watermark the step started from.
 func moveCursor(ctx context.Context, tx pgx.Tx, from int64, next cursor, now time.Time) error {
 	var (
-		start pgtype.Int8
-		seen  pgtype.Timestamptz
+		start, horizon pgtype.Int8
+		seen           pgtype.Timestamptz
 	)
 	if next.GapStart != 0 {
 		start = pgtype.Int8{Int64: next.GapStart, Valid: true}
 		seen = pgtype.Timestamptz{Time: next.FirstSeen, Valid: true}
+		horizon = pgtype.Int8{Int64: next.Horizon, Valid: true}
 	}
-	tag, err := tx.Exec(ctx, moveCursorSQL, from, next.W, start, seen, now)
+	tag, err := tx.Exec(ctx, moveCursorSQL, from, next.W, start, seen, now, horizon)
 	if err != nil {
 		return fmt.Errorf("move watermark: %w", err)
 	}
