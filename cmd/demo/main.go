@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.Close()
 	w, err := simulate.NewWriter(db, simulate.WriterConfig{
-		Conns: 4, Pace: simulate.PaceSteady, Rate: *rate, HoldShare: 0.05, RollbackShare: 0.01, Seed: *seed,
+		Conns: 4, Pace: simulate.PaceSteady, Rate: *rate, HoldShare: 0.05, RollbackShare: 0.003, Seed: *seed,
 		Committed: lat.commit,
 	})
 	if err != nil {
