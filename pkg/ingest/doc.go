@@ -19,8 +19,8 @@
 //	        │ no                              │
 //	        ▼                                 ▼
 //	GAP [W+1, first-1] holds W          another id missing after the run?
-//	  first seen now, or kept from          │ yes: new GAP at W'+1, first seen now (full window)
-//	  inbox_cursor when gap_start==W+1      │ no : no gap
+//	  its age: since the id was first       │ yes: GAP at W'+1, aged since it was first seen
+//	  seen missing (observations)           │ no : no gap
 //	        │                                 ▼
 //	  age < MSGX_MAX_COMMIT_DELAY ──▶ WAIT   ONE PG transaction (leader only, Lease.Check first):
 //	        │ age ≥ delay                       INSERT proc_state … ON CONFLICT DO NOTHING (run)
@@ -39,11 +39,16 @@
 //	  │   └── missing id commits: run passes it, any next gap is NEW ───────┤
 //	  └────── age ≥ max-commit-delay: ids skipped into inbox_gap, W passes ─┘
 //
-// Only W+1 can hold W, so one gap is open at a time; a gap keeps its first-seen time only while
-// gap_start stays W+1. Every id below the first visible row was allocated before that row, i.e.
-// before the gap was first seen, so skipping all of them after the window is sound; an id missing
-// after rows that became visible later gets its own full window. A huge permanent gap (an
-// AUTO_INCREMENT jump) is skipped MaxSkip ids per step inside the same aged window.
+// Every missing id gets its own full window, counted from when it was first seen missing. Ids
+// are allocated in increasing order, so an id below a visible id was allocated before that id
+// became visible: each step records an observation (the highest visible id, now), and a missing
+// id's first-seen time is that of the first observation whose highest id is above it. When W
+// reaches an id whose window already ran out (it was seen missing together with the gap before
+// it), it is skipped at once instead of waiting a window of its own; a gap that appears only
+// after an older one filled is first seen then and gets its full window (SPEC §4). Observations
+// live in memory; inbox_cursor keeps the open gap's (gap_horizon, gap_first_seen_at), so a
+// restarted ingester keeps that gap's window and gives newer gaps a fresh one (never shorter).
+// A huge permanent gap (an AUTO_INCREMENT jump) is skipped MaxSkip ids per step.
 //
 // Idempotence and crashes: proc_state inserts are ON CONFLICT DO NOTHING and the cursor update is
 // guarded by the watermark the step started from, so a crash between the mailbox read and the PG

@@ -52,6 +52,7 @@ type Ingester struct {
 	log zerolog.Logger
 
 	cur       cursor
+	obs       observations // when ids above W were first seen missing
 	loaded    bool
 	full      bool      // the last poll returned a full batch and moved W
 	nextProbe time.Time // when the ledger is re-probed next
@@ -110,7 +111,11 @@ func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
 	if !i.loaded {
 		if err := i.timed(ctx, func(ctx context.Context) error {
 			cur, err := loadCursor(ctx, i.d.DB)
-			i.cur = cur
+			i.cur, i.obs = cur, nil
+			if cur.GapStart != 0 {
+				// After a restart the open gap keeps its window; newer ids start their own.
+				i.obs = observations{{maxID: max(cur.Horizon, cur.GapStart+1), at: cur.FirstSeen}}
+			}
 			return err
 		}); err != nil {
 			i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
@@ -127,7 +132,8 @@ func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
 		i.d.Metrics.pollErrors.WithLabelValues("mailbox").Inc()
 		return false, err
 	}
-	d, err := plan(i.cur, rows, now, i.cfg.MaxCommitDelay, i.cfg.MaxSkip)
+	i.obs = i.obs.add(rows, now)
+	d, err := plan(i.cur, rows, i.obs, now, i.cfg.MaxCommitDelay, i.cfg.MaxSkip)
 	if err != nil {
 		i.d.Metrics.pollErrors.WithLabelValues("mailbox").Inc()
 		return false, err
@@ -142,6 +148,7 @@ func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
 	progressed = d.next.W != i.cur.W || len(d.enqueue) > 0
 	i.full = len(rows) == i.cfg.ClaimBatch && d.next.W != i.cur.W
 	i.cur = d.next
+	i.obs = i.obs.prune(i.cur.W)
 	i.d.Metrics.polled(now, i.cur, d.blocked)
 
 	late, err := i.reprobe(ctx, now)

@@ -152,24 +152,57 @@ func TestGapFilledInTimeGivesTheNextGapAFullWindow(t *testing.T) {
 	defer func() { _ = tx1.Rollback() }()
 	id1 := insertWith(t, tx1, "<MSG>1</MSG>")
 	id2 := b.insert(t, "<MSG>2</MSG>")
+
+	step(t, b.ing) // gap at id1, first seen t0
+	b.clock.Advance(20 * time.Second)
+	require.NoError(t, tx1.Commit())
+	// A new gap appears after the old one filled: id3 is allocated only now.
+	tx3, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx3.Rollback() }()
+	id3 := insertWith(t, tx3, "<MSG>3</MSG>")
+	id4 := b.insert(t, "<MSG>4</MSG>")
+	step(t, b.ing) // id1, id2 enqueued; the gap at id3 is first seen now (t0+20s)
+	requireCursor(t, cursor{W: id2, GapStart: id3, FirstSeen: t0.Add(20 * time.Second)}, b.cursor(t))
+	b.clock.Advance(20 * time.Second) // 40s after the old gap was seen, 20s after the new one
+	step(t, b.ing)
+	require.Equal(t, id2, b.cursor(t).W, "the new gap has its own full window")
+	require.NoError(t, tx3.Commit())
+	step(t, b.ing)
+	require.Equal(t, []int64{id1, id2, id3, id4}, b.ids(t))
+	require.Empty(t, b.ledger(t))
+}
+
+// Every missing id's window counts from when it was first seen missing, not from when W
+// reaches it: two gaps seen together age together (otherwise each would wait a window in turn).
+func TestGapAgeCountsFromFirstSeen(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	ctx := context.Background()
+	tx1, err := b.mb.SQL.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx1.Rollback() }()
+	id1 := insertWith(t, tx1, "<MSG>1</MSG>")
+	id2 := b.insert(t, "<MSG>2</MSG>")
 	tx3, err := b.mb.SQL.BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = tx3.Rollback() }()
 	id3 := insertWith(t, tx3, "<MSG>3</MSG>")
 	id4 := b.insert(t, "<MSG>4</MSG>")
 
-	step(t, b.ing) // gap at id1, first seen t0
+	step(t, b.ing) // id1 and id3 both first seen missing at t0
 	b.clock.Advance(20 * time.Second)
 	require.NoError(t, tx1.Commit())
-	step(t, b.ing) // id1, id2 enqueued; new gap at id3 first seen now (t0+20s)
-	requireCursor(t, cursor{W: id2, GapStart: id3, FirstSeen: t0.Add(20 * time.Second)}, b.cursor(t))
-	b.clock.Advance(20 * time.Second) // 40s after id3 was allocated, 20s after its gap was seen
 	step(t, b.ing)
-	require.Equal(t, id2, b.cursor(t).W, "the new gap has its own window")
-	require.NoError(t, tx3.Commit())
-	step(t, b.ing)
-	require.Equal(t, []int64{id1, id2, id3, id4}, b.ids(t))
-	require.Empty(t, b.ledger(t))
+	requireCursor(t, cursor{W: id2, GapStart: id3, FirstSeen: t0}, b.cursor(t))
+	b.clock.Advance(testConfig.MaxCommitDelay - 20*time.Second)
+	step(t, b.ing) // id3's window, counted from t0, ran out: skipped, id4 enqueued
+	require.Equal(t, id4, b.cursor(t).W)
+	require.Equal(t, []int64{id1, id2, id4}, b.ids(t))
+	ledger := b.ledger(t)
+	require.Len(t, ledger, 1)
+	require.Equal(t, id3, ledger[0].ID)
+	require.True(t, ledger[0].FirstSeen.Equal(t0), "the ledger keeps when the id was first seen missing")
 }
 
 func TestLateRowIsFoundByReprobe(t *testing.T) {

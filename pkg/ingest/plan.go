@@ -12,13 +12,66 @@ type cursor struct {
 	W         int64     // every id ≤ W is enqueued or recorded as skipped
 	GapStart  int64     // W+1 while a gap holds W, else 0
 	FirstSeen time.Time // when the gap at GapStart was first seen (zero without a gap)
-	// Horizon is the highest id visible when the gap was first seen: a missing id below it was
-	// allocated before FirstSeen, so it shares that window (0 without a gap).
+	// Horizon is the highest id visible when the gap was first seen (0 without a gap): with
+	// FirstSeen it is the observation a restarted ingester starts from.
 	Horizon int64
 }
 
 func (c cursor) equal(o cursor) bool {
 	return c.W == o.W && c.GapStart == o.GapStart && c.FirstSeen.Equal(o.FirstSeen) && c.Horizon == o.Horizon
+}
+
+// observation records that at time at the highest visible mailbox id was maxID. Ids are
+// allocated in increasing order, so every id below maxID was allocated by then: an id still
+// missing has been missing since at least at. Observations are kept in increasing maxID order.
+type observation struct {
+	maxID int64
+	at    time.Time
+}
+
+// observations is the history a step plans with: when each missing id was first seen missing.
+type observations []observation
+
+// add records the rows visible now (rows in id order).
+func (o observations) add(rows []mailbox.Message, now time.Time) observations {
+	if len(rows) == 0 {
+		return o
+	}
+	if m := rows[len(rows)-1].ID; len(o) == 0 || m > o[len(o)-1].maxID {
+		o = append(o, observation{maxID: m, at: now})
+	}
+	return o
+}
+
+// firstSeen is when id was first seen missing, and the horizon of that observation.
+func (o observations) firstSeen(id int64, now time.Time) (time.Time, int64) {
+	for _, ob := range o {
+		if ob.maxID > id {
+			return ob.at, ob.maxID
+		}
+	}
+	return now, id + 1
+}
+
+// agedBelow is the highest id h such that every missing id below h has been missing for at
+// least maxDelay (0: none).
+func (o observations) agedBelow(now time.Time, maxDelay time.Duration) int64 {
+	var h int64
+	for _, ob := range o {
+		if now.Sub(ob.at) >= maxDelay {
+			h = max(h, ob.maxID)
+		}
+	}
+	return h
+}
+
+// prune drops the observations that can no longer name a missing id above w.
+func (o observations) prune(w int64) observations {
+	i := 0
+	for i < len(o) && o[i].maxID <= w+1 {
+		i++
+	}
+	return append(o[:0], o[i:]...)
 }
 
 // skip is a range of missing ids judged permanent.
@@ -49,15 +102,13 @@ func (d decision) changes(cur cursor) bool {
 	return len(d.enqueue) > 0 || len(d.skips) > 0 || !d.next.equal(cur)
 }
 
-// plan decides one step from the cursor and the rows read after W (id order, all > W). It is the
-// whole watermark and gap rule of doc.go, free of I/O.
-//
-// A gap's window starts when it is first seen. Ids are allocated in increasing order, so every
-// missing id below the highest id visible at that moment (the horizon) was allocated before it:
-// when a window runs out, the missing ids up to the horizon are skipped together, and only a gap
-// above the horizon gets a new full window. A gap that fills in time ends its window: the next
-// gap then gets a full window of its own, even below the horizon (SPEC §4).
-func plan(cur cursor, rows []mailbox.Message, now time.Time, maxDelay time.Duration, maxSkip int64) (decision, error) {
+// plan decides one step from the cursor, the rows read after W (id order, all > W) and the
+// observations (including this step's). It is the whole watermark and gap rule of doc.go, free
+// of I/O: every missing id gets its own full max-commit-delay window, counted from when it was
+// first seen missing (a higher id visible); W skips exactly the missing ids whose window ran out
+// and never an existing row. A gap that appears after an older one filled is first seen then,
+// so it gets a full window of its own.
+func plan(cur cursor, rows []mailbox.Message, obs observations, now time.Time, maxDelay time.Duration, maxSkip int64) (decision, error) {
 	prev := cur.W
 	for _, r := range rows {
 		if r.ID <= prev {
@@ -67,12 +118,8 @@ func plan(cur cursor, rows []mailbox.Message, now time.Time, maxDelay time.Durat
 	}
 	var d decision
 	w := cur.W
-	seen, horizon := time.Time{}, int64(0)
-	if cur.GapStart == w+1 && !cur.FirstSeen.IsZero() {
-		seen, horizon = cur.FirstSeen, max(cur.Horizon, w+1)
-	}
+	aged := obs.agedBelow(now, maxDelay)
 	budget := maxSkip
-	skipped := false // the window ran out in this step: gaps below its horizon share it
 	i := 0
 	for {
 		start := i
@@ -87,30 +134,17 @@ func plan(cur cursor, rows []mailbox.Message, now time.Time, maxDelay time.Durat
 			return d, nil
 		}
 		first := rows[i].ID
-		sameGap := w == cur.W && cur.GapStart == w+1
-		if seen.IsZero() || (!sameGap && !skipped) || w+1 > horizon {
-			// A gap not visible when the current window started: its own full window from now.
-			seen, horizon = now, rows[len(rows)-1].ID
-		}
-		if now.Sub(seen) < maxDelay {
-			d.next = cursor{W: w, GapStart: w + 1, FirstSeen: seen, Horizon: horizon}
-			d.blocked = first - 1 - w
-			return d, nil
-		}
-		// Judged permanent: skip exactly the missing ids, never the existing row at first.
-		to := first - 1
-		if to-w > budget {
-			to = w + budget
-		}
+		seen, horizon := obs.firstSeen(w+1, now)
+		// Judged permanent: the missing ids whose window ran out, never the existing row at first.
+		to := min(first-1, aged-1, w+budget)
 		if to > w {
 			d.skips = append(d.skips, skip{from: w + 1, to: to, since: seen})
 			budget -= to - w
 			w = to
-			skipped = true
 		}
 		if w < first-1 {
-			// The rest of the same aged gap, beyond this step's skip budget.
-			d.next = cursor{W: w, GapStart: w + 1, FirstSeen: seen, Horizon: max(horizon, first)}
+			seen, horizon = obs.firstSeen(w+1, now)
+			d.next = cursor{W: w, GapStart: w + 1, FirstSeen: seen, Horizon: horizon}
 			d.blocked = first - 1 - w
 			return d, nil
 		}

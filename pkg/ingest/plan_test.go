@@ -36,38 +36,40 @@ func TestPlan(t *testing.T) {
 		blocked int64
 	}
 	aged := now.Add(-delay)
+	type obs = observations
 	for _, tc := range []struct {
 		name string
 		cur  cursor
+		obs  obs
 		rows []int64
 		want want
 	}{
-		{"nothing visible", cursor{W: 7}, nil, want{next: cursor{W: 7}}},
-		{"nothing visible clears a stale gap", cursor{W: 7, GapStart: 8, FirstSeen: now}, nil, want{next: cursor{W: 7}}},
-		{"contiguous run", cursor{W: 7}, []int64{8, 9, 10}, want{enqueue: []int64{8, 9, 10}, next: cursor{W: 10}}},
-		{"gap after the run is new", cursor{W: 7}, []int64{8, 9, 12},
+		{"nothing visible", cursor{W: 7}, nil, nil, want{next: cursor{W: 7}}},
+		{"nothing visible clears a stale gap", cursor{W: 7, GapStart: 8, FirstSeen: now}, nil, nil, want{next: cursor{W: 7}}},
+		{"contiguous run", cursor{W: 7}, obs{{10, now}}, []int64{8, 9, 10}, want{enqueue: []int64{8, 9, 10}, next: cursor{W: 10}}},
+		{"gap after the run is new", cursor{W: 7}, obs{{12, now}}, []int64{8, 9, 12},
 			want{enqueue: []int64{8, 9}, next: cursor{W: 9, GapStart: 10, FirstSeen: now, Horizon: 12}, blocked: 2}},
-		{"gap first seen now", cursor{W: 7}, []int64{10}, want{next: cursor{W: 7, GapStart: 8, FirstSeen: now, Horizon: 10}, blocked: 2}},
-		{"gap keeps its first-seen time", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond), Horizon: 10}, []int64{10},
+		{"gap first seen now", cursor{W: 7}, obs{{10, now}}, []int64{10}, want{next: cursor{W: 7, GapStart: 8, FirstSeen: now, Horizon: 10}, blocked: 2}},
+		{"gap keeps its first-seen time", cursor{W: 7, GapStart: 8}, obs{{10, now.Add(-delay + time.Millisecond)}}, []int64{10},
 			want{next: cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-delay + time.Millisecond), Horizon: 10}, blocked: 2}},
-		{"aged gap skips exactly the missing ids; a gap above its horizon gets a new window",
-			cursor{W: 7, GapStart: 8, FirstSeen: aged, Horizon: 10}, []int64{10, 11, 13},
+		{"aged gap skips exactly the missing ids; a gap seen later keeps its own window",
+			cursor{W: 7, GapStart: 8}, obs{{10, aged}, {13, now}}, []int64{10, 11, 13},
 			want{enqueue: []int64{10, 11}, skips: [][2]int64{{8, 9}}, next: cursor{W: 11, GapStart: 12, FirstSeen: now, Horizon: 13}, blocked: 1}},
-		{"a second gap below the horizon shares the aged window",
-			cursor{W: 7, GapStart: 8, FirstSeen: aged, Horizon: 13}, []int64{10, 11, 13, 14},
+		{"every gap seen in the aged window is skipped together",
+			cursor{W: 7, GapStart: 8}, obs{{13, aged}, {14, now}}, []int64{10, 11, 13, 14},
 			want{enqueue: []int64{10, 11, 13, 14}, skips: [][2]int64{{8, 9}, {12, 12}}, next: cursor{W: 14}}},
-		{"aged gap partly filled skips only what is still missing", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour), Horizon: 10}, []int64{9, 10},
+		{"aged gap partly filled skips only what is still missing", cursor{W: 7, GapStart: 8}, obs{{10, now.Add(-time.Hour)}}, []int64{9, 10},
 			want{enqueue: []int64{9, 10}, skips: [][2]int64{{8, 8}}, next: cursor{W: 10}}},
-		{"filled gap: run, no skip", cursor{W: 7, GapStart: 8, FirstSeen: now.Add(-time.Hour), Horizon: 9}, []int64{8, 9},
+		{"filled gap: run, no skip", cursor{W: 7, GapStart: 8}, obs{{9, now.Add(-time.Hour)}}, []int64{8, 9},
 			want{enqueue: []int64{8, 9}, next: cursor{W: 9}}},
-		{"huge aged gap skipped in chunks inside the same window", cursor{W: 0, GapStart: 1, FirstSeen: aged, Horizon: 25}, []int64{25},
+		{"huge aged gap skipped in chunks inside the same window", cursor{W: 0, GapStart: 1}, obs{{25, aged}}, []int64{25},
 			want{skips: [][2]int64{{1, 10}}, next: cursor{W: 10, GapStart: 11, FirstSeen: aged, Horizon: 25}, blocked: 14}},
-		{"a cursor written before horizons existed keeps its own gap's window", cursor{W: 7, GapStart: 8, FirstSeen: aged}, []int64{9, 11},
-			want{enqueue: []int64{9}, skips: [][2]int64{{8, 8}}, next: cursor{W: 9, GapStart: 10, FirstSeen: now, Horizon: 11}, blocked: 1}},
+		{"a gap that appears after an older one filled gets a full window", cursor{W: 7, GapStart: 8}, obs{{9, aged}, {12, now}}, []int64{8, 9, 10, 12},
+			want{enqueue: []int64{8, 9, 10}, next: cursor{W: 10, GapStart: 11, FirstSeen: now, Horizon: 12}, blocked: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			d, err := plan(tc.cur, msgs(tc.rows...), now, delay, 10)
+			d, err := plan(tc.cur, msgs(tc.rows...), tc.obs, now, delay, 10)
 			require.NoError(t, err)
 			require.Equal(t, tc.want.enqueue, enqueued(d))
 			var skips [][2]int64
@@ -83,8 +85,8 @@ func TestPlan(t *testing.T) {
 
 func TestPlanRejectsRowsAtOrBelowW(t *testing.T) {
 	t.Parallel()
-	_, err := plan(cursor{W: 7}, msgs(7), t0, time.Second, 10)
+	_, err := plan(cursor{W: 7}, msgs(7), nil, t0, time.Second, 10)
 	require.Error(t, err)
-	_, err = plan(cursor{W: 7}, msgs(9, 8), t0, time.Second, 10)
+	_, err = plan(cursor{W: 7}, msgs(9, 8), nil, t0, time.Second, 10)
 	require.Error(t, err)
 }
