@@ -17,6 +17,7 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/readapi"
 )
 
 func main() {
@@ -66,6 +67,8 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Location:  cfg.Location(),
 		DBTimeout: cfg.DBTimeout,
 	}, mb, pool, clk, metrics, log)
+	// The read API only reads PostgreSQL: it serves on every replica, leader or standby.
+	api := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout}, pool, log)
 	if cfg.Shadow {
 		log.Warn().Msg("shadow mode: the compat entry answers 503 and nothing is written to the mailbox")
 	}
@@ -80,6 +83,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Mount: func(s *obs.Server) {
 			if cfg.CompatEntry {
 				s.Handle(ingest.CompatPattern, compat)
+			}
+			for _, p := range readapi.Patterns {
+				s.Handle(p, api)
 			}
 		},
 		Work: func(ctx context.Context, lease leader.Lease) error {
