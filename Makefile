@@ -31,7 +31,7 @@ test-race: ## go test -race over everything (real PostgreSQL and MariaDB)
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 
 .PHONY: test
-test: lint verify test-race ## what CI runs: lint, migration verify, race tests
+test: lint verify test-race k8s-test ## what CI runs: lint, migration verify, race tests, manifest checks
 
 .PHONY: bench
 bench: ## benchmarks (separate from make test)
