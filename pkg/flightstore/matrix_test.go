@@ -1,6 +1,7 @@
 package flightstore_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -401,4 +402,27 @@ func TestFlopDelete(t *testing.T) {
 	require.Equal(t, int64(4), s.Version)
 	require.Equal(t, "TOMBSTONE", e.events(t, 7)[7].Type)
 	require.True(t, slices.ContainsFunc(e.events(t, 7), func(ev event) bool { return ev.Version == 4 && ev.Target == "KAFKA:msg" }))
+}
+
+// A FLID that comes back after its flight was purged into the history store continues above the
+// purged version and its purge TOMBSTONE, so consumers deduplicating by (flid, state_version)
+// keep its events.
+func TestReusedFLIDContinuesAboveItsHistory(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	e.run(t, schd("ADFT", matrixBase(9)))
+	e.run(t, flop("CNCL", 9, `<CNCL>`+T1+`</CNCL>`))
+	require.Equal(t, int64(2), e.state(t, 9).Version)
+	// The history sweep's purge, as pkg/jobs writes it (version 2 in the history, TOMBSTONE 3).
+	_, err := e.db.Pool.Exec(context.Background(), `
+		INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
+		VALUES (9, '2021-01-23', 2, '{}', 'quiet', now());
+		DELETE FROM flight WHERE flid = 9`)
+	require.NoError(t, err)
+
+	id := e.run(t, schd("ADFT", fltr(9, "YG9028", "23JAN210900", "")))[0]
+	require.Equal(t, "SUCCEEDED", e.outcome(t, id).Status)
+	require.Equal(t, int64(4), e.state(t, 9).Version)
+	evs := e.events(t, 9)
+	require.Equal(t, int64(4), evs[len(evs)-1].Version)
 }

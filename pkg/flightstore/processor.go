@@ -219,6 +219,7 @@ type Session struct {
 	children map[int64][]flight.Child // stored MAFL elements per master FLID
 	cur      map[int64]*flight.State  // after the messages applied so far
 	touched  map[int64]bool           // changed by the session
+	floor    map[int64]int64          // versions a re-used FLID must exceed (its purged history)
 	ev       events
 	extras   []func(*pgx.Batch)
 }
@@ -226,7 +227,7 @@ type Session struct {
 // NewSession starts an empty session in tx.
 func NewSession(tx pgx.Tx, now time.Time) *Session {
 	return &Session{tx: tx, now: now, stored: map[int64]*flight.State{}, children: map[int64][]flight.Child{},
-		cur: map[int64]*flight.State{}, touched: map[int64]bool{}}
+		cur: map[int64]*flight.State{}, touched: map[int64]bool{}, floor: map[int64]int64{}}
 }
 
 // Preload loads the stored states of flids not loaded yet, in one statement.
@@ -259,6 +260,24 @@ func (s *Session) Preload(ctx context.Context, flids []int64) error {
 	for id, c := range l.Children {
 		if _, ok := s.children[id]; !ok {
 			s.children[id] = c
+		}
+	}
+	var absent []int64
+	for _, id := range missing {
+		if l.States[id] == nil {
+			absent = append(absent, id)
+		}
+	}
+	if len(absent) > 0 {
+		// A FLID that comes back after a purge continues above its history and purge TOMBSTONE,
+		// so consumers deduplicating by (flid, state_version) never drop its events.
+		rows, err := s.tx.Query(ctx, historyVersionSQL, absent)
+		if err != nil {
+			return fmt.Errorf("read purged versions: %w", err)
+		}
+		var id, v int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error { s.floor[id] = v + 1; return nil }); err != nil {
+			return fmt.Errorf("read purged versions: %w", err)
 		}
 	}
 	return nil
@@ -373,7 +392,7 @@ func (s *Session) apply(ctx context.Context, m pump.Message, inputs []flight.Inp
 		if old.Exists() {
 			next.Version = old.Version + 1
 		} else {
-			next.Version = 1
+			next.Version = s.floor[id] + 1
 		}
 		if old.Exists() {
 			r.updated++

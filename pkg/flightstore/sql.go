@@ -166,6 +166,9 @@ SELECT u.target, u.pkey, u.etype, u.version, u.msg_id, u.payload::jsonb, $6
        WITH ORDINALITY AS u(target, pkey, etype, version, msg_id, payload, n)
  ORDER BY u.n`
 
+	// historyVersionSQL is the last version of each FLID purged into the history store.
+	historyVersionSQL = `SELECT flid, max(state_version) FROM flight_history WHERE flid = ANY($1::bigint[]) GROUP BY flid`
+
 	snapAppliedSQL = `SELECT EXISTS (SELECT 1 FROM schd_snap_log WHERE msg_id = $1)`
 
 	snapLogSQL = `INSERT INTO schd_snap_log (msg_id, scope_start, scope_end, recv_at, inserted, updated, unchanged, applied_at)
