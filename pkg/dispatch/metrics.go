@@ -54,5 +54,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
+	// Every series exists from the start (at 0), so alerts on rates see the first dead letter.
+	for _, t := range []string{"KAFKA:msg", "KAFKA:schd"} {
+		m.sent.WithLabelValues(t)
+		m.retried.WithLabelValues(t)
+		m.dead.WithLabelValues(t)
+	}
 	return m, nil
 }

@@ -337,6 +337,14 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.ticks, m.failures, m.selected, m.oldestUnmarked, m.abandoned, m.abandonedTotal, m.purged)
+		// Every series exists from the start (at 0), so alerts on increases see the first event.
+		for _, job := range []string{Backfill, History, Retention} {
+			m.ticks.WithLabelValues(job)
+			m.failures.WithLabelValues(job)
+		}
+		for _, outcome := range []string{OutcomeMissingRow, OutcomeOverdue} {
+			m.abandonedTotal.WithLabelValues(outcome)
+		}
 		for _, job := range []string{Backfill, History, Retention} {
 			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "msgx_pipeline_job_heartbeat_age_seconds", Help: "Seconds since the job's last successful run.",
