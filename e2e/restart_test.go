@@ -22,9 +22,9 @@ func TestRestartOneStage(t *testing.T) {
 	t.Parallel()
 	const (
 		rate     = 50.0             // messages per second
-		feed     = 25 * time.Second // length of the feed
+		feed     = 45 * time.Second // length of the feed
 		stopAt   = 8 * time.Second  // dispatcher stopped this long after the feed started …
-		stopFor  = 8 * time.Second  // … for this long
+		stopFor  = 30 * time.Second // … for this long (issue 10: 30 s)
 		sampling = time.Second
 	)
 	b := setup(t)
@@ -32,7 +32,7 @@ func TestRestartOneStage(t *testing.T) {
 	t.Cleanup(cancel) // ends the feed before the stack stops if the test fails early
 
 	cfg := simulate.DefaultConfig()
-	cfg.Seed, cfg.Flights, cfg.Additions = 5, 140, 2
+	cfg.Seed, cfg.Flights, cfg.Additions = 5, 260, 2
 	cfg.Date = airportToday(t)
 	day := simulate.Generate(cfg)
 	msgs := day.Messages[:min(len(day.Messages), int(rate*feed.Seconds()))]
