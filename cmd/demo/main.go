@@ -15,8 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -273,12 +271,12 @@ func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Wr
 		reasons[k] = n
 	}
 	rows.Close()
-	fmt.Fprintf(out, "%-26s %s\n", "skipped by reason", kv(reasons))
-	fmt.Fprintf(out, "%-26s %s\n", "dead by class", kv(s.DeadByClass))
+	fmt.Fprintf(out, "%-26s %s\n", "skipped by reason", status.Counts(reasons))
+	fmt.Fprintf(out, "%-26s %s\n", "dead by class", status.Counts(s.DeadByClass))
 	fmt.Fprintf(out, "%-26s %d + %d + %d = %d of %d written: %s; FAILED left: %d\n", "accounted",
 		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], terminal, written, ok(terminal == written), s.ByStatus["FAILED"])
 	want := map[string]int64{"ACTIVE": int64(day.Expected.Count("ACTIVE")), "DELETED": int64(day.Expected.Count("DELETED"))}
-	fmt.Fprintf(out, "%-26s %s   (simulator: %s): %s\n", "flights", kv(s.Flights), kv(want),
+	fmt.Fprintf(out, "%-26s %s   (simulator: %s): %s\n", "flights", status.Counts(s.Flights), status.Counts(want),
 		ok(s.Flights["ACTIVE"] == want["ACTIVE"] && s.Flights["DELETED"] == want["DELETED"]))
 	var marked int64
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&marked); err != nil {
@@ -298,20 +296,4 @@ func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Wr
 	fmt.Fprintln(out, "  .devstack/demo-logs/                      each binary's JSON log of this run")
 	fmt.Fprintln(out, "  docs/runbook.md, docs/events.md           operations and the consumer contract")
 	return nil
-}
-
-func kv(m map[string]int64) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,10 +72,10 @@ func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	} else {
 		fmt.Fprintf(w, "head\tnone (idle)\n")
 	}
-	fmt.Fprintf(w, "messages\t%s\n", kv(s.ByStatus))
-	fmt.Fprintf(w, "dead by class\t%s\n", kv(s.DeadByClass))
+	fmt.Fprintf(w, "messages\t%s\n", status.Counts(s.ByStatus))
+	fmt.Fprintf(w, "dead by class\t%s\n", status.Counts(s.DeadByClass))
 	fmt.Fprintf(w, "markers owed\t%d (abandoned %d)\n", s.MarkersOwed, s.MarkersAbandoned)
-	fmt.Fprintf(w, "flights\t%s\n", kv(s.Flights))
+	fmt.Fprintf(w, "flights\t%s\n", status.Counts(s.Flights))
 	for _, t := range s.Outbox {
 		age := "-"
 		if t.Oldest != nil {
@@ -88,22 +87,6 @@ func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s\n", l.Role, l.Epoch, l.Holder, l.AcquiredAt.Format(time.RFC3339))
 	}
 	return w.Flush()
-}
-
-func kv(m map[string]int64) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 const showSQL = `

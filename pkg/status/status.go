@@ -6,6 +6,8 @@ package status
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,4 +159,21 @@ func counts(ctx context.Context, pool *pgxpool.Pool, q string, into map[string]i
 	var n int64
 	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { into[k] = n; return nil })
 	return err
+}
+
+// Counts formats counts as "A 1, B 2" sorted by key ("-" when empty), for human output.
+func Counts(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
