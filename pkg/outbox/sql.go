@@ -102,9 +102,10 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.p
 // markSentSQL marks a batch SENT in one statement. Only PENDING rows change: a row an operator
 // skipped meanwhile stays as it is.
 const markSentSQL = `
-UPDATE msg_event
+UPDATE msg_event e
    SET status = 'SENT', sent_at = $2, next_attempt_at = NULL
- WHERE event_id = ANY($1::bigint[]) AND status = 'PENDING'`
+  FROM unnest($1::bigint[]) AS u(id)
+ WHERE e.event_id = u.id AND e.status = 'PENDING'`
 
 // markFailedSQL counts one failed attempt per row: backoff base·2^(attempts before), capped;
 // DEAD when the attempts reach the maximum or the failure is fatal (non-retryable).

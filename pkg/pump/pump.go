@@ -375,12 +375,9 @@ func (p *Pump) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work)
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	if _, err := tx.Exec(ctx, bindIdentitiesSQL, keys, ids, shas, now); err != nil {
-		return nil, fmt.Errorf("bind identities: %w", err)
-	}
-	rows, err := tx.Query(ctx, ownersSQL, keys)
+	rows, err := tx.Query(ctx, bindIdentitiesSQL, keys, ids, shas, now)
 	if err != nil {
-		return nil, fmt.Errorf("read identity owners: %w", err)
+		return nil, fmt.Errorf("bind identities: %w", err)
 	}
 	owners := make(map[string]owner, len(keys))
 	var k string
@@ -390,7 +387,7 @@ func (p *Pump) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read identity owners: %w", err)
+		return nil, fmt.Errorf("bind identities: %w", err)
 	}
 	return owners, nil
 }

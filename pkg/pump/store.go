@@ -17,16 +17,24 @@ SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, en
 UPDATE proc_state SET processing_started_at = $2
  WHERE msg_id = $1 AND processing_started_at IS NULL AND status IN ('PENDING', 'FAILED')`
 
-	// bindIdentitiesSQL binds every identity of a batch at once; a key already bound (to this
-	// message on a retry, or to an earlier one) is left alone. Keys repeated inside the batch
-	// bind to the first in array (= msg_id) order.
+	// bindIdentitiesSQL binds every identity of a batch and returns every key's owner, in one
+	// statement: keys inserted now come from RETURNING (keys repeated inside the batch bind to the
+	// first in array = msg_id order), keys bound before from the table (the statement's snapshot
+	// does not see its own inserts, so the two parts never overlap). The join keeps the lookup on
+	// the primary key index whatever the batch size.
 	bindIdentitiesSQL = `
-INSERT INTO msg_identity (identity_key, msg_id, raw_sha256, bound_at)
-SELECT k, id, h, $4 FROM unnest($1::text[], $2::bigint[], $3::bytea[]) WITH ORDINALITY AS u(k, id, h, n)
- ORDER BY n
-ON CONFLICT DO NOTHING`
-
-	ownersSQL = `SELECT identity_key, msg_id, raw_sha256 FROM msg_identity WHERE identity_key = ANY($1::text[])`
+WITH input AS (
+  SELECT k, id, h, n FROM unnest($1::text[], $2::bigint[], $3::bytea[]) WITH ORDINALITY AS u(k, id, h, n)
+), bound AS (
+  INSERT INTO msg_identity (identity_key, msg_id, raw_sha256, bound_at)
+  SELECT k, id, h, $4 FROM input ORDER BY n
+  ON CONFLICT DO NOTHING
+  RETURNING identity_key, msg_id, raw_sha256
+)
+SELECT identity_key, msg_id, raw_sha256 FROM bound
+UNION ALL
+SELECT m.identity_key, m.msg_id, m.raw_sha256
+  FROM (SELECT DISTINCT k FROM input) i JOIN msg_identity m ON m.identity_key = i.k`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
 	// backfill intent (INV-8).
@@ -48,14 +56,17 @@ UPDATE proc_state
        msg_type = COALESCE(NULLIF($6, ''), msg_type), msg_styp = COALESCE(NULLIF($7, ''), msg_styp)
  WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
 
+	// The marker updates join the id array (primary key lookups whatever the plan's estimates).
 	markerDoneSQL = `
-UPDATE proc_state SET backfill_done_at = $2, backfill_outcome = 'MARKED', backfill_attempts = backfill_attempts + 1,
+UPDATE proc_state p SET backfill_done_at = $2, backfill_outcome = 'MARKED', backfill_attempts = p.backfill_attempts + 1,
        backfill_error = NULL
- WHERE msg_id = ANY($1::bigint[]) AND backfill_done_at IS NULL`
+  FROM unnest($1::bigint[]) AS u(id)
+ WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL`
 
 	markerFailedSQL = `
-UPDATE proc_state SET backfill_attempts = backfill_attempts + 1, backfill_next_at = $2, backfill_error = $3
- WHERE msg_id = ANY($1::bigint[]) AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_next_at = $2, backfill_error = $3
+  FROM unnest($1::bigint[]) AS u(id)
+ WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
 
 	backlogSQL = `
 SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
