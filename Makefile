@@ -34,8 +34,9 @@ test-race: ## go test -race over everything (real PostgreSQL and MariaDB)
 test: lint verify test-race k8s-test ## what CI runs: lint, migration verify, race tests, manifest checks
 
 .PHONY: bench
-bench: ## benchmarks (separate from make test)
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 -timeout 30m $(PKGS)
+bench: ## benchmarks (separate from make test): package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count 3 -timeout 30m ./pkg/...
+	MSGX_BENCH_WRITE=1 $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 30m ./e2e/
 
 .PHONY: up
 up: ## local stack: PostgreSQL, MariaDB, in-process Kafka, migrations, mailbox tables and the four binaries

@@ -1,0 +1,319 @@
+package e2e_test
+
+// Helpers of BenchmarkEndToEnd (bench_test.go): binaries, FLOP generation, the machine's
+// description and the docs/benchmarks.md section.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/simulate"
+	"github.com/msgx/msgx/pkg/sis"
+	"github.com/msgx/msgx/pkg/stack"
+)
+
+var (
+	benchBinOnce sync.Once
+	benchBinDir  string
+	benchBinErr  error
+)
+
+// benchBinaries builds the binaries once per test binary, into .devstack/bench/bin.
+func benchBinaries(b *testing.B, root string) string {
+	benchBinOnce.Do(func() {
+		benchBinDir = filepath.Join(root, ".devstack", "bench", "bin")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		benchBinErr = stack.Build(ctx, benchBinDir)
+	})
+	require.NoError(b, benchBinErr)
+	return benchBinDir
+}
+
+// benchToday is today's date in the airport zone: the jobs binary's history sweep purges an
+// older simulated day.
+func benchToday(b *testing.B) time.Time {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(b, err)
+	y, m, d := time.Now().In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+func benchWrite() bool { return os.Getenv("MSGX_BENCH_WRITE") == "1" }
+
+// --- FLOP updates -------------------------------------------------------------------------
+
+// flopGen makes FLOP updates over the snapshot's flights, in the simulator's XML layout, with
+// fresh SEQNs. Every update changes its flight (a value different from the flight's last one of
+// that subtype), so each one is a flight change and an event on msgx.flight.changes.
+type flopGen struct {
+	flights []simulate.Flight
+	rng     *rand.Rand
+	seqn    int64
+	at      time.Time
+	n       map[string]int    // per flight and subtype: updates so far
+	last    map[string]string // per flight and subtype: the last body sent
+}
+
+func newFlopGen(flights []simulate.Flight, seqn int64, after time.Time, seed uint64) *flopGen {
+	return &flopGen{flights: flights, rng: rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)), seqn: seqn,
+		at: after, n: map[string]int{}, last: map[string]string{}}
+}
+
+var benchDelayCodes = []struct{ code, desc string }{
+	{"AX", "ATC STAFF/EQUIPMENT PROBLEM"}, {"RE", "CREW ROTATION"}, {"WO", "WEATHER AT DEPARTURE"},
+	{"TG", "AIRCRAFT TECHNICAL DEFECT"}, {"RA", "LATE ARRIVAL OF AIRCRAFT"},
+}
+
+// body renders the FLOP elements of subtype styp for f, variant k.
+func (g *flopGen) body(f *simulate.Flight, styp string, k int) string {
+	t := func(min int) string { return sis.FormatDateTime(f.Scheduled.Add(time.Duration(min) * time.Minute)) }
+	switch styp {
+	case "STND":
+		s := 101 + (int(f.FLID)+k)%40
+		if (int(f.FLID)+k)%3 == 0 {
+			s = 401 + (int(f.FLID)+k)%60
+		}
+		return "\t\t<STND>" + strconv.Itoa(s) + "</STND>\n"
+	case "GTDT":
+		gate := fmt.Sprintf("G%02d", 1+(int(f.FLID)+k)%40)
+		return "\t\t<GTDT GTNO=\"1\">\n\t\t\t<GATE>" + gate + "</GATE>\n\t\t\t<PGOT>" + t(-60-k%30) + "</PGOT>\n\t\t\t<PGCT>" +
+			t(-15) + "</PGCT>\n\t\t\t<GTYP>D</GTYP>\n\t\t</GTDT>\n"
+	case "DELY":
+		d := benchDelayCodes[k%len(benchDelayCodes)]
+		dura := 5 + k%115
+		return fmt.Sprintf("\t\t<DELY CODE=%q STRT=%q DURA=\"%02d%02d\">%s</DELY>\n", d.code, t(0), dura/60, dura%60, d.desc)
+	case "CNCL":
+		if k%2 == 1 { // un-cancelled
+			return "\t\t<CNCL></CNCL>\n"
+		}
+		return "\t\t<CNCL>" + t(-120+k%60) + "</CNCL>\n"
+	default: // a time: ESTT EOBT TOBT ACTT
+		return "\t\t<" + styp + ">" + t(-30+k%240) + "</" + styp + ">\n"
+	}
+}
+
+// next returns the next update.
+func (g *flopGen) next() simulate.Message {
+	f := &g.flights[g.rng.IntN(len(g.flights))]
+	dep := f.Movement == "D"
+	var styp string
+	switch x := g.rng.IntN(100); {
+	case x < 30:
+		styp = "ESTT"
+	case x < 45:
+		styp = "STND"
+	case x < 60:
+		styp = "GTDT"
+	case x < 70 && dep:
+		styp = "EOBT"
+	case x < 70:
+		styp = "ACTT"
+	case x < 80:
+		styp = "DELY"
+	case x < 85:
+		styp = "CNCL"
+	case x < 95 && dep:
+		styp = "TOBT"
+	default:
+		styp = "ACTT"
+	}
+	key := strconv.FormatInt(f.FLID, 10) + styp
+	k := g.n[key]
+	body := g.body(f, styp, k)
+	if body == g.last[key] {
+		k++
+		body = g.body(f, styp, k)
+	}
+	g.n[key], g.last[key] = k+1, body
+	g.at = g.at.Add(time.Second)
+	m := simulate.Message{At: g.at, SNDR: "AODB", SEQN: g.seqn, Type: "FLOP", Subtype: styp, FLID: f.FLID,
+		Outcome: simulate.OutcomeApplied, DuplicateOf: -1}
+	g.seqn++
+	m.Raw = []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<MSG xmlns:xsi = "http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation = "unisysaodbsis.xsd">
+	<META>
+		<SNDR>AODB</SNDR>
+		<SEQN>` + strconv.FormatInt(m.SEQN, 10) + `</SEQN>
+		<DTTM>` + g.at.Format("20060102150405") + `</DTTM>
+		<TYPE>FLOP</TYPE>
+		<STYP>` + styp + `</STYP>
+	</META>
+	<FLOP>
+		<FLID>` + strconv.FormatInt(f.FLID, 10) + `</FLID>
+		<FFID>` + f.Airline + "-" + f.FlightNumber + "-" + f.Movement + "-" + sis.FormatDateTime(f.Scheduled) + "-" + f.Indicator + `</FFID>
+` + body + `	</FLOP>
+</MSG>
+`)
+	return m
+}
+
+// messages returns the next n updates, indexed from 0.
+func (g *flopGen) messages(n int) []simulate.Message {
+	out := make([]simulate.Message, n)
+	for i := range out {
+		out[i] = g.next()
+		out[i].Index = i
+	}
+	return out
+}
+
+// --- the machine ----------------------------------------------------------------------------
+
+type machine struct {
+	cpus                   int
+	cpuModel, mem          string
+	goVersion, pg, mariadb string
+}
+
+func describeMachine(ctx context.Context, b *testing.B, pool *pgxpool.Pool, mysqlDSN string) machine {
+	m := machine{cpus: runtime.NumCPU(), cpuModel: "unknown", mem: "unknown", goVersion: runtime.Version()}
+	if s, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(s), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpuModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if s, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(s), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+					m.mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+				}
+			}
+		}
+	}
+	require.NoError(b, pool.QueryRow(ctx, `SHOW server_version`).Scan(&m.pg))
+	db, err := simulate.OpenMailbox(mysqlDSN)
+	require.NoError(b, err)
+	defer db.Close()
+	require.NoError(b, db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&m.mariadb))
+	return m
+}
+
+// loadAvg is the 1, 5 and 15 minute load average.
+func loadAvg() string {
+	s, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(s))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// --- the report -----------------------------------------------------------------------------
+
+func (r benchResult) rssMaxMB() float64 {
+	var m int64
+	for _, v := range r.rss {
+		m = max(m, v)
+	}
+	return float64(m) / (1 << 20)
+}
+
+// target says whether a figure met its target, and by how much it missed.
+func target(ok bool, miss string) string {
+	if ok {
+		return "met"
+	}
+	return "**missed** " + miss
+}
+
+func (r benchResult) section() string {
+	var b strings.Builder
+	m := r.machine
+	ratio := r.e2eRate / r.pgbenchTPS
+	fmt.Fprintf(&b, "## %s\n\n", r.at.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s RAM, %s, PostgreSQL %s, MariaDB %s, in-process Kafka (kfake). "+
+		"Load average (1/5/15 min) %s at the start, %s at the end.\n\n", m.cpus, m.cpuModel, m.mem, m.goVersion, m.pg, m.mariadb, r.loadStart, r.loadEnd)
+	b.WriteString("| measure | result | target |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| throughput: %d messages (reference lists, %d-flight snapshot, %d FLOPs) pre-written, stack start → all terminal and every KAFKA:msg event acknowledged | %.0f msgs/s (%s; %d events of %d B mean) | ≥ 2,000: %s |\n",
+		r.backlog, benchFlights, benchBacklog, r.e2eRate, r.drain.Round(time.Millisecond), r.events, r.payload,
+		target(r.e2eRate >= 2000, fmt.Sprintf("by %.0f%%", 100*(1-r.e2eRate/2000))))
+	fmt.Fprintf(&b, "| pgbench ceiling: one message per transaction (head read, identity, terminal write, commit), 1 client, 10 s | %.0f tps | |\n", r.pgbenchTPS)
+	fmt.Fprintf(&b, "| throughput / pgbench ceiling | %.2f× | ≥ 2×: %s |\n", ratio, target(ratio >= 2, fmt.Sprintf("by %.0f%%", 100*(1-ratio/2))))
+	fmt.Fprintf(&b, "| raw sarama produce to the same broker (batches of 500, %d B values) | %.0f records/s (throughput is %.2f× of it) | |\n",
+		r.payload, r.saramaRate, r.e2eRate/r.saramaRate)
+	fmt.Fprintf(&b, "| latency, mailbox commit → consumer receipt on msgx.flight.changes, %d msgs/s for %s, MSGX_POLL_INTERVAL=100ms (%d of %d arrived) | p50 %d ms, p90 %d ms, p99 %d ms, max %d ms | p50 < 150: %s; p99 < 400: %s |\n",
+		benchRate, benchLatencyFor, r.arrived, r.latencyMsgs, r.p50.Milliseconds(), r.p90.Milliseconds(), r.p99.Milliseconds(), r.pmax.Milliseconds(),
+		target(r.p50 < 150*time.Millisecond, fmt.Sprintf("by %d ms", r.p50.Milliseconds()-150)),
+		target(r.p99 < 400*time.Millisecond, fmt.Sprintf("by %d ms", r.p99.Milliseconds()-400)))
+	var parts []string
+	worst := ""
+	for _, name := range stack.Binaries {
+		mb := float64(r.rss[name]) / (1 << 20)
+		parts = append(parts, fmt.Sprintf("%s %.1f", name, mb))
+		if mb >= 100 {
+			worst += fmt.Sprintf(" %s by %.1f MB", name, mb-100)
+		}
+	}
+	fmt.Fprintf(&b, "| peak RSS (VmHWM before stop, larger of both runs), MB | %s | < 100 each: %s |\n\n",
+		strings.Join(parts, ", "), target(worst == "", worst))
+	fmt.Fprintf(&b, "Throughput run, from the stack's start: everything ingested at %.1f s, processed at %.1f s, delivered at %.1f s. "+
+		"CPU time during it (of %.0f s available on %d CPUs): ", r.ingested.Seconds(), r.processed.Seconds(), r.drain.Seconds(),
+		r.drain.Seconds()*float64(m.cpus), m.cpus)
+	var cpus []string
+	for _, name := range stack.Binaries {
+		cpus = append(cpus, fmt.Sprintf("%s %.1f s", name, r.cpu[name].Seconds()))
+	}
+	fmt.Fprintf(&b, "%s; PostgreSQL %.1f s, MariaDB %.1f s (every server process, other users included).\n\n",
+		strings.Join(cpus, ", "), r.dbCPU["postgres"].Seconds(), r.dbCPU["mariadbd"].Seconds())
+	b.WriteString("```\n")
+	fmt.Fprintf(&b, "e2e_msgs_per_s: %.0f\n", r.e2eRate)
+	fmt.Fprintf(&b, "pgbench_ceiling_tps: %.0f\n", r.pgbenchTPS)
+	fmt.Fprintf(&b, "e2e_over_ceiling: %.2f\n", ratio)
+	fmt.Fprintf(&b, "sarama_raw_per_s: %.0f\n", r.saramaRate)
+	fmt.Fprintf(&b, "latency_p50_ms: %d\n", r.p50.Milliseconds())
+	fmt.Fprintf(&b, "latency_p99_ms: %d\n", r.p99.Milliseconds())
+	fmt.Fprintf(&b, "rss_max_mb: %.1f\n", r.rssMaxMB())
+	b.WriteString("```\n")
+	return b.String()
+}
+
+const benchmarksHeader = `# Benchmarks
+
+` + "`make bench`" + ` runs the package benchmarks and then the end-to-end benchmark
+(` + "`BenchmarkEndToEnd`" + ` in e2e/bench_test.go, issue 9): the four binaries as real processes
+against local PostgreSQL and MariaDB and the in-process Kafka broker. Each run adds a dated section
+here, newest first. A section ends with a fenced block of ` + "`key: value`" + ` lines that scripts
+read. Targets (2-core machine): throughput ≥ 2,000 msgs/s and ≥ 2× the pgbench ceiling; latency
+p50 < 150 ms, p99 < 400 ms; every binary's peak RSS < 100 MB.
+
+`
+
+// writeBenchmarks puts section first among the dated sections of path (creating the file).
+func writeBenchmarks(path, section string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	doc := string(old)
+	if doc == "" {
+		doc = benchmarksHeader
+	}
+	i := strings.Index(doc, "\n## ")
+	var out string
+	if i < 0 {
+		out = strings.TrimRight(doc, "\n") + "\n\n" + section
+	} else {
+		out = doc[:i+1] + section + "\n" + doc[i+1:]
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}
