@@ -67,7 +67,7 @@ type Config struct {
 	BackoffBase        time.Duration `envconfig:"BACKOFF_BASE" default:"1s" desc:"processor and dispatcher: first retry delay, doubled per attempt"`
 	BackoffMax         time.Duration `envconfig:"BACKOFF_MAX" default:"60s" desc:"processor and dispatcher: retry delay cap"`
 	HeadDeadline       time.Duration `envconfig:"HEAD_DEADLINE" default:"10m" desc:"processor: a head message still open this long after its first processing ends DEAD EXHAUSTED"`
-	PumpBatch          int           `envconfig:"PUMP_BATCH" default:"100" desc:"processor: consecutive head messages committed in one transaction (a savepoint each)"`
+	PumpBatch          int           `envconfig:"PUMP_BATCH" default:"500" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
 	AirportTZ          string        `envconfig:"AIRPORT_TZ" default:"Asia/Shanghai" desc:"airport time zone (IANA): operation days and local times"`
 
 	KafkaBrokers        []string      `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"dispatcher: Kafka bootstrap brokers"`

@@ -27,8 +27,8 @@ func BenchmarkSnapshot2000(b *testing.B) {
 	}
 }
 
-// BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 100, a
-// savepoint each) and reports messages per second, beside the one-transaction-per-message
+// BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 500, the
+// flight processor's batch session) and reports messages per second, beside the one-transaction-per-message
 // ceiling of the same server (a pgbench-like loop: BEGIN; one UPDATE; COMMIT).
 func BenchmarkFlopRate(b *testing.B) {
 	n := 5000
@@ -36,7 +36,7 @@ func BenchmarkFlopRate(b *testing.B) {
 		n = v
 	}
 	d := genDay(2000, 2)
-	batch := 100
+	batch := 500 // MSGX_PUMP_BATCH's default
 	if v, err := strconv.Atoi(os.Getenv("MSGX_BENCH_BATCH")); err == nil {
 		batch = v
 	}

@@ -116,6 +116,9 @@ func (p *Pump) Run(ctx context.Context, lease leader.Lease) error {
 	}
 }
 
+// maxBatchBytes bounds the stored text a batch loads (the first message always loads).
+const maxBatchBytes = 8 << 20
+
 // headRow is one row of the head run.
 type headRow struct {
 	id         int64
@@ -236,7 +239,7 @@ func terminalOnly(rs []result) []result {
 }
 
 func (p *Pump) loadHead(ctx context.Context, limit int) ([]headRow, error) {
-	rows, err := p.pool.Query(ctx, headSQL, limit)
+	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load head: %w", err)
 	}

@@ -5,13 +5,20 @@ package pump
 
 const (
 	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text.
+	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text, at most $1 rows
+	// and about $2 bytes of stored text (the first row always), so a run of large schedule
+	// messages cannot blow up the batch's memory.
 	headSQL = `
 SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, enqueued_at
-  FROM proc_state
- WHERE status IN ('PENDING', 'FAILED')
-   AND msg_id <= (SELECT watermark FROM inbox_cursor)
- ORDER BY msg_id
- LIMIT $1`
+  FROM (SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, enqueued_at,
+               sum(COALESCE(pg_column_size(raw), 0)) OVER (ORDER BY msg_id) - COALESCE(pg_column_size(raw), 0) AS before
+          FROM proc_state
+         WHERE status IN ('PENDING', 'FAILED')
+           AND msg_id <= (SELECT watermark FROM inbox_cursor)
+         ORDER BY msg_id
+         LIMIT $1) head
+ WHERE before < $2
+ ORDER BY msg_id`
 
 	markStartedSQL = `
 UPDATE proc_state SET processing_started_at = $2
