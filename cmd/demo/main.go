@@ -189,7 +189,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if wr == nil {
 			continue
 		}
-		if drained(snap, wr) {
+		if stack.Drained(snap, slices.Max(wr.IDs)) {
 			if drainedSince.IsZero() {
 				drainedSince = time.Now()
 			}
@@ -214,20 +214,6 @@ func (l *latencies) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.committed)
-}
-
-// drained: every written message is terminal, nothing waits in the outbox, no marker is owed.
-func drained(s status.Snapshot, w *simulate.Written) bool {
-	maxID := slices.Max(w.IDs)
-	if s.Watermark < maxID || s.ByStatus["PENDING"] > 0 || s.ByStatus["FAILED"] > 0 || s.MarkersOwed > 0 {
-		return false
-	}
-	for _, t := range s.Outbox {
-		if t.Pending > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func progress(out io.Writer, el time.Duration, written, total int, s status.Snapshot, c *stack.Consumer) {

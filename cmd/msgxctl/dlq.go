@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -50,7 +49,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 	flid := fs.String("flid", "", "select one FLID")
 	idList := fs.String("ids", "", "comma-separated event ids")
 	reason := fs.String("reason", "", "why (written to the audit row)")
-	actor := fs.String("actor", dlqActor(), "who (written to the audit row)")
+	actor := fs.String("actor", defaultActor(), "who (written to the audit row)")
 	limit := fs.Int("limit", 100, "list at most this many")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	asJSON := fs.Bool("json", false, "JSON output")
@@ -178,13 +177,6 @@ func dlqParseIDs(s string) ([]int64, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
-}
-
-func dlqActor() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "unknown"
 }
 
 func dlqOneLine(s string, n int) string {

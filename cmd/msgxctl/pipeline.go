@@ -199,10 +199,11 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	return nil
 }
 
+// defaultActor names who runs msgxctl in audit rows: user@host, or "unknown".
 func defaultActor() string {
-	if u, err := user.Current(); err == nil {
+	if u, err := user.Current(); err == nil && u.Username != "" {
 		h, _ := os.Hostname()
 		return u.Username + "@" + h
 	}
-	return ""
+	return "unknown"
 }

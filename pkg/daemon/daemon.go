@@ -114,12 +114,3 @@ func Run(ctx context.Context, spec Spec) error {
 	spec.Log.Info().Dur("uptime", time.Since(start)).Err(err).Msg("stopped")
 	return err
 }
-
-// Placeholder is the stage loop of a stage that a later issue builds: it says so once and waits.
-func Placeholder(log zerolog.Logger, what string) func(context.Context, leader.Lease) error {
-	return func(ctx context.Context, lease leader.Lease) error {
-		log.Warn().Int64("epoch", lease.Epoch).Msg("placeholder stage loop: " + what + " is not built yet; holding leadership and doing nothing")
-		<-ctx.Done()
-		return nil
-	}
-}

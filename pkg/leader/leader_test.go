@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -198,7 +199,7 @@ func TestFencingProtocol(t *testing.T) {
 // child is a leader candidate process. While leader it commits a protected row every 10ms
 // (ignoring cancellation for the write itself, as a paused process would) and prints its state.
 func child(url, name string) int {
-	ctx, stop := signalContext()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	pool, err := pgxpool.New(ctx, url+"&idle_in_transaction_session_timeout=2000")
 	if err != nil {
@@ -248,20 +249,6 @@ func child(url, name string) int {
 		return 1
 	}
 	return 0
-}
-
-func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 1)
-	signalNotify(ch)
-	go func() {
-		select {
-		case <-ch:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }
 
 type proc struct {

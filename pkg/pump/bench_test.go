@@ -3,9 +3,6 @@ package pump_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/pump"
 	"github.com/msgx/msgx/pkg/sis"
+	"github.com/msgx/msgx/pkg/stack"
 )
 
 // durable turns the test URL back to the server's default commit durability, so benchmark
@@ -57,7 +55,7 @@ func BenchmarkPump(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "msgs/s")
 			if batch == 100 && n >= 1000 {
-				if tps, err := pgbenchCeiling(bb); err == nil {
+				if tps, err := stack.PGBenchCeiling(context.Background(), bb.db.URL, 5*time.Second); err == nil {
 					b.ReportMetric(tps, "pgbench_1msg_tx/s")
 					b.ReportMetric(float64(n)/elapsed.Seconds()/tps, "x_ceiling")
 				} else {
@@ -81,51 +79,4 @@ func enqueueBench(b *testing.B, bb *bundle, n int) {
 	require.NoError(b, err)
 	_, err = bb.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
 	require.NoError(b, err)
-}
-
-// pgbenchCeiling runs the one-message-per-transaction shape of the pump (read the head with its
-// text, bind its identity, write its terminal status and marker intent, commit) with pgbench for
-// 5 s on a fresh copy of pending rows, and returns its transactions per second.
-func pgbenchCeiling(bb *bundle) (float64, error) {
-	if _, err := exec.LookPath("pgbench"); err != nil {
-		return 0, err
-	}
-	ctx := context.Background()
-	const rows = 200000
-	for _, q := range []string{
-		`CREATE TABLE bench_ps (LIKE proc_state INCLUDING ALL)`,
-		`INSERT INTO bench_ps (msg_id, raw, raw_sha256, enqueued_at)
-		 SELECT g, 'x', sha256(int8send(g)), now() FROM generate_series(1, ` + strconv.Itoa(rows) + `) g`,
-		`CREATE TABLE bench_id (LIKE msg_identity INCLUDING ALL)`,
-	} {
-		if _, err := bb.db.Pool.Exec(ctx, q); err != nil {
-			return 0, err
-		}
-	}
-	script := `BEGIN;
-SELECT msg_id, raw, status, attempts FROM bench_ps WHERE status IN ('PENDING','FAILED') ORDER BY msg_id LIMIT 1 \gset
-INSERT INTO bench_id (identity_key, msg_id, raw_sha256, bound_at) VALUES ('AODB|FLOP|STND|' || :msg_id, :msg_id, '\x00', now()) ON CONFLICT DO NOTHING;
-UPDATE bench_ps SET status = 'SUCCEEDED', attempts = attempts + 1, finished_at = now(), backfill_next_at = now(), identity_key = 'AODB|FLOP|STND|' || :msg_id WHERE msg_id = :msg_id;
-COMMIT;
-`
-	f, err := os.CreateTemp("", "pump-*.sql")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(script); err != nil {
-		return 0, err
-	}
-	f.Close()
-	cmd := exec.Command("pgbench", "-n", "-c", "1", "-T", "5", "-f", f.Name(), "-h", "127.0.0.1", "-U", "postgres", "test")
-	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path="+bb.db.Schema)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
-	}
-	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("pgbench output without tps: %s", out)
-	}
-	return strconv.ParseFloat(string(m[1]), 64)
 }

@@ -157,9 +157,10 @@ COMMIT;
 `
 
 // PGBenchCeiling runs pgbench (one client, for d) with the one-message-per-transaction shape of
-// the pump against copies of proc_state and msg_identity in a scratch schema of the migrated
-// database at pgURL, and returns its transactions per second: the ceiling of the naive design
-// on this server, with the server's own commit durability.
+// the pump against copies of proc_state and msg_identity (as found on pgURL's search_path) in a
+// scratch schema, and returns its transactions per second: the ceiling of the naive design on
+// this server, with the server's own commit durability (session settings of pgURL are not
+// passed to pgbench).
 func PGBenchCeiling(ctx context.Context, pgURL string, d time.Duration) (float64, error) {
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		return 0, err
@@ -169,15 +170,15 @@ func PGBenchCeiling(ctx context.Context, pgURL string, d time.Duration) (float64
 		return 0, err
 	}
 	defer conn.Close(context.Background())
-	const schema = "bench_pgbench"
+	schema := "bench_pgbench_" + strconv.Itoa(os.Getpid())
 	rows := max(200_000, int(d.Seconds())*20_000)
 	for _, q := range []string{
 		`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`,
 		`CREATE SCHEMA ` + schema,
-		`CREATE TABLE ` + schema + `.bench_ps (LIKE public.proc_state INCLUDING ALL)`,
+		`CREATE TABLE ` + schema + `.bench_ps (LIKE proc_state INCLUDING ALL)`,
 		`INSERT INTO ` + schema + `.bench_ps (msg_id, raw, raw_sha256, enqueued_at)
 		 SELECT g, 'x', sha256(int8send(g)), now() FROM generate_series(1, ` + strconv.Itoa(rows) + `) g`,
-		`CREATE TABLE ` + schema + `.bench_id (LIKE public.msg_identity INCLUDING ALL)`,
+		`CREATE TABLE ` + schema + `.bench_id (LIKE msg_identity INCLUDING ALL)`,
 		`ANALYZE ` + schema + `.bench_ps`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
@@ -198,8 +199,10 @@ func PGBenchCeiling(ctx context.Context, pgURL string, d time.Duration) (float64
 		return 0, err
 	}
 	secs := strconv.Itoa(max(1, int(d.Seconds())))
-	cmd := exec.CommandContext(ctx, "pgbench", "-n", "-c", "1", "-T", secs, "-f", f.Name(), pgURL)
-	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path="+schema+",public")
+	cc := conn.Config()
+	cmd := exec.CommandContext(ctx, "pgbench", "-n", "-c", "1", "-T", secs, "-f", f.Name(),
+		"-h", cc.Host, "-p", strconv.Itoa(int(cc.Port)), "-U", cc.User, cc.Database)
+	cmd.Env = append(os.Environ(), "PGOPTIONS=-c search_path="+schema)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
