@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
-	"github.com/msgx/msgx/pkg/simulate"
-	"github.com/msgx/msgx/pkg/stack"
-	"github.com/msgx/msgx/pkg/testdb"
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
 // BenchmarkEndToEnd is `make bench`'s end-to-end benchmark (issue 9): the four binaries as real

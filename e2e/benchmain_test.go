@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/simulate"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/sis"
-	"github.com/msgx/msgx/pkg/stack"
 )
 
 var (

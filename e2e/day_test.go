@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
-	"github.com/msgx/msgx/pkg/simulate"
-	"github.com/msgx/msgx/pkg/stack"
 )
 
 // TestSimulatedDayEndToEnd runs a small simulated day through the four binaries and checks

@@ -14,10 +14,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
-	"github.com/msgx/msgx/pkg/simulate"
-	"github.com/msgx/msgx/pkg/stack"
-	"github.com/msgx/msgx/pkg/testdb"
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
 // binDir holds the binaries, built once for the package.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/simulate"
-	"github.com/msgx/msgx/pkg/stack"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
 )
 
 // TestAlertRulesUseExportedMetrics (issue 10): after some traffic (good, duplicate, malformed

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/simulate"
+	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/status"
 )
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/msgx/msgx/pkg/simulate"
-	"github.com/msgx/msgx/pkg/stack"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/status"
 )
 

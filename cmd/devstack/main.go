@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/msgx/msgx/pkg/stack"
+	"github.com/msgx/msgx/pkg/dev/stack"
 )
 
 func main() {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -71,7 +72,7 @@ func kafkaConfig(cfg config.Config) kafka.Config {
 func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
 	kcfg := kafkaConfig(cfg)
 	if cfg.KafkaInProcess {
-		broker, err := kafka.StartInProcess()
+		broker, err := broker.Start()
 		if err != nil {
 			return err
 		}

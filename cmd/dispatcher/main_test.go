@@ -19,10 +19,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/kafka/kafkatest"
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 // childEnv makes the test binary run the dispatcher's main instead of the tests: the crash test

@@ -12,9 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) {

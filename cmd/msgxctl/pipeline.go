@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/status"
 )
 
@@ -173,8 +173,8 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 		return err
 	}
 	defer pool.Close()
-	rep, err := pump.Replay(ctx, pool, pump.ReplayRequest{
-		Class: pump.Class(strings.ToUpper(*class)), IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
+	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{
+		Class: processor.Class(strings.ToUpper(*class)), IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
 	})
 	if err != nil {
 		return err

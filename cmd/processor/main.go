@@ -18,17 +18,17 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
 // processors maps each message kind to its processor. A kind missing here is FAILED
 // UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
-func processors() map[sis.Kind]pump.Processor {
+func processors() map[sis.Kind]processor.Processor {
 	// One flight processor for every flight kind: a batch's flight messages share one session.
 	flights, ref := flightstore.Processor{}, refdata.Processor{}
-	return map[sis.Kind]pump.Processor{
+	return map[sis.Kind]processor.Processor{
 		sis.KindFlightUpdate:     flights,
 		sis.KindFlightDelete:     flights,
 		sis.KindScheduleSnapshot: flights,
@@ -67,7 +67,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	p := pump.New(pump.Config{
+	p := processor.New(processor.Config{
 		Batch:              cfg.PumpBatch,
 		MaxAttempts:        cfg.MaxAttempts,
 		BackoffBase:        cfg.BackoffBase,
@@ -79,7 +79,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Location:           cfg.Location(),
 		Shadow:             cfg.Shadow,
 		ProcessedValue:     cfg.MailboxProcessedAs,
-	}, pool, processors(), mb, clock.System{}, pump.NewMetrics(reg), log)
+	}, pool, processors(), mb, clock.System{}, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,

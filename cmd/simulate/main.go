@@ -19,9 +19,9 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
 
-	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/simulate"
 )
 
 // env is read once; flags override it.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/msgx/msgx/pkg/simulate"
+	"github.com/msgx/msgx/pkg/dev/simulate"
 )
 
 func TestMain(m *testing.M) {

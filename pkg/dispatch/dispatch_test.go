@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -24,12 +25,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/kafka"
-	"github.com/msgx/msgx/pkg/kafka/kafkatest"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) {
@@ -43,7 +44,7 @@ var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 
 type bundle struct {
 	db       *testdb.DB
-	broker   *kafka.InProcess
+	broker   *broker.InProcess
 	kcfg     kafka.Config
 	producer *kafka.Producer
 	sender   *faultySender

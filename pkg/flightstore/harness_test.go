@@ -15,13 +15,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,9 +37,9 @@ var airport = func() *time.Location {
 }()
 
 // processors is the same map cmd/processor registers.
-func processors() map[sis.Kind]pump.Processor {
+func processors() map[sis.Kind]processor.Processor {
 	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
-	return map[sis.Kind]pump.Processor{
+	return map[sis.Kind]processor.Processor{
 		sis.KindFlightUpdate: flop, sis.KindFlightDelete: flop,
 		sis.KindScheduleSnapshot: schd, sis.KindScheduleAdd: schd, sis.KindScheduleDelete: schd,
 		sis.KindRefList: ref, sis.KindSeason: ref,
@@ -51,7 +51,7 @@ type env struct {
 	db    *testdb.DB
 	clock *clock.Fake
 	lease leader.Lease
-	pump  *pump.Pump
+	pump  *processor.Pump
 	next  int64
 }
 
@@ -61,7 +61,7 @@ func setup(t testing.TB, batch int) *env {
 	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
 	e := &env{db: db, clock: clock.NewFake(t0), lease: leader.Lease{Role: "processor", Epoch: 1}}
-	e.pump = pump.New(pump.Config{
+	e.pump = processor.New(processor.Config{
 		Batch: batch, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: airport,

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/flight"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -27,17 +27,17 @@ const (
 
 // Processor applies every flight message: FLOP updates and deletes (KindFlightUpdate,
 // KindFlightDelete) and schedules (KindScheduleSnapshot for DNLD/RESP, KindScheduleAdd for ADFT
-// and other add/update subtypes, KindScheduleDelete for DEL). It is a pump.Batcher: a batch's
+// and other add/update subtypes, KindScheduleDelete for DEL). It is a processor.Batcher: a batch's
 // flight messages share one Session (one load, one write).
 type Processor struct{}
 
 var (
-	_ pump.Processor = Processor{}
-	_ pump.Batcher   = Processor{}
+	_ processor.Processor = Processor{}
+	_ processor.Batcher   = Processor{}
 )
 
 // Apply applies one message in its own session.
-func (Processor) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+func (Processor) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 	s := NewSession(tx, m.Now)
 	out, err := s.Apply(ctx, m)
 	if err != nil {
@@ -47,7 +47,7 @@ func (Processor) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Out
 }
 
 // Begin starts the session of a batch and loads every flight its messages name.
-func (Processor) Begin(ctx context.Context, tx pgx.Tx, msgs []pump.Message) (pump.Session, error) {
+func (Processor) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
 	if len(msgs) == 0 {
 		return NewSession(tx, time.Time{}), nil
 	}
@@ -76,50 +76,50 @@ type (
 
 // Apply applies one flight message on top of the session's earlier ones. On error the session
 // is unchanged.
-func (s *Session) Apply(ctx context.Context, m pump.Message) (pump.Outcome, error) {
+func (s *Session) Apply(ctx context.Context, m processor.Message) (processor.Outcome, error) {
 	switch m.Decoded.Kind {
 	case sis.KindFlightUpdate, sis.KindFlightDelete:
 		return s.flop(ctx, m)
 	case sis.KindScheduleSnapshot, sis.KindScheduleAdd, sis.KindScheduleDelete:
 		return s.schedule(ctx, m)
 	}
-	return pump.Outcome{}, pump.Errorf(pump.ClassUnsupported, "flight processor: kind %s", m.Decoded.Kind)
+	return processor.Outcome{}, processor.Errorf(processor.ClassUnsupported, "flight processor: kind %s", m.Decoded.Kind)
 }
 
-func (s *Session) flop(ctx context.Context, m pump.Message) (pump.Outcome, error) {
+func (s *Session) flop(ctx context.Context, m processor.Message) (processor.Outcome, error) {
 	op := m.Decoded.Flop
 	if op == nil {
-		return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "FLOP body missing")
+		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "FLOP body missing")
 	}
 	r, err := s.apply(ctx, m, []flight.Input{{Op: op}}, nil)
 	if err != nil {
-		return pump.Outcome{}, err
+		return processor.Outcome{}, err
 	}
 	return r.outcome(), nil
 }
 
 // schedule validates the whole package, then applies every record.
-func (s *Session) schedule(ctx context.Context, m pump.Message) (pump.Outcome, error) {
+func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.Outcome, error) {
 	sch := m.Decoded.Schedule
 	if sch == nil {
-		return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "SCHD body missing")
+		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "SCHD body missing")
 	}
 	snapshot := m.Decoded.Kind == sis.KindScheduleSnapshot
 	del := m.Decoded.Kind == sis.KindScheduleDelete
 	if snapshot {
 		var done bool
 		if err := s.tx.QueryRow(ctx, snapAppliedSQL, m.ID).Scan(&done); err != nil {
-			return pump.Outcome{}, fmt.Errorf("check snapshot log: %w", err)
+			return processor.Outcome{}, fmt.Errorf("check snapshot log: %w", err)
 		}
 		if done { // replay of a succeeded snapshot: audit only (SPEC §6)
 			n := len(sch.Records)
 			s.extras = append(s.extras, func(b *pgx.Batch) { b.Queue(snapLogSQL, m.ID, nil, nil, 0, 0, n, m.Now) })
-			return pump.Outcome{Reason: "replay: snapshot already applied"}, nil
+			return processor.Outcome{Reason: "replay: snapshot already applied"}, nil
 		}
 	}
 	scope, err := ValidateSchedule(sch, del)
 	if err != nil {
-		return pump.Outcome{}, err
+		return processor.Outcome{}, err
 	}
 	inputs := make([]flight.Input, len(sch.Records))
 	for i := range sch.Records {
@@ -133,12 +133,12 @@ func (s *Session) schedule(ctx context.Context, m pump.Message) (pump.Outcome, e
 	}
 	r, err := s.apply(ctx, m, inputs, extra)
 	if err != nil {
-		return pump.Outcome{}, err
+		return processor.Outcome{}, err
 	}
 	if del {
 		return r.outcome(), nil
 	}
-	return pump.Outcome{Reason: r.notes()}, nil
+	return processor.Outcome{Reason: r.notes()}, nil
 }
 
 // scope is the operation-day range of a schedule package.
@@ -151,14 +151,14 @@ type scope struct{ start, end *string }
 func ValidateSchedule(sch *sis.Schedule, del bool) (scope, error) {
 	var sc scope
 	if sch.DeclaredRecs != len(sch.Records) {
-		return sc, pump.Errorf(pump.ClassProtocol, "SCHD RECS %d does not match the %d FLTR records", sch.DeclaredRecs, len(sch.Records))
+		return sc, processor.Errorf(processor.ClassProtocol, "SCHD RECS %d does not match the %d FLTR records", sch.DeclaredRecs, len(sch.Records))
 	}
 	days := make(map[int64]string, len(sch.Records))
 	for i := range sch.Records {
 		r := &sch.Records[i]
 		at := "SCHD FLTR[" + strconv.Itoa(i+1) + "]"
 		if !r.FLID.HasValue() {
-			return sc, pump.Errorf(pump.ClassProtocol, "%s: FLID required", at)
+			return sc, processor.Errorf(processor.ClassProtocol, "%s: FLID required", at)
 		}
 		if del {
 			continue
@@ -172,12 +172,12 @@ func ValidateSchedule(sch *sis.Schedule, del bool) (scope, error) {
 			{"ACFT", r.ACFT.HasValue()},
 		} {
 			if !f.ok {
-				return sc, pump.Errorf(pump.ClassProtocol, "%s (FLID %d): %s required", at, r.FLID.Value, f.name)
+				return sc, processor.Errorf(processor.ClassProtocol, "%s (FLID %d): %s required", at, r.FLID.Value, f.name)
 			}
 		}
 		day := flight.OperationDay(r.SODT.Value)
 		if d, ok := days[r.FLID.Value]; ok && d != day {
-			return sc, pump.Errorf(pump.ClassProtocol, "FLID %d occurs with operation days %s and %s in one package", r.FLID.Value, d, day)
+			return sc, processor.Errorf(processor.ClassProtocol, "FLID %d occurs with operation days %s and %s in one package", r.FLID.Value, d, day)
 		}
 		days[r.FLID.Value] = day
 		if sc.start == nil || day < *sc.start {
@@ -198,11 +198,11 @@ type result struct {
 	notesList                    []string
 }
 
-func (r result) outcome() pump.Outcome {
+func (r result) outcome() processor.Outcome {
 	if r.applied == 0 && len(r.skipReasons) > 0 {
-		return pump.Outcome{Skipped: true, Reason: r.skipReasons[0]}
+		return processor.Outcome{Skipped: true, Reason: r.skipReasons[0]}
 	}
-	return pump.Outcome{Reason: r.notes()}
+	return processor.Outcome{Reason: r.notes()}
 }
 
 func (r result) notes() string { return strings.Join(r.notesList, "; ") }
@@ -286,7 +286,7 @@ func (s *Session) Preload(ctx context.Context, flids []int64) error {
 // apply is the engine shared by every flight message: apply each input in order (package
 // flight), derive MAFL for every master whose child set may have changed, bump each changed
 // flight once, and keep the changes and events for Flush.
-func (s *Session) apply(ctx context.Context, m pump.Message, inputs []flight.Input, extra func(*pgx.Batch, result)) (result, error) {
+func (s *Session) apply(ctx context.Context, m processor.Message, inputs []flight.Input, extra func(*pgx.Batch, result)) (result, error) {
 	var r result
 	flids := make([]int64, 0, len(inputs))
 	for _, in := range inputs {
@@ -310,7 +310,7 @@ func (s *Session) apply(ctx context.Context, m pump.Message, inputs []flight.Inp
 		var v *flight.Violation
 		switch {
 		case errors.As(err, &v):
-			return r, pump.Errorf(pump.ClassProtocol, "%s", v.Reason)
+			return r, processor.Errorf(processor.ClassProtocol, "%s", v.Reason)
 		case errors.Is(err, flight.ErrNoFlight), errors.Is(err, flight.ErrDeleted):
 			r.skipped++
 			r.skipReasons = append(r.skipReasons, err.Error())
@@ -450,7 +450,7 @@ type events struct {
 
 // add appends the two events of one changed flight: KAFKA:msg with the changed fields and
 // KAFKA:schd with the full state (NULL payload for a TOMBSTONE).
-func (e *events) add(m pump.Message, old, next *flight.State) {
+func (e *events) add(m processor.Message, old, next *flight.State) {
 	typ := Upsert
 	if next.Status == flight.Deleted {
 		typ = Tombstone

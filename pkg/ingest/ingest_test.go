@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"github.com/msgx/msgx/pkg/dev/corpus"
 	"os"
 	"path/filepath"
 	"strings"
@@ -360,8 +361,8 @@ func TestUnstorableTextDoesNotBlockIngest(t *testing.T) {
 	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_unstorable_rows_total"))
 }
 
-// samplesDir holds the real SIS samples (../../../shared/sis-samples from this package).
-const samplesDir = "../../../shared/sis-samples"
+// samplesDir holds the real SIS samples (testdata/sis-samples, or $MSGX_SIS_SAMPLES).
+var samplesDir = corpus.Dir()
 
 func samples(t testing.TB) map[string]string {
 	t.Helper()

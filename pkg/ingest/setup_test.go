@@ -16,10 +16,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) {

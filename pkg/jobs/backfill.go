@@ -11,7 +11,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 )
 
 // Backfill outcomes recorded in proc_state.backfill_outcome.
@@ -95,7 +95,7 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 			ids[i] = o.id
 		}
 		mctx, cancel := context.WithTimeout(ctx, j.cfg.MarkTimeout)
-		found, err := j.marker.MarkEach(mctx, ids, pump.WallClock(now, j.cfg.Location), j.cfg.ProcessedValue)
+		found, err := j.marker.MarkEach(mctx, ids, processor.WallClock(now, j.cfg.Location), j.cfg.ProcessedValue)
 		cancel()
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
@@ -110,7 +110,7 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 					outcomes[i] = OutcomeOverdue
 					continue
 				}
-				next := now.Add(pump.Backoff(o.attempts+1, j.cfg.BackoffBase, j.cfg.BackoffMax))
+				next := now.Add(processor.Backoff(o.attempts+1, j.cfg.BackoffBase, j.cfg.BackoffMax))
 				nexts[i] = &next
 				continue
 			}

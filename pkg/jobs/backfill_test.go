@@ -12,7 +12,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -41,7 +41,7 @@ func TestBackfillMarked(t *testing.T) {
 	require.Equal(t, b.clock.Now(), r.DoneAt.UTC())
 	require.Nil(t, r.AbandonedAt)
 	at, status := b.mark(t, 1)
-	require.Equal(t, pump.WallClock(b.clock.Now(), time.UTC), *at)
+	require.Equal(t, processor.WallClock(b.clock.Now(), time.UTC), *at)
 	require.Equal(t, "PROCESSED", status)
 	require.Equal(t, 1, b.marker.writes(1))
 }
@@ -235,17 +235,17 @@ func (b *bundle) enqueue(t *testing.T, id int64, raw string) {
 }
 
 // procFunc is a processor made of a function.
-type procFunc func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error)
+type procFunc func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error)
 
-func (f procFunc) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+func (f procFunc) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 	return f(ctx, tx, m)
 }
 
-func (b *bundle) pump(proc pump.Processor, marker pump.Marker) *pump.Pump {
-	return pump.New(pump.Config{
+func (b *bundle) pump(proc processor.Processor, marker processor.Marker) *processor.Pump {
+	return processor.New(processor.Config{
 		Batch: 100, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC,
-	}, b.db.Pool, map[sis.Kind]pump.Processor{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
+	}, b.db.Pool, map[sis.Kind]processor.Processor{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
 }
 
 // INV-8: the marker is never written before the terminal commit; when the processor dies between
@@ -257,13 +257,13 @@ func TestBackfillAfterKillBetweenCommitAndMarker(t *testing.T) {
 	b.mailboxRow(t, 1, nil)
 	b.enqueue(t, 1, flop(1, 15, "S1"))
 	var sweptInside jobs.Result
-	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 		// The sweep runs while the processor's transaction is open, at a time the row would be
 		// due if it were terminal: nothing is terminal yet.
 		b.clock.Advance(time.Minute)
 		res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
 		sweptInside = res
-		return pump.Outcome{}, err
+		return processor.Outcome{}, err
 	})
 	// marker nil: the process "dies" right after its commit, before the immediate attempt.
 	res, err := b.pump(proc, nil).Step(ctx, b.please)

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 // figures are what one besidePump run measured. Head age is how long a message waited from
@@ -71,16 +71,16 @@ func besidePump(tb testing.TB, rows, flights int) figures {
 	      SELECT $1 + g, 'MU', 'MU' || g, 'D', $2, $3, $3 FROM generate_series(1, 100) g`, live, now.UTC().Truncate(24*time.Hour), now)
 	exec(`ANALYZE`)
 
-	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 		_, err := tx.Exec(ctx, `UPDATE flight SET stnd = $2, state_version = state_version + 1, updated_at = $3 WHERE flid = $1`,
 			m.Decoded.Flop.FLID, fmt.Sprintf("S%d", m.ID%7), m.Now)
-		return pump.Outcome{}, err
+		return processor.Outcome{}, err
 	})
 	reg := prometheus.NewRegistry()
-	p := pump.New(pump.Config{
+	p := processor.New(processor.Config{
 		Batch: 100, MaxAttempts: 5, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC,
-	}, db.Pool, map[sis.Kind]pump.Processor{sis.KindFlightUpdate: proc}, nil, clock.System{}, pump.NewMetrics(reg), zerolog.Nop())
+	}, db.Pool, map[sis.Kind]processor.Processor{sis.KindFlightUpdate: proc}, nil, clock.System{}, processor.NewMetrics(reg), zerolog.Nop())
 	cfg := jobs.Defaults()
 	cfg.Shadow = true
 	j, err := jobs.New(cfg, db.Pool, nil, clock.System{}, nil, zerolog.Nop())

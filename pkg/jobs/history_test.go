@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/jobs"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 )
 
 // day is an operation day.
@@ -134,14 +134,14 @@ func TestHistorySweepRacesProcessor(t *testing.T) {
 	for flid := int64(1); flid <= 3; flid++ {
 		b.flight(t, flid, day(2026, 12, 5), "ACTIVE", 5, old)
 	}
-	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 		flid := m.Decoded.Flop.FLID
 		q := `UPDATE flight SET stnd = $2, state_version = state_version + 1, updated_at = $3 WHERE flid = $1`
 		if flid == 2 {
 			q = `UPDATE flight SET stnd = $2, state_version = state_version + 1 WHERE flid = $1 AND $3::timestamptz IS NOT NULL`
 		}
 		_, err := tx.Exec(ctx, q, flid, "S9", m.Now)
-		return pump.Outcome{}, err
+		return processor.Outcome{}, err
 	})
 	p := b.pump(proc, nil)
 	b.enqueue(t, 1, flop(1, 1, "S9"))

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/jobs"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 )
 
 func TestRetention(t *testing.T) {
@@ -109,8 +109,8 @@ func TestRetentionBounded(t *testing.T) {
 func TestArchivedIdentityStillDuplicate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
-		return pump.Outcome{}, nil
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+		return processor.Outcome{}, nil
 	})
 	b.mailboxRow(t, 1, nil)
 	b.mailboxRow(t, 2, nil)

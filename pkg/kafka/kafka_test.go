@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/kafka"
-	"github.com/msgx/msgx/pkg/kafka/kafkatest"
 )
 
 func TestMain(m *testing.M) {
@@ -138,7 +139,7 @@ func TestSendCheckTopicsAndClassify(t *testing.T) {
 
 func TestCheckTopicsMissing(t *testing.T) {
 	t.Parallel()
-	b, err := kafka.StartInProcess()
+	b, err := broker.Start()
 	require.NoError(t, err)
 	defer b.Close()
 	cfg := kafkatest.Config(b.Addrs())
@@ -157,7 +158,7 @@ func TestSCRAM(t *testing.T) {
 	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"} {
 		t.Run(mech, func(t *testing.T) {
 			t.Parallel()
-			b, err := kafka.StartInProcess(kfake.EnableSASL(), kfake.Superuser(mech, "msgx", "s3cret=,x"))
+			b, err := broker.Start(kfake.EnableSASL(), kfake.Superuser(mech, "msgx", "s3cret=,x"))
 			require.NoError(t, err)
 			defer b.Close()
 			cfg := kafkatest.Config(b.Addrs())

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/mailbox/mailboxtest"
 )
 
 func TestMain(m *testing.M) {

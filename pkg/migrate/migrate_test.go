@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/migrate"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

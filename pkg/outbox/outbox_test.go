@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

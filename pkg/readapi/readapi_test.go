@@ -19,13 +19,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/readapi"
 	"github.com/msgx/msgx/pkg/sis"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,7 +42,7 @@ const (
 // are made the way production makes them), and the read API on an httptest server.
 type bundle struct {
 	db     *testdb.DB
-	pump   *pump.Pump
+	pump   *processor.Pump
 	lease  leader.Lease
 	next   int64
 	base   string
@@ -57,10 +57,10 @@ func setup(t *testing.T) *bundle {
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
 	proc := flightstore.Processor{}
-	p := pump.New(pump.Config{
+	p := processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: loc,
-	}, db.Pool, map[sis.Kind]pump.Processor{
+	}, db.Pool, map[sis.Kind]processor.Processor{
 		sis.KindFlightUpdate: proc, sis.KindFlightDelete: proc,
 		sis.KindScheduleSnapshot: proc, sis.KindScheduleAdd: proc, sis.KindScheduleDelete: proc,
 	}, nil, clock.NewFake(t0), nil, zerolog.Nop())

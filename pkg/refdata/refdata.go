@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -40,20 +40,20 @@ ON CONFLICT (rtype, rkey) DO UPDATE
 // Processor applies reference-list messages (KindRefList) and seasonal schedules (KindSeason).
 type Processor struct{}
 
-var _ pump.Processor = Processor{}
+var _ processor.Processor = Processor{}
 
 // Apply applies one reference message.
-func (Processor) Apply(ctx context.Context, tx pgx.Tx, m pump.Message) (pump.Outcome, error) {
+func (Processor) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 	switch {
 	case m.Decoded.RefList != nil:
 		return applyList(ctx, tx, m, m.Decoded.RefList)
 	case m.Decoded.Season != nil:
 		return applySeason(ctx, tx, m, m.Decoded.Season)
 	}
-	return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "reference message without a body")
+	return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "reference message without a body")
 }
 
-func applyList(ctx context.Context, tx pgx.Tx, m pump.Message, l *sis.RefList) (pump.Outcome, error) {
+func applyList(ctx context.Context, tx pgx.Tx, m processor.Message, l *sis.RefList) (processor.Outcome, error) {
 	var warn string
 	if l.DeclaredRecs >= 0 && l.DeclaredRecs != len(l.Records) {
 		warn = fmt.Sprintf("warning: RECS %d, %d records", l.DeclaredRecs, len(l.Records))
@@ -63,11 +63,11 @@ func applyList(ctx context.Context, tx pgx.Tx, m pump.Message, l *sis.RefList) (
 	var keys, fields []string
 	for i, r := range l.Records {
 		if r.Key == "" {
-			return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "%s record %d: key field missing", l.Type, i+1)
+			return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "%s record %d: key field missing", l.Type, i+1)
 		}
 		f, err := FieldsJSON(r.Fields)
 		if err != nil {
-			return pump.Outcome{}, err
+			return processor.Outcome{}, err
 		}
 		if j, ok := idx[r.Key]; ok {
 			fields[j] = f
@@ -86,12 +86,12 @@ func applyList(ctx context.Context, tx pgx.Tx, m pump.Message, l *sis.RefList) (
 		b.Queue(upsertSQL, l.Type, keys, fields, m.ID, m.Now)
 		b.Queue(refreshSQL, l.Type, keys)
 	default:
-		return pump.Outcome{}, pump.Errorf(pump.ClassProtocol, "reference list action %q", l.Action)
+		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "reference list action %q", l.Action)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return pump.Outcome{}, fmt.Errorf("apply %s %s: %w", l.Type, l.Action, err)
+		return processor.Outcome{}, fmt.Errorf("apply %s %s: %w", l.Type, l.Action, err)
 	}
-	return pump.Outcome{Reason: warn}, nil
+	return processor.Outcome{Reason: warn}, nil
 }
 
 // seasonKey identifies a season: its airport and validity (SIS.md §e.6: a season with the same
@@ -100,7 +100,7 @@ func seasonKey(s *sis.Season) string {
 	return s.APCD + "|" + s.SDAT.Format("2006-01-02") + "|" + s.EDAT.Format("2006-01-02")
 }
 
-func applySeason(ctx context.Context, tx pgx.Tx, m pump.Message, s *sis.Season) (pump.Outcome, error) {
+func applySeason(ctx context.Context, tx pgx.Tx, m processor.Message, s *sis.Season) (processor.Outcome, error) {
 	var warn string
 	if s.DeclaredRecs >= 0 && s.DeclaredRecs != len(s.Records) {
 		warn = fmt.Sprintf("warning: RECS %d, %d records", s.DeclaredRecs, len(s.Records))
@@ -112,12 +112,12 @@ func applySeason(ctx context.Context, tx pgx.Tx, m pump.Message, s *sis.Season) 
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return pump.Outcome{}, fmt.Errorf("encode season: %w", err)
+		return processor.Outcome{}, fmt.Errorf("encode season: %w", err)
 	}
 	if _, err := tx.Exec(ctx, upsertSQL, "SCHS", []string{seasonKey(s)}, []string{string(b)}, m.ID, m.Now); err != nil {
-		return pump.Outcome{}, fmt.Errorf("apply SCHS: %w", err)
+		return processor.Outcome{}, fmt.Errorf("apply SCHS: %w", err)
 	}
-	return pump.Outcome{Reason: warn}, nil
+	return processor.Outcome{Reason: warn}, nil
 }
 
 // repeating are the reference fields that may repeat: always a JSON array (SIS.md §b.6).

@@ -10,27 +10,27 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/msgx/msgx/pkg/pump"
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
-	"github.com/msgx/msgx/pkg/testdb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func msg(t *testing.T, styp, body string, recs string) pump.Message {
+func msg(t *testing.T, styp, body string, recs string) processor.Message {
 	raw := `<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261202080000</DTTM><TYPE>ABDG</TYPE><STYP>` + styp + `</STYP></META>` + recs + body + `</MSG>`
 	d, err := sis.Decode([]byte(raw), sis.Options{})
 	require.NoError(t, err)
-	return pump.Message{ID: 1, Decoded: d, Now: time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)}
+	return processor.Message{ID: 1, Decoded: d, Now: time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)}
 }
 
 func TestRefList(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	apply := func(m pump.Message) pump.Outcome {
-		var out pump.Outcome
+	apply := func(m processor.Message) processor.Outcome {
+		var out processor.Outcome
 		require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 			var err error
 			out, err = refdata.Processor{}.Apply(ctx, tx, m)

@@ -1,6 +1,7 @@
 package sis
 
 import (
+	"github.com/msgx/msgx/pkg/dev/corpus"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// samplesDir is the shared sample corpus; the repository sits next to shared/.
-const samplesDir = "../../../shared/sis-samples"
+// samplesDir is the sample corpus (testdata/sis-samples, or $MSGX_SIS_SAMPLES).
+var samplesDir = corpus.Dir()
 
 var shanghai = func() *time.Location {
 	loc, err := time.LoadLocation("Asia/Shanghai")

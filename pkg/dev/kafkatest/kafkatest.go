@@ -1,0 +1,141 @@
+// Package kafkatest reads topics back with a real consumer (franz-go's kgo client, independent
+// of the producer under test) and starts in-process brokers with the topics created, for the
+// tests of the dispatcher and its binary.
+package kafkatest
+
+import (
+	"context"
+	"github.com/msgx/msgx/pkg/dev/broker"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/msgx/msgx/pkg/kafka"
+)
+
+// Partitions of the topics tests create.
+const Partitions = 4
+
+// Config returns an adapter configuration for brokers with test topic names.
+func Config(brokers []string) kafka.Config {
+	return kafka.Config{
+		Brokers:        brokers,
+		ClientID:       "msgx-test",
+		Version:        "2.8.0",
+		DialTimeout:    5 * time.Second,
+		IOTimeout:      10 * time.Second,
+		ProduceTimeout: 5 * time.Second,
+		TopicChanges:   "msgx.flight.changes",
+		TopicState:     "msgx.flight.state",
+	}
+}
+
+// Broker starts an in-process broker with both topics created; it stops with the test.
+func Broker(t testing.TB, opts ...kfake.Opt) (*broker.InProcess, kafka.Config) {
+	t.Helper()
+	b, err := broker.Start(opts...)
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	cfg := Config(b.Addrs())
+	require.NoError(t, kafka.EnsureTopics(cfg, Partitions))
+	return b, cfg
+}
+
+// Record is one consumed record.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       string
+	Value     []byte // nil: null value (tombstone)
+	Headers   map[string]string
+}
+
+// Int returns the header as an int64 (0 if absent).
+func (r Record) Int(header string) int64 {
+	v, _ := strconv.ParseInt(r.Headers[header], 10, 64)
+	return v
+}
+
+// Consume reads topic from the start until it has at least n records, or fails the test after
+// timeout. Records of one partition are in offset order; partitions are interleaved.
+func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.Duration) []Record {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out []Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			require.FailNowf(t, "consume", "topic %s: got %d records, want at least %d within %s", topic, len(out), n, timeout)
+		}
+		for _, fe := range fs.Errors() {
+			require.NoError(t, fe.Err, "fetch %s/%d", fe.Topic, fe.Partition)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: r.Value, Headers: map[string]string{}}
+			for _, h := range r.Headers {
+				rec.Headers[h.Key] = string(h.Value)
+			}
+			out = append(out, rec)
+		})
+	}
+	return out
+}
+
+// ConsumeAll reads everything the topic holds now (its end offsets when called).
+func ConsumeAll(t testing.TB, brokers []string, topic string, timeout time.Duration) []Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	total := 0
+	for _, p := range endOffsets(ctx, t, cl, topic) {
+		total += int(p)
+	}
+	cl.Close()
+	if total == 0 {
+		return nil
+	}
+	return Consume(t, brokers, topic, total, timeout)
+}
+
+// endOffsets returns the high watermark of each partition of topic (created with Partitions).
+func endOffsets(ctx context.Context, t testing.TB, cl *kgo.Client, topic string) []int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := int32(0); p < Partitions; p++ {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition = p
+		rp.Timestamp = -1 // latest
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	out := make([]int64, Partitions)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			require.NoError(t, kerr.ErrorForCode(rp.ErrorCode), "list offsets %s/%d", topic, rp.Partition)
+			out[rp.Partition] = rp.Offset
+		}
+	}
+	return out
+}

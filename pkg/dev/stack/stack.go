@@ -1,0 +1,334 @@
+// Package stack runs msgx locally the way production runs it: the four binaries as separate
+// processes against PostgreSQL, the MySQL mailbox and a Kafka broker (in-process kfake here),
+// coordinating only through PostgreSQL. The demo (cmd/demo), the local stack (cmd/devstack),
+// the end-to-end tests and the end-to-end benchmark use it. It is development tooling: it
+// creates databases and the mailbox tables, which production never does.
+package stack
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/msgx/msgx/pkg/dev/broker"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/migrate"
+)
+
+// Binaries are the four stages, in start order.
+var Binaries = []string{"ingest", "processor", "dispatcher", "jobs"}
+
+// Tools are the other commands a stack user may run.
+var Tools = []string{"msgxctl", "simulate"}
+
+// Root finds the repository root (the directory of msgx's go.mod) from the working directory.
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/msgx/msgx\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("stack: not inside the msgx repository")
+		}
+		dir = parent
+	}
+}
+
+// Build compiles the binaries (and the tools that exist) into binDir.
+func Build(ctx context.Context, binDir string) error {
+	root, err := Root()
+	if err != nil {
+		return err
+	}
+	args := []string{"build", "-o", binDir + string(os.PathSeparator)}
+	for _, b := range append(append([]string{}, Binaries...), Tools...) {
+		if _, err := os.Stat(filepath.Join(root, "cmd", b)); err == nil {
+			args = append(args, "./cmd/"+b)
+		}
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build binaries: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Databases names where the stack keeps its state.
+type Databases struct {
+	PGServer    string // e.g. postgres://postgres@127.0.0.1:5432 (no database)
+	PGDatabase  string
+	MySQLServer string // e.g. root@tcp(127.0.0.1:3306)/
+	MySQLDB     string
+	Fresh       bool // drop and recreate both
+}
+
+// Prepare creates (or recreates) the PostgreSQL database with every migration applied and the
+// mailbox database with its tables, and returns their URL and DSN.
+func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err error) {
+	admin, err := pgx.Connect(ctx, d.PGServer+"/postgres?sslmode=disable")
+	if err != nil {
+		return "", "", fmt.Errorf("connect PostgreSQL: %w", err)
+	}
+	defer admin.Close(ctx)
+	ident := pgx.Identifier{d.PGDatabase}.Sanitize()
+	if d.Fresh {
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+			return "", "", fmt.Errorf("drop database: %w", err)
+		}
+	}
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, d.PGDatabase).Scan(&exists); err != nil {
+		return "", "", err
+	}
+	if !exists {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+			return "", "", fmt.Errorf("create database: %w", err)
+		}
+	}
+	pgURL = d.PGServer + "/" + url.PathEscape(d.PGDatabase) + "?sslmode=disable"
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		return "", "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := migrate.Up(ctx, conn); err != nil {
+		return "", "", err
+	}
+	if d.Fresh {
+		if err := mailboxtest.DropDatabase(ctx, d.MySQLServer, d.MySQLDB); err != nil {
+			return "", "", err
+		}
+	}
+	mysqlDSN, err = mailboxtest.CreateDatabase(ctx, d.MySQLServer, d.MySQLDB)
+	if err != nil {
+		return "", "", err
+	}
+	return pgURL, mysqlDSN, nil
+}
+
+// Options configure a running stack.
+type Options struct {
+	BinDir string
+	LogDir string   // each binary logs to LogDir/<name>.log
+	PGURL  string   // MSGX_PG_URL of every binary
+	MySQL  string   // MSGX_MYSQL_DSN
+	Env    []string // extra MSGX_ settings for every binary
+	// KafkaPort fixes the in-process broker's port (0: any free port).
+	KafkaPort int
+	// RandomPorts lets each binary pick a free HTTP port (tests); otherwise each serves on its
+	// role's default address (127.0.0.1:8081 … 8084).
+	RandomPorts bool
+}
+
+// Stack is a running local msgx.
+type Stack struct {
+	opts    Options
+	broker  *broker.InProcess
+	Brokers []string
+	Kafka   kafka.Config
+
+	mu    sync.Mutex
+	procs map[string]*Proc
+}
+
+// Start starts the broker (with the two topics) and the four binaries, and waits until each
+// serves HTTP.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	broker, err := broker.Start(kafkaPortOpt(opts.KafkaPort)...)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{opts: opts, broker: broker, Brokers: broker.Addrs(), procs: map[string]*Proc{}}
+	s.Kafka = kafka.Config{
+		Brokers: s.Brokers, ClientID: "msgx-stack", Version: "2.8.0",
+		DialTimeout: 5 * time.Second, IOTimeout: 10 * time.Second, ProduceTimeout: 10 * time.Second,
+		TopicChanges: "msgx.flight.changes", TopicState: "msgx.flight.state",
+	}
+	if err := kafka.EnsureTopics(s.Kafka, 6); err != nil {
+		broker.Close()
+		return nil, err
+	}
+	for _, b := range Binaries {
+		if _, err := s.StartProc(ctx, b); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Env is the environment every binary of this stack gets.
+func (s *Stack) Env() []string {
+	env := []string{
+		"MSGX_PG_URL=" + s.opts.PGURL,
+		"MSGX_MYSQL_DSN=" + s.opts.MySQL,
+		"MSGX_KAFKA_BROKERS=" + strings.Join(s.Brokers, ","),
+	}
+	if s.opts.RandomPorts {
+		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0")
+	}
+	return append(env, s.opts.Env...)
+}
+
+// Proc is one running binary.
+type Proc struct {
+	Name string
+	Addr string // host:port of its HTTP server
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Wait waits for the process to exit and returns its error.
+func (p *Proc) Wait() error { <-p.done; return p.err }
+
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// StartProc starts one binary and waits until it serves HTTP.
+func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
+	logf, err := os.OpenFile(filepath.Join(s.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(s.opts.BinDir, name))
+	cmd.Env = append(cleanEnv(), s.Env()...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	cmd.Stdout = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		defer logf.Close()
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			_, _ = logf.Write(append(line, '\n'))
+			var l struct {
+				Message string `json:"message"`
+				Addr    string `json:"addr"`
+			}
+			if json.Unmarshal(line, &l) == nil && strings.HasPrefix(l.Message, "http: serving") {
+				select {
+				case addr <- l.Addr:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(logf, stderr)
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	select {
+	case a := <-addr:
+		p.Addr = a
+	case <-p.done:
+		return nil, fmt.Errorf("%s exited at start: %v (see %s)", name, p.err, filepath.Join(s.opts.LogDir, name+".log"))
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("%s did not start serving within 30s", name)
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	s.procs[name] = p
+	s.mu.Unlock()
+	return p, nil
+}
+
+// Proc returns the running process of a binary (nil if none).
+func (s *Stack) Proc(name string) *Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procs[name]
+}
+
+// StopProc stops one binary with SIGTERM (graceful) and waits for it.
+func (s *Stack) StopProc(name string) error {
+	p := s.Proc(name)
+	if p == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(40 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	s.mu.Lock()
+	delete(s.procs, name)
+	s.mu.Unlock()
+	return p.err
+}
+
+// KillProc SIGKILLs one binary and waits for it.
+func (s *Stack) KillProc(name string) {
+	p := s.Proc(name)
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	s.mu.Lock()
+	delete(s.procs, name)
+	s.mu.Unlock()
+}
+
+// Close stops every binary gracefully, then the broker.
+func (s *Stack) Close() error {
+	var errs []error
+	for i := len(Binaries) - 1; i >= 0; i-- {
+		if err := s.StopProc(Binaries[i]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", Binaries[i], err))
+		}
+	}
+	s.broker.Close()
+	return errors.Join(errs...)
+}
+
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MSGX_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

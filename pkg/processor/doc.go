@@ -1,0 +1,38 @@
+// Package pump is the processor stage: it drains proc_state in strict msg_id order (the head is
+// the smallest open msg_id ≤ the ingest watermark W), decodes each message, binds its business
+// identity, hands it to the processor of its kind and commits the business change, its outbox
+// events, the terminal status and the backfill intent in one PostgreSQL transaction.
+//
+// States of a proc_state row:
+//
+//	          ┌───────────── replay (msgxctl; not MALFORMED/PROTOCOL) ─────────────┐
+//	          ▼                                                                      │
+//	ingest ─▶ PENDING ──ok──▶ SUCCEEDED | SKIPPED (duplicate-of, ignored, no-match)   │
+//	          │  ▲                                                                   │
+//	          │  └─due── FAILED ◀─ CODEC_ERROR | UNSUPPORTED | INFRA (attempts+1,    │
+//	          │            │        next_attempt_at = now + 1,2,4,8,16 s … cap 60 s) │
+//	          │            └─ attempts ≥ max or head deadline ─▶ DEAD EXHAUSTED ─────┤
+//	          └─ MALFORMED | PROTOCOL ─▶ DEAD (never replayed)                         │
+//	                                                      DEAD CODEC/UNSUPPORTED/INFRA┘
+//
+// Strict FIFO: a FAILED head whose next_attempt_at is in the future blocks every later
+// message; nothing overtakes it. A late row (ingested below W after its gap was skipped) is the
+// smallest open id, so it becomes the head at once: FIFO holds for everything still open.
+//
+// Batching: up to Batch consecutive head messages share one transaction, one savepoint each;
+// the batch stops at the first message that fails (FAILED), whose savepoint is rolled back.
+// Terminal rows of the batch are written by one statement that also sets backfill_next_at
+// (INV-8: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
+// epoch check open every batch transaction.
+//
+// Poison messages: before a batch, processing_started_at of its first message is committed in
+// its own transaction. A head found with processing_started_at already set was being processed
+// when the previous attempt ended without an outcome (a crash): the pump then works carefully,
+// one message per transaction with its own processing_started_at, for the next Batch messages,
+// so a message that kills the process is isolated, and after the head deadline (counted from
+// processing_started_at) it ends DEAD EXHAUSTED and the messages behind it flow again. A panic
+// is logged with the message id and re-raised: it is a bug, never a business outcome.
+//
+// After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
+// (only NULL → value, INV-7); anything it leaves owed is the jobs stage's backfill sweep's.
+package processor

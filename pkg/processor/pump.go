@@ -1,0 +1,612 @@
+package processor
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/sis"
+	"github.com/msgx/msgx/pkg/wake"
+)
+
+// Config tunes the pump. Zero values are not defaults: the binary fills them from pkg/config.
+type Config struct {
+	Batch              int
+	MaxAttempts        int
+	BackoffBase        time.Duration
+	BackoffMax         time.Duration
+	HeadDeadline       time.Duration
+	IdlePoll           time.Duration // wait when there is no work (ingest's new rows)
+	IgnoreTypes        []string
+	IdentityIncludeDay bool
+	Location           *time.Location
+	Shadow             bool   // write nothing to MySQL
+	ProcessedValue     string // also written to CMINMSGS_STATUS with the marker
+}
+
+// Marker writes the mailbox processed marker (pkg/mailbox): only NULL → at (INV-7). It
+// returns how many rows it changed.
+type Marker interface {
+	MarkProcessed(ctx context.Context, ids []int64, at time.Time, status string) (int64, error)
+}
+
+// Pump drains the head of proc_state.
+type Pump struct {
+	cfg     Config
+	pool    *pgxpool.Pool
+	procs   map[sis.Kind]Processor
+	marker  Marker
+	clock   clock.Clock
+	log     zerolog.Logger
+	metrics *Metrics
+
+	// careful counts the messages still to process one per transaction after a head was found
+	// with processing_started_at set (a previous attempt ended without an outcome).
+	careful int
+}
+
+// New returns a pump. procs maps message kinds to processors; a kind without one is FAILED
+// UNSUPPORTED. marker may be nil (no immediate backfill; the jobs sweep writes every marker).
+func New(cfg Config, pool *pgxpool.Pool, procs map[sis.Kind]Processor, marker Marker, clk clock.Clock, metrics *Metrics, log zerolog.Logger) *Pump {
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	return &Pump{cfg: cfg, pool: pool, procs: procs, marker: marker, clock: clk, log: log, metrics: metrics}
+}
+
+// StepResult says what one Step did.
+type StepResult struct {
+	Processed int       // messages that reached a terminal status
+	Failed    bool      // the batch ended with a FAILED message
+	Idle      bool      // nothing to do
+	WaitUntil time.Time // set when the head is FAILED and not due yet
+}
+
+// Run drains the head until ctx ends. It returns leader.ErrFenced when a newer leader took over;
+// other errors are logged and retried after a pause (the failure is recorded on the message
+// where it can be).
+func (p *Pump) Run(ctx context.Context, lease leader.Lease) error {
+	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
+	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
+	pause := p.cfg.BackoffBase
+	var refreshed time.Time
+	for {
+		if time.Since(refreshed) > 5*time.Second {
+			if err := p.RefreshGauges(ctx); err != nil && ctx.Err() == nil {
+				p.log.Warn().Err(err).Msg("pump: refresh gauges")
+			}
+			refreshed = time.Now()
+		}
+		res, err := p.Step(ctx, lease)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, leader.ErrFenced) {
+			return err
+		}
+		var wait time.Duration
+		switch {
+		case err != nil:
+			p.log.Error().Err(err).Dur("retry_in", pause).Msg("pump: step failed")
+			wait, pause = pause, min(2*pause, p.cfg.BackoffMax)
+		case res.Idle:
+			wait, pause = p.cfg.IdlePoll, p.cfg.BackoffBase
+		case !res.WaitUntil.IsZero():
+			wait, pause = min(res.WaitUntil.Sub(p.clock.Now()), p.cfg.IdlePoll), p.cfg.BackoffBase
+		default:
+			pause = p.cfg.BackoffBase
+			continue
+		}
+		if wait > 0 && !inbox.Wait(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// maxBatchBytes bounds the stored text a batch loads (the first message always loads).
+const maxBatchBytes = 8 << 20
+
+// headRow is one row of the head run.
+type headRow struct {
+	id         int64
+	raw        *string
+	status     string
+	attempts   int
+	nextAt     *time.Time
+	startedAt  *time.Time
+	enqueuedAt time.Time
+}
+
+// work is one message of a batch with its decode result.
+type work struct {
+	row      headRow
+	msg      *sis.Message
+	decErr   error
+	identity string
+	sha      []byte
+}
+
+// result is a message's outcome in a batch.
+type result struct {
+	id       int64
+	status   string // SUCCEEDED, SKIPPED, DEAD; or FAILED
+	class    Class
+	reason   string
+	identity string
+	differs  bool
+	typ      string
+	styp     string
+	nextAt   time.Time
+}
+
+// Step processes the next batch of head messages.
+func (p *Pump) Step(ctx context.Context, lease leader.Lease) (StepResult, error) {
+	now := p.clock.Now()
+	limit := p.cfg.Batch
+	if p.careful > 0 {
+		limit = 1
+	}
+	rows, err := p.loadHead(ctx, limit)
+	if err != nil {
+		return StepResult{}, err
+	}
+	if len(rows) == 0 {
+		p.metrics.headAge.Set(0)
+		return StepResult{Idle: true}, nil
+	}
+	head := rows[0]
+	p.metrics.headAge.Set(now.Sub(head.enqueuedAt).Seconds())
+
+	if head.status == "FAILED" && head.nextAt != nil && head.nextAt.After(now) {
+		return StepResult{WaitUntil: *head.nextAt}, nil
+	}
+	if head.startedAt != nil && now.Sub(*head.startedAt) >= p.cfg.HeadDeadline {
+		r := result{id: head.id, status: "DEAD", class: ClassExhausted,
+			reason: fmt.Sprintf("head deadline %s passed (processing started %s)", p.cfg.HeadDeadline, head.startedAt.UTC().Format(time.RFC3339))}
+		if err := p.commit(ctx, lease, now, []result{r}, nil); err != nil {
+			return StepResult{}, err
+		}
+		p.afterCommit(ctx, now, []result{r})
+		return StepResult{Processed: 1}, nil
+	}
+	if head.startedAt != nil || head.status == "FAILED" {
+		if head.status == "PENDING" && p.careful == 0 {
+			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
+		}
+		p.careful = max(p.careful, p.cfg.Batch)
+		rows = rows[:1]
+	}
+	// A batch holds only untouched PENDING rows after its head.
+	for i := 1; i < len(rows); i++ {
+		if rows[i].status != "PENDING" || rows[i].startedAt != nil {
+			rows = rows[:i]
+			break
+		}
+	}
+	if head.startedAt == nil {
+		if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, now); err != nil {
+			return StepResult{}, fmt.Errorf("mark processing started: %w", err)
+		}
+	}
+	if p.careful > 0 {
+		p.careful--
+	}
+
+	batch := make([]work, len(rows))
+	for i, r := range rows {
+		batch[i] = p.prepare(r)
+	}
+	results, failure, err := p.apply(ctx, lease, now, batch)
+	if err != nil {
+		if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
+			return StepResult{}, err
+		}
+		// The transaction itself failed (not attributable to one message): record it on the head.
+		class, reason := classify(err)
+		if class.permanent() {
+			class = ClassInfra
+		}
+		f := p.failure(batch[0], class, reason, now)
+		if cerr := p.commit(ctx, lease, now, nil, &f); cerr != nil {
+			return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
+		}
+		p.afterCommit(ctx, now, []result{f})
+		return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == "FAILED"}, nil
+	}
+	if failure != nil {
+		results = append(results, *failure)
+	}
+	p.afterCommit(ctx, now, results)
+	t := terminalOnly(results)
+	return StepResult{Processed: len(t), Failed: len(t) < len(results)}, nil
+}
+
+func terminalOnly(rs []result) []result {
+	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == "FAILED" })
+}
+
+func (p *Pump) loadHead(ctx context.Context, limit int) ([]headRow, error) {
+	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes)
+	if err != nil {
+		return nil, fmt.Errorf("load head: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (headRow, error) {
+		var h headRow
+		err := r.Scan(&h.id, &h.raw, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.enqueuedAt)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load head: %w", err)
+	}
+	return out, nil
+}
+
+// prepare decodes a message and computes its identity (outside any transaction).
+func (p *Pump) prepare(r headRow) work {
+	w := work{row: r}
+	if r.raw == nil || strings.TrimSpace(*r.raw) == "" {
+		w.decErr = Errorf(ClassMalformed, "raw text empty or missing")
+		return w
+	}
+	sum := sha256.Sum256([]byte(*r.raw))
+	w.sha = sum[:]
+	w.msg, w.decErr = sis.Decode([]byte(*r.raw), sis.Options{Location: p.cfg.Location})
+	if w.decErr == nil {
+		w.identity = p.identity(w.msg.Meta)
+	}
+	return w
+}
+
+// identity is SNDR|TYPE|STYP|SEQN, plus |YYYYMMDD of DTTM when configured.
+func (p *Pump) identity(m sis.Meta) string {
+	key := m.SNDR + "|" + m.TYPE + "|" + m.STYP + "|" + m.SEQN
+	if p.cfg.IdentityIncludeDay {
+		key += "|" + m.DTTM.Format("20060102")
+	}
+	return key
+}
+
+// apply runs the batch in one transaction. It returns the terminal results committed and, when
+// the batch stopped at a message that did not succeed, that message's outcome (also committed).
+func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, batch []work) ([]result, *result, error) {
+	start := time.Now()
+	var results []result
+	var failure *result
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		results, failure = nil, nil
+		if err := lease.Check(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
+			return fmt.Errorf("take pipeline lock: %w", err)
+		}
+		owners, err := p.bind(ctx, tx, now, batch)
+		if err != nil {
+			return err
+		}
+		sessions, order, err := p.begin(ctx, tx, now, lease, batch)
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			r := p.process(ctx, tx, now, lease, &batch[i], owners, sessions, i)
+			if r.status == "FAILED" {
+				// FIFO: nothing behind a failed message runs in this batch.
+				f := p.failure(batch[i], r.class, r.reason, now)
+				failure = &f
+				break
+			}
+			results = append(results, r)
+		}
+		for _, b := range order {
+			if err := sessions[b].Flush(ctx); err != nil {
+				return fmt.Errorf("flush %T: %w", b, err)
+			}
+		}
+		if len(results) > 0 {
+			if err := wake.Notify(ctx, tx, wake.Outbox); err != nil {
+				return err
+			}
+		}
+		return p.write(ctx, tx, now, results, failure)
+	})
+	p.metrics.txSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return nil, nil, err
+	}
+	p.metrics.batchSize.Observe(float64(len(results)))
+	return results, failure, nil
+}
+
+// begin starts one session per Batcher that serves messages of the batch (in first-use order).
+func (p *Pump) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, batch []work) (map[Batcher]Session, []Batcher, error) {
+	var order []Batcher
+	msgs := map[Batcher][]Message{}
+	for _, w := range batch {
+		if w.decErr != nil {
+			continue
+		}
+		b, ok := p.procs[w.msg.Kind].(Batcher)
+		if !ok {
+			continue
+		}
+		if _, seen := msgs[b]; !seen {
+			order = append(order, b)
+		}
+		msgs[b] = append(msgs[b], Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease})
+	}
+	sessions := make(map[Batcher]Session, len(order))
+	for _, b := range order {
+		s, err := b.Begin(ctx, tx, msgs[b])
+		if err != nil {
+			return nil, nil, fmt.Errorf("begin %T: %w", b, err)
+		}
+		sessions[b] = s
+	}
+	return sessions, order, nil
+}
+
+// owner is the message an identity is bound to.
+type owner struct {
+	id  int64
+	sha []byte
+}
+
+// bind binds the batch's identities in one statement and returns every key's owner.
+func (p *Pump) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work) (map[string]owner, error) {
+	var keys []string
+	var ids []int64
+	var shas [][]byte
+	for _, w := range batch {
+		if w.identity != "" {
+			keys, ids, shas = append(keys, w.identity), append(ids, w.row.id), append(shas, w.sha)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, bindIdentitiesSQL, keys, ids, shas, now)
+	if err != nil {
+		return nil, fmt.Errorf("bind identities: %w", err)
+	}
+	owners := make(map[string]owner, len(keys))
+	var k string
+	var o owner
+	_, err = pgx.ForEachRow(rows, []any{&k, &o.id, &o.sha}, func() error {
+		owners[k] = o
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bind identities: %w", err)
+	}
+	return owners, nil
+}
+
+// process decides one message's outcome, applying it under its own savepoint.
+func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, owners map[string]owner, sessions map[Batcher]Session, i int) result {
+	r := result{id: w.row.id, identity: w.identity}
+	if w.msg != nil {
+		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
+	}
+	if w.decErr != nil {
+		r.class, r.reason = classify(w.decErr)
+		r.status = "FAILED"
+		if r.class.permanent() {
+			r.status = "DEAD"
+		}
+		return r
+	}
+	if o, ok := owners[w.identity]; ok && o.id != w.row.id {
+		// The identity stays with its owner (proc_state.identity_key is unique).
+		r.identity = ""
+		r.status, r.reason = "SKIPPED", fmt.Sprintf("duplicate-of:%d", o.id)
+		if string(o.sha) != string(w.sha) {
+			r.differs = true
+			r.reason += " content-differs"
+			p.metrics.contentDiffers.Inc()
+			p.log.Warn().Int64("msg_id", w.row.id).Int64("first", o.id).Str("identity", w.identity).
+				Msg("pump: same identity, different content (PRE-7 broken upstream)")
+		}
+		return r
+	}
+	if slices.Contains(p.cfg.IgnoreTypes, w.msg.Meta.TYPE) {
+		r.status, r.reason = "SKIPPED", "ignored:"+w.msg.Meta.TYPE
+		return r
+	}
+	proc, ok := p.procs[w.msg.Kind]
+	if !ok {
+		r.status, r.class = "FAILED", ClassUnsupported
+		r.reason = fmt.Sprintf("no processor for %s %s/%s", w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
+		return r
+	}
+	m := Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease}
+	if b, ok := proc.(Batcher); ok && sessions[b] != nil {
+		// In memory: a failed Apply leaves no trace, so no savepoint is needed.
+		out, err := p.applyOne(ctx, m, func() (Outcome, error) { return sessions[b].Apply(ctx, m) })
+		return p.outcome(r, out, err)
+	}
+	sp := fmt.Sprintf("m%d", i)
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
+		r.status, r.class, r.reason = "FAILED", ClassInfra, "savepoint: "+err.Error()
+		return r
+	}
+	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return proc.Apply(ctx, tx, m) })
+	if err != nil {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
+			r.status, r.class, r.reason = "FAILED", ClassInfra, "rollback to savepoint: "+rerr.Error()
+			return r
+		}
+	}
+	return p.outcome(r, out, err)
+}
+
+// outcome completes r from a processor's answer.
+func (p *Pump) outcome(r result, out Outcome, err error) result {
+	if err != nil {
+		r.class, r.reason = classify(err)
+		r.status = "FAILED"
+		if r.class.permanent() {
+			r.status = "DEAD"
+		}
+		return r
+	}
+	r.status, r.reason = "SUCCEEDED", out.Reason
+	if out.Skipped {
+		r.status = "SKIPPED"
+	}
+	return r
+}
+
+// applyOne calls the processor; a panic is logged with the message id and re-raised.
+func (p *Pump) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
+			panic(v)
+		}
+	}()
+	return apply()
+}
+
+// failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
+func (p *Pump) failure(w work, class Class, reason string, now time.Time) result {
+	r := result{id: w.row.id, identity: w.identity, class: class, reason: reason}
+	if w.msg != nil {
+		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
+	}
+	attempt := w.row.attempts + 1
+	if attempt >= p.cfg.MaxAttempts {
+		r.status, r.class = "DEAD", ClassExhausted
+		r.reason = fmt.Sprintf("after %d attempts: %s: %s", attempt, class, reason)
+		return r
+	}
+	r.status = "FAILED"
+	r.nextAt = now.Add(Backoff(attempt, p.cfg.BackoffBase, p.cfg.BackoffMax))
+	return r
+}
+
+// Backoff is the delay after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
+func Backoff(n int, base, maxDelay time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < maxDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxDelay)
+}
+
+// write stores the batch's terminal results (one statement, with the backfill intent) and the
+// failure that stopped it.
+func (p *Pump) write(ctx context.Context, tx pgx.Tx, now time.Time, results []result, failure *result) error {
+	terminal := results
+	if failure != nil && failure.status != "FAILED" {
+		terminal = append(slices.Clone(results), *failure)
+	}
+	if len(terminal) > 0 {
+		n := len(terminal)
+		ids, statuses, classes, reasons := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+		identities, differs, typs, styps := make([]string, n), make([]bool, n), make([]string, n), make([]string, n)
+		for i, r := range terminal {
+			ids[i], statuses[i], classes[i], reasons[i] = r.id, r.status, string(r.class), r.reason
+			identities[i], differs[i], typs[i], styps[i] = r.identity, r.differs, r.typ, r.styp
+		}
+		if _, err := tx.Exec(ctx, finishSQL, ids, statuses, classes, reasons, identities, differs, typs, styps, now); err != nil {
+			return fmt.Errorf("write terminal status: %w", err)
+		}
+	}
+	if failure != nil && failure.status == "FAILED" {
+		if _, err := tx.Exec(ctx, failSQL, failure.id, string(failure.class), failure.reason, failure.nextAt,
+			failure.identity, failure.typ, failure.styp); err != nil {
+			return fmt.Errorf("record failure: %w", err)
+		}
+	}
+	return nil
+}
+
+// commit writes outcomes decided without applying anything (head deadline, a batch that could
+// not run) in their own protected transaction.
+func (p *Pump) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) error {
+	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if err := lease.Check(ctx, tx); err != nil {
+			return err
+		}
+		return p.write(ctx, tx, now, terminal, failure)
+	})
+}
+
+// WallClock is t as the airport's local wall-clock time, labelled UTC: the form in which the
+// mailbox's zone-less DATETIME columns hold times.
+func WallClock(t time.Time, loc *time.Location) time.Time {
+	l := t.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), 0, time.UTC)
+}
+
+// afterCommit counts outcomes, logs them and makes the one immediate marker attempt.
+func (p *Pump) afterCommit(ctx context.Context, now time.Time, results []result) {
+	var ids []int64
+	for _, r := range results {
+		if r.status == "FAILED" {
+			p.metrics.processed.WithLabelValues(r.status, string(r.class)).Inc()
+			p.log.Warn().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).
+				Time("next_attempt_at", r.nextAt).Msg("pump: message FAILED; it holds the head until due")
+			continue
+		}
+		p.metrics.processed.WithLabelValues(r.status, string(r.class)).Inc()
+		if r.status == "DEAD" {
+			p.log.Error().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).Msg("pump: message is DEAD")
+		}
+		ids = append(ids, r.id)
+	}
+	if len(ids) == 0 || p.cfg.Shadow || p.marker == nil {
+		return
+	}
+	n, err := p.marker.MarkProcessed(ctx, ids, WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
+	switch {
+	case err != nil:
+		p.log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")
+		if _, uerr := p.pool.Exec(ctx, markerFailedSQL, ids, now.Add(30*time.Second), err.Error()); uerr != nil {
+			p.log.Warn().Err(uerr).Msg("pump: record marker failure")
+		}
+	case n == int64(len(ids)):
+		if _, err := p.pool.Exec(ctx, markerDoneSQL, ids, now); err != nil {
+			p.log.Warn().Err(err).Msg("pump: record markers written")
+		}
+	default:
+		// Some rows were already marked or are missing: the sweep settles each one on its own.
+		p.log.Debug().Int64("marked", n).Int("owed", len(ids)).Msg("pump: partial marker write left to the sweep")
+	}
+}
+
+// RefreshGauges updates the backlog and marker-owed gauges (a few cheap counts).
+func (p *Pump) RefreshGauges(ctx context.Context) error {
+	rows, err := p.pool.Query(ctx, backlogSQL)
+	if err != nil {
+		return fmt.Errorf("count backlog: %w", err)
+	}
+	counts := map[string]float64{"PENDING": 0, "FAILED": 0}
+	var status string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { counts[status] = float64(n); return nil }); err != nil {
+		return fmt.Errorf("count backlog: %w", err)
+	}
+	for s, v := range counts {
+		p.metrics.Backlog.WithLabelValues(s).Set(v)
+	}
+	if err := p.pool.QueryRow(ctx, markerOwedSQL).Scan(&n); err != nil {
+		return fmt.Errorf("count markers owed: %w", err)
+	}
+	p.metrics.MarkerOwed.Set(float64(n))
+	return nil
+}

@@ -1,0 +1,72 @@
+package processor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.MaxAttempts = 1
+	ctx := context.Background()
+	malformed := "<MSG>"
+	b.enqueue(t, map[int64]*string{1: &malformed})
+	b.enqueueSeq(t, 2, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	b.drain(t, p) // no FLOP processor yet: 2 and 3 end DEAD EXHAUSTED (max 1 attempt)
+	require.Equal(t, "EXHAUSTED", b.row(t, 2).Class)
+	require.Equal(t, "EXHAUSTED", b.row(t, 3).Class)
+	// A later message touched flight 15 after 2 died.
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
+		VALUES ('KAFKA:msg', '15', 'UPSERT', 1, 3, '{}', $1)`, t0)
+	require.NoError(t, err)
+
+	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassProtocol, DryRun: true})
+	require.ErrorContains(t, err, "class PROTOCOL is never replayed")
+
+	dry, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{1, 2, 99}, DryRun: true})
+	require.NoError(t, err)
+	require.Len(t, dry.Items, 1)
+	require.Equal(t, int64(2), dry.Items[0].MsgID)
+	require.Equal(t, []int64{15}, dry.Items[0].FLIDs)
+	require.Equal(t, []int64{3}, dry.Items[0].LaterTouches)
+	require.Equal(t, []processor.ReplayRefusal{
+		{MsgID: 1, Why: "class MALFORMED is never replayed"},
+		{MsgID: 99, Why: "no such message in proc_state (archived or never ingested)"},
+	}, dry.Refused)
+	require.Equal(t, "DEAD", b.row(t, 2).Status, "a dry run changes nothing")
+
+	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassExhausted})
+	require.ErrorContains(t, err, "--actor and --reason are required")
+
+	rep, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassExhausted, Actor: "ops", Reason: "FLOP processor deployed", Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), rep.Requeued)
+	r := b.row(t, 2)
+	require.Equal(t, "PENDING", r.Status)
+	require.Equal(t, 0, r.Attempts)
+	require.Equal(t, "EXHAUSTED", r.Class, "error history kept")
+	require.False(t, r.Owed)
+	var started *time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT processing_started_at FROM proc_state WHERE msg_id = 2`).Scan(&started))
+	require.Nil(t, started, "replay resets the head deadline")
+	var actor, selector string
+	var ids []int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor, selector, ids FROM replay_audit`).Scan(&actor, &selector, &ids))
+	require.Equal(t, "ops", actor)
+	require.Equal(t, "class=EXHAUSTED", selector)
+	require.Equal(t, []int64{2, 3}, ids)
+
+	b.procs[sis.KindFlightUpdate] = &recorder{}
+	b.drain(t, b.pump(t))
+	require.Equal(t, "SUCCEEDED", b.row(t, 2).Status)
+	require.Equal(t, "SUCCEEDED", b.row(t, 3).Status)
+	require.Equal(t, "DEAD", b.row(t, 1).Status)
+}

@@ -1,0 +1,84 @@
+package processor
+
+// Every SQL statement of the pump, with bound parameters only. Time always comes in as a
+// parameter (the injected clock), never from now().
+
+const (
+	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text.
+	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text, at most $1 rows
+	// and about $2 bytes of stored text (the first row always), so a run of large schedule
+	// messages cannot blow up the batch's memory.
+	headSQL = `
+SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, enqueued_at
+  FROM (SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, enqueued_at,
+               sum(COALESCE(pg_column_size(raw), 0)) OVER (ORDER BY msg_id) - COALESCE(pg_column_size(raw), 0) AS before
+          FROM proc_state
+         WHERE status IN ('PENDING', 'FAILED')
+           AND msg_id <= (SELECT watermark FROM inbox_cursor)
+         ORDER BY msg_id
+         LIMIT $1) head
+ WHERE before < $2
+ ORDER BY msg_id`
+
+	markStartedSQL = `
+UPDATE proc_state SET processing_started_at = $2
+ WHERE msg_id = $1 AND processing_started_at IS NULL AND status IN ('PENDING', 'FAILED')`
+
+	// bindIdentitiesSQL binds every identity of a batch and returns every key's owner, in one
+	// statement: keys inserted now come from RETURNING (keys repeated inside the batch bind to the
+	// first in array = msg_id order), keys bound before from the table (the statement's snapshot
+	// does not see its own inserts, so the two parts never overlap). The join keeps the lookup on
+	// the primary key index whatever the batch size.
+	bindIdentitiesSQL = `
+WITH input AS (
+  SELECT k, id, h, n FROM unnest($1::text[], $2::bigint[], $3::bytea[]) WITH ORDINALITY AS u(k, id, h, n)
+), bound AS (
+  INSERT INTO msg_identity (identity_key, msg_id, raw_sha256, bound_at)
+  SELECT k, id, h, $4 FROM input ORDER BY n
+  ON CONFLICT DO NOTHING
+  RETURNING identity_key, msg_id, raw_sha256
+)
+SELECT identity_key, msg_id, raw_sha256 FROM bound
+UNION ALL
+SELECT m.identity_key, m.msg_id, m.raw_sha256
+  FROM (SELECT DISTINCT k FROM input) i JOIN msg_identity m ON m.identity_key = i.k`
+
+	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
+	// backfill intent (INV-8).
+	finishSQL = `
+UPDATE proc_state p
+   SET status = u.status, error_class = NULLIF(u.class, ''), reason = NULLIF(u.reason, ''),
+       identity_key = NULLIF(u.identity, ''), content_differs = u.differs,
+       msg_type = NULLIF(u.typ, ''), msg_styp = NULLIF(u.styp, ''),
+       attempts = p.attempts + 1, next_attempt_at = NULL,
+       finished_at = $9, backfill_next_at = $9
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[])
+       AS u(id, status, class, reason, identity, differs, typ, styp)
+ WHERE p.msg_id = u.id AND p.status IN ('PENDING', 'FAILED')`
+
+	failSQL = `
+UPDATE proc_state
+   SET status = 'FAILED', error_class = $2, reason = $3, attempts = attempts + 1,
+       next_attempt_at = $4, identity_key = COALESCE(NULLIF($5, ''), identity_key),
+       msg_type = COALESCE(NULLIF($6, ''), msg_type), msg_styp = COALESCE(NULLIF($7, ''), msg_styp)
+ WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
+
+	// The marker updates join the id array (primary key lookups whatever the plan's estimates).
+	markerDoneSQL = `
+UPDATE proc_state p SET backfill_done_at = $2, backfill_outcome = 'MARKED', backfill_attempts = p.backfill_attempts + 1,
+       backfill_error = NULL
+  FROM unnest($1::bigint[]) AS u(id)
+ WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL`
+
+	markerFailedSQL = `
+UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_next_at = $2, backfill_error = $3
+  FROM unnest($1::bigint[]) AS u(id)
+ WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
+
+	backlogSQL = `
+SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
+
+	markerOwedSQL = `
+SELECT count(*) FROM proc_state
+ WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+)
