@@ -2,8 +2,11 @@ package roles_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,7 +44,8 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	ctx = context.Background()
+	zeroLog = zerolog.Nop()
+	ctx     = context.Background()
 	t0  = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 )
 
@@ -79,6 +83,14 @@ func setup(t *testing.T) *bundle {
 // returns the lease; leadership ends with the test.
 func (b *bundle) lead(t *testing.T, role roles.Role) leader.Lease {
 	t.Helper()
+	l, stop := b.leadUntil(t, role)
+	t.Cleanup(stop)
+	return l
+}
+
+// leadUntil is lead with a function that ends the leadership (and waits for it).
+func (b *bundle) leadUntil(t *testing.T, role roles.Role) (leader.Lease, func()) {
+	t.Helper()
 	cc, err := pgx.ParseConfig(b.roles.URL(role))
 	require.NoError(t, err)
 	e, err := leader.New(leader.Config{Role: string(role), Holder: "test", SessionTimeout: 5 * time.Second,
@@ -94,19 +106,70 @@ func (b *bundle) lead(t *testing.T, role roles.Role) leader.Lease {
 			return nil
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
 	select {
 	case l := <-leases:
-		return l
+		return l, stop
 	case err := <-done:
 		t.Fatalf("%s never became leader: %v", role, err)
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s never became leader", role)
 	}
-	return leader.Lease{}
+	return leader.Lease{}, stop
+}
+
+// campaignAs runs the real Elector for leaseRole connected as the database role of url until
+// its first campaign ends, and returns that campaign's error (nil if it became leader). The
+// Elector logs a failed campaign and retries; the test waits for that log line (bounded).
+func campaignAs(t *testing.T, url string, leaseRole roles.Role) error {
+	t.Helper()
+	cc, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	logs := &logWatch{lines: make(chan string, 64)}
+	e, err := leader.New(leader.Config{Role: string(leaseRole), Holder: "intruder", SessionTimeout: 5 * time.Second,
+		Retry: time.Hour}, cc, zerolog.New(logs))
+	require.NoError(t, err)
+	led := make(chan struct{}, 1)
+	e.OnChange = func(leader bool, _ int64) {
+		if leader {
+			led <- struct{}{}
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx, func(context.Context, leader.Lease) error { return nil }) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-led:
+			return nil
+		case line := <-logs.lines:
+			if strings.Contains(line, "leader campaign failed") {
+				return errors.New(line)
+			}
+		case <-deadline:
+			t.Fatal("the campaign neither led nor failed")
+			return nil
+		}
+	}
+}
+
+// logWatch hands each log line to a channel (dropped when nobody reads).
+type logWatch struct{ lines chan string }
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	select {
+	case w.lines <- string(p):
+	default:
+	}
+	return len(p), nil
 }
 
 // requireDenied fails unless err is PostgreSQL's or MySQL's refusal of a privilege (or a
@@ -316,8 +379,20 @@ func TestStagesRunUnderTheirRoles(t *testing.T) {
 	id, err := b.boxes[roles.Ingest].Insert(ctx, mailbox.NewMessage{Text: schdAdd(15), Received: b.clock.Now()})
 	require.NoError(t, err)
 	b.ingestAll(t, leases[roles.Ingest])
-	b.drain(t, b.pump(b.pools[roles.Processor], b.boxes[roles.Processor]), leases[roles.Processor])
+	b.drain(t, b.pump(b.pools[roles.Processor], nil), leases[roles.Processor]) // no immediate marker
 	require.Equal(t, outcome{"SUCCEEDED", ""}, b.outcomes(t)[id])
+	var version int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version FROM flight WHERE flid = 15`).Scan(&version))
+	require.Greater(t, version, int64(1), "the version continues after the purged one")
+
+	// jobs: the backfill sweep writes the owed marker with the jobs user (SELECT … FOR UPDATE).
+	b.clock.Advance(time.Hour)
+	res2, err := j.RunOnce(ctx, "backfill", leases[roles.Jobs])
+	require.NoError(t, err)
+	require.Equal(t, 1, res2.Done)
+	var processed sql.NullTime
+	require.NoError(t, b.mb.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_DATE_PROCESSED FROM cminmsgs WHERE CMINMSGS_ID = ?`, id).Scan(&processed))
+	require.True(t, processed.Valid, "the jobs user wrote the marker")
 
 	// msgxctl's read-only role reads the status.
 	s, err := status.Read(ctx, b.pools[roles.Reader], b.clock.Now())
