@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 var (
 	zeroLog = zerolog.Nop()
 	ctx     = context.Background()
-	t0  = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	t0      = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 )
 
 // bundle is one test's world: a fresh schema and mailbox database with msgx's roles and users
