@@ -47,3 +47,24 @@ func (m *Mailbox) Ping(ctx context.Context) error {
 
 // Close closes the pool.
 func (m *Mailbox) Close() error { return m.db.Close() }
+
+// OpenAdmin returns a plain database/sql handle on dsn and the DSN's database name, for
+// account management (pkg/roles, `msgxctl roles apply`) with an account that may create users
+// and grant on the mailbox tables. The caller closes it.
+func OpenAdmin(dsn string) (*sql.DB, string, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("parse MySQL DSN: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, "", fmt.Errorf("MySQL DSN names no database (…/msgx_mailbox)")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, "", fmt.Errorf("open mailbox: %w", err)
+	}
+	return db, cfg.DBName, nil
+}
