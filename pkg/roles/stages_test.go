@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/ingest"
@@ -40,7 +42,15 @@ import (
 
 func TestMain(m *testing.M) {
 	// sarama's metrics library starts one global ticker goroutine that never stops.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+	// tlsenv.Run stops the private TLS servers the TLS test started.
+	code := tlsenv.Run(m)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var (
@@ -63,8 +73,12 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db := testdb.New(t)
-	mb := mailboxtest.New(t)
+	return setupOn(t, testdb.New(t), mailboxtest.New(t))
+}
+
+// setupOn is setup on the given schema and mailbox database (e.g. on the TLS servers).
+func setupOn(t *testing.T, db *testdb.DB, mb *mailboxtest.DB) *bundle {
+	t.Helper()
 	b := &bundle{db: db, roles: db.Roles(t), mb: mb, users: mb.Users(t), clock: clock.NewFake(t0),
 		pools: map[roles.Role]*pgxpool.Pool{}, boxes: map[roles.Role]*mailbox.Mailbox{}}
 	for _, r := range roles.PGRoles {
@@ -304,6 +318,22 @@ func (b *bundle) ingestAll(t *testing.T, lease leader.Lease) {
 func TestStagesRunUnderTheirRoles(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	_, kcfg := kafkatest.Broker(t)
+	b.runStages(t, kcfg)
+}
+
+// TestStagesRunUnderTheirRolesOverTLS is the same over verified TLS everywhere: the private
+// PostgreSQL (verify-full, SCRAM passwords of the roles), MariaDB (tls=msgx-tlsenv, the users'
+// passwords) and Kafka (TLS + SASL/SCRAM-SHA-512).
+func TestStagesRunUnderTheirRolesOverTLS(t *testing.T) {
+	t.Parallel()
+	pg, my := tlsenv.PG(t), tlsenv.MySQL(t)
+	b := setupOn(t, pg.NewDB(t), my.NewDB(t))
+	_, kcfg := tlsenv.Kafka(t, "msgx-dispatcher", testdb.RandomSuffix())
+	b.runStages(t, kcfg)
+}
+
+func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 
 	// Leader election of every binary, as itself.
 	leases := map[roles.Role]leader.Lease{}
@@ -335,7 +365,6 @@ func TestStagesRunUnderTheirRoles(t *testing.T) {
 	require.Equal(t, 4, marked, "the processor's user writes the markers")
 
 	// dispatcher: claims the outbox and marks it SENT.
-	_, kcfg := kafkatest.Broker(t)
 	prod, err := kafka.Dial(kcfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, prod.Close()) })
