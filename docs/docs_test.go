@@ -134,6 +134,9 @@ func TestCitedSectionsExist(t *testing.T) {
 	var bad []string
 	refs := 0
 	for _, s := range sources(t) {
+		if s.path == "docs/docs_test.go" {
+			continue // this file spells examples
+		}
 		for _, m := range sectionRef.FindAllStringSubmatch(s.text, -1) {
 			for _, sec := range section.FindAllStringSubmatch(m[2], -1) {
 				refs++
