@@ -72,8 +72,8 @@ func quoted(r *testdb.Roles) []string {
 	return out
 }
 
-// TestApplyMySQLIsExact: a privilege granted by hand is taken back; the users hold only SPEC
-// §14's grants.
+// TestApplyMySQLIsExact: a privilege granted by hand is taken back; the users hold only the grants of
+// docs/spec.md §14.
 func TestApplyMySQLIsExact(t *testing.T) {
 	t.Parallel()
 	mb := mailboxtest.New(t)

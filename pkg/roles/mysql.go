@@ -33,7 +33,7 @@ func MySQLUser(o MySQLOptions, r Role) string {
 }
 
 // ApplyMySQL creates the missing mailbox users, sets the given passwords, and replaces each
-// user's privileges with exactly those of SPEC §14. MySQL has no transactional DDL: between the
+// user's privileges with exactly those of docs/spec.md §14. MySQL has no transactional DDL: between the
 // REVOKE and the GRANTs (a few milliseconds) a binary's statement can be refused; the binaries
 // treat that as an infrastructure error and retry. It needs an account with CREATE USER and the
 // GRANT OPTION on the mailbox tables.

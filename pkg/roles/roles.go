@@ -1,4 +1,4 @@
-// Package roles is the single source of msgx's database roles and their grants (SPEC §14): one
+// Package roles is the single source of msgx's database roles and their grants (docs/spec.md §14): one
 // PostgreSQL role per binary, the migration owner, a read-only role and an operator role for
 // msgxctl, and one MySQL/MariaDB user per binary that touches the AODB mailbox. ApplyPG and
 // ApplyMySQL create what is missing and grant exactly what the tables below list, idempotently;
@@ -139,12 +139,12 @@ type mysqlGrant struct {
 	table string
 }
 
-// mysqlGrants are SPEC §14's mailbox grants. The AODB team owns the mailbox: msgx gets column
+// mysqlGrants are docs/spec.md §14's mailbox grants. The AODB team owns the mailbox: msgx gets column
 // grants on two tables and nothing else. The marker is CMINMSGS_DATE_PROCESSED (+ CMINMSGS_STATUS
 // when MSGX_MAILBOX_PROCESSED_VALUE is set), written only NULL → value (INV-7); the marker
 // UPDATE's WHERE and the backfill's SELECT … FOR UPDATE read CMINMSGS_ID and the marker columns.
 //
-// No request writer (RQFD/RQRD into coutmsgs, SPEC §8) exists yet; when it does it runs in
+// No request writer (RQFD/RQRD into coutmsgs, docs/spec.md §8) exists yet; when it does it runs in
 // cmd/jobs, so the jobs user holds the coutmsgs INSERT.
 var mysqlGrants = []mysqlGrant{
 	// ingest: poll cminmsgs after W; the compat entry POST /cminmsgs/send inserts into it.

@@ -11,7 +11,7 @@ import (
 	"github.com/msgx/msgx/pkg/roles"
 )
 
-// Users are msgx's mailbox users (pkg/roles) with the grants of SPEC §14 on one test's database.
+// Users are msgx's mailbox users (pkg/roles) with the grants of docs/spec.md §14 on one test's database.
 // MySQL accounts are global to the server, so each test gets its own names (prefix t_<random>_)
 // and passwords; the accounts are dropped when the test ends.
 type Users struct {
