@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/testdb"
@@ -93,7 +93,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		root: root, bin: bin, logs: filepath.Join(root, ".devstack", "bench", "logs"),
 		dbs: stack.Databases{ // per process: concurrent runs must not share databases
 			PGServer: u.String(), PGDatabase: fmt.Sprintf("msgx_e2e_bench_%d", os.Getpid()),
-			MySQLServer: mailboxtest.ServerDSN(), MySQLDB: fmt.Sprintf("msgx_e2e_bench_%d_mailbox", os.Getpid()), Fresh: true,
+			MySQLServer: mailboxdb.ServerDSN(), MySQLDB: fmt.Sprintf("msgx_e2e_bench_%d_mailbox", os.Getpid()), Fresh: true,
 		},
 		ctx: ctx, throughputDeadline: 15 * time.Minute, latencyDrainTimeout: 3 * time.Minute,
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -87,14 +88,14 @@ func TestRefusesD3Violation(t *testing.T) {
 	require.NoError(t, err)
 	cfg.KafkaVersion = "0.10.2.0"
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "producer rule D3 violated: Version must be at least 0.11.0")
 	require.NotContains(t, err.Error(), "\n")
 
 	cfg.KafkaVersion = "2.8.0"
 	cfg.KafkaProduceTimeout = time.Hour
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "Producer.Timeout must be between")
 }
 
@@ -233,6 +234,6 @@ func TestRefusesMissingTopic(t *testing.T) {
 	cfg := testConfig(t, db, broker.Addrs())
 	cfg.KafkaTopicState = "msgx.flight.nosuch"
 	err := run(context.Background(), cfg, zerolog.Nop(), nil)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "topic missing: msgx.flight.nosuch")
 }

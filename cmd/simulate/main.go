@@ -19,7 +19,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/obs"
 )
@@ -139,7 +139,7 @@ func write(ctx context.Context, o options, day simulate.Day, log zerolog.Logger)
 		}
 		name := cfg.DBName
 		cfg.DBName = ""
-		if dsn, err = mailboxtest.CreateDatabase(ctx, cfg.FormatDSN(), name); err != nil {
+		if dsn, err = mailboxdb.CreateDatabase(ctx, cfg.FormatDSN(), name); err != nil {
 			return simulate.Written{}, err
 		}
 	}

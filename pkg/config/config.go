@@ -71,7 +71,6 @@ type Config struct {
 	AirportTZ          string        `envconfig:"AIRPORT_TZ" default:"Asia/Shanghai" desc:"airport time zone (IANA): operation days and local times"`
 
 	KafkaBrokers        []string      `envconfig:"KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"dispatcher: Kafka bootstrap brokers"`
-	KafkaInProcess      bool          `envconfig:"KAFKA_INPROCESS" default:"false" desc:"dispatcher: start an in-process kfake broker instead (development only; refused in production)"`
 	KafkaClientID       string        `envconfig:"KAFKA_CLIENT_ID" default:"msgx-dispatcher" desc:"dispatcher: Kafka client id"`
 	KafkaVersion        string        `envconfig:"KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version (at least 0.11.0 for idempotence)"`
 	KafkaTopicChanges   string        `envconfig:"KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
@@ -116,6 +115,12 @@ var d3Overrides = []string{
 	"MSGX_KAFKA_MAX_IN_FLIGHT", "MSGX_KAFKA_RETRIES",
 }
 
+// removed are variables that no longer exist, with what to do instead: setting one is refused,
+// so nobody believes it took effect.
+var removed = map[string]string{
+	"MSGX_KAFKA_INPROCESS": "the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address",
+}
+
 // Load reads the environment for role and validates it. The error is one line per bad value.
 func Load(role Role) (Config, error) {
 	return load(role, os.LookupEnv)
@@ -130,6 +135,11 @@ func load(role Role, lookup func(string) (string, bool)) (Config, error) {
 	for _, name := range d3Overrides {
 		if _, ok := lookup(name); ok {
 			errs = append(errs, fmt.Errorf("%s: producer rule D3 (idempotent, acks=all, one request in flight) is not configurable; unset it", name))
+		}
+	}
+	for name, instead := range removed {
+		if _, ok := lookup(name); ok {
+			errs = append(errs, fmt.Errorf("%s: removed; %s", name, instead))
 		}
 	}
 	if err := cfg.Validate(); err != nil {
@@ -225,7 +235,7 @@ func (c Config) Validate() error {
 		}
 	}
 
-	if !c.KafkaInProcess && len(c.KafkaBrokers) == 0 {
+	if len(c.KafkaBrokers) == 0 {
 		bad("KAFKA_BROKERS", "must list at least one broker")
 	}
 	if c.KafkaTopicChanges == "" || c.KafkaTopicState == "" || c.KafkaTopicChanges == c.KafkaTopicState {
@@ -279,9 +289,6 @@ func (c Config) Validate() error {
 	}
 
 	if c.Env == "production" {
-		if c.KafkaInProcess {
-			bad("KAFKA_INPROCESS", "the in-process broker is refused in production")
-		}
 		if c.Shadow && c.CompatEntry {
 			bad("COMPAT_ENTRY", "must be false in production shadow mode (MSGX_SHADOW=true writes nothing to MySQL)")
 		}

@@ -46,24 +46,25 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 
 func TestProductionRefusals(t *testing.T) {
 	t.Setenv("MSGX_ENV", "production")
-	t.Setenv("MSGX_KAFKA_INPROCESS", "true")
 	t.Setenv("MSGX_SHADOW", "true")
 	_, err := Load(RoleDispatcher)
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, 2, "one line per refusal: %q", err)
-	require.Contains(t, err.Error(), "MSGX_KAFKA_INPROCESS: the in-process broker is refused in production")
+	require.Len(t, lines, 1, "one line per refusal: %q", err)
 	require.Contains(t, err.Error(), "MSGX_COMPAT_ENTRY: must be false in production shadow mode")
 
 	t.Setenv("MSGX_COMPAT_ENTRY", "false")
-	t.Setenv("MSGX_KAFKA_INPROCESS", "false")
 	_, err = Load(RoleDispatcher)
 	require.NoError(t, err, "production shadow mode without the compat entry is allowed")
 }
 
-func TestInProcessBrokerAllowedInDevelopment(t *testing.T) {
-	t.Setenv("MSGX_KAFKA_INPROCESS", "true")
-	cfg, err := Load(RoleDispatcher)
-	require.NoError(t, err)
-	require.True(t, cfg.KafkaInProcess)
+// The dispatcher's in-process broker is gone: its variable is refused in every environment,
+// with what to do instead.
+func TestRemovedInProcessBrokerIsRefused(t *testing.T) {
+	for _, env := range []string{"development", "production"} {
+		t.Setenv("MSGX_ENV", env)
+		t.Setenv("MSGX_KAFKA_INPROCESS", "true")
+		_, err := Load(RoleDispatcher)
+		require.EqualError(t, err, "MSGX_KAFKA_INPROCESS: removed; the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address")
+	}
 }

@@ -20,8 +20,9 @@ const docHead = `# Configuration
 Every binary (and msgxctl) reads its settings from the environment, prefix ` + "`MSGX_`" + `
 (envconfig). Durations use Go syntax (` + "`500ms`, `30s`, `15m`, `24h`" + `); lists are comma-separated.
 A bad value stops the binary at start-up with exit code 2 and one line per bad value naming the
-variable. ` + "`MSGX_ENV=production`" + ` additionally refuses the in-process Kafka broker and shadow
-mode with the compat entry on. Producer rule D3 (idempotent, acks=all, one request in flight) has no
+variable. ` + "`MSGX_ENV=production`" + ` additionally refuses shadow mode with the compat entry on.
+` + "`MSGX_KAFKA_INPROCESS`" + ` is gone (the development broker is its own process, cmd/devbroker): setting it
+is refused. Producer rule D3 (idempotent, acks=all, one request in flight) has no
 variable: setting ` + "`MSGX_KAFKA_ACKS`, `MSGX_KAFKA_IDEMPOTENT`, `MSGX_KAFKA_MAX_OPEN_REQUESTS`, `MSGX_KAFKA_MAX_IN_FLIGHT` or `MSGX_KAFKA_RETRIES`" + ` is refused.
 Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL_PASSWORD`" + `) come from Kubernetes Secrets.
 

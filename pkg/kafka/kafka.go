@@ -1,8 +1,7 @@
 // Package kafka is msgx's one adapter to Kafka: every sarama type stays inside it. It builds the
 // producer configuration under rule D3 and refuses to start when any part of D3 is missing,
-// checks (and, in development and tests, creates) the topics, sends batches of records with one
-// answer per record, classifies broker rejections, and runs an in-process kfake broker for tests
-// and MSGX_KAFKA_INPROCESS=true.
+// checks (and, in tests, creates) the topics, sends batches of records with one answer per
+// record, and classifies broker rejections. The development broker is pkg/dev/broker.
 //
 // Producer rule D3 (SPEC §9), not overridable by any setting:
 //
