@@ -41,29 +41,10 @@ func main() {
 	}
 }
 
-func kafkaConfig(cfg config.Config) kafka.Config {
-	return kafka.Config{
-		Brokers:        cfg.KafkaBrokers,
-		ClientID:       cfg.KafkaClientID,
-		Version:        cfg.KafkaVersion,
-		DialTimeout:    cfg.KafkaDialTimeout,
-		IOTimeout:      cfg.KafkaIOTimeout,
-		ProduceTimeout: cfg.KafkaProduceTimeout,
-		TLS:            cfg.KafkaTLS,
-		TLSCAFile:      cfg.KafkaTLSCAFile,
-		SASLMechanism:  cfg.KafkaSASLMechanism,
-		SASLUser:       cfg.KafkaSASLUser,
-		SASLPassword:   cfg.KafkaSASLPassword,
-		TopicChanges:   cfg.KafkaTopicChanges,
-		TopicState:     cfg.KafkaTopicState,
-	}
-}
-
 // run is the whole binary; tests call it. started, when set, is told the HTTP server.
 func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
-	kcfg := kafkaConfig(cfg)
 	// Producer rule D3: refuse to start on any violation, before touching anything else.
-	link, err := dispatch.NewLink(kcfg, cfg.LeaderRetry, log)
+	link, err := dispatch.NewLink(cfg.Kafka, cfg.Leader.Retry, log)
 	if err != nil {
 		return err
 	}
@@ -72,19 +53,12 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer pool.Close()
-	store, err := outbox.New(pool, outbox.Policy{MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax})
+	store, err := outbox.New(pool, cfg.OutboxPolicy())
 	if err != nil {
 		return err
 	}
 	reg := obs.NewRegistry()
-	disp, err := dispatch.New(dispatch.Config{
-		Batch:        cfg.DispatchBatch,
-		FlushPeriod:  cfg.SchdFlushPeriod,
-		FlushLimit:   cfg.SchdFlushLimit,
-		TopicChanges: cfg.KafkaTopicChanges,
-		TopicState:   cfg.KafkaTopicState,
-		ErrorWait:    cfg.BackoffMax,
-	}, store, link, clock.System{}, reg, log)
+	disp, err := dispatch.New(cfg.DispatchConfig(), store, link, clock.System{}, reg, log)
 	if err != nil {
 		return err
 	}
@@ -95,7 +69,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Registry: reg,
 		Pool:     pool,
 		Checks: []obs.Check{{Name: "kafka", Fn: func(ctx context.Context) error {
-			return kafka.Reachable(ctx, kcfg.Brokers, cfg.KafkaDialTimeout)
+			return kafka.Reachable(ctx, cfg.Kafka.Brokers, cfg.Kafka.DialTimeout)
 		}}},
 		Work: func(ctx context.Context, lease leader.Lease) error {
 			return link.Term(ctx, func(ctx context.Context) error { return disp.Run(ctx, lease) })
