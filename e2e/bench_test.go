@@ -20,7 +20,7 @@ import (
 )
 
 // BenchmarkEndToEnd is `make bench`'s end-to-end benchmark (issue 9): the four binaries as real
-// processes, local PostgreSQL and MariaDB, the in-process Kafka broker. One op is the whole run:
+// processes, local PostgreSQL and MariaDB, the development Kafka broker process. One op is the whole run:
 //
 //  1. throughput: the reference lists and the 1,200-flight schedule snapshot of a simulated day
 //     plus 100,000 FLOP updates over those flights are in the mailbox before the binaries start;
