@@ -38,7 +38,7 @@ var roles = []string{"ingest", "processor", "dispatcher", "jobs"}
 // dev overlay only, behind the Service the dispatcher's MSGX_KAFKA_BROKERS names.
 const devBroker = "devbroker"
 
-// egressPorts is what each workload talks to (SPEC §2, §14): PostgreSQL for all, the mailbox for
+// egressPorts is what each workload talks to (docs/spec.md §2, §14): PostgreSQL for all, the mailbox for
 // ingest, processor and jobs, Kafka for the dispatcher, DNS for everyone. Nothing else.
 var egressPorts = map[string][]int32{
 	"ingest":     {53, 3306, 5432},

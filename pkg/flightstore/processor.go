@@ -111,7 +111,7 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 		if err := s.tx.QueryRow(ctx, snapAppliedSQL, m.ID).Scan(&done); err != nil {
 			return processor.Outcome{}, fmt.Errorf("check snapshot log: %w", err)
 		}
-		if done { // replay of a succeeded snapshot: audit only (SPEC §6)
+		if done { // replay of a succeeded snapshot: audit only (docs/spec.md §6)
 			n := len(sch.Records)
 			s.extras = append(s.extras, func(b *pgx.Batch) { b.Queue(snapLogSQL, m.ID, nil, nil, 0, 0, n, m.Now) })
 			return processor.Outcome{Reason: "replay: snapshot already applied"}, nil

@@ -7,7 +7,7 @@ import (
 )
 
 // Config tunes the poll loop. Each setting's variable and default are in its tags (pkg/setting,
-// docs/configuration.md); zero fields take the defaults. DBTimeout is the process's
+// docs/configuration.md); zero fields take the defaults (docs/spec.md §4). DBTimeout is the process's
 // MSGX_DB_TIMEOUT, set by the binary.
 type Config struct {
 	PollInterval   time.Duration `env:"MSGX_POLL_INTERVAL" default:"1s" desc:"ingest: wait between mailbox polls when the last poll was not a full batch"`

@@ -43,7 +43,7 @@ type Config struct {
 	Location *time.Location // airport time zone
 }
 
-// Defaults returns the documented defaults (the tags), in UTC.
+// Defaults returns the documented defaults (the tags; docs/spec.md §10, §12), in UTC.
 func Defaults() Config {
 	var c Config
 	setting.Defaults(&c)

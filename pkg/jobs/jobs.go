@@ -287,7 +287,7 @@ func State(ctx context.Context, pool *pgxpool.Pool, job string) (RunState, error
 	return s, nil
 }
 
-// Metrics are the jobs' Prometheus instruments (names from the seeds, CLM-9).
+// Metrics are the jobs' Prometheus instruments (names kept from the system msgx replaces, CLM-9).
 type Metrics struct {
 	clock     clock.Clock
 	mu        sync.Mutex

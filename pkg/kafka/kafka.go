@@ -3,7 +3,7 @@
 // checks (and, in tests, creates) the topics, sends batches of records with one answer per
 // record, and classifies broker rejections. The development broker is pkg/dev/broker.
 //
-// Producer rule D3 (SPEC §9), not overridable by any setting:
+// Producer rule D3 (docs/spec.md §9), not overridable by any setting:
 //
 //	Producer.Idempotent   = true
 //	Producer.RequiredAcks = WaitForAll (acks=all)

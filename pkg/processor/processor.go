@@ -12,7 +12,7 @@ import (
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// Class is the pipeline error class recorded on a proc_state row (SPEC §5).
+// Class is the pipeline error class recorded on a proc_state row (docs/spec.md §5).
 type Class string
 
 // Error classes.

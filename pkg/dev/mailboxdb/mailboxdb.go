@@ -1,7 +1,7 @@
-// Package mailboxdb creates and drops legacy AODB mailbox databases (the tables of the mailbox
-// contract, docs/architecture.md) on a MariaDB/MySQL server. Only development tools (the local
-// stack, the simulator) and tests use it, through pkg/dev/mailboxtest for tests: production
-// never creates these tables.
+// Package mailboxdb creates and drops legacy AODB mailbox databases (the tables of
+// docs/spec.md §3.1) on a MariaDB/MySQL server. Only development tools (the local stack, the
+// simulator) and tests, through pkg/dev/mailboxtest, use it: production never creates these
+// tables.
 package mailboxdb
 
 import (
