@@ -91,7 +91,9 @@ func (m AODBModel) Expected(from, to time.Time) Expected {
 	return Expected{Flights: withCodeShares(fs), RefLists: m.RefKeys}
 }
 
-func dayOf(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC) }
+func dayOf(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
 
 // bodyAfterMeta returns the part of a rendered message between </META> and </MSG>.
 func bodyAfterMeta(raw []byte) []byte {
