@@ -47,6 +47,9 @@ var egressPorts = map[string][]int32{
 // secretSettings must come from a Secret, never from a ConfigMap or a literal.
 var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD"}
 
+// rolePasswordEnv are the password variables of msgxctl roles apply (MSGX_ROLE_PASSWORD_<ROLE>).
+var rolePasswordEnv = regexp.MustCompile(`^MSGX_ROLE_PASSWORD_([A-Z]+)$`)
+
 // hashSuffix is the content hash kustomize appends to generated ConfigMap and Secret names.
 var hashSuffix = regexp.MustCompile(`-[bcdfghkmt2456789]{10}$`)
 
@@ -254,8 +257,19 @@ func checkWorkloads(t *testing.T, r *rendered) {
 	require.Len(t, r.jobs, 1, r.overlay+": the migration Job")
 	j := r.jobs[0]
 	require.Equal(t, "msgx-migrate", j.Name)
+	// First the migration as the schema owner, then the roles and grants of pkg/roles.
+	require.Len(t, j.Spec.Template.Spec.InitContainers, 1)
+	require.Equal(t, []string{"/usr/local/bin/msgxctl", "migrate"}, j.Spec.Template.Spec.InitContainers[0].Command)
 	require.Len(t, j.Spec.Template.Spec.Containers, 1)
-	require.Equal(t, []string{"/usr/local/bin/msgxctl", "migrate"}, j.Spec.Template.Spec.Containers[0].Command)
+	require.Equal(t, []string{"/usr/local/bin/msgxctl", "roles", "apply"}, j.Spec.Template.Spec.Containers[0].Command)
+	var passwords []string
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		if m := rolePasswordEnv.FindStringSubmatch(e.Name); m != nil {
+			passwords = append(passwords, strings.ToLower(m[1]))
+		}
+	}
+	require.ElementsMatch(t, append(slices.Clone(roles), "reader", "admin"), passwords,
+		r.overlay+": roles apply sets the password of every role a pod or msgxctl logs in as")
 	require.Equal(t, "pre", j.Labels["msgx.io/rollout"], "the Job is applied in the pre-rollout step")
 
 	for _, w := range r.workloads() {
@@ -316,6 +330,12 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 			require.True(t, binaryExists(filepath.Base(c.Command[0])), "%s: %s is not a binary of cmd/", id, c.Command[0])
 
 			for _, e := range c.Env {
+				if rolePasswordEnv.MatchString(e.Name) {
+					// msgxctl roles apply's own variables (cmd/msgxctl/roles.go), not settings.
+					require.Equal(t, []string{"/usr/local/bin/msgxctl", "roles", "apply"}, c.Command, "%s: %s is for msgxctl roles apply only", id, e.Name)
+					require.True(t, e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil, "%s: %s must come from a Secret", id, e.Name)
+					continue
+				}
 				def, ok := known[e.Name]
 				require.True(t, ok, "%s: env %s is not a setting in docs/configuration.md", id, e.Name)
 				if slices.Contains(secretSettings, e.Name) {

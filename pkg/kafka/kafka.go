@@ -125,11 +125,14 @@ func NewSaramaConfig(c Config) (*sarama.Config, error) {
 		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.SASLMechanism)
 		sc.Net.SASL.User = c.SASLUser
 		sc.Net.SASL.Password = c.SASLPassword
-		switch c.SASLMechanism {
-		case sarama.SASLTypeSCRAMSHA256:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAM(sha256Hash) }
-		case sarama.SASLTypeSCRAMSHA512:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAM(sha512Hash) }
+		if mech := sarama.SASLMechanism(c.SASLMechanism); mech == sarama.SASLTypeSCRAMSHA256 || mech == sarama.SASLTypeSCRAMSHA512 {
+			if _, err := newSCRAM(mech); err != nil {
+				return nil, err
+			}
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient {
+				s, _ := newSCRAM(mech) // checked above
+				return s
+			}
 		}
 	}
 	if err := VerifyD3(sc, c); err != nil {

@@ -112,10 +112,17 @@ type DB struct {
 // New creates a fresh mailbox database for the test and drops it when the test ends.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return NewAt(t, ServerDSN())
+}
+
+// NewAt is New on the server of serverDSN (an administrator's DSN without a database), e.g. a
+// private TLS instance (pkg/dev/tlsenv).
+func NewAt(t testing.TB, serverDSN string) *DB {
+	t.Helper()
 	ctx := context.Background()
 	name := "t_" + testdb.RandomSuffix()
-	dsn, err := CreateDatabase(ctx, ServerDSN(), name)
-	require.NoError(t, err, "create mailbox database on %s", ServerDSN())
+	dsn, err := CreateDatabase(ctx, serverDSN, name)
+	require.NoError(t, err, "create mailbox database on %s", serverDSN)
 	db, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() {
