@@ -633,6 +633,7 @@ CREATE TABLE public.req_track (
     scope_to date,
     origin text DEFAULT 'operator'::text NOT NULL,
     actor text,
+    reason text,
     waiting_at timestamp with time zone,
     close_reason text,
     match_kind text,

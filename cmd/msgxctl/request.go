@@ -15,7 +15,6 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/request"
 )
 
@@ -29,12 +28,15 @@ const requestUsage = `usage: msgxctl request schedule --from YYYY-MM-DD --to YYY
        msgxctl request show ID [--json]`
 
 // requestEnv is what the request commands use; tests build it over their own databases.
+// msgxctl only registers: the jobs stage's request sweep writes coutmsgs (the one mailbox user
+// with a coutmsgs grant, pkg/roles).
 type requestEnv struct {
 	pool   *pgxpool.Pool
 	store  *request.Store
-	out    request.Outbox // nil in shadow mode
 	shadow bool
 	clock  clock.Clock
+	// poll is how often --wait looks at the request.
+	poll time.Duration
 }
 
 func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
@@ -51,15 +53,7 @@ func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 	if err != nil {
 		return err
 	}
-	env := requestEnv{pool: pool, store: store, shadow: cfg.Shadow, clock: clock.System{}}
-	if !cfg.Shadow && (args[0] == "schedule" || args[0] == "list") {
-		box, err := mailbox.Open(cfg.MySQLDSN)
-		if err != nil {
-			return err
-		}
-		defer box.Close()
-		env.out = box
-	}
+	env := requestEnv{pool: pool, store: store, shadow: cfg.Shadow, clock: clock.System{}, poll: time.Second}
 	return runRequest(ctx, env, args, out)
 }
 
@@ -75,8 +69,8 @@ func runRequest(ctx context.Context, env requestEnv, args []string, out io.Write
 	return fmt.Errorf("request: unknown sub-command %q\n%s", args[0], requestUsage)
 }
 
-// requestAsk registers one request with its audit row in one transaction, then sends it (the
-// jobs stage re-sends it if this process dies in between; docs/requests.md).
+// requestAsk registers one request with its audit row in one transaction; the jobs stage sends
+// it at its next request sweep. --wait follows it until it leaves REGISTERED (docs/requests.md).
 func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("request "+sub, flag.ContinueOnError)
 	fromS := fs.String("from", "", "first operation day (YYYY-MM-DD, airport calendar)")
@@ -85,6 +79,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 	actor := fs.String("actor", defaultActor(), "who (audit)")
 	dry := fs.Bool("dry-run", false, "show the request and what it would supersede; write and send nothing")
 	asJSON := fs.Bool("json", false, "print JSON")
+	wait := fs.Duration("wait", 0, "wait up to this long until the jobs stage has sent the request (0: do not wait)")
 	var listCode string
 	if sub == "list" {
 		if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
@@ -95,7 +90,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	spec := request.Spec{Kind: request.List, ListCode: listCode, Origin: request.Operator, Actor: *actor}
+	spec := request.Spec{Kind: request.List, ListCode: listCode, Origin: request.Operator, Actor: *actor, Reason: *reason}
 	if sub == "schedule" {
 		spec.Kind = request.Schedule
 		var err error
@@ -142,19 +137,23 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 	if err != nil {
 		return err
 	}
-	sender, err := request.NewSender(env.store, env.out, env.clock, false)
-	if err != nil {
-		return err
-	}
-	sent, err := sender.Send(ctx, reg.Request.ID)
-	if err != nil {
-		return fmt.Errorf("request %d registered but not sent (the jobs stage sends it): %w", reg.Request.ID, err)
+	r := reg.Request
+	if *wait > 0 {
+		if r, err = waitSent(ctx, env, r.ID, *wait); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
-		return writeJSON(out, map[string]any{"request": sent.Request, "superseded": reg.Superseded})
+		return writeJSON(out, map[string]any{"request": r, "superseded": reg.Superseded})
 	}
-	fmt.Fprintf(out, "request %d: %s %s SENT (coutmsgs id %d, SEQN %06d); answer expected within %s\n",
-		sent.Request.ID, sent.Request.Kind, sent.Request.Scope, sent.Request.OutMsgID, sent.Request.SEQN, env.store.Config().Timeout)
+	switch r.Status {
+	case request.Registered:
+		fmt.Fprintf(out, "request %d: %s %s REGISTERED (SEQN %06d); the jobs stage writes it to coutmsgs at its next request sweep; answer expected within %s\n",
+			r.ID, r.Kind, r.Scope, r.SEQN, env.store.Config().Timeout)
+	default:
+		fmt.Fprintf(out, "request %d: %s %s %s (coutmsgs id %d, SEQN %06d); answer expected within %s of registration\n",
+			r.ID, r.Kind, r.Scope, r.Status, r.OutMsgID, r.SEQN, env.store.Config().Timeout)
+	}
 	if len(reg.Superseded) > 0 {
 		fmt.Fprintf(out, "expired the earlier open request(s) %v of the same scope\n", reg.Superseded)
 	}
@@ -222,4 +221,22 @@ func requestShow(ctx context.Context, env requestEnv, args []string, out io.Writ
 	}
 	fmt.Fprintf(out, "  outbound message:\n%s", r.XML)
 	return nil
+}
+
+// waitSent polls request id until it leaves REGISTERED or d passed; it returns the last state.
+func waitSent(ctx context.Context, env requestEnv, id int64, d time.Duration) (request.Request, error) {
+	deadline := time.Now().Add(d)
+	t := time.NewTicker(env.poll)
+	defer t.Stop()
+	for {
+		r, err := env.store.Get(ctx, id)
+		if err != nil || r.Status != request.Registered || !time.Now().Before(deadline) {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-t.C:
+		}
+	}
 }

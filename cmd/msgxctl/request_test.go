@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -25,7 +26,11 @@ func TestRequestCommands(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, box.Close()) })
 	store, err := request.NewStore(pg.Pool, request.Config{Sender: "MSGX", RoutingID: "AODB", Timeout: 30 * time.Minute, Location: time.UTC})
 	require.NoError(t, err)
-	env := requestEnv{pool: pg.Pool, store: store, out: box, clock: clock.NewFake(time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC))}
+	clk := clock.NewFake(time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC))
+	env := requestEnv{pool: pg.Pool, store: store, clock: clk, poll: 10 * time.Millisecond}
+	sender, err := request.NewSender(store, box, clk, false)
+	require.NoError(t, err)
+	jobsSweep := request.NewSweeper(store, sender, box, clk, nil, zerolog.Nop()) // what the jobs stage runs
 	count := func(sql string) int {
 		var n int
 		require.NoError(t, pg.Pool.QueryRow(ctx, sql).Scan(&n))
@@ -46,12 +51,31 @@ func TestRequestCommands(t *testing.T) {
 	require.ErrorContains(t, runRequest(ctx, env, []string{"schedule", "--from", "2026-12-02", "--to", "2026-12-03"}, &out), "--reason")
 	out.Reset()
 	require.NoError(t, runRequest(ctx, env, []string{"schedule", "--from", "2026-12-02", "--to", "2026-12-03", "--reason", "DEAD schedule 4711", "--actor", "ops"}, &out))
-	require.Contains(t, out.String(), "SENT")
-	require.Equal(t, 1, outRows())
+	require.Contains(t, out.String(), "REGISTERED")
+	require.Zero(t, outRows(), "msgxctl only registers; the jobs stage sends")
 	require.Equal(t, 1, count(`SELECT count(*) FROM replay_audit WHERE action = 'request' AND actor = 'ops' AND reason = 'DEAD schedule 4711' AND selector = 'RQFD 2026-12-02..2026-12-03'`))
+	require.Equal(t, 1, count(`SELECT count(*) FROM req_track WHERE actor = 'ops' AND reason = 'DEAD schedule 4711'`))
+	res, err := jobsSweep.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Sent)
+	require.Equal(t, 1, outRows())
 
+	// --wait follows the request until the jobs stage sent it.
+	sweepCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sweepCtx.Err() == nil {
+			_, _ = jobsSweep.Sweep(sweepCtx)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	out.Reset()
-	require.NoError(t, runRequest(ctx, env, []string{"list", "SLST", "--reason", "content-differs on SLST"}, &out))
+	err = runRequest(ctx, env, []string{"list", "SLST", "--reason", "content-differs on SLST", "--wait", "30s"}, &out)
+	stop()
+	<-done
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "RQRD SLST SENT")
 	require.Equal(t, 2, outRows())
 	require.ErrorIs(t, runRequest(ctx, env, []string{"list", "NOPE", "--reason", "x"}, &out), request.ErrBadSpec)
 
@@ -68,7 +92,7 @@ func TestRequestCommands(t *testing.T) {
 	require.Contains(t, out.String(), "<RTYP>SLST</RTYP>")
 
 	shadow := env
-	shadow.shadow, shadow.out = true, nil
+	shadow.shadow = true
 	require.ErrorContains(t, runRequest(ctx, shadow, []string{"list", "GLST", "--reason", "x"}, &out), "shadow")
 	require.Equal(t, 2, outRows(), "nothing is sent in shadow mode")
 	require.Zero(t, count(`SELECT count(*) FROM req_track WHERE scope = 'GLST'`))

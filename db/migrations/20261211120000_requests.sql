@@ -22,6 +22,7 @@ ALTER TABLE req_track
     ADD COLUMN scope_to     date,
     ADD COLUMN origin       text NOT NULL DEFAULT 'operator' CHECK (origin IN ('operator', 'bootstrap', 'self-heal')),
     ADD COLUMN actor        text,
+    ADD COLUMN reason       text,
     ADD COLUMN waiting_at   timestamptz,
     ADD COLUMN close_reason text,
     ADD COLUMN match_kind   text CHECK (match_kind IN ('echo', 'fallback')),
@@ -61,7 +62,7 @@ DROP INDEX req_track_origin;
 DROP INDEX req_track_open;
 ALTER TABLE req_track
     DROP CONSTRAINT req_track_scope_days,
-    DROP COLUMN match_kind, DROP COLUMN close_reason, DROP COLUMN waiting_at, DROP COLUMN actor,
+    DROP COLUMN match_kind, DROP COLUMN close_reason, DROP COLUMN waiting_at, DROP COLUMN reason, DROP COLUMN actor,
     DROP COLUMN origin, DROP COLUMN scope_to, DROP COLUMN scope_from, DROP COLUMN out_xml,
     DROP COLUMN routing_id, DROP COLUMN msg_dttm, DROP COLUMN seqn;
 UPDATE req_track SET status = 'SENT' WHERE status = 'WAITING';

@@ -88,6 +88,8 @@ type Spec struct {
 	ListCode string
 	Origin   Origin
 	Actor    string
+	// Reason is why (required from operators; the triggers write what fired them).
+	Reason string
 }
 
 // MaxDays bounds an RQFD's day range.
@@ -150,6 +152,7 @@ type Request struct {
 	Status   Status
 	Origin   Origin
 	Actor    string
+	Reason   string
 
 	Sender    string
 	RoutingID string

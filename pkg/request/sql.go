@@ -4,7 +4,7 @@ package request
 // bound parameters; times come from the injected clock, never now().
 
 const reqCols = `req_id, req_type, scope, scope_from, scope_to, status, origin, COALESCE(actor, ''),
-       sender, COALESCE(routing_id, ''), COALESCE(seqn, 0), msg_dttm, COALESCE(out_xml, ''),
+       COALESCE(reason, ''), sender, COALESCE(routing_id, ''), COALESCE(seqn, 0), msg_dttm, COALESCE(out_xml, ''),
        registered_at, sent_at, waiting_at, closed_at, COALESCE(out_msg_id, 0), COALESCE(response_msg_id, 0),
        COALESCE(close_reason, ''), COALESCE(match_kind, '')`
 
@@ -19,8 +19,8 @@ const (
  RETURNING req_id`
 
 	insertSQL = `INSERT INTO req_track (req_type, scope, scope_from, scope_to, sender, routing_id, seqn, msg_dttm,
-       out_xml, status, origin, actor, registered_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'REGISTERED', $10, NULLIF($11, ''), $12)
+       out_xml, status, origin, actor, reason, registered_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'REGISTERED', $10, NULLIF($11, ''), NULLIF($12, ''), $13)
 RETURNING req_id`
 
 	getSQL        = `SELECT ` + reqCols + ` FROM req_track WHERE req_id = $1`

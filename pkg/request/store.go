@@ -139,7 +139,7 @@ func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.T
 		from, to = &r.From, &r.To
 	}
 	if err := tx.QueryRow(ctx, insertSQL, r.Kind, r.Scope, from, to, r.Sender, r.RoutingID, r.SEQN, r.DTTM,
-		r.XML, r.Origin, r.Actor, now).Scan(&r.ID); err != nil {
+		r.XML, r.Origin, r.Actor, r.Reason, now).Scan(&r.ID); err != nil {
 		return Registration{}, fmt.Errorf("register %s %s: %w", r.Kind, r.Scope, err)
 	}
 	reg.Request = r
@@ -150,7 +150,7 @@ func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.T
 func (s *Store) build(spec Spec, seqn int, now time.Time) (Request, error) {
 	dttm := now.In(s.cfg.Location).Truncate(time.Second)
 	h := sis.RequestHeader{SNDR: s.cfg.Sender, SEQN: seqn, DTTM: dttm, RoutingID: s.cfg.RoutingID}
-	r := Request{Kind: spec.Kind, Scope: spec.Scope(), Status: Registered, Origin: spec.Origin, Actor: spec.Actor,
+	r := Request{Kind: spec.Kind, Scope: spec.Scope(), Status: Registered, Origin: spec.Origin, Actor: spec.Actor, Reason: spec.Reason,
 		Sender: s.cfg.Sender, RoutingID: s.cfg.RoutingID, SEQN: seqn, DTTM: dttm, RegisteredAt: now}
 	var out sis.Outbound
 	var err error
@@ -319,7 +319,7 @@ func collect(rows pgx.Rows) ([]Request, error) {
 		var r Request
 		var from, to, dttm, sent, waiting, closed *time.Time
 		err := row.Scan(&r.ID, &r.Kind, &r.Scope, &from, &to, &r.Status, &r.Origin, &r.Actor,
-			&r.Sender, &r.RoutingID, &r.SEQN, &dttm, &r.XML,
+			&r.Reason, &r.Sender, &r.RoutingID, &r.SEQN, &dttm, &r.XML,
 			&r.RegisteredAt, &sent, &waiting, &closed, &r.OutMsgID, &r.ResponseID, &r.CloseReason, &r.MatchKind)
 		r.From, r.To, r.DTTM = deref(from), deref(to), deref(dttm)
 		r.SentAt, r.WaitingAt, r.ClosedAt = deref(sent), deref(waiting), deref(closed)

@@ -119,7 +119,8 @@ func (t *Triggers) UnknownFlightTx(ctx context.Context, tx pgx.Tx, day, now time
 	return t.fire(ctx, tx, spec, fmt.Sprintf("%d FLOPs for unknown flights of %s within %s", n, day.Format(time.DateOnly), t.cfg.SelfHealWindow), now)
 }
 
-// fire registers spec unless shadow mode or a rate limit says no; it writes the audit row.
+// fire registers spec unless shadow mode or a rate limit says no. The request row is the audit
+// record: origin, actor msgx:<trigger>, the reason and the time.
 func (t *Triggers) fire(ctx context.Context, tx pgx.Tx, spec Spec, why string, now time.Time) (bool, error) {
 	origin := string(spec.Origin)
 	if t.cfg.Shadow {
@@ -138,11 +139,9 @@ func (t *Triggers) fire(ctx context.Context, tx pgx.Tx, spec Spec, why string, n
 		t.metrics.Triggers.WithLabelValues(origin, TriggerRateLimited).Inc()
 		return false, nil
 	}
+	spec.Reason = why
 	reg, err := t.store.RegisterTx(ctx, tx, spec, now)
 	if err != nil {
-		return false, err
-	}
-	if err := AuditTx(ctx, tx, spec.Actor, why, string(spec.Kind)+" "+spec.Scope(), []int64{reg.Request.ID}, now); err != nil {
 		return false, err
 	}
 	t.metrics.Triggers.WithLabelValues(origin, TriggerFired).Inc()

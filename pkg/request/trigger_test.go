@@ -60,7 +60,8 @@ func TestSelfHealFiresOncePerDayAndScopeUnderABurst(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM req_track WHERE origin = 'self-heal' AND scope = '2026-12-02..2026-12-02'`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM req_track WHERE origin = 'self-heal' AND scope = '2026-12-03..2026-12-03'`),
 		"another operation day is another scope")
-	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM replay_audit WHERE action = 'request' AND actor = 'msgx:self-heal'`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM req_track WHERE actor = 'msgx:self-heal' AND reason LIKE '5 FLOPs for unknown flights of 2026-12-0_ within 10m0s'`),
+		"the request row audits the trigger: actor and reason")
 	require.Equal(t, 2.0, counter(t, b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerFired)))
 	require.Positive(t, counter(t, b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerRateLimited)))
 
