@@ -38,7 +38,7 @@ func TestRolesApply(t *testing.T) {
 	})
 	env := map[string]string{"MSGX_ROLE_PASSWORD_INGEST": "pg-secret", "MSGX_MYSQL_ROLE_PASSWORD_INGEST": "my-secret"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	cfg := config.Config{PGURL: db.URL, MySQLDSN: mb.DSN}
+	cfg := config.Config{Process: config.Process{PGURL: db.URL}, Mailbox: config.Mailbox{MySQLDSN: mb.DSN}}
 	args := []string{"apply", "--prefix", prefix, "--mysql"}
 
 	var out bytes.Buffer

@@ -82,7 +82,7 @@ func New(cfg Config, pool *pgxpool.Pool, marker Marker, clk clock.Clock, metrics
 // took over.
 func (j *Jobs) Run(ctx context.Context, lease leader.Lease) error {
 	j.log.Info().Dur("backfill_every", j.cfg.BackfillInterval).Dur("retention_every", j.cfg.RetentionInterval).
-		Str("history_at", fmtTimeOfDay(j.cfg.HistorySweepAt)).Bool("shadow", j.cfg.Shadow).
+		Stringer("history_at", j.cfg.HistorySweepAt).Bool("shadow", j.cfg.Shadow).
 		Bool("history_enabled", j.cfg.HistoryEnabled).Msg("jobs: scheduling")
 	t := time.NewTicker(j.cfg.Tick)
 	defer t.Stop()
@@ -138,7 +138,7 @@ func (j *Jobs) historyDue(now time.Time, doneDay *time.Time) (bool, time.Time) {
 	l := now.In(j.cfg.Location)
 	today := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
 	since := time.Duration(l.Hour())*time.Hour + time.Duration(l.Minute())*time.Minute + time.Duration(l.Second())*time.Second
-	if since < j.cfg.HistorySweepAt {
+	if since < time.Duration(j.cfg.HistorySweepAt) {
 		return false, today
 	}
 	return doneDay == nil || doneDay.Before(today), today
@@ -290,10 +290,6 @@ func State(ctx context.Context, pool *pgxpool.Pool, job string) (RunState, error
 		return s, fmt.Errorf("read %s state: %w", job, err)
 	}
 	return s, nil
-}
-
-func fmtTimeOfDay(d time.Duration) string {
-	return fmt.Sprintf("%02d:%02d", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // Metrics are the jobs' Prometheus instruments (names kept from the system msgx replaces, CLM-9).

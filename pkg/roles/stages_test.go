@@ -198,7 +198,8 @@ func requireDenied(t *testing.T, err error, msgAndArgs ...any) {
 	}
 	msg := err.Error()
 	require.True(t, strings.Contains(msg, "Error 1142") || strings.Contains(msg, "Error 1143") ||
-		strings.Contains(msg, "Error 1044") || strings.Contains(msg, "Error 1045"),
+		strings.Contains(msg, "Error 1044") || strings.Contains(msg, "Error 1045") ||
+		strings.Contains(msg, "Error 1698"),
 		"want a MySQL privilege refusal, got %v", err)
 }
 
