@@ -48,8 +48,7 @@ func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 		return err
 	}
 	defer pool.Close()
-	store, err := request.NewStore(pool, request.Config{Sender: cfg.RequestSender, RoutingID: cfg.RequestRoutingID,
-		Timeout: cfg.RequestTimeout, Location: cfg.Location()})
+	store, err := request.NewStore(pool, cfg.RequestConfig())
 	if err != nil {
 		return err
 	}

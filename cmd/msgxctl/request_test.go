@@ -24,7 +24,7 @@ func TestRequestCommands(t *testing.T) {
 	box, err := mailbox.Open(mb.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, box.Close()) })
-	store, err := request.NewStore(pg.Pool, request.Config{Sender: "MSGX", RoutingID: "AODB", Timeout: 30 * time.Minute, Location: time.UTC})
+	store, err := request.NewStore(pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODB", Timeout: 30 * time.Minute, Location: time.UTC})
 	require.NoError(t, err)
 	clk := clock.NewFake(time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC))
 	env := requestEnv{pool: pg.Pool, store: store, clock: clk, poll: 10 * time.Millisecond}

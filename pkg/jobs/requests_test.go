@@ -19,7 +19,7 @@ func TestJobsExpireAndSendRequests(t *testing.T) {
 	box, err := mailbox.Open(b.mb.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = box.Close() })
-	store, err := request.NewStore(b.db.Pool, request.Config{Sender: "MSGX", RoutingID: "AODB", Timeout: 10 * time.Minute, Location: time.UTC})
+	store, err := request.NewStore(b.db.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODB", Timeout: 10 * time.Minute, Location: time.UTC})
 	require.NoError(t, err)
 	sender, err := request.NewSender(store, box, b.clock, false)
 	require.NoError(t, err)

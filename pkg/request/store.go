@@ -4,39 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/setting"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// Config is what every request carries.
+// Config is the requests' settings (pkg/setting tags, docs/configuration.md); Location is the
+// process's airport zone, set by the binary.
 type Config struct {
-	Sender    string         // META SNDR (MSGX_REQUEST_SNDR)
-	RoutingID string         // coutmsgs ROUTINGID (MSGX_REQUEST_ROUTINGID)
-	Timeout   time.Duration  // an open request expires this long after registration (MSGX_REQUEST_TIMEOUT)
-	Location  *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
+	Timeout       time.Duration  `env:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
+	Sender        string         `env:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
+	RoutingID     string         `env:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
+	SweepInterval time.Duration  `env:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
+	Location      *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
 }
 
-// Validate reports every bad value.
+// Validate reports every bad value, one line each.
 func (c Config) Validate() error {
-	var errs []error
-	if len(c.Sender) < 1 || len(c.Sender) > 4 {
-		errs = append(errs, fmt.Errorf("request: Sender must be 1-4 characters, got %q", c.Sender))
+	var p setting.Problems
+	p.Positive("MSGX_REQUEST_TIMEOUT", c.Timeout)
+	p.Positive("MSGX_REQUEST_SWEEP_INTERVAL", c.SweepInterval)
+	if len(c.Sender) < 1 || len(c.Sender) > 4 || strings.Trim(c.Sender, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != "" {
+		p.Add("MSGX_REQUEST_SNDR", "must be 1 to 4 upper-case letters or digits, got %q", c.Sender)
 	}
 	if len(c.RoutingID) < 1 || len(c.RoutingID) > 23 {
-		errs = append(errs, fmt.Errorf("request: RoutingID must be 1-23 characters, got %q", c.RoutingID))
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("request: Timeout must be positive, got %s", c.Timeout))
+		p.Add("MSGX_REQUEST_ROUTINGID", "must be 1 to 23 characters (coutmsgs ROUTINGID), got %q", c.RoutingID)
 	}
 	if c.Location == nil {
-		errs = append(errs, errors.New("request: Location must be set"))
+		p.Add("MSGX_AIRPORT_TZ", "request: Location must be set")
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // querier is what both a pool and a transaction offer.

@@ -2,58 +2,49 @@ package request
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/setting"
 )
 
 // TriggerConfig switches and limits the automatic requests (docs/requests.md). Each trigger is
 // off unless enabled; nothing is ever registered in shadow mode.
 type TriggerConfig struct {
-	// Bootstrap: at start, an empty flight table requests the schedule of today..today+BootstrapDays.
-	Bootstrap     bool
-	BootstrapDays int
-	// SelfHeal: SelfHealThreshold FLOPs for unknown flights of one operation day within
-	// SelfHealWindow request that day's schedule.
-	SelfHeal          bool
-	SelfHealThreshold int
-	SelfHealWindow    time.Duration
-	// Cooldown: a trigger asks for one scope at most once per Cooldown (the rate limit).
-	Cooldown time.Duration
-	// MaxPerHour bounds each trigger's requests over all scopes per hour.
-	MaxPerHour int
-	Shadow     bool
-	Location   *time.Location
+	Bootstrap         bool           `env:"MSGX_REQUEST_BOOTSTRAP" default:"false" desc:"processor: at start, an empty flight table requests the schedule of today..today+MSGX_REQUEST_BOOTSTRAP_DAYS"`
+	BootstrapDays     int            `env:"MSGX_REQUEST_BOOTSTRAP_DAYS" default:"1" desc:"processor: days after today the bootstrap request covers (0..30)"`
+	SelfHeal          bool           `env:"MSGX_REQUEST_SELF_HEAL" default:"false" desc:"processor: FLOPs for unknown flights of one operation day beyond the threshold request that day's schedule"`
+	SelfHealThreshold int            `env:"MSGX_REQUEST_SELF_HEAL_THRESHOLD" default:"5" desc:"processor: unknown-flight FLOPs of one operation day within the window that trigger self-healing"`
+	SelfHealWindow    time.Duration  `env:"MSGX_REQUEST_SELF_HEAL_WINDOW" default:"10m" desc:"processor: window in which the self-healing threshold is counted"`
+	Cooldown          time.Duration  `env:"MSGX_REQUEST_TRIGGER_COOLDOWN" default:"24h" desc:"processor: an automatic trigger asks for one scope at most once per cooldown"`
+	MaxPerHour        int            `env:"MSGX_REQUEST_TRIGGER_MAX_PER_HOUR" default:"6" desc:"processor: at most this many requests per trigger and hour, all scopes"`
+	Shadow            bool           // nothing is registered in shadow mode (set by the binary)
+	Location          *time.Location // airport zone (set by the binary)
 }
 
-// DefaultTriggerConfig returns the defaults: both triggers off.
+// DefaultTriggerConfig returns the defaults (the tags): both triggers off, UTC.
 func DefaultTriggerConfig() TriggerConfig {
-	return TriggerConfig{BootstrapDays: 1, SelfHealThreshold: 5, SelfHealWindow: 10 * time.Minute,
-		Cooldown: 24 * time.Hour, MaxPerHour: 6, Location: time.UTC}
+	var c TriggerConfig
+	setting.Defaults(&c)
+	c.Location = time.UTC
+	return c
 }
 
-// Validate reports every bad value.
+// Validate reports every bad value, one line each.
 func (c TriggerConfig) Validate() error {
-	var errs []error
-	if c.BootstrapDays < 0 || c.BootstrapDays >= MaxDays {
-		errs = append(errs, fmt.Errorf("request triggers: BootstrapDays must be 0..%d, got %d", MaxDays-1, c.BootstrapDays))
-	}
-	if c.SelfHealThreshold < 1 {
-		errs = append(errs, fmt.Errorf("request triggers: SelfHealThreshold must be at least 1, got %d", c.SelfHealThreshold))
-	}
-	if c.SelfHealWindow <= 0 || c.Cooldown <= 0 {
-		errs = append(errs, errors.New("request triggers: SelfHealWindow and Cooldown must be positive"))
-	}
-	if c.MaxPerHour < 1 {
-		errs = append(errs, fmt.Errorf("request triggers: MaxPerHour must be at least 1, got %d", c.MaxPerHour))
-	}
+	var p setting.Problems
+	p.Between("MSGX_REQUEST_BOOTSTRAP_DAYS", int64(c.BootstrapDays), 0, MaxDays-1)
+	p.Between("MSGX_REQUEST_SELF_HEAL_THRESHOLD", int64(c.SelfHealThreshold), 1, 1_000_000)
+	p.Positive("MSGX_REQUEST_SELF_HEAL_WINDOW", c.SelfHealWindow)
+	p.Positive("MSGX_REQUEST_TRIGGER_COOLDOWN", c.Cooldown)
+	p.Between("MSGX_REQUEST_TRIGGER_MAX_PER_HOUR", int64(c.MaxPerHour), 1, 3600)
 	if c.Location == nil {
-		errs = append(errs, errors.New("request triggers: Location must be set"))
+		p.Add("MSGX_AIRPORT_TZ", "request triggers: Location must be set")
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Triggers registers the automatic requests. They are only registered here; the jobs stage
