@@ -51,6 +51,10 @@ type Jobs struct {
 	// back for a RetentionInterval.
 	nextBackfill, nextRetention, historyRetry time.Time
 
+	// requests is the request sweep (requests.go), nil when not configured.
+	requests      RequestSweeper
+	requestsEvery time.Duration
+	nextRequests  time.Time
 	// afterSelect, when set (tests), runs between the history sweep's selection and its
 	// deleting transaction.
 	afterSelect func()
@@ -124,6 +128,7 @@ func (j *Jobs) tick(ctx context.Context, lease leader.Lease) error {
 		}
 		j.nextRetention = now.Add(j.cfg.RetentionInterval)
 	}
+	j.requestsTick(ctx, now)
 	return nil
 }
 
