@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -41,7 +42,7 @@ func TestBackfillMarked(t *testing.T) {
 	require.Equal(t, b.clock.Now(), r.DoneAt.UTC())
 	require.Nil(t, r.AbandonedAt)
 	at, status := b.mark(t, 1)
-	require.Equal(t, processor.WallClock(b.clock.Now(), time.UTC), *at)
+	require.Equal(t, clock.WallClock(b.clock.Now(), time.UTC), *at)
 	require.Equal(t, "PROCESSED", status)
 	require.Equal(t, 1, b.marker.writes(1))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -48,8 +49,7 @@ func (j *Jobs) history(ctx context.Context, lease leader.Lease, now time.Time) (
 		j.log.Debug().Msg("history: store disabled; nothing is deleted")
 		return res, nil
 	}
-	l := now.Add(-j.cfg.HistoryRetention).In(j.cfg.Location)
-	dayCutoff := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
+	dayCutoff := clock.WallDay(now.Add(-j.cfg.HistoryRetention), j.cfg.Location)
 	quietCutoff := now.Add(-j.cfg.HistoryQuiet)
 	deadline := time.Now().Add(j.cfg.RunBudget)
 	var after candidate // keyset position: never look at a flight twice in one run
@@ -92,7 +92,7 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 		flids[i], versions[i], updated[i] = c.flid, c.version, c.updated
 	}
 	var purged []confirmed
-	err := j.fenced(ctx, lease, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
 		purged = nil
 		// The history documents are built before PIPELINE_LOCK, so the lock is held only for
 		// the re-check and the delete. A document stays only for a flight the re-check finds

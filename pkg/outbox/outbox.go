@@ -34,6 +34,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/leader"
 )
 
 // Targets.
@@ -131,24 +134,26 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Backoff is the wait after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
+// Backoff is the wait after the n-th failed attempt (n ≥ 1): package backoff's rule.
 func (p Policy) Backoff(n int) time.Duration {
-	d := p.BackoffBase
-	for i := 1; i < n && d < p.BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, p.BackoffMax)
+	return backoff.Delay(n, p.BackoffBase, p.BackoffMax)
 }
 
-// Fence is the leader lease: Check fails unless this instance still leads (leader.Lease).
-type Fence interface {
-	Check(ctx context.Context, tx pgx.Tx) error
+// delays is the wait after each attempt that can still fail (n = 1 … MaxAttempts), in
+// microseconds: markFailedSQL looks a row's delay up by its attempt number.
+func (p Policy) delays() []float64 {
+	out := make([]float64, p.MaxAttempts)
+	for i := range out {
+		out[i] = float64(p.Backoff(i + 1).Microseconds())
+	}
+	return out
 }
 
 // Store is the msg_event store.
 type Store struct {
 	pool   *pgxpool.Pool
 	policy Policy
+	delays []float64 // policy.delays()
 }
 
 // New returns a store.
@@ -156,7 +161,7 @@ func New(pool *pgxpool.Pool, policy Policy) (*Store, error) {
 	if err := policy.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, policy: policy}, nil
+	return &Store{pool: pool, policy: policy, delays: policy.delays()}, nil
 }
 
 // ConnConfig is the connection configuration of the store's pool (for a wake-up listener).
@@ -276,24 +281,14 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int) ([]Cl
 	return out, nil
 }
 
-// fenced runs fn in a transaction that first checks the lease.
-func (s *Store) fenced(ctx context.Context, fence Fence, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fence.Check(ctx, tx); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-}
-
 // MarkSent marks the events SENT in one statement, under the lease. It returns how many rows
 // changed (an operator may have skipped one meanwhile).
-func (s *Store) MarkSent(ctx context.Context, fence Fence, ids []int64, now time.Time) (int64, error) {
+func (s *Store) MarkSent(ctx context.Context, fence leader.Fence, ids []int64, now time.Time) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	var n int64
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, markSentSQL, ids, now)
 		n = tag.RowsAffected()
 		return err
@@ -321,7 +316,7 @@ type Outcome struct {
 
 // MarkFailed counts a failed attempt for every event of failures (one statement, under the
 // lease) and returns what became of each.
-func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure, now time.Time) ([]Outcome, error) {
+func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []Failure, now time.Time) ([]Outcome, error) {
 	var ids []int64
 	var msgs []string
 	var fatal []bool
@@ -334,9 +329,8 @@ func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure,
 		return nil, nil
 	}
 	var out []Outcome
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, markFailedSQL, ids, msgs, fatal, now, s.policy.MaxAttempts,
-			float64(s.policy.BackoffBase.Microseconds()), float64(s.policy.BackoffMax.Microseconds()))
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, markFailedSQL, ids, msgs, fatal, now, s.policy.MaxAttempts, s.delays)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/sis"
@@ -285,11 +286,8 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 	start := time.Now()
 	var results []result
 	var failure *result
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		results, failure = nil, nil
-		if err := lease.Check(ctx, tx); err != nil {
-			return err
-		}
 		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
 			return fmt.Errorf("take pipeline lock: %w", err)
 		}
@@ -494,17 +492,8 @@ func (p *Pump) failure(w work, class Class, reason string, now time.Time) result
 		return r
 	}
 	r.status = "FAILED"
-	r.nextAt = now.Add(Backoff(attempt, p.cfg.BackoffBase, p.cfg.BackoffMax))
+	r.nextAt = now.Add(backoff.Delay(attempt, p.cfg.BackoffBase, p.cfg.BackoffMax))
 	return r
-}
-
-// Backoff is the delay after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
-func Backoff(n int, base, maxDelay time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < maxDelay; i++ {
-		d *= 2
-	}
-	return min(d, maxDelay)
 }
 
 // write stores the batch's terminal results (one statement, with the backfill intent) and the
@@ -538,19 +527,9 @@ func (p *Pump) write(ctx context.Context, tx pgx.Tx, now time.Time, results []re
 // commit writes outcomes decided without applying anything (head deadline, a batch that could
 // not run) in their own protected transaction.
 func (p *Pump) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) error {
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if err := lease.Check(ctx, tx); err != nil {
-			return err
-		}
+	return leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		return p.write(ctx, tx, now, terminal, failure)
 	})
-}
-
-// WallClock is t as the airport's local wall-clock time, labelled UTC: the form in which the
-// mailbox's zone-less DATETIME columns hold times.
-func WallClock(t time.Time, loc *time.Location) time.Time {
-	l := t.In(loc)
-	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), 0, time.UTC)
 }
 
 // afterCommit counts outcomes, logs them and makes the one immediate marker attempt.
@@ -572,7 +551,7 @@ func (p *Pump) afterCommit(ctx context.Context, now time.Time, results []result)
 	if len(ids) == 0 || p.cfg.Shadow || p.marker == nil {
 		return
 	}
-	n, err := p.marker.MarkProcessed(ctx, ids, WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
+	n, err := p.marker.MarkProcessed(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
 	switch {
 	case err != nil:
 		p.log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")

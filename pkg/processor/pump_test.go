@@ -383,15 +383,6 @@ func TestErrorClassesFromRealInputs(t *testing.T) {
 	require.NotNil(t, r.Identity)
 }
 
-func TestBackoffSchedule(t *testing.T) {
-	t.Parallel()
-	var got []time.Duration
-	for n := 1; n <= 8; n++ {
-		got = append(got, processor.Backoff(n, time.Second, time.Minute))
-	}
-	require.Equal(t, []time.Duration{1e9, 2e9, 4e9, 8e9, 16e9, 32e9, 60e9, 60e9}, got)
-}
-
 func TestHeadDeadline(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
