@@ -2,7 +2,6 @@ package flightstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,17 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
-)
-
-// Event targets and types (docs/flight.md, the outbox contract).
-const (
-	TargetMsg  = "KAFKA:msg"
-	TargetSchd = "KAFKA:schd"
-	Upsert     = "UPSERT"
-	Tombstone  = "TOMBSTONE"
 )
 
 // Processor applies every flight message: FLOP updates and deletes (KindFlightUpdate,
@@ -220,7 +213,7 @@ type Session struct {
 	cur      map[int64]*flight.State  // after the messages applied so far
 	touched  map[int64]bool           // changed by the session
 	floor    map[int64]int64          // versions a re-used FLID must exceed (its purged history)
-	ev       events
+	events   []event.Event
 	extras   []func(*pgx.Batch)
 }
 
@@ -400,7 +393,7 @@ func (s *Session) apply(ctx context.Context, m processor.Message, inputs []fligh
 			r.inserted++
 		}
 		next.LastMsgID = m.ID
-		s.ev.add(m, old, next)
+		s.events = event.Changed(s.events, event.Source{MsgID: m.ID, Type: m.Decoded.Meta.TYPE, Styp: m.Decoded.Meta.STYP}, old, next)
 		changed = append(changed, bumped{id, next})
 	}
 	for _, c := range changed {
@@ -425,69 +418,14 @@ func (s *Session) Flush(ctx context.Context) error {
 	for _, id := range ids {
 		changes = append(changes, Change{Old: s.stored[id], Next: s.cur[id]})
 	}
-	err := Save(ctx, s.tx, changes, s.now, func(b *pgx.Batch) {
-		if len(s.ev.targets) > 0 {
-			b.Queue(insertEventsSQL, s.ev.targets, s.ev.keys, s.ev.types, s.ev.versions, s.ev.msgIDs, s.now, s.ev.payloads)
-		}
-		for _, f := range s.extras {
-			f(b)
-		}
-	})
+	err := Save(ctx, s.tx, changes, s.now, s.extras...)
+	if err == nil {
+		err = outbox.Enqueue(ctx, s.tx, s.now, s.events...)
+	}
 	// The session is spent either way: what it held is now stored (or rolled back with the tx).
 	for _, id := range ids {
 		s.stored[id] = s.cur[id]
 	}
-	s.touched, s.ev, s.extras = map[int64]bool{}, events{}, nil
+	s.touched, s.events, s.extras = map[int64]bool{}, nil, nil
 	return err
-}
-
-// events collects the outbox rows of a session, in order.
-type events struct {
-	targets, keys, types []string
-	versions, msgIDs     []int64
-	payloads             []*string
-}
-
-// add appends the two events of one changed flight: KAFKA:msg with the changed fields and
-// KAFKA:schd with the full state (NULL payload for a TOMBSTONE).
-func (e *events) add(m processor.Message, old, next *flight.State) {
-	typ := Upsert
-	if next.Status == flight.Deleted {
-		typ = Tombstone
-	}
-	key := strconv.FormatInt(next.FLID, 10)
-	ch := flight.Diff(old, next)
-	b := make([]byte, 0, 512)
-	b = append(b, `{"flid":`...)
-	b = strconv.AppendInt(b, next.FLID, 10)
-	b = append(b, `,"msg_id":`...)
-	b = strconv.AppendInt(b, m.ID, 10)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, m.Decoded.Meta.TYPE)
-	b = append(b, `,"styp":`...)
-	b = appendJSONString(b, m.Decoded.Meta.STYP)
-	b = append(b, `,"state_version":`...)
-	b = strconv.AppendInt(b, next.Version, 10)
-	b = append(b, `,"event":"`...)
-	b = append(b, typ...)
-	b = append(b, `","changed":`...)
-	b = ch.AppendJSON(b)
-	b = append(b, '}')
-	msg := string(b)
-	var schd *string
-	if typ == Upsert {
-		s := string(next.AppendJSON(make([]byte, 0, 4096)))
-		schd = &s
-	}
-	e.targets = append(e.targets, TargetMsg, TargetSchd)
-	e.keys = append(e.keys, key, key)
-	e.types = append(e.types, typ, typ)
-	e.versions = append(e.versions, next.Version, next.Version)
-	e.msgIDs = append(e.msgIDs, m.ID, m.ID)
-	e.payloads = append(e.payloads, &msg, schd)
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }

@@ -2,13 +2,14 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -31,14 +32,6 @@ type confirmed struct {
 // historyRow is a flight_history row written by the current transaction.
 type historyRow struct {
 	id, flid, version int64
-}
-
-// tombstonePayload is the KAFKA:msg payload of a purge TOMBSTONE.
-type tombstonePayload struct {
-	FLID         int64  `json:"flid"`
-	Event        string `json:"event"`
-	Reason       string `json:"reason"`
-	StateVersion int64  `json:"state_version"`
 }
 
 // history is one run of the history sweep: batches of HistoryBatch flights, each purged in one
@@ -144,19 +137,13 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 			return fmt.Errorf("purge: %d history documents for %d flights", len(written)-len(stale), len(purged))
 		}
 		ids := make([]int64, len(purged))
-		var events []outbox.Event
+		var events []event.Event
 		for i, c := range purged {
 			ids[i] = c.flid
-			if c.state == "DELETED" {
+			if c.state == flight.Deleted {
 				continue // its delete already produced its TOMBSTONE
 			}
-			payload, err := json.Marshal(tombstonePayload{FLID: c.flid, Event: outbox.Tombstone, Reason: "purged", StateVersion: c.version + 1})
-			if err != nil {
-				return err
-			}
-			events = append(events,
-				outbox.Event{Target: outbox.TargetMsg, FLID: c.flid, Type: outbox.Tombstone, StateVersion: c.version + 1, Payload: payload},
-				outbox.Event{Target: outbox.TargetSchd, FLID: c.flid, Type: outbox.Tombstone, StateVersion: c.version + 1})
+			events = event.Purged(events, c.flid, c.version+1)
 		}
 		if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
 			return err

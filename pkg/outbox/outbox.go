@@ -24,7 +24,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,19 +35,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/leader"
-)
-
-// Targets.
-const (
-	TargetMsg  = "KAFKA:msg"  // one record per change, topic msgx.flight.changes
-	TargetSchd = "KAFKA:schd" // newest full state per FLID, compacted topic msgx.flight.state
-)
-
-// Event types.
-const (
-	Upsert    = "UPSERT"
-	Tombstone = "TOMBSTONE"
 )
 
 // Statuses.
@@ -58,40 +46,15 @@ const (
 	StatusDead    = "DEAD"
 )
 
-// Event is a new outbox row.
-type Event struct {
-	Target       string          // TargetMsg or TargetSchd
-	FLID         int64           // partition key and Kafka key
-	Type         string          // Upsert or Tombstone
-	StateVersion int64           // the flight's state_version after the change (> 0)
-	MsgID        int64           // the mailbox message that caused it; 0: none (e.g. history sweep)
-	Payload      json.RawMessage // required for Upsert; nil for a Tombstone without payload
-}
-
-func (e Event) validate() error {
-	switch {
-	case e.Target != TargetMsg && e.Target != TargetSchd:
-		return fmt.Errorf("outbox: bad target %q", e.Target)
-	case e.Type != Upsert && e.Type != Tombstone:
-		return fmt.Errorf("outbox: bad event type %q", e.Type)
-	case e.StateVersion <= 0:
-		return fmt.Errorf("outbox: state_version must be positive, got %d", e.StateVersion)
-	case e.Type == Upsert && len(e.Payload) == 0:
-		return errors.New("outbox: an UPSERT needs a payload")
-	case len(e.Payload) > 0 && !json.Valid(e.Payload):
-		return errors.New("outbox: payload is not valid JSON")
-	}
-	return nil
-}
-
 // Execer is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Enqueue inserts events in the given order (event_id follows it) with one statement. Call it
-// inside the transaction that makes the change, so events commit with it.
-func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) error {
+// Enqueue inserts events in the given order (event_id follows it) with one statement: it is the
+// one writer of msg_event. Call it inside the transaction that makes the change, so events
+// commit with it. Build events with package event.
+func Enqueue(ctx context.Context, db Execer, now time.Time, events ...event.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -100,8 +63,8 @@ func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) err
 	versions, msgIDs := make([]int64, n), make([]*int64, n)
 	payloads := make([]*string, n)
 	for i, e := range events {
-		if err := e.validate(); err != nil {
-			return err
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("enqueue events: %w", err)
 		}
 		targets[i], keys[i], types[i], versions[i] = e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion
 		if e.MsgID != 0 {
@@ -222,7 +185,7 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Cla
 	var out []Claimed
 	full := false
 	for rows.Next() {
-		c := Claimed{Target: TargetMsg}
+		c := Claimed{Target: event.TargetMsg}
 		var msgID *int64
 		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &full); err != nil {
 			rows.Close()
@@ -260,7 +223,7 @@ func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
-	out, err := scanClaimed(rows, TargetMsg, false)
+	out, err := scanClaimed(rows, event.TargetMsg, false)
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
@@ -274,7 +237,7 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int) ([]Cl
 	if err != nil {
 		return nil, fmt.Errorf("claim states: %w", err)
 	}
-	out, err := scanClaimed(rows, TargetSchd, true)
+	out, err := scanClaimed(rows, event.TargetSchd, true)
 	if err != nil {
 		return nil, fmt.Errorf("claim states: %w", err)
 	}
