@@ -21,8 +21,8 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
 )
 

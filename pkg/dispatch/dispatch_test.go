@@ -28,9 +28,9 @@ import (
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/outbox"
 )
 

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
