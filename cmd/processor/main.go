@@ -25,10 +25,10 @@ import (
 
 // processors maps each message kind to its processor. A kind missing here is FAILED
 // UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
-func processors() map[sis.Kind]processor.Processor {
+func processors() map[sis.Kind]processor.Handler {
 	// One flight processor for every flight kind: a batch's flight messages share one session.
-	flights, ref := flightstore.Processor{}, refdata.Processor{}
-	return map[sis.Kind]processor.Processor{
+	flights, ref := flightstore.Processor{}, refdata.Handler{}
+	return map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate:     flights,
 		sis.KindFlightDelete:     flights,
 		sis.KindScheduleSnapshot: flights,

@@ -37,9 +37,9 @@ var airport = func() *time.Location {
 }()
 
 // processors is the same map cmd/processor registers.
-func processors() map[sis.Kind]processor.Processor {
-	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
-	return map[sis.Kind]processor.Processor{
+func processors() map[sis.Kind]processor.Handler {
+	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Handler{}
+	return map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate: flop, sis.KindFlightDelete: flop,
 		sis.KindScheduleSnapshot: schd, sis.KindScheduleAdd: schd, sis.KindScheduleDelete: schd,
 		sis.KindRefList: ref, sis.KindSeason: ref,
@@ -51,7 +51,7 @@ type env struct {
 	db    *testdb.DB
 	clock *clock.Fake
 	lease leader.Lease
-	pump  *processor.Pump
+	pump  *processor.Engine
 	next  int64
 }
 

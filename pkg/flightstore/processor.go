@@ -25,8 +25,8 @@ import (
 type Processor struct{}
 
 var (
-	_ processor.Processor = Processor{}
-	_ processor.Batcher   = Processor{}
+	_ processor.Handler = Processor{}
+	_ processor.Batcher = Processor{}
 )
 
 // Apply applies one message in its own session.

@@ -42,7 +42,7 @@ const (
 // are made the way production makes them), and the read API on an httptest server.
 type bundle struct {
 	db     *testdb.DB
-	pump   *processor.Pump
+	pump   *processor.Engine
 	lease  leader.Lease
 	next   int64
 	base   string
@@ -60,7 +60,7 @@ func setup(t *testing.T) *bundle {
 	p := processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: loc,
-	}, db.Pool, map[sis.Kind]processor.Processor{
+	}, db.Pool, map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate: proc, sis.KindFlightDelete: proc,
 		sis.KindScheduleSnapshot: proc, sis.KindScheduleAdd: proc, sis.KindScheduleDelete: proc,
 	}, nil, clock.NewFake(t0), nil, zerolog.Nop())
