@@ -15,25 +15,25 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
-	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// processors maps each message kind to its processor. A kind missing here is FAILED
-// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
-func processors() map[sis.Kind]processor.Handler {
-	// One flight processor for every flight kind: a batch's flight messages share one session.
-	flights, ref := flightstore.Processor{}, refdata.Handler{}
+// handlers maps each message kind to its handler. A kind missing here is FAILED
+// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a handler exists).
+func handlers() map[sis.Kind]processor.Handler {
+	// One flight handler for every flight kind: a batch's flight messages share one session.
+	fl, ref := flights.Handler{}, refdata.Handler{}
 	return map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate:     flights,
-		sis.KindFlightDelete:     flights,
-		sis.KindScheduleSnapshot: flights,
-		sis.KindScheduleAdd:      flights,
-		sis.KindScheduleDelete:   flights,
+		sis.KindFlightUpdate:     fl,
+		sis.KindFlightDelete:     fl,
+		sis.KindScheduleSnapshot: fl,
+		sis.KindScheduleAdd:      fl,
+		sis.KindScheduleDelete:   fl,
 		sis.KindRefList:          ref,
 		sis.KindSeason:           ref,
 	}
@@ -79,7 +79,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Location:           cfg.Location(),
 		Shadow:             cfg.Shadow,
 		ProcessedValue:     cfg.MailboxProcessedAs,
-	}, pool, processors(), mb, clock.System{}, processor.NewMetrics(reg), log)
+	}, pool, handlers(), mb, clock.System{}, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,

@@ -24,6 +24,7 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/readapi"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -56,7 +57,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
-	proc := flightstore.Processor{}
+	proc := flights.Handler{}
 	p := processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: loc,

@@ -1,4 +1,4 @@
-package flightstore_test
+package flights_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -38,10 +39,10 @@ var airport = func() *time.Location {
 
 // processors is the same map cmd/processor registers.
 func processors() map[sis.Kind]processor.Handler {
-	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Handler{}
+	fl, ref := flights.Handler{}, refdata.Handler{}
 	return map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate: flop, sis.KindFlightDelete: flop,
-		sis.KindScheduleSnapshot: schd, sis.KindScheduleAdd: schd, sis.KindScheduleDelete: schd,
+		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
+		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
 		sis.KindRefList: ref, sis.KindSeason: ref,
 	}
 }
