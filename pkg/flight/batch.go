@@ -12,8 +12,8 @@ import (
 //   - every flight a message changes gets state_version + 1 once for that message, and its
 //     LastMsgID (INV-13), however many of the message's records name it;
 //   - a FLID stored before but purged since (its history kept) continues above its purged
-//     history: its first version is the last purged one + 1, so consumers deduplicating by
-//     (flid, state_version) never drop its events;
+//     history and its purge TOMBSTONE (last purged version + 1): its first version is the last
+//     purged one + 2, so consumers deduplicating by (flid, state_version) never drop its events;
 //   - the MAFL of every master whose children may have changed is derived again (INV-21,
 //     INV-22): the old and new master of a changed child, and the message's own flights (a
 //     created or re-activated master derives its MAFL from the stored children).
