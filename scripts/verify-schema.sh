@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Applies db/migrations to two fresh PostgreSQL databases — one with the dbmate CLI, one with
+# Applies db/migrations to two fresh PostgreSQL databases — one with dbmate (tools/dbmate-pg: the pinned dbmate library, PostgreSQL driver only), one with
 # msgxctl migrate (the path production uses) — dumps both with dbmate and fails if either differs
 # from the committed db/schema.sql. With --write it regenerates db/schema.sql instead.
 set -euo pipefail
@@ -18,12 +18,12 @@ trap cleanup EXIT
 
 psql -q "$base/postgres" -c "CREATE DATABASE $db_a" -c "CREATE DATABASE $db_b" >/dev/null
 
-dbmate() { go tool dbmate --no-dump-schema --migrations-dir db/migrations "$@"; }
+dbmate() { go tool dbmate-pg "$@"; }
 # pg_dump ≥ 15.14 writes a random \restrict key per dump; it carries no schema information.
 normalize() { sed -i -E '/^\\(un)?restrict /d' "$1"; }
 
-dbmate --url "$base/$db_a?sslmode=disable" up >/dev/null
-go tool dbmate --url "$base/$db_a?sslmode=disable" --schema-file "$tmp/dbmate.sql" dump >/dev/null
+dbmate -url "$base/$db_a?sslmode=disable" up >/dev/null
+dbmate -url "$base/$db_a?sslmode=disable" -schema-file "$tmp/dbmate.sql" dump >/dev/null
 normalize "$tmp/dbmate.sql"
 
 if [ "${1:-}" = "--write" ]; then
@@ -33,7 +33,7 @@ if [ "${1:-}" = "--write" ]; then
 fi
 
 MSGX_PG_URL="$base/$db_b?sslmode=disable" go run ./cmd/msgxctl migrate >/dev/null
-go tool dbmate --url "$base/$db_b?sslmode=disable" --schema-file "$tmp/msgxctl.sql" dump >/dev/null
+dbmate -url "$base/$db_b?sslmode=disable" -schema-file "$tmp/msgxctl.sql" dump >/dev/null
 normalize "$tmp/msgxctl.sql"
 
 status=0

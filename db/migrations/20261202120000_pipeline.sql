@@ -113,7 +113,7 @@ CREATE TABLE msg_event (
 CREATE INDEX msg_event_unsent ON msg_event (target, partition_key, event_id) WHERE status <> 'SENT';
 CREATE INDEX msg_event_sent ON msg_event (sent_at) WHERE status = 'SENT';
 
--- Flight state (FLIGHT_SCHD): one row per FLID; scalar fields of SIS.md §c.1.
+-- Flight state (FLIGHT_SCHD): one row per FLID; scalar fields of docs/sis.md §c.1.
 -- Flight times are local airport wall-clock times as the AODB sends them (timestamp, no zone).
 CREATE TABLE flight (
     flid          bigint      PRIMARY KEY,

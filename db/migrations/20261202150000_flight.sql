@@ -3,7 +3,7 @@
 -- Flight state (issue 6). The pipeline migration created the tables; this adds what the flight
 -- and schedule processors look up.
 
--- Replay of a schedule snapshot is recognised by its message id (SPEC §6: audit only).
+-- Replay of a schedule snapshot is recognised by its message id (docs/spec.md §6: audit only).
 CREATE INDEX schd_snap_log_msg ON schd_snap_log (msg_id);
 
 -- The MAFL projection reads the ACTIVE children of a set of masters (INV-21).

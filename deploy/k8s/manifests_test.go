@@ -34,7 +34,7 @@ var overlays = []string{"dev", "production"}
 // roles are the four Deployments; each runs the binary of the same name.
 var roles = []string{"ingest", "processor", "dispatcher", "jobs"}
 
-// egressPorts is what each workload talks to (SPEC §2, §14): PostgreSQL for all, the mailbox for
+// egressPorts is what each workload talks to (docs/spec.md §2, §14): PostgreSQL for all, the mailbox for
 // ingest, processor and jobs, Kafka for the dispatcher, DNS for everyone. Nothing else.
 var egressPorts = map[string][]int32{
 	"ingest":     {53, 3306, 5432},

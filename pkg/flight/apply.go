@@ -99,7 +99,7 @@ func zero(cur *State) State {
 	return *cur
 }
 
-// Mode is how a FLOP subtype changes the flight (SIS.md §e.2, §e.3; docs/flight.md).
+// Mode is how a FLOP subtype changes the flight (docs/sis.md §e.2, §e.3; docs/flight.md).
 type Mode string
 
 // The FLOP modes.
@@ -123,7 +123,7 @@ const (
 	ModeDelete Mode = "delete"
 )
 
-// SubtypeModes is the mode of every supported FLOP subtype: the 48 of SIS.md §b.3 plus ESTT
+// SubtypeModes is the mode of every supported FLOP subtype: the 48 of docs/sis.md §b.3 plus ESTT
 // and ACTT.
 var SubtypeModes = map[string]Mode{
 	"APPT": ModeSet, "BOTM": ModeSet, "CNCL": ModeSet, "EGSR": ModeSet, "EGST": ModeSet,
@@ -207,7 +207,7 @@ func applySet(s *State, styp string, p *sis.FlightRecord) error {
 	case "VIPP":
 		s.F[VIPP], s.F[VIPR] = intVal(p.VIPP), intText(p.VIPR)
 	case "TAOP":
-		// SIS.md §e.2: if any of the three is empty or absent, all three are cleared (unlink).
+		// docs/sis.md §e.2: if any of the three is empty or absent, all three are cleared (unlink).
 		if p.TAOP.HasValue() && p.TAFL.HasValue() && p.TAID.HasValue() {
 			s.F[TAOP], s.F[TAFL], s.F[TAID] = Text(p.TAOP.Value), Text(p.TAFL.Value), Int(p.TAID.Value)
 		} else {
@@ -310,7 +310,7 @@ func timeOf(p *sis.FlightRecord, name string) *sis.Field[time.Time] {
 
 func setDiversion(s *State, f sis.Field[sis.Diversion]) {
 	d, ok := f.Get()
-	if !ok { // absent, or DDES empty: clear all three (SIS.md §e.2)
+	if !ok { // absent, or DDES empty: clear all three (docs/sis.md §e.2)
 		s.F[FDIVDDES], s.F[FDIVDDIR], s.F[FDIVReason] = Null, Null, Null
 		return
 	}

@@ -1,5 +1,5 @@
-// Package flight is the pure domain core of flight state (SPEC §6, SIS.md §b–§e): the full
-// State of a flight (every scalar field of SIS.md §c.1, every collection with its source
+// Package flight is the pure domain core of flight state (docs/spec.md §6, docs/sis.md §b–§e): the full
+// State of a flight (every scalar field of docs/sis.md §c.1, every collection with its source
 // sequence numbers/keys in input order, the derived code-share MAFL) and Apply, which turns
 // (current state, one decoded message for that flight) into (next state, changes). No database
 // here: package flightstore loads and saves states and writes the events.

@@ -61,7 +61,7 @@ func (v Value) ptrT() *string {
 func OperationDay(sodt time.Time) string { return sodt.Format(time.DateOnly) }
 
 // freeText are the text fields whose empty element is stored as "" rather than cleared
-// (SIS.md §e.2: REMC RENO RUNW STND TRML FTSS and EXSS's EXSC).
+// (docs/sis.md §e.2: REMC RENO RUNW STND TRML FTSS and EXSS's EXSC).
 var freeText = map[F]bool{REMC: true, RENO: true, RUNW: true, STND: true, TRML: true, FTSS: true, EXSC: true}
 
 type textField struct {

@@ -4,7 +4,7 @@ package flight
 type F int
 
 // The scalar fields, in column order. The names are the SIS elements they come from
-// (SIS.md §c.1); compound elements (FDIV, FRET, FLAB, PORT) have one field per part.
+// (docs/sis.md §c.1); compound elements (FDIV, FRET, FLAB, PORT) have one field per part.
 const (
 	FFID F = iota
 	ALCD

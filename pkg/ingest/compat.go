@@ -41,7 +41,7 @@ type CompatConfig struct {
 	DBTimeout time.Duration  // bounds the mailbox insert and the PostgreSQL enqueue each
 }
 
-// Compat serves POST /cminmsgs/send (SPEC §4): it drops a legacy client's message into the
+// Compat serves POST /cminmsgs/send (docs/spec.md §4): it drops a legacy client's message into the
 // mailbox and enqueues the new id with its raw copy. It runs on every replica, leader or not:
 // the enqueue lands above W (INV-4) and conflicts harmlessly with the poller's.
 type Compat struct {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Config tunes the poll loop. Zero fields take the defaults of SPEC §4 (see withDefaults).
+// Config tunes the poll loop. Zero fields take the defaults of docs/spec.md §4 (see withDefaults).
 type Config struct {
 	// PollInterval is the wait after a poll that did not return a full batch.
 	PollInterval time.Duration

@@ -1,4 +1,4 @@
-// Package ingest is msgx's discovery stage (SPEC §4; seeds design §3.1, INV-2, INV-4, INV-5): it
+// Package ingest is msgx's discovery stage (docs/spec.md §4; INV-2, INV-4, INV-5): it
 // copies new rows of the legacy mailbox table cminmsgs into PostgreSQL as PENDING proc_state rows,
 // with a verbatim copy of the raw text and its SHA-256, and it serves the compat entry
 // POST /cminmsgs/send. It never parses a message (the compat entry only checks that the body is
@@ -45,7 +45,7 @@
 // id's first-seen time is that of the first observation whose highest id is above it. When W
 // reaches an id whose window already ran out (it was seen missing together with the gap before
 // it), it is skipped at once instead of waiting a window of its own; a gap that appears only
-// after an older one filled is first seen then and gets its full window (SPEC §4). Observations
+// after an older one filled is first seen then and gets its full window (docs/spec.md §4). Observations
 // live in memory; inbox_cursor keeps the open gap's (gap_horizon, gap_first_seen_at), so a
 // restarted ingester keeps that gap's window and gives newer gaps a fresh one (never shorter).
 // A huge permanent gap (an AUTO_INCREMENT jump) is skipped MaxSkip ids per step.

@@ -39,7 +39,7 @@ type Config struct {
 	Location *time.Location // airport time zone
 }
 
-// Defaults returns the documented defaults (SPEC §10, §12).
+// Defaults returns the documented defaults (docs/spec.md §10, §12).
 func Defaults() Config {
 	return Config{
 		BackfillInterval: 30 * time.Second, BackoffBase: 30 * time.Second, BackoffMax: 15 * time.Minute,

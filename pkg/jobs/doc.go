@@ -1,5 +1,5 @@
 // Package jobs is the jobs stage (cmd/jobs, leader only): the backfill sweep, the history sweep
-// and retention/archive (SPEC §10; seeds design §6, INV-7, INV-8, INV-18, CLM-4, CLM-9).
+// and retention/archive (docs/spec.md §10; INV-7, INV-8, INV-18, CLM-4, CLM-9).
 //
 // One scheduler goroutine (Run) wakes every Tick, reads the injected clock and runs what is due,
 // one job at a time. Every run is bounded: transactions of at most Batch rows (HistoryBatch

@@ -280,7 +280,7 @@ func fmtTimeOfDay(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// Metrics are the jobs' Prometheus instruments (names from the seeds, CLM-9).
+// Metrics are the jobs' Prometheus instruments (names kept from the system msgx replaces, CLM-9).
 type Metrics struct {
 	clock     clock.Clock
 	mu        sync.Mutex

@@ -4,7 +4,7 @@
 // answer per record, classifies broker rejections, and runs an in-process kfake broker for tests
 // and MSGX_KAFKA_INPROCESS=true.
 //
-// Producer rule D3 (SPEC §9), not overridable by any setting:
+// Producer rule D3 (docs/spec.md §9), not overridable by any setting:
 //
 //	Producer.Idempotent   = true
 //	Producer.RequiredAcks = WaitForAll (acks=all)

@@ -1,4 +1,4 @@
-// Package mailbox is the adapter to the AODB's legacy MySQL mailbox (cminmsgs, coutmsgs; SPEC
+// Package mailbox is the adapter to the AODB's legacy MySQL mailbox (cminmsgs, coutmsgs; docs/spec.md
 // §3.1). It is the only package that uses go-sql-driver/mysql. msgx never creates or deletes
 // mailbox rows' tables, and writes the processed marker only from NULL (INV-7).
 package mailbox

@@ -3,10 +3,10 @@ package mailbox
 import "strings"
 
 // Every statement msgx runs against the mailbox, with bound parameters only. Column names are the
-// AODB's legacy schema (SPEC §3.1).
+// AODB's legacy schema (docs/spec.md §3.1).
 
 const (
-	// readAfterSQL is ingest's discovery read (SPEC §4): rows after the watermark in id order. It
+	// readAfterSQL is ingest's discovery read (docs/spec.md §4): rows after the watermark in id order. It
 	// never looks at the processed marker (INV-5).
 	readAfterSQL = `SELECT CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED
   FROM cminmsgs
@@ -23,7 +23,7 @@ const (
  ORDER BY CMINMSGS_ID
  LIMIT ?`
 
-	// insertSQL is the compat entry's insert (SPEC §4): STATUS 'VALID' as every legacy writer does.
+	// insertSQL is the compat entry's insert (docs/spec.md §4): STATUS 'VALID' as every legacy writer does.
 	insertSQL = `INSERT INTO cminmsgs
        (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE,
         CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)
@@ -48,7 +48,7 @@ func probeSQL(n int) string {
 	return b.String()
 }
 
-// markProcessedSQL is the processed marker for n ids (SPEC §3.1, INV-7): only a NULL marker is
+// markProcessedSQL is the processed marker for n ids (docs/spec.md §3.1, INV-7): only a NULL marker is
 // written. Parameters: at, [status,] id1 … idN.
 func markProcessedSQL(n int, withStatus bool) string {
 	set := "CMINMSGS_DATE_PROCESSED = ?"

@@ -29,7 +29,7 @@ func (s Status) Open() bool { return s == StatusPending || s == StatusFailed }
 // is owed (INV-8).
 func (s Status) Terminal() bool { return s == StatusSucceeded || s == StatusSkipped || s == StatusDead }
 
-// Class is the pipeline error class recorded on a proc_state row (SPEC §5).
+// Class is the pipeline error class recorded on a proc_state row (docs/spec.md §5).
 type Class string
 
 // Error classes.

@@ -1,4 +1,4 @@
-// Package readapi serves ingest's read API (SPEC §11): the current full state of a flight, and
+// Package readapi serves ingest's read API (docs/spec.md §11): the current full state of a flight, and
 // of every flight of an operation day, as the JSON msgx publishes on msgx.flight.state (package
 // flight's State.AppendJSON, MAFL included). It reads PostgreSQL only, in read-only
 // transactions, so it runs on every ingest replica, leader or standby.

@@ -1,4 +1,4 @@
-// Package refdata keeps the AODB reference data (SPEC §7, SIS.md §b.6, §e.8): the 23 reference
+// Package refdata keeps the AODB reference data (docs/spec.md §7, docs/sis.md §b.6, §e.8): the 23 reference
 // lists and the seasonal schedule SCHS, one ref_master row per (rtype, rkey) with the record's
 // fields as typed JSON.
 //
@@ -95,7 +95,7 @@ func applyList(ctx context.Context, tx pgx.Tx, m processor.Message, l *sis.RefLi
 	return processor.Outcome{Reason: warn}, nil
 }
 
-// seasonKey identifies a season: its airport and validity (SIS.md §e.6: a season with the same
+// seasonKey identifies a season: its airport and validity (docs/sis.md §e.6: a season with the same
 // SDAT/EDAT is replaced).
 func seasonKey(s *sis.Season) string {
 	return s.APCD + "|" + s.SDAT.Format("2006-01-02") + "|" + s.EDAT.Format("2006-01-02")
@@ -121,7 +121,7 @@ func applySeason(ctx context.Context, tx pgx.Tx, m processor.Message, s *sis.Sea
 	return processor.Outcome{Reason: warn}, nil
 }
 
-// repeating are the reference fields that may repeat: always a JSON array (SIS.md §b.6).
+// repeating are the reference fields that may repeat: always a JSON array (docs/sis.md §b.6).
 var repeating = map[string]bool{"STND": true, "GATE": true, "OGRP": true, "OCAT": true, "REGC": true,
 	"SUBC": true, "ABBR": true}
 

@@ -10,7 +10,7 @@ import (
 )
 
 // knownBad returns the sample rel if it is in the folder, otherwise builds it
-// from its sibling as SIS.md §h describes it (those files are kept back).
+// from its sibling as docs/sis.md §h describes it (those files are kept back).
 func knownBad(t *testing.T, rel string, build func() string) string {
 	t.Helper()
 	if raw, err := os.ReadFile(filepath.Join(samplesDir, rel)); err == nil {
@@ -19,7 +19,7 @@ func knownBad(t *testing.T, rel string, build func() string) string {
 	return build()
 }
 
-// TestKnownBadSamples covers SIS.md §h.2/§h.3.
+// TestKnownBadSamples covers docs/sis.md §h.2/§h.3.
 func TestKnownBadSamples(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -60,7 +60,7 @@ func TestKnownBadSamples(t *testing.T) {
 			},
 		},
 		{
-			// SIS.md §h.3 recommendation: indicator and reason both empty = clear.
+			// docs/sis.md §h.3 recommendation: indicator and reason both empty = clear.
 			rel: "FLOP/02_FLAB.xml",
 			build: func(t *testing.T) string {
 				return replaceOnce(t, readSample(t, "FLOP/01_FLAB.xml"), `<FLAB ARES="G">POOR VISIBILITY</FLAB>`, `<FLAB ARES=""></FLAB>`)

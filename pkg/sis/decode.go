@@ -23,7 +23,7 @@ func defaultLocation() *time.Location {
 	return defaultLoc
 }
 
-// refListKeys maps the 23 reference list TYPEs of SIS.md §b.6 to their key field.
+// refListKeys maps the 23 reference list TYPEs of docs/sis.md §b.6 to their key field.
 var refListKeys = map[string]string{
 	"ABDG": "ABCD", "ABNR": "ANRC", "AIRC": "ITAT", "AIRL": "ITOP", "ARPT": "ITCD",
 	"BLST": "BCOD", "CHLT": "CCOD", "CITY": "ITCD", "CLST": "CCOD", "COUL": "COUC",
@@ -355,7 +355,7 @@ func (x *decoder) schedule(root int32, isDelete bool) (*Schedule, *Error) {
 	return out, nil
 }
 
-// requireRecord enforces the FLTR fields the schedule needs (SIS.md §e.5); a
+// requireRecord enforces the FLTR fields the schedule needs (docs/sis.md §e.5); a
 // delete record needs only FLID.
 func requireRecord(r *FlightRecord, path string, isDelete bool) *Error {
 	if !r.FLID.HasValue() {

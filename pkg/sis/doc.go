@@ -1,5 +1,5 @@
 // Package sis is the codec for Unisys AODB SIS XML messages (catalogue:
-// docs/SIS.md; error classes: SPEC.md §5; limits: SPEC.md §14).
+// docs/sis.md; error classes: docs/spec.md §5; limits: docs/spec.md §14).
 //
 // # Decoding
 //
@@ -44,7 +44,7 @@
 //     (the columnLimits table, counted in characters), SCHD/SCHS RECS ≠
 //     records, SCHS season start after end, validity start after end or
 //     outside the season, duplicate single-valued elements, text inside
-//     containers, and the FLOP forms SIS.md §e.2 says cannot clear a value:
+//     containers, and the FLOP forms docs/sis.md §e.2 says cannot clear a value:
 //     ACFT/FLIN/FLTY/MAXP absent or empty; REMC/RENO/RUNW/STND/TRML/FTSS and
 //     EXSS's EXSC absent; ABTM/CHDT/CHOT/CKDT/CLDT/GTDT/PSDT without entries;
 //     PORT without POID; FDEL absent or not empty; FDIV with DDES but no valid
@@ -66,5 +66,5 @@
 //
 // # Requests
 //
-// EncodeRQRD and EncodeRQFD write the two outbound requests of SIS.md §f.4.
+// EncodeRQRD and EncodeRQFD write the two outbound requests of docs/sis.md §f.4.
 package sis

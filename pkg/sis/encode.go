@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// RequestHeader is the META of an outbound request (SIS.md §f.4).
+// RequestHeader is the META of an outbound request (docs/sis.md §f.4).
 type RequestHeader struct {
 	// SNDR is the requesting system, 1-4 upper-case letters or digits (the peer
 	// wrote VIEW; the mailbox column is varchar(4)).

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Class is the pipeline error class of a decode failure (SPEC.md §5).
+// Class is the pipeline error class of a decode failure (docs/spec.md §5).
 type Class string
 
 // Error classes.

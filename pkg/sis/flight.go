@@ -263,7 +263,7 @@ func (x *decoder) setDiversion(f *Field[Diversion], ci int32, parent string) *Er
 	if err := x.setAttrStr(&ddir, ci, path, "DDIR"); err != nil {
 		return err
 	}
-	if !ddes.HasValue() { // SIS.md §e.2: absent or empty DDES clears the diversion
+	if !ddes.HasValue() { // docs/sis.md §e.2: absent or empty DDES clears the diversion
 		*f = EmptyField[Diversion]()
 		return nil
 	}
@@ -295,7 +295,7 @@ func (x *decoder) setIrregular(f *Field[Irregular], ci int32, parent, attrName s
 		return err
 	}
 	if !ind.HasValue() {
-		if text == "" { // no indicator, no reason: clear (SIS.md §h.3 recommendation)
+		if text == "" { // no indicator, no reason: clear (docs/sis.md §h.3 recommendation)
 			*f = EmptyField[Irregular]()
 			return nil
 		}
@@ -793,7 +793,7 @@ func decVIP(x *decoder, ni int32, path string) (VIP, int, *Error) {
 			return e, 0, err
 		}
 	}
-	if !e.VPCD.HasValue() { // SIS.md §e.2: entries without VPCD are ignored
+	if !e.VPCD.HasValue() { // docs/sis.md §e.2: entries without VPCD are ignored
 		if e.VFES.HasValue() || len(e.VIPT.Items) > 0 {
 			x.warn(path + ": VIPF entry without VPCD ignored")
 		}

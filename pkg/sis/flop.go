@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// subtypeElements lists, for every supported FLOP subtype (the 48 of SIS.md
+// subtypeElements lists, for every supported FLOP subtype (the 48 of docs/sis.md
 // §b.3 plus ESTT and ACTT), the payload elements it carries.
 var subtypeElements = map[string][]string{
 	"ABTM": {"ABTM"}, "ACFT": {"ACFT"}, "APPT": {"APPT"}, "BOTM": {"BOTM"}, "CHDT": {"CHDT"},
@@ -101,7 +101,7 @@ func (x *decoder) flop(root int32, styp string) (*FlightOp, bool, *Error) {
 	return op, true, checkSubtype(op, fdel)
 }
 
-// checkSubtype enforces the rejections of SIS.md §e.2 (forms that cannot clear
+// checkSubtype enforces the rejections of docs/sis.md §e.2 (forms that cannot clear
 // a value) for the subtype's payload.
 func checkSubtype(op *FlightOp, fdel bool) *Error {
 	p := &op.Payload

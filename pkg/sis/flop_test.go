@@ -33,7 +33,7 @@ type subtypeCase struct {
 
 func subtypeCases() []subtypeCase {
 	var cs []subtypeCase
-	// times: empty or absent = clear (SIS.md §e.2, SPEC §6)
+	// times: empty or absent = clear (docs/sis.md §e.2, docs/spec.md §6)
 	for _, s := range []string{"APPT", "BOTM", "CNCL", "COBT", "CTOT", "EGSR", "EGST", "EOBT", "ESTT", "ACTT", "FINT", "IEST", "LACL", "NAAT", "NEAT", "PADT", "PEDT", "TOBT"} {
 		cs = append(cs, subtypeCase{styp: s, value: "<" + s + ">12DEC031350</" + s + ">", empty: "<" + s + "></" + s + ">"})
 	}
@@ -104,7 +104,7 @@ func TestFlopSubtypes(t *testing.T) {
 		covered[tc.styp] = true
 	}
 	require.Equal(t, Subtypes(), sortedKeys(covered), "every supported subtype needs a case")
-	require.Len(t, Subtypes(), 50) // 48 of SIS.md §b.3 + ESTT + ACTT
+	require.Len(t, Subtypes(), 50) // 48 of docs/sis.md §b.3 + ESTT + ACTT
 
 	for _, tc := range cases {
 		elems, ok := SubtypeElements(tc.styp)

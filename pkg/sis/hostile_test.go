@@ -78,7 +78,7 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-// TestTolerated: the harmless variations of SIS.md §h.1 decode.
+// TestTolerated: the harmless variations of docs/sis.md §h.1 decode.
 func TestTolerated(t *testing.T) {
 	t.Parallel()
 	flop := string(flopMsg("ACFT", "<ACFT>320</ACFT>"))

@@ -69,9 +69,9 @@ func (f *Field[T]) UnmarshalJSON(b []byte) error {
 // List is a repeating SIS element (a collection). Present tells whether the
 // element occurred at all: a collection the record does not carry (Present ==
 // false) must not touch stored rows, while a carried collection replaces or
-// merges per SIS.md §e.3. Items holds the non-empty entries in input order
+// merges per docs/sis.md §e.3. Items holds the non-empty entries in input order
 // (never nil when Present). ClearAll is set when one entry had the bare
-// "remove all" form that SIS.md §e.2 defines for DELY, ERUT and SRVT.
+// "remove all" form that docs/sis.md §e.2 defines for DELY, ERUT and SRVT.
 type List[T any] struct {
 	Present  bool `json:"-"`
 	ClearAll bool `json:"clearAll,omitempty"`
@@ -167,7 +167,7 @@ type Season struct {
 	Records      []SeasonRecord
 }
 
-// SeasonRecord is a seasonal pattern FLTR (SIS.md §b.2).
+// SeasonRecord is a seasonal pattern FLTR (docs/sis.md §b.2).
 type SeasonRecord struct {
 	ALCD Field[string]    `json:",omitzero"`
 	ALSC Field[string]    `json:",omitzero"`
@@ -210,7 +210,7 @@ type SeasonRouteEntry struct {
 	SDDC Field[int]        `json:",omitzero"`
 }
 
-// FlightRecord is a FLTR (SIS.md §c.1) and also the payload of a FLOP (only the
+// FlightRecord is a FLTR (docs/sis.md §c.1) and also the payload of a FLOP (only the
 // subtype's elements are present there). Every time is a wall-clock time in the
 // configured airport location.
 type FlightRecord struct {
@@ -420,7 +420,7 @@ type Push struct {
 }
 
 // Diversion is FDIV: DDES airport, DDIR TO/FROM, element text = reason.
-// The Field wrapping it is Empty when DDES is empty (SIS.md §e.2: clear).
+// The Field wrapping it is Empty when DDES is empty (docs/sis.md §e.2: clear).
 type Diversion struct {
 	DDES   string
 	DDIR   string
@@ -445,7 +445,7 @@ type FlightOp struct {
 	Payload FlightRecord
 }
 
-// RefList is a reference-data list message (SIS.md §b.6).
+// RefList is a reference-data list message (docs/sis.md §b.6).
 type RefList struct {
 	Type string
 	// Action is the STYP: DNLD, RESP, ADD, UPD or DEL.

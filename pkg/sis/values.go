@@ -10,7 +10,7 @@ import (
 // lengthLimit is the allowed length of a text value, counted in characters.
 type lengthLimit struct{ min, max int }
 
-// columnLimits is the one table of column length limits (SIS.md §c.1 and the
+// columnLimits is the one table of column length limits (docs/sis.md §c.1 and the
 // peer column widths of §g), keyed by element or attribute name as it occurs in
 // flight records, FLOP payloads and the SCHS season. Values longer than the
 // column are rejected (PROTOCOL), never truncated.

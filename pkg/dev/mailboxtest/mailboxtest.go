@@ -1,4 +1,4 @@
-// Package mailboxtest creates the legacy AODB mailbox tables (SPEC §3.1) in a fresh MariaDB/MySQL
+// Package mailboxtest creates the legacy AODB mailbox tables (docs/spec.md §3.1) in a fresh MariaDB/MySQL
 // database. Only tests and the local dev stack use it: production never creates these tables.
 package mailboxtest
 

@@ -1,5 +1,5 @@
 // Package simulate generates a realistic, deterministic airport day of SIS XML
-// messages (docs/SIS.md) for tests, the demo and the benchmark, keeps the
+// messages (docs/sis.md) for tests, the demo and the benchmark, keeps the
 // expected final flight states of what it sent, and writes the messages into
 // the legacy mailbox with concurrent, out-of-order commits. It is a test and
 // development tool: production never imports it.

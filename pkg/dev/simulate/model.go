@@ -8,7 +8,7 @@ import (
 // State is a flight's life-cycle state in the expected model.
 type State string
 
-// Flight states (SPEC.md §6).
+// Flight states (docs/spec.md §6).
 const (
 	StateActive  State = "ACTIVE"
 	StateDeleted State = "DELETED"
@@ -19,19 +19,19 @@ const (
 //   - Times are wall-clock times in Config.Location with minute precision, exactly
 //     what sis.Decode returns for the same text; the zero time means NULL/not set.
 //   - An empty string or a zero number means NULL/not set: the simulator never sends
-//     an empty value for a field that SIS.md §e.2 stores as an empty string (REMC,
+//     an empty value for a field that docs/sis.md §e.2 stores as an empty string (REMC,
 //     RENO, STND...), so there is no "set to empty string" state to model.
 //   - Collections are nil when empty and sorted by their sequence number (RTNO, PSNO,
 //     GTNO...) or key (DELY CODE).
 //
-// Merge semantics assumed (SIS.md §e.2/§e.3 and SPEC.md §6, written from the
+// Merge semantics assumed (docs/sis.md §e.2/§e.3 and docs/spec.md §6, written from the
 // catalogue, not from any implementation):
 //
 //   - SCHD DNLD and SCHD ADFT: each FLTR creates the flight (FLID unseen before)
 //     with exactly the fields the record carries. The simulator sends one FLTR per
 //     FLID per day and never re-sends a schedule record for a flight that FLOPs
 //     already changed, so the open question "does an SCHD update clear what it
-//     does not carry?" (SIS.md §h.1 versus SPEC.md INV-14) never arises.
+//     does not carry?" (docs/sis.md §h.1 versus docs/spec.md INV-14) never arises.
 //   - FLOP single-valued subtypes (ESTT ACTT CNCL BOTM LACL EOBT TOBT STND): the
 //     value replaces the stored one; the empty element clears it (CNCL empty =
 //     un-cancel). STND is never sent empty.
@@ -49,12 +49,12 @@ const (
 //   - FLOP ERUT merges by RTNO: every entry replaces the stored stop with that RTNO
 //     (APCD, SCAT, SCDT as sent); other stops are kept.
 //   - FLOP FDEL: state becomes DELETED; every other field keeps its last value
-//     (SPEC.md §6: details kept until purge). No message follows for a deleted FLID.
+//     (docs/spec.md §6: details kept until purge). No message follows for a deleted FLID.
 //   - Code-share children carry MAID/CSOP/CSFT from the schedule; no FLOP changes
-//     them. The master's CodeShares is derived (SPEC.md §6, INV-21): the ACTIVE
+//     them. The master's CodeShares is derived (docs/spec.md §6, INV-21): the ACTIVE
 //     flights whose MAID is the master's FLID, as (FLID, FLNO) sorted by FLID.
 //   - Turnaround fields (TAOP/TAFL/TAID) are stored as given on both legs.
-//   - ROUT is recorded as sent; the peer ignores it (SIS.md §e.5), so a comparison
+//   - ROUT is recorded as sent; the peer ignores it (docs/sis.md §e.5), so a comparison
 //     may skip it.
 
 // Flight is the expected state of one flight. Field comments name the SIS element.

@@ -14,7 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// The mailbox SQL of the simulator (SPEC.md §3.1); bound parameters only.
+// The mailbox SQL of the simulator (docs/spec.md §3.1); bound parameters only.
 const (
 	insertPrefix = `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS,
   CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT,

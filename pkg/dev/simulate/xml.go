@@ -231,7 +231,7 @@ func (w *xw) delay(d Delay) {
 	w.leaf("DELY", d.Comment, "CODE", d.Code, "STRT", timeText(d.Start), "DURA", durText(d.Minutes))
 }
 
-// ffid builds the readable flight key of SIS.md §d.
+// ffid builds the readable flight key of docs/sis.md §d.
 func ffid(f *Flight) string {
 	return f.Airline + "-" + f.FlightNumber + "-" + f.Movement + "-" + sis.FormatDateTime(f.Scheduled) + "-" + f.Indicator
 }

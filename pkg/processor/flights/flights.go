@@ -118,7 +118,7 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 		if err != nil {
 			return processor.Outcome{}, err
 		}
-		if done { // replay of a succeeded snapshot: audit only (SPEC §6)
+		if done { // replay of a succeeded snapshot: audit only (docs/spec.md §6)
 			s.logs = append(s.logs, flightstore.SnapshotLog{MsgID: m.ID, Unchanged: len(sch.Records), At: m.Now})
 			return processor.Outcome{Reason: "replay: snapshot already applied"}, nil
 		}

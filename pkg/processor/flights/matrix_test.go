@@ -68,7 +68,7 @@ func requiredCase(styp, v1, want1, v2, want2 string, bad ...string) subtypeCase 
 	}
 }
 
-// matrix is the one table of FLOP subtypes: the 48 of SIS.md §b.3 plus ESTT and ACTT.
+// matrix is the one table of FLOP subtypes: the 48 of docs/sis.md §b.3 plus ESTT and ACTT.
 var matrix = func() []subtypeCase {
 	var out []subtypeCase
 	for _, s := range []string{"APPT", "BOTM", "CNCL", "EGSR", "EGST", "FINT", "LACL", "COBT", "CTOT",
