@@ -5,8 +5,8 @@ package outbox
 // enqueueSQL inserts a batch of events in array order (event_id follows it).
 const enqueueSQL = `
 INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
-SELECT t, k, e, v, m, p, $7
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::jsonb[])
+SELECT t, k, e, v, m, p::jsonb, $7
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
        WITH ORDINALITY AS u(t, k, e, v, m, p, ord)
  ORDER BY ord`
 
