@@ -39,7 +39,7 @@ bench: ## benchmarks (separate from make test): package benchmarks, then the end
 	MSGX_BENCH_WRITE=1 $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 30m ./e2e/
 
 .PHONY: up
-up: ## local stack: PostgreSQL, MariaDB, in-process Kafka, migrations, mailbox tables and the four binaries
+up: ## local stack: PostgreSQL, MariaDB, the development Kafka broker (cmd/devbroker), migrations, mailbox tables and the four binaries
 	bash scripts/ensure-db.sh
 	$(GO) run ./cmd/devstack
 
@@ -61,6 +61,18 @@ image: ## container image (buildah, FROM scratch, offline): host-built static bi
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
 	printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_CTX)/group
 	buildah bud -f deploy/image/Containerfile.scratch -t $(IMAGE) $(IMAGE_CTX)
+
+DEVBROKER_IMAGE ?= localhost/msgx-devbroker:dev
+
+.PHONY: image-devbroker
+image-devbroker: ## development Kafka broker image for the dev Kubernetes overlay (cmd/devbroker only; never in production)
+	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(IMAGE_CTX)/bin/ ./cmd/devbroker
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/
+	mkdir -p $(IMAGE_CTX)/zoneinfo
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
+	printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_CTX)/group
+	buildah bud -f deploy/image/Containerfile.scratch -t $(DEVBROKER_IMAGE) $(IMAGE_CTX)
 
 .PHONY: k8s-test
 k8s-test: ## render the Kubernetes overlays and check them (separate module deploy/k8s)

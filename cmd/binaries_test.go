@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 )
@@ -60,7 +61,8 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 	}{
 		{"processor", []string{"MSGX_MAX_ATTEMPTS=0"}, "processor: bad configuration: MSGX_MAX_ATTEMPTS: must be between 1 and 100, got 0"},
 		{"ingest", []string{"MSGX_POLL_INTERVAL=soon"}, `ingest: bad configuration: MSGX_POLL_INTERVAL: cannot parse "soon" as Duration`},
-		{"dispatcher", []string{"MSGX_ENV=production", "MSGX_KAFKA_INPROCESS=true"}, "dispatcher: bad configuration: MSGX_KAFKA_INPROCESS: the in-process broker is refused in production"},
+		{"dispatcher", []string{"MSGX_ENV=production", "MSGX_SHADOW=true"}, "dispatcher: bad configuration: MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
+		{"dispatcher", []string{"MSGX_KAFKA_INPROCESS=true"}, "dispatcher: bad configuration: MSGX_KAFKA_INPROCESS: removed; the development broker runs as its own process"},
 		{"jobs", []string{"MSGX_KAFKA_ACKS=1"}, "jobs: bad configuration: MSGX_KAFKA_ACKS: producer rule D3"},
 	}
 	for _, c := range cases {
@@ -165,9 +167,10 @@ func TestBinariesServeProbesLeadAndShutDown(t *testing.T) {
 	t.Parallel()
 	pg := testdb.New(t)
 	mb := mailboxtest.New(t)
+	kafka, _ := kafkatest.Broker(t)
 	for _, bin := range binaries {
 		t.Run(bin, func(t *testing.T) {
-			env := []string{"MSGX_PG_URL=" + pg.URL, "MSGX_MYSQL_DSN=" + mb.DSN, "MSGX_KAFKA_INPROCESS=true"}
+			env := []string{"MSGX_PG_URL=" + pg.URL, "MSGX_MYSQL_DSN=" + mb.DSN, "MSGX_KAFKA_BROKERS=" + strings.Join(kafka.Addrs(), ",")}
 			first := start(t, bin, env...)
 			base := first.url(t)
 

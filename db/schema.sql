@@ -386,6 +386,17 @@ CREATE TABLE public.leader_lease (
 
 
 --
+-- Name: leader_lease_member; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.leader_lease_member (
+    db_role name NOT NULL,
+    role text NOT NULL,
+    CONSTRAINT leader_lease_member_role_check CHECK ((role = ANY (ARRAY['ingest'::text, 'processor'::text, 'dispatcher'::text, 'jobs'::text])))
+);
+
+
+--
 -- Name: msg_event; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -825,6 +836,14 @@ ALTER TABLE ONLY public.job_state
 
 
 --
+-- Name: leader_lease_member leader_lease_member_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.leader_lease_member
+    ADD CONSTRAINT leader_lease_member_pkey PRIMARY KEY (db_role);
+
+
+--
 -- Name: leader_lease leader_lease_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1171,6 +1190,39 @@ ALTER TABLE ONLY public.flight_vip
 
 
 --
+-- Name: leader_lease; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.leader_lease ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: leader_lease leader_lease_insert_own; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY leader_lease_insert_own ON public.leader_lease FOR INSERT WITH CHECK ((role = ( SELECT m.role
+   FROM public.leader_lease_member m
+  WHERE (m.db_role = CURRENT_USER))));
+
+
+--
+-- Name: leader_lease leader_lease_read; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY leader_lease_read ON public.leader_lease FOR SELECT USING (true);
+
+
+--
+-- Name: leader_lease leader_lease_update_own; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY leader_lease_update_own ON public.leader_lease FOR UPDATE USING ((role = ( SELECT m.role
+   FROM public.leader_lease_member m
+  WHERE (m.db_role = CURRENT_USER)))) WITH CHECK ((role = ( SELECT m.role
+   FROM public.leader_lease_member m
+  WHERE (m.db_role = CURRENT_USER))));
+
+
+--
 -- PostgreSQL database dump complete
 --
 
@@ -1185,4 +1237,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261202140000'),
     ('20261202150000'),
     ('20261202160000'),
-    ('20261202170000');
+    ('20261202170000'),
+    ('20261210120000');

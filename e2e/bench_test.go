@@ -13,14 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
 // BenchmarkEndToEnd is `make bench`'s end-to-end benchmark (issue 9): the four binaries as real
-// processes, local PostgreSQL and MariaDB, the in-process Kafka broker. One op is the whole run:
+// processes, local PostgreSQL and MariaDB, the development Kafka broker process. One op is the whole run:
 //
 //  1. throughput: the reference lists and the 1,200-flight schedule snapshot of a simulated day
 //     plus 100,000 FLOP updates over those flights are in the mailbox before the binaries start;
@@ -93,7 +93,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		root: root, bin: bin, logs: filepath.Join(root, ".devstack", "bench", "logs"),
 		dbs: stack.Databases{ // per process: concurrent runs must not share databases
 			PGServer: u.String(), PGDatabase: fmt.Sprintf("msgx_e2e_bench_%d", os.Getpid()),
-			MySQLServer: mailboxtest.ServerDSN(), MySQLDB: fmt.Sprintf("msgx_e2e_bench_%d_mailbox", os.Getpid()), Fresh: true,
+			MySQLServer: mailboxdb.ServerDSN(), MySQLDB: fmt.Sprintf("msgx_e2e_bench_%d_mailbox", os.Getpid()), Fresh: true,
 		},
 		ctx: ctx, throughputDeadline: 15 * time.Minute, latencyDrainTimeout: 3 * time.Minute,
 	}

@@ -241,7 +241,7 @@ func (r benchResult) section() string {
 	m := r.machine
 	ratio := r.e2eRate / r.pgbenchTPS
 	fmt.Fprintf(&b, "## %s\n\n", r.at.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s RAM, %s, PostgreSQL %s, MariaDB %s, in-process Kafka (kfake). "+
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s RAM, %s, PostgreSQL %s, MariaDB %s, the development Kafka broker (kfake, its own process). "+
 		"Load average (1/5/15 min) %s at the start, %s at the end.\n\n", m.cpus, m.cpuModel, m.mem, m.goVersion, m.pg, m.mariadb, r.loadStart, r.loadEnd)
 	b.WriteString("| measure | result | target |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| throughput: %d messages (reference lists, %d-flight snapshot, %d FLOPs) pre-written, stack start → all terminal and every KAFKA:msg event acknowledged | %.0f msgs/s (%s; %d events of %d B mean) | ≥ 2,000: %s |\n",
@@ -291,8 +291,9 @@ const benchmarksHeader = `# Benchmarks
 
 ` + "`make bench`" + ` runs the package benchmarks and then the end-to-end benchmark
 (` + "`BenchmarkEndToEnd`" + ` in e2e/bench_test.go, issue 9): the four binaries as real processes
-against local PostgreSQL and MariaDB and the in-process Kafka broker. Each run adds a dated section
-here, newest first. A section ends with a fenced block of ` + "`key: value`" + ` lines that scripts
+against local PostgreSQL and MariaDB and the development Kafka broker (kfake; each section's
+Machine line says whether in process or as cmd/devbroker). Each run adds a dated section here,
+newest first. A section ends with a fenced block of ` + "`key: value`" + ` lines that scripts
 read. Targets (2-core machine): throughput ≥ 2,000 msgs/s and ≥ 2× the pgbench ceiling; latency
 p50 < 150 ms, p99 < 400 ms; every binary's peak RSS < 100 MB.
 

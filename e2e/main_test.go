@@ -1,5 +1,5 @@
 // Package e2e_test runs msgx end to end: the four binaries as real processes (pkg/stack) against
-// a fresh PostgreSQL schema and a fresh mailbox database per test, the in-process Kafka broker,
+// a fresh PostgreSQL schema and a fresh mailbox database per test, the development Kafka broker,
 // a real Kafka consumer of both topics, and the simulator (pkg/simulate) as the AODB.
 package e2e_test
 

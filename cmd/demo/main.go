@@ -1,6 +1,6 @@
 // Command demo runs msgx on a simulated airport day and shows what happens: it brings up the
-// local stack (fresh databases msgx_demo and msgx_demo_mailbox, an in-process Kafka broker, the
-// four binaries as separate processes), writes the day into the mailbox at a visible pace
+// local stack (fresh databases msgx_demo and msgx_demo_mailbox, the development Kafka broker and
+// the four binaries, each its own process), writes the day into the mailbox at a visible pace
 // through several MySQL connections with out-of-order commits, prints live progress, then a
 // summary, and stops everything. `make demo` runs it.
 package main

@@ -1,7 +1,7 @@
 // Command devstack brings up a local msgx: PostgreSQL database msgx (migrated), the mailbox
-// database msgx_mailbox with its tables, an in-process Kafka broker on 127.0.0.1:9092 with both
-// topics, and the four binaries as separate processes (logs in .devstack/logs). It stops
-// everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
+// database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
+// 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
+// its own process (logs in .devstack/logs). It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
 // (make up runs it first).
 package main
 
@@ -28,10 +28,10 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
-	fresh := fs.Bool("fresh", false, "drop and recreate both databases first")
+	fresh := fs.Bool("fresh", false, "drop and recreate both databases (and empty the broker) first")
 	pgServer := fs.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
 	myServer := fs.String("mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
-	kafkaPort := fs.Int("kafka-port", 9092, "port of the in-process Kafka broker")
+	kafkaPort := fs.Int("kafka-port", 9092, "port of the development Kafka broker")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +44,12 @@ func run(ctx context.Context, args []string) error {
 	if err := stack.Build(ctx, filepath.Join(dir, "bin")); err != nil {
 		return err
 	}
+	kafkaDir := filepath.Join(dir, "kafka")
+	if *fresh {
+		if err := os.RemoveAll(kafkaDir); err != nil {
+			return err
+		}
+	}
 	pgURL, mysqlDSN, err := stack.Prepare(ctx, stack.Databases{
 		PGServer: *pgServer, PGDatabase: "msgx", MySQLServer: *myServer, MySQLDB: "msgx_mailbox", Fresh: *fresh,
 	})
@@ -52,13 +58,14 @@ func run(ctx context.Context, args []string) error {
 	}
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "logs"),
-		PGURL: pgURL, MySQL: mysqlDSN, KafkaPort: *kafkaPort,
+		PGURL: pgURL, MySQL: mysqlDSN, KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,
 		Env: []string{"MSGX_POLL_INTERVAL=200ms"},
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("devstack: up\n  PostgreSQL  %s\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state)\n", pgURL, mysqlDSN, s.Brokers)
+	fmt.Printf("devstack: up\n  PostgreSQL  %s\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
+		pgURL, mysqlDSN, s.Brokers, kafkaDir, filepath.Join(dir, "logs", stack.Broker+".log"))
 	for _, b := range stack.Binaries {
 		fmt.Printf("  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(dir, "logs", b+".log"))
 	}

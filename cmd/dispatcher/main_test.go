@@ -21,6 +21,7 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -51,10 +52,10 @@ func testConfig(t *testing.T, db *testdb.DB, brokers []string) config.Config {
 	require.NoError(t, err)
 	cfg.PGURL = db.URL
 	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.KafkaBrokers = brokers
-	cfg.LeaderRetry = 100 * time.Millisecond
-	cfg.SchdFlushPeriod = 100 * time.Millisecond
-	cfg.DispatchBatch = 200
+	cfg.Kafka.Brokers = brokers
+	cfg.Leader.Retry = 100 * time.Millisecond
+	cfg.Dispatch.FlushPeriod = 100 * time.Millisecond
+	cfg.Dispatch.Batch = 200
 	return cfg
 }
 
@@ -86,16 +87,16 @@ func TestRefusesD3Violation(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Load(config.RoleDispatcher)
 	require.NoError(t, err)
-	cfg.KafkaVersion = "0.10.2.0"
+	cfg.Kafka.Version = "0.10.2.0"
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "producer rule D3 violated: Version must be at least 0.11.0")
 	require.NotContains(t, err.Error(), "\n")
 
-	cfg.KafkaVersion = "2.8.0"
-	cfg.KafkaProduceTimeout = time.Hour
+	cfg.Kafka.Version = "2.8.0"
+	cfg.Kafka.ProduceTimeout = time.Hour
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "Producer.Timeout must be between")
 }
 
@@ -145,7 +146,7 @@ func TestRunDelivers(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
-	recs := kafkatest.ConsumeAll(t, broker.Addrs(), cfg.KafkaTopicChanges, time.Minute)
+	recs := kafkatest.ConsumeAll(t, broker.Addrs(), cfg.Kafka.TopicChanges, time.Minute)
 	require.Len(t, recs, n)
 	require.Equal(t, "1", recs[0].Headers["epoch"])
 }
@@ -232,8 +233,8 @@ func TestRefusesMissingTopic(t *testing.T) {
 	db := testdb.New(t)
 	broker, _ := kafkatest.Broker(t)
 	cfg := testConfig(t, db, broker.Addrs())
-	cfg.KafkaTopicState = "msgx.flight.nosuch"
+	cfg.Kafka.TopicState = "msgx.flight.nosuch"
 	err := run(context.Background(), cfg, zerolog.Nop(), nil)
-	require.ErrorIs(t, err, errRefused)
+	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "topic missing: msgx.flight.nosuch")
 }

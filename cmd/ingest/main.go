@@ -51,22 +51,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	clk := clock.System{}
 	reg := obs.NewRegistry()
 	metrics := ingest.NewMetrics(reg, clk)
-	icfg := ingest.Config{
-		PollInterval:   cfg.PollInterval,
-		ClaimBatch:     cfg.ClaimBatch,
-		MaxCommitDelay: cfg.MaxCommitDelay,
-		ReprobeWindow:  cfg.GapReprobeWindow,
-		DBTimeout:      cfg.DBTimeout,
-	}
-	if err := icfg.Validate(); err != nil {
-		return err
-	}
-	compat := ingest.NewCompat(ingest.CompatConfig{
-		MaxBody:   cfg.HTTPMaxBody,
-		Shadow:    cfg.Shadow,
-		Location:  cfg.Location(),
-		DBTimeout: cfg.DBTimeout,
-	}, mb, pool, clk, metrics, log)
+	compat := ingest.NewCompat(cfg.CompatConfig(), mb, pool, clk, metrics, log)
 	// The read API only reads PostgreSQL: it serves on every replica, leader or standby.
 	api := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout}, pool, log)
 	if cfg.Shadow {
@@ -81,7 +66,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Pool:     pool,
 		Checks:   []obs.Check{{Name: "mailbox", Fn: mb.Ping}},
 		Mount: func(s *obs.Server) {
-			if cfg.CompatEntry {
+			if cfg.Compat.Enabled {
 				s.Handle(ingest.CompatPattern, compat)
 			}
 			for _, p := range readapi.Patterns {
@@ -89,7 +74,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 			}
 		},
 		Work: func(ctx context.Context, lease leader.Lease) error {
-			ing, err := ingest.New(icfg, ingest.Deps{
+			ing, err := ingest.New(cfg.IngestConfig(), ingest.Deps{
 				DB: pool, Mailbox: mb, Fence: lease, Clock: clk, Metrics: metrics,
 				Log: log.With().Int64("epoch", lease.Epoch).Logger(),
 			})

@@ -38,7 +38,7 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	cfg, err := config.Load(config.RoleIngest)
 	require.NoError(t, err)
 	cfg.PGURL, cfg.MySQLDSN, cfg.HTTPAddr = pg.URL, mb.DSN, "127.0.0.1:0"
-	cfg.PollInterval = 20 * time.Millisecond
+	cfg.Ingest.PollInterval = 20 * time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
 
 	for _, text := range []string{"<MSG>1</MSG>", "<MSG>2</MSG>"} {

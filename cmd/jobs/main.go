@@ -34,37 +34,8 @@ func main() {
 	}
 }
 
-// jobsConfig maps the binary's settings to the jobs stage's.
-func jobsConfig(cfg config.Config) (jobs.Config, error) {
-	at, err := jobs.ParseTimeOfDay(cfg.HistorySweepAt)
-	if err != nil {
-		return jobs.Config{}, fmt.Errorf("MSGX_HISTORY_SWEEP_AT: %w", err)
-	}
-	jc := jobs.Defaults()
-	jc.BackfillInterval = cfg.BackfillInterval
-	jc.BackoffBase, jc.BackoffMax = cfg.BackfillBackoffBase, cfg.BackfillBackoffMax
-	jc.Overdue = cfg.OverdueBackfill
-	jc.Shadow, jc.ProcessedValue = cfg.Shadow, cfg.MailboxProcessedAs
-	// A mailbox call runs while the claimed rows' transaction waits: keep it well inside the
-	// PostgreSQL idle-in-transaction timeout the pool sets (the leader session timeout).
-	jc.MarkTimeout = min(cfg.DBTimeout, cfg.LeaderSessionTimeout/2)
-	jc.HistoryEnabled, jc.HistorySweepAt = cfg.HistoryEnabled, at
-	jc.HistoryRetention, jc.HistoryQuiet = cfg.HistoryRetention, cfg.HistoryQuiet
-	jc.HistoryBatch = min(cfg.JobBatch, jc.HistoryBatch)
-	jc.EventRetention, jc.ProcStateRetention, jc.RawRetention = cfg.EventRetention, cfg.ProcStateRetention, cfg.RawRetention
-	jc.SnapLogRetention, jc.ReqTrackRetention = cfg.SnapLogRetention, cfg.ReqTrackRetention
-	jc.FlightHistoryRetention = cfg.FlightHistoryRetention
-	jc.Batch = cfg.JobBatch
-	jc.Location = cfg.Location()
-	return jc, jc.Validate()
-}
-
 // run is the whole binary; tests call it. started, when set, is told the HTTP server.
 func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
-	jc, err := jobsConfig(cfg)
-	if err != nil {
-		return err
-	}
 	pool, err := daemon.OpenPool(ctx, cfg, config.RoleJobs)
 	if err != nil {
 		return err
@@ -81,7 +52,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if cfg.Shadow {
 		marker = nil // shadow mode: nothing is written to MySQL
 	}
-	j, err := jobs.New(jc, pool, marker, clk, jobs.NewMetrics(reg, clk), log)
+	j, err := jobs.New(cfg.JobsConfig(), pool, marker, clk, jobs.NewMetrics(reg, clk), log)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 		return fmt.Errorf("connect PostgreSQL: %w", err)
 	}
 	defer pool.Close()
-	store, err := outbox.New(pool, outbox.Policy{MaxAttempts: cfg.MaxAttempts, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax})
+	store, err := outbox.New(pool, cfg.OutboxPolicy())
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func historyCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 	if err := jobs.Request(ctx, pool, jobs.History, *actor, time.Now()); err != nil {
 		return err
 	}
-	if !cfg.HistoryEnabled {
+	if !cfg.Jobs.HistoryEnabled {
 		fmt.Fprintln(out, "note: MSGX_HISTORY_ENABLED=false here; if the jobs leader has it off too, the sweep deletes nothing")
 	}
 	if !*wait {

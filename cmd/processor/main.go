@@ -8,8 +8,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"time"
-
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -67,19 +65,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	p := processor.New(processor.Config{
-		Batch:              cfg.PumpBatch,
-		MaxAttempts:        cfg.MaxAttempts,
-		BackoffBase:        cfg.BackoffBase,
-		BackoffMax:         cfg.BackoffMax,
-		HeadDeadline:       cfg.HeadDeadline,
-		IdlePoll:           min(cfg.PollInterval, 100*time.Millisecond),
-		IgnoreTypes:        cfg.IgnoreTypes,
-		IdentityIncludeDay: cfg.IdentityIncludeDay,
-		Location:           cfg.Location(),
-		Shadow:             cfg.Shadow,
-		ProcessedValue:     cfg.MailboxProcessedAs,
-	}, pool, handlers(), mb, clock.System{}, processor.NewMetrics(reg), log)
+	p := processor.New(cfg.ProcessorConfig(), pool, handlers(), mb, clock.System{}, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,

@@ -16,19 +16,19 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/setting"
 )
 
-// env is read once; flags override it.
+// env is read once (the binaries' own MSGX_ variables and defaults); flags override it.
 type env struct {
-	MySQLDSN  string `envconfig:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true"`
-	AirportTZ string `envconfig:"AIRPORT_TZ" default:"Asia/Shanghai"`
-	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
+	config.Process
+	config.Mailbox
 }
 
 type options struct {
@@ -42,7 +42,7 @@ type options struct {
 
 func main() {
 	var e env
-	if err := envconfig.Process("MSGX", &e); err != nil {
+	if err := setting.Load(&e, os.LookupEnv); err != nil {
 		fmt.Fprintf(os.Stderr, "simulate: bad environment: %v\n", err)
 		os.Exit(2)
 	}
@@ -139,7 +139,7 @@ func write(ctx context.Context, o options, day simulate.Day, log zerolog.Logger)
 		}
 		name := cfg.DBName
 		cfg.DBName = ""
-		if dsn, err = mailboxtest.CreateDatabase(ctx, cfg.FormatDSN(), name); err != nil {
+		if dsn, err = mailboxdb.CreateDatabase(ctx, cfg.FormatDSN(), name); err != nil {
 			return simulate.Written{}, err
 		}
 	}

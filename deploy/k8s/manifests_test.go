@@ -34,6 +34,10 @@ var overlays = []string{"dev", "production"}
 // roles are the four Deployments; each runs the binary of the same name.
 var roles = []string{"ingest", "processor", "dispatcher", "jobs"}
 
+// devBroker is the component of the development Kafka broker (cmd/devbroker): one Deployment,
+// dev overlay only, behind the Service the dispatcher's MSGX_KAFKA_BROKERS names.
+const devBroker = "devbroker"
+
 // egressPorts is what each workload talks to (docs/spec.md §2, §14): PostgreSQL for all, the mailbox for
 // ingest, processor and jobs, Kafka for the dispatcher, DNS for everyone. Nothing else.
 var egressPorts = map[string][]int32{
@@ -42,10 +46,14 @@ var egressPorts = map[string][]int32{
 	"dispatcher": {53, 5432, 9092, 9093},
 	"jobs":       {53, 3306, 5432},
 	"migrate":    {53, 5432},
+	devBroker:    {},
 }
 
 // secretSettings must come from a Secret, never from a ConfigMap or a literal.
 var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD"}
+
+// rolePasswordEnv are the password variables of msgxctl roles apply (MSGX_ROLE_PASSWORD_<ROLE>).
+var rolePasswordEnv = regexp.MustCompile(`^MSGX_ROLE_PASSWORD_([A-Z]+)$`)
 
 // hashSuffix is the content hash kustomize appends to generated ConfigMap and Secret names.
 var hashSuffix = regexp.MustCompile(`-[bcdfghkmt2456789]{10}$`)
@@ -223,6 +231,7 @@ func TestOverlays(t *testing.T) {
 			checkPDBs(t, r)
 			checkNetworkPolicies(t, r)
 			checkIngestService(t, r)
+			checkDevBroker(t, r)
 			checkSecrets(t, r, out["dev"])
 		})
 	}
@@ -232,9 +241,21 @@ func TestOverlays(t *testing.T) {
 // migration Job running msgxctl migrate, ServiceAccounts without API tokens.
 func checkWorkloads(t *testing.T, r *rendered) {
 	var names []string
+	brokers := 0
 	for _, d := range r.deployments {
-		names = append(names, d.Name)
 		id := r.overlay + ": Deployment " + d.Name
+		if d.Spec.Template.Labels["app.kubernetes.io/component"] == devBroker {
+			brokers++
+			require.Equal(t, "dev", r.overlay, "%s: the development broker runs in dev only", id)
+			require.Equal(t, "msgx-"+devBroker, d.Name, id)
+			require.NotNil(t, d.Spec.Replicas, id)
+			require.Equal(t, int32(1), *d.Spec.Replicas, "%s: one broker node", id)
+			require.Equal(t, appsv1.RecreateDeploymentStrategyType, d.Spec.Strategy.Type, "%s: never two brokers on one data set", id)
+			require.Len(t, d.Spec.Template.Spec.Containers, 1, id)
+			require.Equal(t, []string{"/usr/local/bin/" + devBroker}, d.Spec.Template.Spec.Containers[0].Command, id)
+			continue
+		}
+		names = append(names, d.Name)
 		require.NotNil(t, d.Spec.Replicas, id)
 		require.GreaterOrEqual(t, *d.Spec.Replicas, int32(2), "%s: a standby per role takes over when the leader dies", id)
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
@@ -250,12 +271,26 @@ func checkWorkloads(t *testing.T, r *rendered) {
 		want = append(want, "msgx-"+role)
 	}
 	require.ElementsMatch(t, want, names, r.overlay+": one Deployment per binary")
+	if r.overlay == "dev" {
+		require.Equal(t, 1, brokers, "dev: one development broker")
+	}
 
 	require.Len(t, r.jobs, 1, r.overlay+": the migration Job")
 	j := r.jobs[0]
 	require.Equal(t, "msgx-migrate", j.Name)
+	// First the migration as the schema owner, then the roles and grants of pkg/roles.
+	require.Len(t, j.Spec.Template.Spec.InitContainers, 1)
+	require.Equal(t, []string{"/usr/local/bin/msgxctl", "migrate"}, j.Spec.Template.Spec.InitContainers[0].Command)
 	require.Len(t, j.Spec.Template.Spec.Containers, 1)
-	require.Equal(t, []string{"/usr/local/bin/msgxctl", "migrate"}, j.Spec.Template.Spec.Containers[0].Command)
+	require.Equal(t, []string{"/usr/local/bin/msgxctl", "roles", "apply"}, j.Spec.Template.Spec.Containers[0].Command)
+	var passwords []string
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		if m := rolePasswordEnv.FindStringSubmatch(e.Name); m != nil {
+			passwords = append(passwords, strings.ToLower(m[1]))
+		}
+	}
+	require.ElementsMatch(t, append(slices.Clone(roles), "reader", "admin"), passwords,
+		r.overlay+": roles apply sets the password of every role a pod or msgxctl logs in as")
 	require.Equal(t, "pre", j.Labels["msgx.io/rollout"], "the Job is applied in the pre-rollout step")
 
 	for _, w := range r.workloads() {
@@ -314,8 +349,21 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
 			id := fmt.Sprintf("%s: %s %s container %s", r.overlay, w.kind, w.name, c.Name)
 			require.True(t, binaryExists(filepath.Base(c.Command[0])), "%s: %s is not a binary of cmd/", id, c.Command[0])
+			if w.component == devBroker {
+				require.Empty(t, c.Env, "%s: the broker reads no MSGX_ setting", id)
+				require.Empty(t, c.EnvFrom, id)
+				checkResources(t, id, c.Resources)
+				checkSecurity(t, id, spec.SecurityContext, c.SecurityContext)
+				continue // checkDevBroker checks the rest
+			}
 
 			for _, e := range c.Env {
+				if rolePasswordEnv.MatchString(e.Name) {
+					// msgxctl roles apply's own variables (cmd/msgxctl/roles.go), not settings.
+					require.Equal(t, []string{"/usr/local/bin/msgxctl", "roles", "apply"}, c.Command, "%s: %s is for msgxctl roles apply only", id, e.Name)
+					require.True(t, e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil, "%s: %s must come from a Secret", id, e.Name)
+					continue
+				}
 				def, ok := known[e.Name]
 				require.True(t, ok, "%s: env %s is not a setting in docs/configuration.md", id, e.Name)
 				if slices.Contains(secretSettings, e.Name) {
@@ -334,7 +382,7 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 			pgSecrets[pg] = id
 			if r.overlay == "production" {
 				require.Equal(t, "production", env["MSGX_ENV"], id)
-				require.NotEqual(t, "true", env["MSGX_KAFKA_INPROCESS"], "%s: production refuses the in-process broker", id)
+				require.NotContains(t, env, "MSGX_KAFKA_INPROCESS", "%s: a removed setting (refused at start)", id)
 				require.False(t, env["MSGX_SHADOW"] == "true" && env["MSGX_COMPAT_ENTRY"] == "true", "%s: production refuses shadow mode with the compat entry on", id)
 			}
 			if env["MSGX_KAFKA_SASL_MECHANISM"] != "" {
@@ -446,6 +494,9 @@ func checkPDBs(t *testing.T, r *rendered) {
 		covered[hits[0]]++
 	}
 	for _, d := range r.deployments {
+		if d.Spec.Template.Labels["app.kubernetes.io/component"] == devBroker {
+			continue // one replica: nothing to keep available during a drain
+		}
 		require.Equal(t, 1, covered[d.Name], "%s: Deployment %s needs exactly one PodDisruptionBudget", r.overlay, d.Name)
 	}
 }
@@ -489,12 +540,16 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 		}
 		require.NotEmpty(t, np.Spec.Ingress, "%s: Prometheus must reach /metrics", id)
 		c := hit.pod.Spec.Containers[0]
+		port := int32(8080) // the HTTP port
+		if hit.component == devBroker {
+			port = 9092 // the Kafka port
+		}
 		for _, rule := range np.Spec.Ingress {
 			require.NotEmpty(t, rule.From, "%s: an ingress rule without sources opens the port to everyone", id)
 			require.NotEmpty(t, rule.Ports, id)
 			for _, p := range rule.Ports {
 				require.NotNil(t, p.Port, id)
-				require.Equal(t, int32(8080), containerPort(t, id, c, *p.Port), "%s: only the HTTP port", id)
+				require.Equal(t, port, containerPort(t, id, c, *p.Port), "%s: only port %d", id, port)
 			}
 		}
 	}
@@ -505,8 +560,14 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 
 // checkIngestService: the Service selects exactly the ingest pods on their HTTP port.
 func checkIngestService(t *testing.T, r *rendered) {
-	require.Len(t, r.services, 1, r.overlay+": only ingest serves clients")
-	s := r.services[0]
+	var ours []*corev1.Service
+	for _, s := range r.services {
+		if s.Spec.Selector["app.kubernetes.io/component"] != devBroker { // checkDevBroker
+			ours = append(ours, s)
+		}
+	}
+	require.Len(t, ours, 1, r.overlay+": only ingest serves clients")
+	s := ours[0]
 	require.Equal(t, "msgx-ingest", s.Name)
 	var hits []*appsv1.Deployment
 	for _, d := range r.deployments {
@@ -551,4 +612,72 @@ func checkSecrets(t *testing.T, r, dev *rendered) {
 			}
 		}
 	}
+}
+
+// checkDevBroker: in dev, one Service selects exactly the broker's pods on its Kafka port; the
+// broker advertises that Service's address, which is what the dispatcher's MSGX_KAFKA_BROKERS
+// names; the dispatcher pods may reach it; its data directory is a mounted volume (the root
+// filesystem is read-only).
+func checkDevBroker(t *testing.T, r *rendered) {
+	var broker, dispatcher *appsv1.Deployment
+	for _, d := range r.deployments {
+		switch d.Spec.Template.Labels["app.kubernetes.io/component"] {
+		case devBroker:
+			broker = d
+		case "dispatcher":
+			dispatcher = d
+		}
+	}
+	if r.overlay != "dev" {
+		require.Nil(t, broker, r.overlay)
+		return
+	}
+	require.NotNil(t, broker, "dev: the development broker")
+	require.NotNil(t, dispatcher)
+	c := broker.Spec.Template.Spec.Containers[0]
+	flags := map[string]string{}
+	for i := 0; i+1 < len(c.Args); i += 2 {
+		flags[c.Args[i]] = c.Args[i+1]
+	}
+	host, port, err := net.SplitHostPort(flags["-listen"])
+	require.NoError(t, err, "dev: devbroker -listen")
+	require.Equal(t, "0.0.0.0", host, "dev: the broker must listen beyond loopback")
+
+	var svc *corev1.Service
+	for _, s := range r.services {
+		if selects(t, &metav1.LabelSelector{MatchLabels: s.Spec.Selector}, &broker.Spec.Template) {
+			require.Nil(t, svc, "dev: one Service for the broker")
+			svc = s
+			require.False(t, selects(t, &metav1.LabelSelector{MatchLabels: s.Spec.Selector}, &dispatcher.Spec.Template))
+		}
+	}
+	require.NotNil(t, svc, "dev: no Service selects the broker")
+	require.Len(t, svc.Spec.Ports, 1)
+	require.Equal(t, port, strconv.Itoa(int(containerPort(t, "dev: Service "+svc.Name, c, svc.Spec.Ports[0].TargetPort))))
+	addr := net.JoinHostPort(svc.Name, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	require.Equal(t, addr, flags["-advertise"], "dev: the broker must advertise its Service's address")
+
+	env := r.effectiveEnv(t, "dev: dispatcher", dispatcher.Spec.Template.Spec.Containers[0], settings(t))
+	require.Equal(t, addr, env["MSGX_KAFKA_BROKERS"], "dev: the dispatcher must use the broker's Service")
+
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || m.MountPath == flags["-data-dir"]
+	}
+	require.True(t, mounted, "dev: -data-dir %q is not a mounted volume", flags["-data-dir"])
+
+	reached := false
+	for _, np := range r.netpols {
+		if !selects(t, &np.Spec.PodSelector, &broker.Spec.Template) {
+			continue
+		}
+		for _, rule := range np.Spec.Ingress {
+			for _, from := range rule.From {
+				if from.PodSelector != nil && from.NamespaceSelector == nil && selects(t, from.PodSelector, &dispatcher.Spec.Template) {
+					reached = true
+				}
+			}
+		}
+	}
+	require.True(t, reached, "dev: the dispatcher pods must be allowed to reach the broker")
 }

@@ -43,7 +43,7 @@ func OpenPool(ctx context.Context, cfg config.Config, role config.Role) (*pgxpoo
 	}
 	pc.MaxConns = cfg.PGMaxConns
 	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-" + string(role)
-	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.LeaderSessionTimeout.Milliseconds())
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.Leader.SessionTimeout.Milliseconds())
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
@@ -69,12 +69,9 @@ func Run(ctx context.Context, spec Spec) error {
 	spec.Registry.MustRegister(leaderGauge, epochGauge)
 	leaderGauge.WithLabelValues(string(spec.Role)).Set(0)
 
-	elector, err := leader.New(leader.Config{
-		Role:           string(spec.Role),
-		Holder:         Holder(),
-		SessionTimeout: cfg.LeaderSessionTimeout,
-		Retry:          cfg.LeaderRetry,
-	}, spec.Pool.Config().ConnConfig, spec.Log)
+	lc := cfg.Leader
+	lc.Role, lc.Holder = string(spec.Role), Holder()
+	elector, err := leader.New(lc, spec.Pool.Config().ConnConfig, spec.Log)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/setting"
 )
 
 // Sender produces records: kafka.Producer in production.
@@ -27,31 +28,37 @@ type Sender interface {
 
 var _ Sender = (*kafka.Producer)(nil)
 
-// Config tunes the dispatcher.
+// Config tunes the dispatcher. The tagged fields are the stage's settings (variable, default:
+// pkg/setting, docs/configuration.md); the topics are the Kafka adapter's and ErrorWait the
+// process's MSGX_BACKOFF_MAX, set by the binary. Zero tuning values take their default.
 type Config struct {
-	Batch        int           // KAFKA:msg events per batch (MSGX_DISPATCH_BATCH)
-	FlushPeriod  time.Duration // KAFKA:schd aggregation period (MSGX_SCHD_FLUSH_PERIOD)
-	FlushLimit   int           // FLIDs per KAFKA:schd flush (MSGX_SCHD_FLUSH_LIMIT)
+	Batch        int           `env:"MSGX_DISPATCH_BATCH" default:"500" desc:"dispatcher: KAFKA:msg events sent per batch"`
+	FlushPeriod  time.Duration `env:"MSGX_SCHD_FLUSH_PERIOD" default:"3s" desc:"dispatcher: KAFKA:schd aggregation period"`
+	FlushLimit   int           `env:"MSGX_SCHD_FLUSH_LIMIT" default:"500" desc:"dispatcher: FLIDs per KAFKA:schd flush"`
 	TopicChanges string        // topic of KAFKA:msg
 	TopicState   string        // topic of KAFKA:schd
-	// Idle is the KAFKA:msg loop's wait after a batch that was not full (default 100ms).
-	Idle time.Duration
-	// StatsPeriod is how often the backlog gauges are refreshed (default 5s).
-	StatsPeriod time.Duration
-	// ErrorWait caps the wait after a database error or a Kafka outage (default 30s).
-	ErrorWait time.Duration
+	// Idle is the KAFKA:msg loop's wait after a batch that was not full.
+	Idle time.Duration `default:"100ms"`
+	// StatsPeriod is how often the backlog gauges are refreshed.
+	StatsPeriod time.Duration `default:"5s"`
+	// ErrorWait caps the wait after a database error or a Kafka outage.
+	ErrorWait time.Duration `default:"30s"`
+}
+
+// Validate reports every bad value of the stage's settings, one line each.
+func (c Config) Validate() error {
+	var p setting.Problems
+	p.Between("MSGX_DISPATCH_BATCH", int64(c.Batch), 1, 10000)
+	p.Positive("MSGX_SCHD_FLUSH_PERIOD", c.FlushPeriod)
+	p.Between("MSGX_SCHD_FLUSH_LIMIT", int64(c.FlushLimit), 1, 10000)
+	return p.Err()
 }
 
 func (c *Config) defaults() error {
-	if c.Idle <= 0 {
-		c.Idle = 100 * time.Millisecond
+	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait} {
+		*d = max(*d, 0)
 	}
-	if c.StatsPeriod <= 0 {
-		c.StatsPeriod = 5 * time.Second
-	}
-	if c.ErrorWait <= 0 {
-		c.ErrorWait = 30 * time.Second
-	}
+	setting.FillZero(c)
 	switch {
 	case c.Batch < 1:
 		return fmt.Errorf("dispatch: batch must be positive, got %d", c.Batch)

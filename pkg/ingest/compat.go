@@ -18,6 +18,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/setting"
 )
 
 // CompatPattern is the compat entry's route (obs.Server.Handle).
@@ -33,12 +34,24 @@ type Inserter interface {
 
 var _ Inserter = (*mailbox.Mailbox)(nil)
 
-// CompatConfig tunes the compat entry.
+// CompatConfig tunes the compat entry. Shadow, Location and DBTimeout are the process's
+// (MSGX_SHADOW, MSGX_AIRPORT_TZ, MSGX_DB_TIMEOUT), set by the binary; zero fields with a default
+// take it.
 type CompatConfig struct {
-	MaxBody   int64          // larger bodies → 413 (MSGX_HTTP_MAX_BODY)
-	Shadow    bool           // refuse every write with 503 (MSGX_SHADOW)
+	Enabled   bool           `env:"MSGX_COMPAT_ENTRY" default:"true" desc:"ingest: serve POST /cminmsgs/send (inserts into the mailbox)"`
+	MaxBody   int64          `env:"MSGX_HTTP_MAX_BODY" default:"1048576" desc:"ingest: maximum body of POST /cminmsgs/send in bytes (larger → 413)"`
+	Shadow    bool           // refuse every write with 503
 	Location  *time.Location // airport time zone: DATE_RECEIVED is written as its wall clock
-	DBTimeout time.Duration  // bounds the mailbox insert and the PostgreSQL enqueue each
+	DBTimeout time.Duration  `default:"10s"` // bounds the mailbox insert and the PostgreSQL enqueue each
+}
+
+// Validate reports every bad value, one line each.
+func (c CompatConfig) Validate() error {
+	var p setting.Problems
+	if c.MaxBody < 1024 || c.MaxBody > 16<<20 {
+		p.Add("MSGX_HTTP_MAX_BODY", "must be between 1024 and 16777216 bytes (MEDIUMTEXT), got %d", c.MaxBody)
+	}
+	return p.Err()
 }
 
 // Compat serves POST /cminmsgs/send (docs/spec.md §4): it drops a legacy client's message into the
@@ -58,9 +71,7 @@ func NewCompat(cfg CompatConfig, mb Inserter, db DB, clk clock.Clock, m *Metrics
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
-	if cfg.DBTimeout <= 0 {
-		cfg.DBTimeout = 10 * time.Second
-	}
+	setting.FillZero(&cfg)
 	return &Compat{cfg: cfg, mailbox: mb, db: db, clock: clk, metrics: m, log: log.With().Str("stage", "compat").Logger()}
 }
 

@@ -1,82 +1,50 @@
 package ingest
 
 import (
-	"errors"
-	"fmt"
 	"time"
+
+	"github.com/msgx/msgx/pkg/setting"
 )
 
-// Config tunes the poll loop. Zero fields take the defaults of docs/spec.md §4 (see withDefaults).
+// Config tunes the poll loop. Each setting's variable and default are in its tags (pkg/setting,
+// docs/configuration.md); zero fields take the defaults (docs/spec.md §4). DBTimeout is the process's
+// MSGX_DB_TIMEOUT, set by the binary.
 type Config struct {
-	// PollInterval is the wait after a poll that did not return a full batch.
-	PollInterval time.Duration
-	// ClaimBatch is the number of mailbox rows read per poll.
-	ClaimBatch int
-	// MaxCommitDelay is the age after which a gap is judged permanent and its ids skipped.
-	MaxCommitDelay time.Duration
-	// ReprobeWindow is how long skipped ids are re-probed for a late commit.
-	ReprobeWindow time.Duration
+	PollInterval   time.Duration `env:"MSGX_POLL_INTERVAL" default:"1s" desc:"ingest: wait between mailbox polls when the last poll was not a full batch"`
+	ClaimBatch     int           `env:"MSGX_CLAIM_BATCH" default:"50" desc:"ingest: mailbox rows read per poll"`
+	MaxCommitDelay time.Duration `env:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped"`
+	ReprobeWindow  time.Duration `env:"MSGX_GAP_REPROBE_WINDOW" default:"24h" desc:"ingest: how long skipped ids are re-probed for a late commit"`
 	// ReprobeEvery is the period of the re-probe of skipped ids.
-	ReprobeEvery time.Duration
+	ReprobeEvery time.Duration `default:"10s"`
 	// ReprobeRanges bounds the id ranges (islands of skipped ids) probed at once.
-	ReprobeRanges int
+	ReprobeRanges int `default:"100"`
 	// MaxSkip bounds the ids one step may skip; a larger permanent gap (an AUTO_INCREMENT jump)
 	// is skipped over several steps inside the same aged window.
-	MaxSkip int64
+	MaxSkip int64 `default:"10000"`
 	// DBTimeout bounds one mailbox read or one PostgreSQL transaction.
-	DBTimeout time.Duration
+	DBTimeout time.Duration `default:"10s"`
 }
 
-// Defaults of the settings that have no MSGX_ variable.
-const (
-	DefaultReprobeEvery  = 10 * time.Second
-	DefaultReprobeRanges = 100
-	DefaultMaxSkip       = 10000
-)
-
 func (c Config) withDefaults() Config {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	set(&c.PollInterval, time.Second)
-	set(&c.MaxCommitDelay, 30*time.Second)
-	set(&c.ReprobeWindow, 24*time.Hour)
-	set(&c.ReprobeEvery, DefaultReprobeEvery)
-	set(&c.DBTimeout, 10*time.Second)
-	if c.ClaimBatch == 0 {
-		c.ClaimBatch = 50
-	}
-	if c.ReprobeRanges == 0 {
-		c.ReprobeRanges = DefaultReprobeRanges
-	}
-	if c.MaxSkip == 0 {
-		c.MaxSkip = DefaultMaxSkip
-	}
+	setting.FillZero(&c)
 	return c
 }
 
-// Validate reports every bad value (after defaults), one line each.
+// Validate reports every bad value, one line each (New fills zero fields with their defaults
+// first; the binary's configuration is validated as read).
 func (c Config) Validate() error {
-	c = c.withDefaults()
-	var errs []error
-	for name, d := range map[string]time.Duration{
-		"poll interval": c.PollInterval, "max commit delay": c.MaxCommitDelay,
-		"reprobe window": c.ReprobeWindow, "reprobe period": c.ReprobeEvery, "db timeout": c.DBTimeout,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("ingest: %s must be positive, got %s", name, d))
-		}
-	}
-	if c.ClaimBatch < 1 || c.ClaimBatch > 10000 {
-		errs = append(errs, fmt.Errorf("ingest: claim batch must be between 1 and 10000, got %d", c.ClaimBatch))
-	}
+	var p setting.Problems
+	p.Positive("MSGX_POLL_INTERVAL", c.PollInterval)
+	p.Between("MSGX_CLAIM_BATCH", int64(c.ClaimBatch), 1, 10000)
+	p.Positive("MSGX_MAX_COMMIT_DELAY", c.MaxCommitDelay)
+	p.Positive("MSGX_GAP_REPROBE_WINDOW", c.ReprobeWindow)
+	p.Positive("ingest: reprobe period", c.ReprobeEvery)
+	p.Positive("ingest: db timeout", c.DBTimeout)
 	if c.ReprobeRanges < 1 {
-		errs = append(errs, fmt.Errorf("ingest: reprobe ranges must be positive, got %d", c.ReprobeRanges))
+		p.Add("ingest: reprobe ranges", "must be positive, got %d", c.ReprobeRanges)
 	}
 	if c.MaxSkip < 1 {
-		errs = append(errs, fmt.Errorf("ingest: max skip must be positive, got %d", c.MaxSkip))
+		p.Add("ingest: max skip", "must be positive, got %d", c.MaxSkip)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }

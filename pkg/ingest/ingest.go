@@ -54,13 +54,14 @@ type Ingester struct {
 
 // New returns an Ingester; cfg's zero fields take their defaults.
 func New(cfg Config, d Deps) (*Ingester, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if d.DB == nil || d.Mailbox == nil || d.Fence == nil || d.Clock == nil || d.Metrics == nil {
 		return nil, errors.New("ingest: DB, Mailbox, Fence, Clock and Metrics are required")
 	}
-	return &Ingester{cfg: cfg.withDefaults(), d: d, log: d.Log.With().Str("stage", "ingest").Logger()}, nil
+	return &Ingester{cfg: cfg, d: d, log: d.Log.With().Str("stage", "ingest").Logger()}, nil
 }
 
 // Run polls until ctx ends or leadership is fenced (leader.ErrFenced is returned). It polls

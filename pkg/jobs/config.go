@@ -4,93 +4,102 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/msgx/msgx/pkg/setting"
 )
 
-// Config tunes the jobs. Zero values are not defaults: the binary fills them from pkg/config;
-// tests start from Defaults().
+// Config tunes the jobs. Fields with an env tag are the stage's settings; fields with only a
+// default are tuning values without a variable; both defaults live in the tags (pkg/setting,
+// docs/configuration.md). Shadow, ProcessedValue, MarkTimeout and Location are the process's,
+// set by the binary. Zero values are not defaults: start from Defaults().
 type Config struct {
-	BackfillInterval time.Duration // backfill sweep period (30s)
-	BackoffBase      time.Duration // first marker retry delay, doubled per attempt (30s)
-	BackoffMax       time.Duration // marker retry delay cap (15m)
-	Overdue          time.Duration // R: a marker still failing this long after enqueued_at is abandoned (24h)
+	BackfillInterval time.Duration `env:"MSGX_BACKFILL_INTERVAL" default:"30s" desc:"jobs: backfill sweep period"`
+	BackoffBase      time.Duration `env:"MSGX_BACKFILL_BACKOFF_BASE" default:"30s" desc:"jobs: first marker retry delay, doubled per attempt"`
+	BackoffMax       time.Duration `env:"MSGX_BACKFILL_BACKOFF_MAX" default:"15m" desc:"jobs: marker retry delay cap"`
+	Overdue          time.Duration `env:"MSGX_OVERDUE_BACKFILL" default:"24h" desc:"jobs: a marker still failing this long after enqueued_at is abandoned and listed for reconciliation (R)"`
 	Shadow           bool          // write nothing to MySQL: the backfill sweep does nothing
 	ProcessedValue   string        // also written to CMINMSGS_STATUS with the marker
-	MarkTimeout      time.Duration // bound of one mailbox call (keep it under the PG idle-in-transaction timeout)
+	MarkTimeout      time.Duration `default:"2s"` // bound of one mailbox call (keep it under the PG idle-in-transaction timeout)
 
-	HistoryEnabled   bool          // history store on; when false the history sweep deletes nothing
-	HistorySweepAt   time.Duration // airport wall-clock time of day of the daily sweep (03:30)
-	HistoryRetention time.Duration // operation days older than this are purged (72h)
-	HistoryQuiet     time.Duration // an ACTIVE flight is purged only when not updated this long (24h)
-	HistoryBatch     int           // flights per transaction (PIPELINE_LOCK is held for one of them)
+	HistoryEnabled   bool          `env:"MSGX_HISTORY_ENABLED" default:"true" desc:"jobs: history store on; when false the history sweep deletes nothing"`
+	HistorySweepAt   TimeOfDay     `env:"MSGX_HISTORY_SWEEP_AT" default:"03:30" desc:"jobs: airport-time HH:MM of the daily history sweep"`
+	HistoryRetention time.Duration `env:"MSGX_HISTORY_RETENTION" default:"72h" desc:"jobs: flights whose operation day is older than this are purged into flight_history"`
+	HistoryQuiet     time.Duration `env:"MSGX_HISTORY_QUIET" default:"24h" desc:"jobs: an ACTIVE flight is purged only when not updated for this long"`
+	HistoryBatch     int           `default:"100"` // flights per transaction (PIPELINE_LOCK is held for one of them)
 
-	RetentionInterval      time.Duration // period of the retention/archive job
-	EventRetention         time.Duration // SENT msg_event
-	ProcStateRetention     time.Duration // terminal, settled proc_state → proc_state_hst
-	RawRetention           time.Duration // raw copy of archived rows
-	SnapLogRetention       time.Duration // schd_snap_log
-	ReqTrackRetention      time.Duration // closed req_track
-	FlightHistoryRetention time.Duration // flight_history
+	RetentionInterval      time.Duration `default:"1m"` // period of the retention/archive job
+	EventRetention         time.Duration `env:"MSGX_EVENT_RETENTION" default:"168h" desc:"jobs: SENT msg_event rows are deleted after this"`
+	ProcStateRetention     time.Duration `env:"MSGX_PROC_STATE_RETENTION" default:"720h" desc:"jobs: terminal proc_state rows with a settled marker move to proc_state_hst after this"`
+	RawRetention           time.Duration `env:"MSGX_RAW_RETENTION" default:"2160h" desc:"jobs: the raw text copy of archived messages is cleared after this"`
+	SnapLogRetention       time.Duration `env:"MSGX_SNAP_LOG_RETENTION" default:"2160h" desc:"jobs: schd_snap_log rows are deleted after this"`
+	ReqTrackRetention      time.Duration `env:"MSGX_REQ_TRACK_RETENTION" default:"720h" desc:"jobs: closed req_track rows are deleted after this"`
+	FlightHistoryRetention time.Duration `env:"MSGX_FLIGHT_HISTORY_RETENTION" default:"8760h" desc:"jobs: flight_history rows are deleted after this"`
 
-	Batch     int           // rows per transaction
-	RunTxs    int           // transactions per task and run (with Batch: the run's row bound)
-	RunBudget time.Duration // wall time of one run of one job; a run stops after the transaction that passes it
-	Tick      time.Duration // how often the scheduler wakes up to look at the (injected) clock
+	Batch     int           `env:"MSGX_JOB_BATCH" default:"1000" desc:"jobs: rows per job transaction (bounds every run)"`
+	RunTxs    int           `default:"20"`  // transactions per task and run (with Batch: the run's row bound)
+	RunBudget time.Duration `default:"10s"` // wall time of one run of one job; a run stops after the transaction that passes it
+	Tick      time.Duration `default:"1s"`  // how often the scheduler wakes up to look at the (injected) clock
 
 	Location *time.Location // airport time zone
 }
 
-// Defaults returns the documented defaults (docs/spec.md §10, §12).
+// Defaults returns the documented defaults (the tags; docs/spec.md §10, §12), in UTC.
 func Defaults() Config {
-	return Config{
-		BackfillInterval: 30 * time.Second, BackoffBase: 30 * time.Second, BackoffMax: 15 * time.Minute,
-		Overdue: 24 * time.Hour, MarkTimeout: 2 * time.Second,
-		HistoryEnabled: true, HistorySweepAt: 3*time.Hour + 30*time.Minute,
-		HistoryRetention: 72 * time.Hour, HistoryQuiet: 24 * time.Hour, HistoryBatch: 100,
-		RetentionInterval: time.Minute, EventRetention: 7 * 24 * time.Hour,
-		ProcStateRetention: 30 * 24 * time.Hour, RawRetention: 90 * 24 * time.Hour,
-		SnapLogRetention: 90 * 24 * time.Hour, ReqTrackRetention: 30 * 24 * time.Hour,
-		FlightHistoryRetention: 365 * 24 * time.Hour,
-		Batch:                  1000, RunTxs: 20, RunBudget: 10 * time.Second, Tick: time.Second,
-		Location: time.UTC,
-	}
+	var c Config
+	setting.Defaults(&c)
+	c.Location = time.UTC
+	return c
 }
 
-// ParseTimeOfDay turns "HH:MM" into the duration since midnight.
-func ParseTimeOfDay(s string) (time.Duration, error) {
-	t, err := time.Parse("15:04", s)
+// TimeOfDay is a wall-clock time of day, the duration since midnight; its text is "HH:MM".
+type TimeOfDay time.Duration
+
+// UnmarshalText parses "HH:MM".
+func (t *TimeOfDay) UnmarshalText(b []byte) error {
+	v, err := time.Parse("15:04", string(b))
 	if err != nil {
-		return 0, fmt.Errorf("time of day %q: want HH:MM", s)
+		return fmt.Errorf("must be HH:MM (airport time), got %q", b)
 	}
-	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, nil
+	*t = TimeOfDay(time.Duration(v.Hour())*time.Hour + time.Duration(v.Minute())*time.Minute)
+	return nil
 }
 
-// Validate reports every bad value.
+// String returns "HH:MM".
+func (t TimeOfDay) String() string {
+	d := time.Duration(t)
+	return fmt.Sprintf("%02d:%02d", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// Validate reports every bad value, one line each (naming the variable of a setting).
 func (c Config) Validate() error {
-	var errs []error
-	for name, d := range map[string]time.Duration{
-		"BackfillInterval": c.BackfillInterval, "BackoffBase": c.BackoffBase, "BackoffMax": c.BackoffMax,
-		"Overdue": c.Overdue, "MarkTimeout": c.MarkTimeout, "HistoryRetention": c.HistoryRetention,
-		"HistoryQuiet": c.HistoryQuiet, "RetentionInterval": c.RetentionInterval,
-		"EventRetention": c.EventRetention, "ProcStateRetention": c.ProcStateRetention,
-		"RawRetention": c.RawRetention, "SnapLogRetention": c.SnapLogRetention,
-		"ReqTrackRetention": c.ReqTrackRetention, "FlightHistoryRetention": c.FlightHistoryRetention,
-		"RunBudget": c.RunBudget, "Tick": c.Tick,
+	var p setting.Problems
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"MSGX_BACKFILL_INTERVAL", c.BackfillInterval}, {"MSGX_BACKFILL_BACKOFF_BASE", c.BackoffBase},
+		{"MSGX_BACKFILL_BACKOFF_MAX", c.BackoffMax}, {"MSGX_OVERDUE_BACKFILL", c.Overdue},
+		{"MSGX_HISTORY_RETENTION", c.HistoryRetention}, {"MSGX_HISTORY_QUIET", c.HistoryQuiet},
+		{"MSGX_EVENT_RETENTION", c.EventRetention}, {"MSGX_PROC_STATE_RETENTION", c.ProcStateRetention},
+		{"MSGX_RAW_RETENTION", c.RawRetention}, {"MSGX_SNAP_LOG_RETENTION", c.SnapLogRetention},
+		{"MSGX_REQ_TRACK_RETENTION", c.ReqTrackRetention}, {"MSGX_FLIGHT_HISTORY_RETENTION", c.FlightHistoryRetention},
+		{"jobs: MarkTimeout", c.MarkTimeout}, {"jobs: RetentionInterval", c.RetentionInterval},
+		{"jobs: RunBudget", c.RunBudget}, {"jobs: Tick", c.Tick},
 	} {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("jobs: %s must be positive, got %s", name, d))
-		}
+		p.Positive(s.name, s.d)
 	}
 	if c.BackoffBase > c.BackoffMax {
-		errs = append(errs, fmt.Errorf("jobs: BackoffBase %s exceeds BackoffMax %s", c.BackoffBase, c.BackoffMax))
+		p.Add("MSGX_BACKFILL_BACKOFF_BASE", "must not exceed MSGX_BACKFILL_BACKOFF_MAX (%s), got %s", c.BackoffMax, c.BackoffBase)
 	}
-	if c.HistorySweepAt < 0 || c.HistorySweepAt >= 24*time.Hour {
-		errs = append(errs, fmt.Errorf("jobs: HistorySweepAt must be a time of day, got %s", c.HistorySweepAt))
+	if c.HistorySweepAt < 0 || time.Duration(c.HistorySweepAt) >= 24*time.Hour {
+		p.Add("MSGX_HISTORY_SWEEP_AT", "must be a time of day, got %s", time.Duration(c.HistorySweepAt))
 	}
-	if c.Batch < 1 || c.HistoryBatch < 1 || c.RunTxs < 1 {
-		errs = append(errs, fmt.Errorf("jobs: Batch, HistoryBatch and RunTxs must be at least 1"))
+	p.Between("MSGX_JOB_BATCH", int64(c.Batch), 1, 100000)
+	if c.HistoryBatch < 1 || c.RunTxs < 1 {
+		p.Add("jobs: HistoryBatch and RunTxs", "must be at least 1")
 	}
 	if c.Location == nil {
-		errs = append(errs, errors.New("jobs: Location must be set"))
+		p.Join(errors.New("jobs: Location must be set"))
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }

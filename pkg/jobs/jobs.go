@@ -78,7 +78,7 @@ func New(cfg Config, pool *pgxpool.Pool, marker Marker, clk clock.Clock, metrics
 // took over.
 func (j *Jobs) Run(ctx context.Context, lease leader.Lease) error {
 	j.log.Info().Dur("backfill_every", j.cfg.BackfillInterval).Dur("retention_every", j.cfg.RetentionInterval).
-		Str("history_at", fmtTimeOfDay(j.cfg.HistorySweepAt)).Bool("shadow", j.cfg.Shadow).
+		Stringer("history_at", j.cfg.HistorySweepAt).Bool("shadow", j.cfg.Shadow).
 		Bool("history_enabled", j.cfg.HistoryEnabled).Msg("jobs: scheduling")
 	t := time.NewTicker(j.cfg.Tick)
 	defer t.Stop()
@@ -132,7 +132,7 @@ func (j *Jobs) tick(ctx context.Context, lease leader.Lease) error {
 func (j *Jobs) historyDue(now time.Time, doneDay *time.Time) (bool, time.Time) {
 	today := clock.WallDay(now, j.cfg.Location)
 	since := clock.WallClock(now, j.cfg.Location).Sub(today)
-	if since < j.cfg.HistorySweepAt {
+	if since < time.Duration(j.cfg.HistorySweepAt) {
 		return false, today
 	}
 	return doneDay == nil || doneDay.Before(today), today
@@ -274,10 +274,6 @@ func State(ctx context.Context, pool *pgxpool.Pool, job string) (RunState, error
 		return s, fmt.Errorf("read %s state: %w", job, err)
 	}
 	return s, nil
-}
-
-func fmtTimeOfDay(d time.Duration) string {
-	return fmt.Sprintf("%02d:%02d", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // Metrics are the jobs' Prometheus instruments (names kept from the system msgx replaces, CLM-9).

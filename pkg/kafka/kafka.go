@@ -1,8 +1,7 @@
 // Package kafka is msgx's one adapter to Kafka: every sarama type stays inside it. It builds the
 // producer configuration under rule D3 and refuses to start when any part of D3 is missing,
-// checks (and, in development and tests, creates) the topics, sends batches of records with one
-// answer per record, classifies broker rejections, and runs an in-process kfake broker for tests
-// and MSGX_KAFKA_INPROCESS=true.
+// checks (and, in tests, creates) the topics, sends batches of records with one answer per
+// record, and classifies broker rejections. The development broker is pkg/dev/broker.
 //
 // Producer rule D3 (docs/spec.md §9), not overridable by any setting:
 //
@@ -27,6 +26,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/msgx/msgx/pkg/setting"
 )
 
 // MaxTimeout bounds every D3 timeout.
@@ -38,25 +39,58 @@ const MaxProducerRetries = 10
 // producerRetries is the value the builder sets: a few quick in-client retries for leader moves.
 const producerRetries = 3
 
-// Config is what the adapter needs; cmd/dispatcher fills it from pkg/config.
+// Config is what the adapter needs. Its fields are the dispatcher's Kafka settings: variable,
+// default and description in the tags (pkg/setting, docs/configuration.md).
 type Config struct {
-	Brokers        []string
-	ClientID       string
-	Version        string // e.g. "2.8.0"; at least 0.11.0
-	DialTimeout    time.Duration
-	IOTimeout      time.Duration // read and write
-	ProduceTimeout time.Duration
-	TLS            bool
-	TLSCAFile      string // PEM bundle; empty: system roots
-	SASLMechanism  string // "", PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-	SASLUser       string
-	SASLPassword   string
-	TopicChanges   string // KAFKA:msg
-	TopicState     string // KAFKA:schd (compacted)
+	Brokers        []string      `env:"MSGX_KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"dispatcher: Kafka bootstrap brokers"`
+	ClientID       string        `env:"MSGX_KAFKA_CLIENT_ID" default:"msgx-dispatcher" desc:"dispatcher: Kafka client id"`
+	Version        string        `env:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version (at least 0.11.0 for idempotence)"`
+	TopicChanges   string        `env:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
+	TopicState     string        `env:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
+	DialTimeout    time.Duration `env:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
+	IOTimeout      time.Duration `env:"MSGX_KAFKA_IO_TIMEOUT" default:"30s" desc:"dispatcher: broker read and write timeout (bounded, D3)"`
+	ProduceTimeout time.Duration `env:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3)"`
+	TLS            bool          `env:"MSGX_KAFKA_TLS" default:"false" desc:"dispatcher: connect to brokers with TLS"`
+	TLSCAFile      string        `env:"MSGX_KAFKA_TLS_CA_FILE" default:"" desc:"dispatcher: PEM CA bundle for broker TLS (empty: system roots)"`
+	SASLMechanism  string        `env:"MSGX_KAFKA_SASL_MECHANISM" default:"" desc:"dispatcher: empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"`
+	SASLUser       string        `env:"MSGX_KAFKA_SASL_USER" default:"" desc:"dispatcher: SASL user (from a Secret)"`
+	SASLPassword   string        `env:"MSGX_KAFKA_SASL_PASSWORD" default:"" desc:"dispatcher: SASL password (from a Secret)"`
 }
 
-// Validate checks the plain values.
+// Validate reports every bad setting, one line each naming its variable.
 func (c Config) Validate() error {
+	var p setting.Problems
+	if len(c.Brokers) == 0 {
+		p.Add("MSGX_KAFKA_BROKERS", "must list at least one broker")
+	}
+	if c.TopicChanges == "" || c.TopicState == "" || c.TopicChanges == c.TopicState {
+		p.Add("MSGX_KAFKA_TOPIC_CHANGES", "and MSGX_KAFKA_TOPIC_STATE must be set and differ")
+	}
+	if _, err := sarama.ParseKafkaVersion(c.Version); err != nil {
+		p.Add("MSGX_KAFKA_VERSION", "%v", err)
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"MSGX_KAFKA_DIAL_TIMEOUT", c.DialTimeout}, {"MSGX_KAFKA_IO_TIMEOUT", c.IOTimeout}, {"MSGX_KAFKA_PRODUCE_TIMEOUT", c.ProduceTimeout}} {
+		if t.d <= 0 || t.d > MaxTimeout {
+			p.Add(t.name, "must be between 1ms and 5m (D3: bounded), got %s", t.d)
+		}
+	}
+	switch c.SASLMechanism {
+	case "":
+	case sarama.SASLTypePlaintext, sarama.SASLTypeSCRAMSHA256, sarama.SASLTypeSCRAMSHA512:
+		if c.SASLUser == "" {
+			p.Add("MSGX_KAFKA_SASL_USER", "must be set when MSGX_KAFKA_SASL_MECHANISM is %s", c.SASLMechanism)
+		}
+	default:
+		p.Add("MSGX_KAFKA_SASL_MECHANISM", "must be empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", c.SASLMechanism)
+	}
+	return p.Err()
+}
+
+// usable checks what a producer cannot do without; the bounds of rule D3 are VerifyD3's.
+func (c Config) usable() error {
 	var errs []error
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("kafka: no brokers"))
@@ -80,7 +114,7 @@ func (c Config) Topics() []string { return []string{c.TopicChanges, c.TopicState
 
 // NewSaramaConfig is the one config builder. It always sets D3 and then verifies it.
 func NewSaramaConfig(c Config) (*sarama.Config, error) {
-	if err := c.Validate(); err != nil {
+	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	version, _ := sarama.ParseKafkaVersion(c.Version)
@@ -125,11 +159,14 @@ func NewSaramaConfig(c Config) (*sarama.Config, error) {
 		sc.Net.SASL.Mechanism = sarama.SASLMechanism(c.SASLMechanism)
 		sc.Net.SASL.User = c.SASLUser
 		sc.Net.SASL.Password = c.SASLPassword
-		switch c.SASLMechanism {
-		case sarama.SASLTypeSCRAMSHA256:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAM(sha256Hash) }
-		case sarama.SASLTypeSCRAMSHA512:
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return newSCRAM(sha512Hash) }
+		if mech := sarama.SASLMechanism(c.SASLMechanism); mech == sarama.SASLTypeSCRAMSHA256 || mech == sarama.SASLTypeSCRAMSHA512 {
+			if _, err := newSCRAM(mech); err != nil {
+				return nil, err
+			}
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient {
+				s, _ := newSCRAM(mech) // checked above
+				return s
+			}
 		}
 	}
 	if err := VerifyD3(sc, c); err != nil {

@@ -1,127 +1,80 @@
 package kafka
 
 import (
-	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
-	"strconv"
 	"strings"
+
+	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 )
 
-// scram is a SCRAM client (RFC 5802, no channel binding) for sarama's SASL/SCRAM mechanisms,
-// written on the standard library so the adapter needs no further dependency.
-type scram struct {
-	newHash         func() hash.Hash
-	user, password  string
-	authzID         string
-	nonce           string
-	clientFirstBare string
-	serverSignature []byte
-	step            int
-	done            bool
+// scramMinIterations is the lowest PBKDF2 iteration count the client accepts from a server
+// (RFC 7677 recommends at least 4096; Kafka refuses credentials below it too). A lower count
+// offered by a server is a downgrade and ends the handshake.
+const scramMinIterations = 4096
+
+// scramClient adapts github.com/xdg-go/scram (SASLprep, iteration floor, server signature
+// check) to sarama's SCRAMClient, as sarama's own example does. It also refuses a server nonce
+// that does not extend the client's with a part of its own.
+type scramClient struct {
+	hash  scram.HashGeneratorFcn
+	conv  *scram.ClientConversation
+	nonce string // the client nonce sent in client-first
 }
 
-func sha256Hash() hash.Hash { return sha256.New() }
-func sha512Hash() hash.Hash { return sha512.New() }
+var _ sarama.SCRAMClient = (*scramClient)(nil)
 
-func newSCRAM(h func() hash.Hash) *scram { return &scram{newHash: h} }
-
-func (s *scram) Begin(user, password, authzID string) error {
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return err
+func newSCRAM(mechanism sarama.SASLMechanism) (*scramClient, error) {
+	switch mechanism {
+	case sarama.SASLTypeSCRAMSHA256:
+		return &scramClient{hash: sha256.New}, nil
+	case sarama.SASLTypeSCRAMSHA512:
+		return &scramClient{hash: sha512.New}, nil
 	}
-	s.user, s.password, s.authzID = user, password, authzID
-	s.nonce = base64.RawStdEncoding.EncodeToString(b[:])
-	s.step, s.done = 0, false
+	return nil, fmt.Errorf("kafka: %s is not a SCRAM mechanism", mechanism)
+}
+
+func (s *scramClient) Begin(user, password, authzID string) error {
+	c, err := s.hash.NewClient(user, password, authzID)
+	if err != nil {
+		return fmt.Errorf("scram: %w", err)
+	}
+	s.conv = c.WithMinIterations(scramMinIterations).NewConversation()
+	s.nonce = ""
 	return nil
 }
 
-func (s *scram) Done() bool { return s.done }
-
-func (s *scram) Step(challenge string) (string, error) {
-	s.step++
-	switch s.step {
-	case 1:
-		esc := strings.NewReplacer("=", "=3D", ",", "=2C")
-		s.clientFirstBare = "n=" + esc.Replace(s.user) + ",r=" + s.nonce
-		gs2 := "n,,"
-		if s.authzID != "" {
-			gs2 = "n,a=" + esc.Replace(s.authzID) + ","
-		}
-		return gs2 + s.clientFirstBare, nil
-	case 2:
-		return s.final(challenge)
-	case 3:
-		attrs := parseSCRAM(challenge)
-		if e, ok := attrs["e"]; ok {
-			return "", fmt.Errorf("scram: server error %s", e)
-		}
-		v, err := base64.StdEncoding.DecodeString(attrs["v"])
-		if err != nil || subtle.ConstantTimeCompare(v, s.serverSignature) != 1 {
-			return "", errors.New("scram: server signature does not verify")
-		}
-		s.done = true
-		return "", nil
-	default:
-		return "", errors.New("scram: unexpected step")
+func (s *scramClient) Step(challenge string) (string, error) {
+	if s.conv == nil {
+		return "", errors.New("scram: Step before Begin")
 	}
+	if s.nonce != "" {
+		if r := scramAttr(challenge, "r"); r != "" && r == s.nonce {
+			return "", errors.New("scram: server nonce adds nothing to the client nonce")
+		}
+	}
+	resp, err := s.conv.Step(challenge)
+	if err != nil {
+		return "", fmt.Errorf("scram: %w", err)
+	}
+	if s.nonce == "" {
+		s.nonce = scramAttr(resp, "r")
+	}
+	return resp, nil
 }
 
-func (s *scram) final(serverFirst string) (string, error) {
-	attrs := parseSCRAM(serverFirst)
-	nonce, saltB64, iterS := attrs["r"], attrs["s"], attrs["i"]
-	if !strings.HasPrefix(nonce, s.nonce) || saltB64 == "" || iterS == "" {
-		return "", errors.New("scram: bad server-first message")
-	}
-	salt, err := base64.StdEncoding.DecodeString(saltB64)
-	if err != nil {
-		return "", fmt.Errorf("scram: salt: %w", err)
-	}
-	iter, err := strconv.Atoi(iterS)
-	if err != nil || iter < 1 {
-		return "", errors.New("scram: bad iteration count")
-	}
-	salted, err := pbkdf2.Key(s.newHash, s.password, salt, iter, s.newHash().Size())
-	if err != nil {
-		return "", fmt.Errorf("scram: pbkdf2: %w", err)
-	}
-	mac := func(key []byte, msg string) []byte {
-		m := hmac.New(s.newHash, key)
-		m.Write([]byte(msg))
-		return m.Sum(nil)
-	}
-	clientKey := mac(salted, "Client Key")
-	h := s.newHash()
-	h.Write(clientKey)
-	storedKey := h.Sum(nil)
-	withoutProof := "c=biws,r=" + nonce
-	if s.authzID != "" {
-		withoutProof = "c=" + base64.StdEncoding.EncodeToString([]byte("n,a="+s.authzID+",")) + ",r=" + nonce
-	}
-	authMsg := s.clientFirstBare + "," + serverFirst + "," + withoutProof
-	sig := mac(storedKey, authMsg)
-	proof := make([]byte, len(clientKey))
-	for i := range clientKey {
-		proof[i] = clientKey[i] ^ sig[i]
-	}
-	s.serverSignature = mac(mac(salted, "Server Key"), authMsg)
-	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof), nil
-}
+// Done is true only after a conversation that verified the server signature.
+func (s *scramClient) Done() bool { return s.conv != nil && s.conv.Done() && s.conv.Valid() }
 
-func parseSCRAM(msg string) map[string]string {
-	out := map[string]string{}
+// scramAttr returns the value of attribute key in a SCRAM message ("" if absent).
+func scramAttr(msg, key string) string {
 	for _, part := range strings.Split(msg, ",") {
-		if k, v, ok := strings.Cut(part, "="); ok {
-			out[k] = v
+		if k, v, ok := strings.Cut(part, "="); ok && k == key {
+			return v
 		}
 	}
-	return out
+	return ""
 }

@@ -5,8 +5,11 @@ package mailbox
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -47,3 +50,42 @@ func (m *Mailbox) Ping(ctx context.Context) error {
 
 // Close closes the pool.
 func (m *Mailbox) Close() error { return m.db.Close() }
+
+// OpenAdmin returns a plain database/sql handle on dsn and the DSN's database name, for
+// account management (pkg/roles, `msgxctl roles apply`) with an account that may create users
+// and grant on the mailbox tables. The caller closes it.
+func OpenAdmin(dsn string) (*sql.DB, string, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("parse MySQL DSN: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, "", fmt.Errorf("MySQL DSN names no database (…/msgx_mailbox)")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, "", fmt.Errorf("open mailbox: %w", err)
+	}
+	return db, cfg.DBName, nil
+}
+
+// RegisterTLSCA registers, under name, a TLS configuration for DSNs with tls=<name> that trusts
+// only the CA certificates in caFile (PEM) and verifies the server's host name (the driver sets
+// it from the DSN's address). Registering the same name again replaces it.
+func RegisterTLSCA(name, caFile string) error {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("read MySQL CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("MySQL CA file %s: no PEM certificate in it", caFile)
+	}
+	if err := mysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}); err != nil {
+		return fmt.Errorf("register MySQL TLS config %q: %w", name, err)
+	}
+	return nil
+}

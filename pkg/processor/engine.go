@@ -20,16 +20,18 @@ import (
 	"github.com/msgx/msgx/pkg/wake"
 )
 
-// Config tunes the engine. Zero values are not defaults: the binary fills them from pkg/config.
+// Config tunes the engine. The tagged fields are the stage's settings (variable, default:
+// pkg/setting, docs/configuration.md; Validate in config.go); the others are the process's,
+// set by the binary. Zero values are not defaults.
 type Config struct {
-	Batch              int
-	MaxAttempts        int
-	BackoffBase        time.Duration
-	BackoffMax         time.Duration
-	HeadDeadline       time.Duration
+	Batch              int           `env:"MSGX_PUMP_BATCH" default:"500" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
+	MaxAttempts        int           // MSGX_MAX_ATTEMPTS
+	BackoffBase        time.Duration // MSGX_BACKOFF_BASE
+	BackoffMax         time.Duration // MSGX_BACKOFF_MAX
+	HeadDeadline       time.Duration `env:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a head message still open this long after its first processing ends DEAD EXHAUSTED"`
 	IdlePoll           time.Duration // wait when there is no work (ingest's new rows)
-	IgnoreTypes        []string
-	IdentityIncludeDay bool
+	IgnoreTypes        []string      `env:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`
+	IdentityIncludeDay bool          `env:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN"`
 	Location           *time.Location
 	Shadow             bool   // write nothing to MySQL
 	ProcessedValue     string // also written to CMINMSGS_STATUS with the marker

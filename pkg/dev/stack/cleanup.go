@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 )
 
 // Drop drops both databases of d (the PostgreSQL one with FORCE: sessions left behind are ended).
@@ -22,5 +22,5 @@ func Drop(ctx context.Context, d Databases) error {
 	if err != nil {
 		err = fmt.Errorf("drop database: %w", err)
 	}
-	return errors.Join(err, mailboxtest.DropDatabase(ctx, d.MySQLServer, d.MySQLDB))
+	return errors.Join(err, mailboxdb.DropDatabase(ctx, d.MySQLServer, d.MySQLDB))
 }

@@ -1,6 +1,6 @@
 // Package stack runs msgx locally the way production runs it: the four binaries as separate
-// processes against PostgreSQL, the MySQL mailbox and a Kafka broker (in-process kfake here),
-// coordinating only through PostgreSQL. The demo (cmd/demo), the local stack (cmd/devstack),
+// processes against PostgreSQL, the MySQL mailbox and a Kafka broker (the development broker,
+// cmd/devbroker, as its own process), coordinating only through PostgreSQL. The demo (cmd/demo), the local stack (cmd/devstack),
 // the end-to-end tests and the end-to-end benchmark use it. It is development tooling: it
 // creates databases and the mailbox tables, which production never does.
 package stack
@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/msgx/msgx/pkg/dev/broker"
 	"io"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,13 +24,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/broker"
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/migrate"
 )
 
 // Binaries are the four stages, in start order.
 var Binaries = []string{"ingest", "processor", "dispatcher", "jobs"}
+
+// Broker is the development Kafka broker's command; the stack runs it as its own process.
+const Broker = "devbroker"
 
 // Tools are the other commands a stack user may run.
 var Tools = []string{"msgxctl", "simulate"}
@@ -54,17 +58,15 @@ func Root() (string, error) {
 	}
 }
 
-// Build compiles the binaries (and the tools that exist) into binDir.
+// Build compiles the binaries, the broker and the tools into binDir.
 func Build(ctx context.Context, binDir string) error {
 	root, err := Root()
 	if err != nil {
 		return err
 	}
 	args := []string{"build", "-o", binDir + string(os.PathSeparator)}
-	for _, b := range append(append([]string{}, Binaries...), Tools...) {
-		if _, err := os.Stat(filepath.Join(root, "cmd", b)); err == nil {
-			args = append(args, "./cmd/"+b)
-		}
+	for _, b := range append(append(slices.Clone(Binaries), Broker), Tools...) {
+		args = append(args, "./cmd/"+b)
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
@@ -116,11 +118,11 @@ func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err erro
 		return "", "", err
 	}
 	if d.Fresh {
-		if err := mailboxtest.DropDatabase(ctx, d.MySQLServer, d.MySQLDB); err != nil {
+		if err := mailboxdb.DropDatabase(ctx, d.MySQLServer, d.MySQLDB); err != nil {
 			return "", "", err
 		}
 	}
-	mysqlDSN, err = mailboxtest.CreateDatabase(ctx, d.MySQLServer, d.MySQLDB)
+	mysqlDSN, err = mailboxdb.CreateDatabase(ctx, d.MySQLServer, d.MySQLDB)
 	if err != nil {
 		return "", "", err
 	}
@@ -134,8 +136,10 @@ type Options struct {
 	PGURL  string   // MSGX_PG_URL of every binary
 	MySQL  string   // MSGX_MYSQL_DSN
 	Env    []string // extra MSGX_ settings for every binary
-	// KafkaPort fixes the in-process broker's port (0: any free port).
+	// KafkaPort fixes the broker's port on 127.0.0.1 (0: any free port).
 	KafkaPort int
+	// KafkaDataDir keeps the broker's data across its restarts (empty: memory only).
+	KafkaDataDir string
 	// RandomPorts lets each binary pick a free HTTP port (tests); otherwise each serves on its
 	// role's default address (127.0.0.1:8081 … 8084).
 	RandomPorts bool
@@ -144,7 +148,7 @@ type Options struct {
 // Stack is a running local msgx.
 type Stack struct {
 	opts    Options
-	broker  *broker.InProcess
+	broker  *Proc
 	Brokers []string
 	Kafka   kafka.Config
 
@@ -152,26 +156,18 @@ type Stack struct {
 	procs map[string]*Proc
 }
 
-// Start starts the broker (with the two topics) and the four binaries, and waits until each
-// serves HTTP.
+// Start starts the broker (it creates the two topics) and the four binaries, and waits until
+// each serves.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 		return nil, err
 	}
-	broker, err := broker.Start(kafkaPortOpt(opts.KafkaPort)...)
-	if err != nil {
+	s := &Stack{opts: opts, procs: map[string]*Proc{}}
+	if err := s.StartBroker(ctx); err != nil {
 		return nil, err
 	}
-	s := &Stack{opts: opts, broker: broker, Brokers: broker.Addrs(), procs: map[string]*Proc{}}
-	s.Kafka = kafka.Config{
-		Brokers: s.Brokers, ClientID: "msgx-stack", Version: "2.8.0",
-		DialTimeout: 5 * time.Second, IOTimeout: 10 * time.Second, ProduceTimeout: 10 * time.Second,
-		TopicChanges: "msgx.flight.changes", TopicState: "msgx.flight.state",
-	}
-	if err := kafka.EnsureTopics(s.Kafka, 6); err != nil {
-		broker.Close()
-		return nil, err
-	}
+	s.Kafka = broker.ClientConfig(s.Brokers)
+	s.Kafka.ClientID = "msgx-stack"
 	for _, b := range Binaries {
 		if _, err := s.StartProc(ctx, b); err != nil {
 			s.Close()
@@ -179,6 +175,41 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 	}
 	return s, nil
+}
+
+// StartBroker starts the development broker process (cmd/devbroker) and waits until it serves.
+// After a restart it listens on the same address, so the binaries reconnect to it; with
+// Options.KafkaDataDir it keeps its topics and records.
+func (s *Stack) StartBroker(ctx context.Context) error {
+	listen := fmt.Sprintf("127.0.0.1:%d", s.opts.KafkaPort)
+	if len(s.Brokers) > 0 {
+		listen = s.Brokers[0]
+	}
+	args := []string{"-listen", listen}
+	if s.opts.KafkaDataDir != "" {
+		args = append(args, "-data-dir", s.opts.KafkaDataDir)
+	}
+	p, err := s.spawn(ctx, Broker, args, "kafka: serving")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.broker = p
+	s.Brokers = p.Brokers
+	s.mu.Unlock()
+	return nil
+}
+
+// StopBroker stops the broker process with SIGTERM and waits for it.
+func (s *Stack) StopBroker() error {
+	s.mu.Lock()
+	p := s.broker
+	s.broker = nil
+	s.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.stop()
 }
 
 // Env is the environment every binary of this stack gets.
@@ -196,11 +227,12 @@ func (s *Stack) Env() []string {
 
 // Proc is one running binary.
 type Proc struct {
-	Name string
-	Addr string // host:port of its HTTP server
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	Name    string
+	Addr    string   // host:port of its HTTP server (the four binaries)
+	Brokers []string // the brokers' addresses (the broker)
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
 }
 
 // Wait waits for the process to exit and returns its error.
@@ -214,11 +246,24 @@ func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // StartProc starts one binary and waits until it serves HTTP.
 func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
+	p, err := s.spawn(ctx, name, nil, "http: serving")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.procs[name] = p
+	s.mu.Unlock()
+	return p, nil
+}
+
+// spawn starts BinDir/name with args, logging to LogDir/name.log, and waits for its JSON log
+// line whose message starts with ready (it carries "addr" or "brokers").
+func (s *Stack) spawn(ctx context.Context, name string, args []string, ready string) (*Proc, error) {
 	logf, err := os.OpenFile(filepath.Join(s.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(s.opts.BinDir, name))
+	cmd := exec.Command(filepath.Join(s.opts.BinDir, name), args...)
 	cmd.Env = append(cleanEnv(), s.Env()...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -231,7 +276,12 @@ func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &Proc{Name: name, cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
+	type readyLine struct {
+		Message string   `json:"message"`
+		Addr    string   `json:"addr"`
+		Brokers []string `json:"brokers"`
+	}
+	readyc := make(chan readyLine, 1)
 	go func() {
 		defer logf.Close()
 		sc := bufio.NewScanner(stderr)
@@ -239,13 +289,10 @@ func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
 		for sc.Scan() {
 			line := sc.Bytes()
 			_, _ = logf.Write(append(line, '\n'))
-			var l struct {
-				Message string `json:"message"`
-				Addr    string `json:"addr"`
-			}
-			if json.Unmarshal(line, &l) == nil && strings.HasPrefix(l.Message, "http: serving") {
+			var l readyLine
+			if json.Unmarshal(line, &l) == nil && strings.HasPrefix(l.Message, ready) {
 				select {
-				case addr <- l.Addr:
+				case readyc <- l:
 				default:
 				}
 			}
@@ -255,8 +302,8 @@ func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
 		close(p.done)
 	}()
 	select {
-	case a := <-addr:
-		p.Addr = a
+	case l := <-readyc:
+		p.Addr, p.Brokers = l.Addr, l.Brokers
 	case <-p.done:
 		return nil, fmt.Errorf("%s exited at start: %v (see %s)", name, p.err, filepath.Join(s.opts.LogDir, name+".log"))
 	case <-time.After(30 * time.Second):
@@ -266,10 +313,19 @@ func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
 		_ = cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
-	s.mu.Lock()
-	s.procs[name] = p
-	s.mu.Unlock()
 	return p, nil
+}
+
+// stop sends SIGTERM and waits (SIGKILL after 40s).
+func (p *Proc) stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(40 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return p.err
 }
 
 // Proc returns the running process of a binary (nil if none).
@@ -285,30 +341,11 @@ func (s *Stack) StopProc(name string) error {
 	if p == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(40 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	err := p.stop()
 	s.mu.Lock()
 	delete(s.procs, name)
 	s.mu.Unlock()
-	return p.err
-}
-
-// KillProc SIGKILLs one binary and waits for it.
-func (s *Stack) KillProc(name string) {
-	p := s.Proc(name)
-	if p == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	s.mu.Lock()
-	delete(s.procs, name)
-	s.mu.Unlock()
+	return err
 }
 
 // Close stops every binary gracefully, then the broker.
@@ -319,7 +356,9 @@ func (s *Stack) Close() error {
 			errs = append(errs, fmt.Errorf("%s: %w", Binaries[i], err))
 		}
 	}
-	s.broker.Close()
+	if err := s.StopBroker(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", Broker, err))
+	}
 	return errors.Join(errs...)
 }
 

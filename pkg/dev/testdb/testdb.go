@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -35,16 +36,27 @@ type DB struct {
 	Schema string
 	URL    string // AdminURL with search_path set to Schema: give it to code under test
 	Pool   *pgxpool.Pool
+
+	adminURL string
+	rolesMu  sync.Mutex
+	roles    *Roles
 }
 
 // New creates a fresh schema, applies the migrations and returns a pool bound to it.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return NewAt(t, AdminURL())
+}
+
+// NewAt is New on the server of adminURL (a superuser's URL), e.g. a private TLS cluster
+// (pkg/dev/tlsenv).
+func NewAt(t testing.TB, adminURL string) *DB {
+	t.Helper()
 	ctx := context.Background()
 	schema := "t_" + RandomSuffix()
 
-	admin, err := pgx.Connect(ctx, AdminURL())
-	require.NoError(t, err, "connect to PostgreSQL at %s", AdminURL())
+	admin, err := pgx.Connect(ctx, adminURL)
+	require.NoError(t, err, "connect to PostgreSQL at %s", adminURL)
 	_, err = admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -53,7 +65,7 @@ func New(t testing.TB) *DB {
 		require.NoError(t, admin.Close(context.Background()))
 	})
 
-	u := WithSearchPath(AdminURL(), schema)
+	u := WithSearchPath(adminURL, schema)
 	conn, err := pgx.Connect(ctx, u)
 	require.NoError(t, err)
 	_, err = migrate.Up(ctx, conn)
@@ -63,7 +75,7 @@ func New(t testing.TB) *DB {
 	pool, err := pgxpool.New(ctx, u)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return &DB{Schema: schema, URL: u, Pool: pool}
+	return &DB{Schema: schema, URL: u, Pool: pool, adminURL: adminURL}
 }
 
 // WithSearchPath returns dsn with its search_path set to schema. Test sessions also commit

@@ -1,0 +1,68 @@
+// Command devbroker is the development Kafka broker as its own process: kfake (the real wire
+// protocol) with msgx's two topics created, optionally keeping its data in a directory so a
+// restart is the same cluster. The local stack (make up), the demo, the end-to-end tests and the
+// dev Kubernetes overlay run it; production uses a real Kafka cluster. It logs one JSON line
+// "kafka: serving" with the brokers' addresses once clients can connect, and stops on SIGTERM.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/msgx/msgx/pkg/dev/broker"
+	"github.com/msgx/msgx/pkg/obs"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "devbroker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, logw io.Writer) error {
+	fs := flag.NewFlagSet("devbroker", flag.ContinueOnError)
+	fs.SetOutput(logw)
+	listen := fs.String("listen", "127.0.0.1:9092", "comma-separated host:port to listen on, one broker each (port 0: a free port)")
+	advertise := fs.String("advertise", "", "comma-separated host:port clients are told to use, one per -listen address (default: the listen addresses; set it when listening on 0.0.0.0)")
+	dataDir := fs.String("data-dir", "", "keep topics and records in this directory and reload them at start (default: memory only)")
+	partitions := fs.Int("partitions", broker.Partitions, "partitions of each topic created at start")
+	changes := fs.String("topic-changes", broker.TopicChanges, "topic of KAFKA:msg (MSGX_KAFKA_TOPIC_CHANGES)")
+	state := fs.String("topic-state", broker.TopicState, "compacted topic of KAFKA:schd (MSGX_KAFKA_TOPIC_STATE)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := obs.NewLogger(logw, *level, "devbroker")
+	opts := broker.Options{Listen: split(*listen), Advertise: split(*advertise), DataDir: *dataDir}
+	b, err := broker.StartWith(opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		b.Close()
+		log.Info().Msg("kafka: stopped")
+	}()
+	if err := b.CreateTopics(*changes, *state, int32(*partitions)); err != nil {
+		return err
+	}
+	log.Info().Strs("brokers", b.Addrs()).Str("data_dir", *dataDir).Strs("topics", []string{*changes, *state}).
+		Msg("kafka: serving")
+	<-ctx.Done()
+	return nil
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

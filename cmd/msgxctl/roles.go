@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/roles"
+)
+
+func init() {
+	register("roles", command{
+		summary: "roles apply: create msgx's database roles and set exactly their grants (pkg/roles; --mysql for the mailbox users)",
+		run: func(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+			return rolesCmd(ctx, cfg, args, out, os.LookupEnv)
+		},
+	})
+}
+
+// Password variables: MSGX_ROLE_PASSWORD_<ROLE> for PostgreSQL, MSGX_MYSQL_ROLE_PASSWORD_<ROLE>
+// for the mailbox users (ROLE upper-case: INGEST, PROCESSOR, …). An unset variable leaves that
+// role's password as it is.
+const (
+	pgPasswordEnv    = "MSGX_ROLE_PASSWORD_"
+	mysqlPasswordEnv = "MSGX_MYSQL_ROLE_PASSWORD_"
+)
+
+func rolesCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer, lookup func(string) (string, bool)) error {
+	if len(args) == 0 || args[0] != "apply" {
+		return fmt.Errorf("usage: msgxctl roles apply [--prefix msgx_] [--schema S] [--pg=false] [--mysql] [--mysql-host %%]")
+	}
+	fs := flag.NewFlagSet("roles apply", flag.ContinueOnError)
+	fs.SetOutput(out)
+	prefix := fs.String("prefix", roles.DefaultPrefix, "role name prefix (msgx_ingest, …)")
+	schema := fs.String("schema", "", "schema of msgx's tables (default: MSGX_PG_URL's search_path)")
+	withPG := fs.Bool("pg", true, "the PostgreSQL roles, through MSGX_PG_URL (a role that may create roles and grant)")
+	withMySQL := fs.Bool("mysql", false, "also the mailbox users, through MSGX_MYSQL_DSN (an account that may create users and grant)")
+	mysqlHost := fs.String("mysql-host", "%", "host pattern of the mailbox accounts (narrow it to the pod network)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *withPG {
+		if err := applyPG(ctx, cfg, *schema, *prefix, out, lookup); err != nil {
+			return err
+		}
+	}
+	if !*withMySQL {
+		return nil
+	}
+	db, name, err := mailbox.OpenAdmin(cfg.MySQLDSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := roles.ApplyMySQL(ctx, db, roles.MySQLOptions{Database: name, Prefix: *prefix, Host: *mysqlHost,
+		Passwords: passwords(roles.MySQLRoles, mysqlPasswordEnv, lookup)}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "mailbox users %s* applied on %s\n", *prefix, name)
+	return nil
+}
+
+func applyPG(ctx context.Context, cfg config.Config, schema, prefix string, out io.Writer, lookup func(string) (string, bool)) error {
+	conn, err := pgx.Connect(ctx, cfg.PGURL)
+	if err != nil {
+		return fmt.Errorf("connect PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rep, err := roles.ApplyPG(ctx, conn, roles.PGOptions{Schema: schema, Prefix: prefix, Passwords: passwords(roles.PGRoles, pgPasswordEnv, lookup)})
+	if err != nil {
+		return err
+	}
+	for _, r := range rep.Created {
+		fmt.Fprintf(out, "created role %s\n", r)
+	}
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(out, "not there yet (run again after msgxctl migrate): %s\n", strings.Join(rep.Missing, ", "))
+	}
+	fmt.Fprintf(out, "PostgreSQL roles %s* applied\n", prefix)
+	return nil
+}
+
+func passwords(rs []roles.Role, env string, lookup func(string) (string, bool)) map[roles.Role]string {
+	out := map[roles.Role]string{}
+	for _, r := range rs {
+		if v, ok := lookup(env + strings.ToUpper(string(r))); ok {
+			out[r] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/kafka"
+)
+
+// fakeProducer records what a term does with its producer.
+type fakeProducer struct {
+	mu        sync.Mutex
+	checkErrs []error // answers of CheckTopics, in turn; then success
+	checks    int
+	sent      int
+	closed    bool
+}
+
+func (p *fakeProducer) Send(_ context.Context, recs []kafka.Record) []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent += len(recs)
+	return make([]error, len(recs))
+}
+
+func (p *fakeProducer) Ping(context.Context) error { return nil }
+
+func (p *fakeProducer) CheckTopics(context.Context) ([]kafka.TopicInfo, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.checks++
+	if len(p.checkErrs) > 0 {
+		err := p.checkErrs[0]
+		p.checkErrs = p.checkErrs[1:]
+		return nil, err
+	}
+	return []kafka.TopicInfo{{Name: "changes", Partitions: 1}, {Name: "state", Partitions: 1, CleanupPolicy: "compact"}}, nil
+}
+
+func (p *fakeProducer) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	return nil
+}
+
+// newLink returns a link whose Dial fails dialErrs times, then returns p.
+func newLink(t *testing.T, dialErrs int64, p *fakeProducer) (*dispatch.Link, *atomic.Int64) {
+	t.Helper()
+	l, err := dispatch.NewLink(kafkatest.Config([]string{"127.0.0.1:1"}), time.Millisecond, zerolog.Nop())
+	require.NoError(t, err)
+	dials := &atomic.Int64{}
+	l.Dial = func(kafka.Config) (dispatch.Producer, error) {
+		if dials.Add(1) <= dialErrs {
+			return nil, errors.New("connection refused")
+		}
+		return p, nil
+	}
+	return l, dials
+}
+
+func sendOne(l *dispatch.Link) error {
+	return l.Send(context.Background(), []kafka.Record{{Topic: "changes", Key: "1"}})[0]
+}
+
+// A term waits out an unreachable broker and a failing topic check, then works with the
+// producer; after the term the producer is closed and sending fails until the next term.
+func TestLinkTermRetriesThenWorks(t *testing.T) {
+	t.Parallel()
+	p := &fakeProducer{checkErrs: []error{errors.New("broker timeout"), errors.New("broker timeout")}}
+	l, dials := newLink(t, 3, p)
+	require.ErrorIs(t, sendOne(l), dispatch.ErrNoProducer, "before the term")
+	require.ErrorIs(t, l.Ping(context.Background()), dispatch.ErrNoProducer)
+
+	worked := false
+	err := l.Term(context.Background(), func(ctx context.Context) error {
+		worked = true
+		require.NoError(t, sendOne(l))
+		require.NoError(t, l.Ping(ctx))
+		return errors.New("fenced")
+	})
+	require.EqualError(t, err, "fenced", "the work's error ends the term")
+	require.True(t, worked)
+	require.Equal(t, int64(4), dials.Load(), "three refused dials, then one that connects")
+	require.Equal(t, 3, p.checks, "two failed topic checks, then one that answers")
+	require.Equal(t, 1, p.sent)
+	require.True(t, p.closed, "the term's producer is closed with the term")
+	require.ErrorIs(t, sendOne(l), dispatch.ErrNoProducer, "after the term")
+}
+
+// A missing topic refuses the work: the process ends with a clear line instead of running blind.
+func TestLinkRefusesMissingTopic(t *testing.T) {
+	t.Parallel()
+	p := &fakeProducer{checkErrs: []error{errors.New("broker timeout"), kafka.ErrTopicMissing}}
+	l, _ := newLink(t, 0, p)
+	err := l.Term(context.Background(), func(context.Context) error {
+		t.Fatal("work must not run")
+		return nil
+	})
+	require.ErrorIs(t, err, dispatch.ErrRefused)
+	require.ErrorIs(t, err, kafka.ErrTopicMissing)
+	require.True(t, p.closed)
+}
+
+// A term whose context ends while the broker is unreachable ends quietly, without work.
+func TestLinkTermEndsWithContext(t *testing.T) {
+	t.Parallel()
+	l, dials := newLink(t, 1<<30, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- l.Term(ctx, func(context.Context) error {
+			t.Error("work must not run")
+			return nil
+		})
+	}()
+	require.Eventually(t, func() bool { return dials.Load() >= 3 }, 10*time.Second, time.Millisecond, "dialling again and again")
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// Producer rule D3 is checked before anything connects.
+func TestLinkRefusesD3Violation(t *testing.T) {
+	t.Parallel()
+	cfg := kafkatest.Config([]string{"127.0.0.1:1"})
+	cfg.Version = "0.10.2.0"
+	_, err := dispatch.NewLink(cfg, time.Second, zerolog.Nop())
+	require.ErrorIs(t, err, dispatch.ErrRefused)
+	require.Contains(t, err.Error(), "producer rule D3 violated: Version must be at least 0.11.0")
+}
+
+// With a real broker, a term connects, checks the topics and sends.
+func TestLinkTermWithBroker(t *testing.T) {
+	t.Parallel()
+	b, kcfg := kafkatest.Broker(t)
+	l, err := dispatch.NewLink(kcfg, 10*time.Millisecond, zerolog.Nop())
+	require.NoError(t, err)
+	require.NoError(t, l.Term(context.Background(), func(ctx context.Context) error {
+		return l.Send(ctx, []kafka.Record{{Topic: kcfg.TopicChanges, Key: "7", Value: []byte("v")}})[0]
+	}))
+	recs := kafkatest.Consume(t, b.Addrs(), kcfg.TopicChanges, 1, time.Minute)
+	require.Equal(t, "7", recs[0].Key)
+}

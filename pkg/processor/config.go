@@ -1,0 +1,21 @@
+package processor
+
+import (
+	"strings"
+
+	"github.com/msgx/msgx/pkg/setting"
+)
+
+// Validate reports every bad value of the stage's settings, one line each.
+func (c Config) Validate() error {
+	var p setting.Problems
+	p.Between("MSGX_PUMP_BATCH", int64(c.Batch), 1, 10000)
+	p.Positive("MSGX_HEAD_DEADLINE", c.HeadDeadline)
+	for _, t := range c.IgnoreTypes {
+		if t == "" || strings.TrimSpace(t) != t {
+			p.Add("MSGX_IGNORE_TYPES", "must be a comma-separated list of TYPEs without blanks, got %q", strings.Join(c.IgnoreTypes, ","))
+			break
+		}
+	}
+	return p.Err()
+}

@@ -1,0 +1,163 @@
+// Package roles is the single source of msgx's database roles and their grants (docs/spec.md §14): one
+// PostgreSQL role per binary, the migration owner, a read-only role and an operator role for
+// msgxctl, and one MySQL/MariaDB user per binary that touches the AODB mailbox. ApplyPG and
+// ApplyMySQL create what is missing and grant exactly what the tables below list, idempotently;
+// `msgxctl roles apply` runs them, tests run them over a fresh schema, and deploy/k8s runs the
+// command in its migration Job.
+//
+// Leadership rows are guarded by row-level security (migration leader_lease_rls): a role may
+// insert or update only the leader_lease row that leader_lease_member maps its database role
+// to, so ingest's credentials cannot fence the processor. ApplyPG fills that mapping.
+package roles
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Role is one database identity of msgx, independent of the name it has on a server.
+type Role string
+
+const (
+	Owner      Role = "owner"      // the migration Job: owns the schema, runs DDL
+	Ingest     Role = "ingest"     // cmd/ingest
+	Processor  Role = "processor"  // cmd/processor
+	Dispatcher Role = "dispatcher" // cmd/dispatcher
+	Jobs       Role = "jobs"       // cmd/jobs
+	Reader     Role = "reader"     // msgxctl status and show: reads, never writes
+	Admin      Role = "admin"      // msgxctl operators: replay, dlq, backfill retry, history
+)
+
+// PGRoles are the PostgreSQL roles in the order ApplyPG creates them.
+var PGRoles = []Role{Owner, Ingest, Processor, Dispatcher, Jobs, Reader, Admin}
+
+// MySQLRoles are the mailbox users: the binaries that read or mark cminmsgs or write coutmsgs.
+var MySQLRoles = []Role{Ingest, Processor, Jobs}
+
+// LeaseRoles are the roles that hold a leader_lease row (pkg/leader), named as in that table.
+var LeaseRoles = []Role{Ingest, Processor, Dispatcher, Jobs}
+
+// DefaultPrefix makes the production names: msgx_ingest, msgx_processor, …
+const DefaultPrefix = "msgx_"
+
+// Name is the server-side name of role r under prefix ("" means DefaultPrefix).
+func Name(prefix string, r Role) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + string(r)
+}
+
+// Parse returns the Role called s ("ingest", "reader", …).
+func Parse(s string) (Role, error) {
+	r := Role(s)
+	if !slices.Contains(PGRoles, r) {
+		return "", fmt.Errorf("unknown role %q (one of %v)", s, PGRoles)
+	}
+	return r, nil
+}
+
+// pgGrant gives privileges on tables (or USAGE on sequences) to one role.
+type pgGrant struct {
+	role    Role
+	privs   string // "SELECT, INSERT", … or "USAGE" for sequences
+	objects []string
+}
+
+// flightTables are the flight state: the flight row and its detail tables.
+var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_gate", "flight_checkin",
+	"flight_carousel", "flight_chute", "flight_chock", "flight_airbridge", "flight_delay",
+	"flight_service", "flight_vip"}
+
+// allTables is every table of the schema (the read-only role reads them all).
+var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
+	"inbox_cursor", "inbox_gap", "msg_event", "msg_identity", "ref_master", "req_track",
+	"schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "schema_migrations")
+
+func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
+
+// pgGrants is what each PostgreSQL role may do. Comments say which code needs it; a grant
+// nobody needs is a defect, and so is a missing one (pkg/roles tests run the stages as their
+// roles).
+var pgGrants = []pgGrant{
+	// every binary: leader election and fencing (Lease.Check reads its row FOR SHARE, which needs
+	// UPDATE); row-level security limits INSERT/UPDATE to the role's own row.
+	{Ingest, "SELECT, INSERT, UPDATE", []string{"leader_lease"}},
+	{Processor, "SELECT, INSERT, UPDATE", []string{"leader_lease"}},
+	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"leader_lease"}},
+	{Jobs, "SELECT, INSERT, UPDATE", []string{"leader_lease"}},
+	{Ingest, "SELECT", []string{"leader_lease_member"}},
+	{Processor, "SELECT", []string{"leader_lease_member"}},
+	{Dispatcher, "SELECT", []string{"leader_lease_member"}},
+	{Jobs, "SELECT", []string{"leader_lease_member"}},
+
+	// ingest: proc_state enqueue (ON CONFLICT DO NOTHING), watermark and gap ledger; the read
+	// API reads flights.
+	{Ingest, "SELECT, INSERT", []string{"proc_state"}},
+	{Ingest, "SELECT, INSERT, UPDATE", []string{"inbox_cursor", "inbox_gap"}},
+	{Ingest, "SELECT", flightTables},
+
+	// processor: the pump and everything one message's transaction writes. flight_history is
+	// read for every FLID not stored yet (a purged FLID's version continues).
+	{Processor, "SELECT, UPDATE", []string{"proc_state"}},
+	{Processor, "SELECT", []string{"inbox_cursor", "flight_history"}},
+	{Processor, "SELECT, INSERT", []string{"msg_identity", "msg_event", "schd_snap_log"}},
+	{Processor, "SELECT, INSERT, UPDATE, DELETE", with(flightTables, "ref_master")},
+	{Processor, "SELECT, UPDATE", []string{"req_track"}},
+	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq"}},
+
+	// dispatcher: the outbox, status only.
+	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
+
+	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
+	// retention and archive, request timeouts, job bookkeeping.
+	{Jobs, "SELECT, INSERT, UPDATE, DELETE", []string{"proc_state", "proc_state_hst"}},
+	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},
+	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
+	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
+	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
+	{Jobs, "SELECT, INSERT, UPDATE", []string{"job_state"}},
+	{Jobs, "SELECT, INSERT", []string{"replay_audit"}},
+	{Jobs, "USAGE", []string{"flight_history_history_id_seq", "msg_event_event_id_seq", "replay_audit_audit_id_seq"}},
+
+	// reader (msgxctl status, show): read everything, write nothing.
+	{Reader, "SELECT", allTables},
+
+	// admin (msgxctl operators): read everything; the audited actions.
+	{Admin, "SELECT", allTables},
+	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
+	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
+	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
+	{Admin, "INSERT, UPDATE", []string{"req_track"}},
+	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
+}
+
+// mysqlGrant is one GRANT on a mailbox table; columns empty means the whole table.
+type mysqlGrant struct {
+	role  Role
+	privs string // "SELECT (CMINMSGS_ID, …), UPDATE (…)" or "INSERT"
+	table string
+}
+
+// mysqlGrants are docs/spec.md §14's mailbox grants. The AODB team owns the mailbox: msgx gets column
+// grants on two tables and nothing else. The marker is CMINMSGS_DATE_PROCESSED (+ CMINMSGS_STATUS
+// when MSGX_MAILBOX_PROCESSED_VALUE is set), written only NULL → value (INV-7); the marker
+// UPDATE's WHERE and the backfill's SELECT … FOR UPDATE read CMINMSGS_ID and the marker columns.
+//
+// No request writer (RQFD/RQRD into coutmsgs, docs/spec.md §8) exists yet; when it does it runs in
+// cmd/jobs, so the jobs user holds the coutmsgs INSERT.
+var mysqlGrants = []mysqlGrant{
+	// ingest: poll cminmsgs after W; the compat entry POST /cminmsgs/send inserts into it.
+	{Ingest, "SELECT", "cminmsgs"},
+	{Ingest, "INSERT (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_SUBSYSTEM_NAME, " +
+		"CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, " +
+		"CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)", "cminmsgs"},
+	// processor: the immediate marker after each terminal commit.
+	{Processor, markerPrivs, "cminmsgs"},
+	// jobs: the backfill sweep's markers; the request writer's coutmsgs rows.
+	{Jobs, markerPrivs, "cminmsgs"},
+	{Jobs, "INSERT", "coutmsgs"},
+}
+
+const markerPrivs = "SELECT (CMINMSGS_ID, CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS), " +
+	"UPDATE (CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS)"

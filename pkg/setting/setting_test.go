@@ -1,0 +1,120 @@
+package setting_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/setting"
+)
+
+type upper string
+
+func (u *upper) UnmarshalText(b []byte) error {
+	if strings.ToUpper(string(b)) != string(b) {
+		return fmt.Errorf("must be upper case, got %q", b)
+	}
+	*u = upper(b)
+	return nil
+}
+
+type inner struct {
+	Batch int   `env:"T_BATCH" default:"50" desc:"rows per poll"`
+	Code  upper `env:"T_CODE" default:"AB" desc:"a code"`
+	Tune  int64 `default:"7"` // no variable
+	Wired string
+}
+
+type outer struct {
+	Wait  time.Duration `env:"T_WAIT" default:"1s" desc:"a wait"`
+	On    bool          `env:"T_ON" default:"true" desc:"a switch"`
+	List  []string      `env:"T_LIST" default:"A,B" desc:"a list"`
+	Empty string        `env:"T_EMPTY" desc:"keeps its value when unset" doc:"per binary"`
+	Conns int32         `env:"T_CONNS" default:"8" desc:"connections"`
+	Inner inner
+	Embedded
+}
+
+// Embedded is walked into like a named struct field.
+type Embedded struct {
+	Level string `env:"T_LEVEL" default:"info" desc:"a level"`
+}
+
+func env(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
+
+func TestLoadDefaultsAndEnvironment(t *testing.T) {
+	t.Parallel()
+	o := outer{Empty: "preset", Inner: inner{Wired: "w"}}
+	require.NoError(t, setting.Load(&o, env(map[string]string{"T_WAIT": "250ms", "T_LIST": "X", "T_ON": "false"})))
+	require.Equal(t, 250*time.Millisecond, o.Wait)
+	require.False(t, o.On)
+	require.Equal(t, []string{"X"}, o.List)
+	require.Equal(t, "preset", o.Empty, "no default, not set: kept")
+	require.Equal(t, int32(8), o.Conns)
+	require.Equal(t, 50, o.Inner.Batch)
+	require.Equal(t, upper("AB"), o.Inner.Code)
+	require.Equal(t, int64(7), o.Inner.Tune, "a tuning value takes its default")
+	require.Equal(t, "w", o.Inner.Wired, "untagged fields are left alone")
+	require.Equal(t, "info", o.Level)
+}
+
+func TestLoadReportsEveryBadValueOnOneLineEach(t *testing.T) {
+	t.Parallel()
+	var o outer
+	err := setting.Load(&o, env(map[string]string{"T_WAIT": "soon", "T_BATCH": "many", "T_CONNS": "99999999999", "T_CODE": "ab", "T_ON": "maybe"}))
+	require.Error(t, err)
+	require.Equal(t, []string{
+		`T_WAIT: cannot parse "soon" as Duration`,
+		`T_ON: cannot parse "maybe" as bool`,
+		`T_CONNS: cannot parse "99999999999" as int32`,
+		`T_BATCH: cannot parse "many" as int`,
+		`T_CODE: must be upper case, got "ab"`,
+	}, strings.Split(err.Error(), "\n"))
+}
+
+func TestFieldsInDeclarationOrder(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for _, f := range setting.Fields(outer{}) {
+		names = append(names, f.Name)
+	}
+	require.Equal(t, []string{"T_WAIT", "T_ON", "T_LIST", "T_EMPTY", "T_CONNS", "T_BATCH", "T_CODE", "T_LEVEL"}, names)
+	f := setting.Fields(&outer{})[3]
+	require.Equal(t, setting.Field{Name: "T_EMPTY", Default: "", Doc: "per binary", Desc: "keeps its value when unset"}, f)
+	require.Equal(t, "A,B", setting.Fields(outer{})[2].Doc, "the doc shows the default tag verbatim")
+}
+
+func TestDefaultsAndFillZero(t *testing.T) {
+	t.Parallel()
+	var d inner
+	setting.Defaults(&d)
+	require.Equal(t, inner{Batch: 50, Code: "AB", Tune: 7}, d)
+
+	z := inner{Batch: 3}
+	setting.FillZero(&z)
+	require.Equal(t, inner{Batch: 3, Code: "AB", Tune: 7}, z, "set fields are kept")
+
+	require.Panics(t, func() {
+		setting.Defaults(&struct {
+			N int `default:"x"`
+		}{})
+	}, "a default that does not parse is a programming error")
+}
+
+func TestProblems(t *testing.T) {
+	t.Parallel()
+	var p setting.Problems
+	require.NoError(t, p.Err())
+	p.Positive("A", 0)
+	p.Positive("B", time.Second)
+	p.Between("C", 0, 1, 10)
+	p.Between("D", 5, 1, 10)
+	p.Add("E", "must be %s", "set")
+	p.Join(nil)
+	require.EqualError(t, p.Err(), "A: must be a positive duration, got 0s\nC: must be between 1 and 10, got 0\nE: must be set")
+}
