@@ -314,7 +314,9 @@ func TestArchivedIdentityStillCounts(t *testing.T) {
 	// Archive as the jobs stage does: the row moves to proc_state_hst.
 	_, err := b.db.Pool.Exec(context.Background(), `
 		WITH moved AS (DELETE FROM proc_state WHERE msg_id = 1 RETURNING *)
-		INSERT INTO proc_state_hst SELECT *, $1 FROM moved`, t0)
+		INSERT INTO proc_state_hst
+		SELECT (jsonb_populate_record(NULL::proc_state_hst, to_jsonb(m) || jsonb_build_object('archived_at', $1::timestamptz))).*
+		  FROM moved m`, t0)
 	require.NoError(t, err)
 	b.enqueueSeq(t, 2, 2, func(int64) string { return flop(11, 15, "S1") })
 	b.drain(t, b.pump(t))
