@@ -20,6 +20,12 @@ type Mailbox struct {
 	db *sql.DB
 }
 
+// DefaultIOTimeout bounds one read or write on a mailbox connection when the DSN sets none
+// (readTimeout/writeTimeout); the dial is bounded by timeout (5 s when absent). It is longer than
+// InnoDB's lock wait (50 s), so a statement waiting for a row lock fails with the lock wait error
+// rather than a broken connection.
+const DefaultIOTimeout = 60 * time.Second
+
 // Open connects to dsn (go-sql-driver format). Times are read as wall-clock values (parseTime,
 // loc=Local is not used: the mailbox's DATETIME has no zone and is kept as written).
 func Open(dsn string) (*Mailbox, error) {
@@ -30,6 +36,14 @@ func Open(dsn string) (*Mailbox, error) {
 	cfg.ParseTime = true
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	// A half-open connection must fail a call, not hang it: reads and writes on the socket are
+	// bounded unless the DSN says otherwise (readTimeout, writeTimeout).
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultIOTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultIOTimeout
 	}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {

@@ -42,5 +42,8 @@
 // A batch that fails as a whole charges nobody: careful mode finds the message that causes it.
 //
 // After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
-// (only NULL → value, INV-7); anything it leaves owed is the jobs stage's backfill sweep's.
+// (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in
+// flight, else skipped), bounded by MarkerTimeout, so a mailbox row lock or a half-open
+// connection never stalls processing. Anything it leaves owed is the jobs stage's backfill
+// sweep's (the guarantee).
 package processor

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,9 +35,14 @@ type Config struct {
 	IgnoreTypes        []string      `env:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`
 	IdentityIncludeDay bool          `env:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN"`
 	Location           *time.Location
-	Shadow             bool   // write nothing to MySQL
-	ProcessedValue     string // also written to CMINMSGS_STATUS with the marker
+	Shadow             bool          // write nothing to MySQL
+	ProcessedValue     string        // also written to CMINMSGS_STATUS with the marker
+	MarkerTimeout      time.Duration // bound of one immediate marker write (0: 10 s)
 }
+
+// markerWriters bounds the immediate marker writes in flight; a batch finding them all busy
+// leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8).
+const markerWriters = 4
 
 // Marker writes the mailbox processed marker (pkg/mailbox): only NULL → at (INV-7). It
 // returns how many rows it changed.
@@ -61,6 +67,9 @@ type Engine struct {
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
 	// charges nothing (INV-23). A mark the engine does not know was left by a process that died.
 	ownMark int64
+
+	markers sync.WaitGroup // immediate marker writes in flight (WaitMarkers)
+	writers chan struct{}  // their slots
 }
 
 // New returns an engine. handlers maps message kinds to their handlers; a kind without one is
@@ -70,13 +79,17 @@ func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker M
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
+	if cfg.MarkerTimeout <= 0 {
+		cfg.MarkerTimeout = 10 * time.Second
+	}
 	if cfg.PoisonCrashes <= 0 {
 		cfg.PoisonCrashes = 3 // tests and tools that build a Config by hand
 	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	return &Engine{cfg: cfg, pool: pool, handlers: handlers, marker: marker, clock: clk, log: log, metrics: metrics}
+	return &Engine{cfg: cfg, pool: pool, handlers: handlers, marker: marker, clock: clk, log: log, metrics: metrics,
+		writers: make(chan struct{}, markerWriters)}
 }
 
 // StepResult says what one Step did.
@@ -91,6 +104,7 @@ type StepResult struct {
 // other errors are logged and retried after a pause (the failure is recorded on the message
 // where it can be).
 func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
+	defer p.WaitMarkers()
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
 	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	pause := p.cfg.BackoffBase
@@ -652,8 +666,8 @@ func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, 
 	})
 }
 
-// afterCommit counts outcomes, logs them and makes the one immediate marker attempt.
-func (p *Engine) afterCommit(ctx context.Context, now time.Time, results []result) {
+// afterCommit counts outcomes, logs them and starts the one immediate marker attempt.
+func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result) {
 	var ids []int64
 	for _, r := range results {
 		if r.status == StatusFailed {
@@ -671,7 +685,31 @@ func (p *Engine) afterCommit(ctx context.Context, now time.Time, results []resul
 	if len(ids) == 0 || p.cfg.Shadow || p.marker == nil {
 		return
 	}
+	select {
+	case p.writers <- struct{}{}:
+	default:
+		p.log.Debug().Int("count", len(ids)).Msg("pump: every immediate marker writer is busy; the sweep writes these")
+		return
+	}
+	p.markers.Add(1)
+	go func() {
+		defer func() { <-p.writers; p.markers.Done() }()
+		p.mark(ids, now)
+	}()
+}
+
+// WaitMarkers waits for the immediate marker writes in flight (each bounded by MarkerTimeout).
+func (p *Engine) WaitMarkers() { p.markers.Wait() }
+
+// mark is the immediate marker attempt for a committed batch's terminal rows. It runs off the
+// FIFO path (afterCommit starts it), bounded by MarkerTimeout, so a mailbox row lock or a
+// half-open MySQL connection never stalls processing; what it leaves owed is the sweep's.
+func (p *Engine) mark(ids []int64, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
+	defer cancel()
 	n, err := p.marker.MarkProcessed(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
+	ctx, cancel = context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
+	defer cancel()
 	switch {
 	case err != nil:
 		p.log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")
