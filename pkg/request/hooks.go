@@ -48,9 +48,10 @@ type Answered struct {
 	Request Request
 }
 
-// Note is the outcome reason of an applied response: which request it answered and how.
+// Note is the outcome reason of an applied response: which request it answered and how ("" when
+// none: skipped, or no guard ran).
 func (a Answered) Note() string {
-	if a.Skip != "" {
+	if a.Skip != "" || a.Request.ID == 0 {
 		return ""
 	}
 	return fmt.Sprintf("answers request %d (%s, %s match)", a.Request.ID, a.Request.Scope, MatchFallback)
