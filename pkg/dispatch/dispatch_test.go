@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -399,8 +398,14 @@ func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{kfake: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"})}})
 	ctx := context.Background()
+	// Incompressible padding: the producer compresses (lz4), the broker limit applies after.
+	rnd := rand.New(rand.NewPCG(5, 5))
+	pad := make([]byte, 100000)
+	for i := range pad {
+		pad[i] = "0123456789abcdef"[rnd.IntN(16)]
+	}
 	big := outbox.Event{Target: outbox.TargetMsg, FLID: 5, Type: outbox.Upsert, StateVersion: 1,
-		Payload: json.RawMessage(fmt.Sprintf(`{"flid":5,"state_version":1,"pad":%q}`, strings.Repeat("x", 50000)))}
+		Payload: json.RawMessage(fmt.Sprintf(`{"flid":5,"state_version":1,"pad":%q}`, pad))}
 	var evs []outbox.Event
 	for f := int64(1); f <= 40; f++ {
 		if f == 5 {
@@ -413,9 +418,9 @@ func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
 
 	res, err := b.disp.StepMsg(ctx, b.lease)
-	require.NoError(t, err)
+	require.NoError(t, err, "%+v", res)
 	require.Equal(t, 40, res.Claimed)
-	require.Equal(t, 1, res.Dead)
+	require.Equal(t, 1, res.Dead, "%+v", res)
 	require.Zero(t, res.Retried)
 	require.Equal(t, 39, res.Sent)
 

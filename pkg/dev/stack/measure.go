@@ -115,7 +115,7 @@ type Backlog struct {
 const backlogSQL = `
 SELECT (SELECT watermark FROM inbox_cursor),
        EXISTS (SELECT 1 FROM proc_state WHERE status IN ('PENDING', 'FAILED')),
-       EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status <> 'SENT')`
+       EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD'))`
 
 // ReadBacklog reads the backlog.
 func ReadBacklog(ctx context.Context, pool *pgxpool.Pool) (Backlog, error) {
