@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -172,7 +173,7 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 	if err != nil || len(claimed) == 0 {
 		return Result{}, err
 	}
-	return d.deliver(ctx, lease, outbox.TargetMsg, d.cfg.TopicChanges, claimed)
+	return d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, claimed)
 }
 
 // FlushStates visits up to flush-limit FLIDs with unsent KAFKA:schd events (after the previous
@@ -198,7 +199,7 @@ func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Resul
 	if len(sc.Due) == 0 {
 		return Result{Sent: int(settled), More: more}, nil
 	}
-	res, err := d.deliver(ctx, lease, outbox.TargetSchd, d.cfg.TopicState, sc.Due)
+	res, err := d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, sc.Due)
 	res.Sent += int(settled)
 	res.More = more
 	return res, err
@@ -223,7 +224,7 @@ func record(topic string, epoch int64, c outbox.Claimed) kafka.Record {
 		h = append(h, kafka.Header{Key: "msg_id", Value: strconv.FormatInt(c.MsgID, 10)})
 	}
 	var value []byte
-	if c.Payload != nil && (c.Type == outbox.Upsert || c.Target == outbox.TargetMsg) {
+	if c.Payload != nil && (c.Type == event.Upsert || c.Target == event.TargetMsg) {
 		value = c.Payload
 	}
 	return kafka.Record{Topic: topic, Key: c.FLID, Value: value, Headers: h}
@@ -311,7 +312,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	}
 
 	now := d.clock.Now()
-	if target == outbox.TargetSchd && len(sentStates) > 0 {
+	if target == event.TargetSchd && len(sentStates) > 0 {
 		n, err := d.store.MarkStatesSent(ctx, lease, sentStates, now)
 		if err != nil {
 			return res, err
@@ -328,7 +329,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	if len(failures) > 0 {
 		var outcomes []outbox.Outcome
 		var err error
-		if target == outbox.TargetSchd {
+		if target == event.TargetSchd {
 			outcomes, err = d.store.MarkStatesFailed(ctx, lease, stateFailures, now)
 		} else {
 			outcomes, err = d.store.MarkFailed(ctx, lease, failures, now)

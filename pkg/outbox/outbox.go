@@ -30,7 +30,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,18 +39,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// Targets.
-const (
-	TargetMsg  = "KAFKA:msg"  // one record per change, topic msgx.flight.changes
-	TargetSchd = "KAFKA:schd" // newest full state per FLID, compacted topic msgx.flight.state
-)
-
-// Event types.
-const (
-	Upsert    = "UPSERT"
-	Tombstone = "TOMBSTONE"
+	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/leader"
 )
 
 // Statuses.
@@ -62,40 +53,15 @@ const (
 	StatusSkipped = "SKIPPED" // a dead letter an operator gave up on: never sent
 )
 
-// Event is a new outbox row.
-type Event struct {
-	Target       string          // TargetMsg or TargetSchd
-	FLID         int64           // partition key and Kafka key
-	Type         string          // Upsert or Tombstone
-	StateVersion int64           // the flight's state_version after the change (> 0)
-	MsgID        int64           // the mailbox message that caused it; 0: none (e.g. history sweep)
-	Payload      json.RawMessage // required for Upsert; nil for a Tombstone without payload
-}
-
-func (e Event) validate() error {
-	switch {
-	case e.Target != TargetMsg && e.Target != TargetSchd:
-		return fmt.Errorf("outbox: bad target %q", e.Target)
-	case e.Type != Upsert && e.Type != Tombstone:
-		return fmt.Errorf("outbox: bad event type %q", e.Type)
-	case e.StateVersion <= 0:
-		return fmt.Errorf("outbox: state_version must be positive, got %d", e.StateVersion)
-	case e.Type == Upsert && len(e.Payload) == 0:
-		return errors.New("outbox: an UPSERT needs a payload")
-	case len(e.Payload) > 0 && !json.Valid(e.Payload):
-		return errors.New("outbox: payload is not valid JSON")
-	}
-	return nil
-}
-
 // Execer is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Enqueue inserts events in the given order (event_id follows it) with one statement. Call it
-// inside the transaction that makes the change, so events commit with it.
-func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) error {
+// Enqueue inserts events in the given order (event_id follows it) with one statement: it is the
+// one writer of msg_event. Call it inside the transaction that makes the change, so events
+// commit with it. Build events with package event.
+func Enqueue(ctx context.Context, db Execer, now time.Time, events ...event.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -104,8 +70,8 @@ func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) err
 	versions, msgIDs := make([]int64, n), make([]*int64, n)
 	payloads := make([]*string, n)
 	for i, e := range events {
-		if err := e.validate(); err != nil {
-			return err
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("enqueue events: %w", err)
 		}
 		targets[i], keys[i], types[i], versions[i] = e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion
 		if e.MsgID != 0 {
@@ -138,24 +104,26 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Backoff is the wait after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
+// Backoff is the wait after the n-th failed attempt (n ≥ 1): package backoff's rule.
 func (p Policy) Backoff(n int) time.Duration {
-	d := p.BackoffBase
-	for i := 1; i < n && d < p.BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, p.BackoffMax)
+	return backoff.Delay(n, p.BackoffBase, p.BackoffMax)
 }
 
-// Fence is the leader lease: Check fails unless this instance still leads (leader.Lease).
-type Fence interface {
-	Check(ctx context.Context, tx pgx.Tx) error
+// delays is the wait after each attempt that can still fail (n = 1 … MaxAttempts), in
+// microseconds: markFailedSQL looks a row's delay up by its attempt number.
+func (p Policy) delays() []float64 {
+	out := make([]float64, p.MaxAttempts)
+	for i := range out {
+		out[i] = float64(p.Backoff(i + 1).Microseconds())
+	}
+	return out
 }
 
 // Store is the msg_event store.
 type Store struct {
 	pool   *pgxpool.Pool
 	policy Policy
+	delays []float64 // policy.delays()
 }
 
 // New returns a store.
@@ -163,7 +131,7 @@ func New(pool *pgxpool.Pool, policy Policy) (*Store, error) {
 	if err := policy.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, policy: policy}, nil
+	return &Store{pool: pool, policy: policy, delays: policy.delays()}, nil
 }
 
 // ConnConfig is the connection configuration of the store's pool (for a wake-up listener).
@@ -218,7 +186,7 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Cla
 	var out []Claimed
 	full := false
 	for rows.Next() {
-		c := Claimed{Target: TargetMsg}
+		c := Claimed{Target: event.TargetMsg}
 		var msgID *int64
 		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full); err != nil {
 			rows.Close()
@@ -256,7 +224,7 @@ func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
-	out, err := scanClaimed(rows, TargetMsg)
+	out, err := scanClaimed(rows, event.TargetMsg)
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
@@ -289,7 +257,7 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after
 	defer rows.Close()
 	last := ""
 	for rows.Next() {
-		c := Claimed{Target: TargetSchd}
+		c := Claimed{Target: event.TargetSchd}
 		var msgID *int64
 		var due bool
 		var sent int64
@@ -321,7 +289,7 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after
 // MarkStatesSent records, under the lease, that the state topic holds each claimed state: it
 // raises each FLID's sent version and settles every unsent KAFKA:schd event of the FLID at or
 // below it as SENT (PENDING and DEAD alike). It returns how many events it settled.
-func (s *Store) MarkStatesSent(ctx context.Context, fence Fence, states []Claimed, now time.Time) (int64, error) {
+func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time) (int64, error) {
 	if len(states) == 0 {
 		return 0, nil
 	}
@@ -330,7 +298,7 @@ func (s *Store) MarkStatesSent(ctx context.Context, fence Fence, states []Claime
 		keys[i], versions[i] = c.FLID, c.StateVersion
 	}
 	var n int64
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now)
 		n = tag.RowsAffected()
 		return err
@@ -341,19 +309,9 @@ func (s *Store) MarkStatesSent(ctx context.Context, fence Fence, states []Claime
 	return n, nil
 }
 
-// fenced runs fn in a transaction that first checks the lease.
-func (s *Store) fenced(ctx context.Context, fence Fence, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fence.Check(ctx, tx); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-}
-
 // CheckLease fails (leader.ErrFenced) unless fence is still the role's current lease.
-func (s *Store) CheckLease(ctx context.Context, fence Fence) error {
-	if err := s.fenced(ctx, fence, func(pgx.Tx) error { return nil }); err != nil {
+func (s *Store) CheckLease(ctx context.Context, fence leader.Fence) error {
+	if err := leader.Fenced(ctx, s.pool, fence, func(pgx.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("check lease: %w", err)
 	}
 	return nil
@@ -361,12 +319,12 @@ func (s *Store) CheckLease(ctx context.Context, fence Fence) error {
 
 // MarkSent marks the events SENT in one statement, under the lease. It returns how many rows
 // changed (an operator may have skipped one meanwhile).
-func (s *Store) MarkSent(ctx context.Context, fence Fence, ids []int64, now time.Time) (int64, error) {
+func (s *Store) MarkSent(ctx context.Context, fence leader.Fence, ids []int64, now time.Time) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	var n int64
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, markSentSQL, ids, now)
 		n = tag.RowsAffected()
 		return err
@@ -402,7 +360,7 @@ type Outcome struct {
 
 // MarkFailed counts a failed attempt for every event of failures (one statement, under the
 // lease) and returns what became of each.
-func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure, now time.Time) ([]Outcome, error) {
+func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []Failure, now time.Time) ([]Outcome, error) {
 	var ids []int64
 	var msgs []string
 	var fatal []bool
@@ -421,13 +379,12 @@ func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure,
 	return out, nil
 }
 
-// markFailed runs one of the failure statements ($1..$3 the rows, $4 now, $5..$7 the policy,
-// extra from $8).
-func (s *Store) markFailed(ctx context.Context, fence Fence, sql string, sel, msgs any, fatal []bool, now time.Time, extra ...any) ([]Outcome, error) {
+// markFailed runs one of the failure statements ($1..$3 the rows, $4 now, $5, $6 the policy,
+// extra from $7).
+func (s *Store) markFailed(ctx context.Context, fence leader.Fence, sql string, sel, msgs any, fatal []bool, now time.Time, extra ...any) ([]Outcome, error) {
 	var out []Outcome
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
-		args := append([]any{sel, msgs, fatal, now, s.policy.MaxAttempts,
-			float64(s.policy.BackoffBase.Microseconds()), float64(s.policy.BackoffMax.Microseconds())}, extra...)
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		args := append([]any{sel, msgs, fatal, now, s.policy.MaxAttempts, s.delays}, extra...)
 		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -451,7 +408,7 @@ func (s *Store) markFailed(ctx context.Context, fence Fence, sql string, sel, ms
 
 // MarkStatesFailed counts a failed attempt for every PENDING KAFKA:schd event each failed
 // record represents (its FLID's, at or below its version), under the lease.
-func (s *Store) MarkStatesFailed(ctx context.Context, fence Fence, failures []StateFailure, now time.Time) ([]Outcome, error) {
+func (s *Store) MarkStatesFailed(ctx context.Context, fence leader.Fence, failures []StateFailure, now time.Time) ([]Outcome, error) {
 	if len(failures) == 0 {
 		return nil, nil
 	}
