@@ -61,6 +61,9 @@ type options struct {
 	batch   int
 	kfake   []kfake.Opt
 	logSink *os.File
+	// benchmarks only: a producer without transactions, and a compression codec
+	nonTxn      bool
+	compression string
 }
 
 func setup(t testing.TB, opt options) *bundle {
@@ -73,7 +76,14 @@ func setup(t testing.TB, opt options) *bundle {
 	}
 	b := &bundle{db: testdb.New(t), clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), policy: opt.policy}
 	b.broker, b.kcfg = kafkatest.Broker(t, opt.kfake...)
-	p, err := kafka.Dial(b.kcfg)
+	if opt.compression != "" {
+		b.kcfg.Compression = opt.compression
+	}
+	dial := kafka.Dial
+	if opt.nonTxn {
+		dial = kafka.DialNonTransactional
+	}
+	p, err := dial(b.kcfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	b.producer = p
