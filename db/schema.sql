@@ -419,7 +419,7 @@ CREATE TABLE public.msg_event (
     CONSTRAINT msg_event_check1 CHECK (((event_type = 'TOMBSTONE'::text) OR (payload IS NOT NULL))),
     CONSTRAINT msg_event_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
     CONSTRAINT msg_event_state_version_check CHECK ((state_version > 0)),
-    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text]))),
+    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))),
     CONSTRAINT msg_event_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
 );
 
@@ -452,6 +452,18 @@ CREATE TABLE public.msg_identity (
     msg_id bigint NOT NULL,
     raw_sha256 bytea,
     bound_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: msg_state_sent; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_state_sent (
+    partition_key text NOT NULL,
+    state_version bigint NOT NULL,
+    sent_at timestamp with time zone NOT NULL,
+    CONSTRAINT msg_state_sent_state_version_check CHECK ((state_version > 0))
 );
 
 
@@ -926,6 +938,14 @@ ALTER TABLE ONLY public.msg_identity
 
 
 --
+-- Name: msg_state_sent msg_state_sent_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_state_sent
+    ADD CONSTRAINT msg_state_sent_pkey PRIMARY KEY (partition_key);
+
+
+--
 -- Name: proc_state_hst proc_state_hst_identity_key_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1073,14 +1093,14 @@ CREATE INDEX msg_event_sent ON public.msg_event USING btree (sent_at) WHERE (sta
 -- Name: msg_event_unsent; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX msg_event_unsent ON public.msg_event USING btree (target, partition_key, event_id) WHERE (status <> 'SENT'::text);
+CREATE INDEX msg_event_unsent ON public.msg_event USING btree (target, partition_key, event_id) WHERE (status = ANY (ARRAY['PENDING'::text, 'DEAD'::text]));
 
 
 --
 -- Name: msg_event_unsent_order; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, event_id) WHERE (status <> 'SENT'::text);
+CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, event_id) WHERE (status = ANY (ARRAY['PENDING'::text, 'DEAD'::text]));
 
 
 --

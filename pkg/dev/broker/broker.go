@@ -36,6 +36,11 @@ func ClientConfig(brokers []string) kafka.Config {
 		DialTimeout:    5 * time.Second,
 		IOTimeout:      10 * time.Second,
 		ProduceTimeout: 10 * time.Second,
+		SendTimeout:    30 * time.Second,
+		TxnTimeout:     30 * time.Second,
+		TxnIDPrefix:    "msgx-dev",
+		CheckTimeout:   time.Second,
+		Compression:    "lz4",
 		TopicChanges:   TopicChanges,
 		TopicState:     TopicState,
 	}

@@ -33,10 +33,12 @@ type Consumer struct {
 	onRec   func(Record)
 }
 
-// Consume starts reading topics on brokers. onRecord, when set, is called for every record.
+// Consume starts reading topics on brokers with isolation.level=read_committed, as
+// docs/events.md tells consumers to. onRecord, when set, is called for every record.
 func Consume(brokers []string, topics []string, onRecord func(Record)) (*Consumer, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return nil, err
 	}
