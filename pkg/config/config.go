@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -57,6 +58,7 @@ type Config struct {
 
 	Ingest    ingest.Config
 	Compat    ingest.CompatConfig
+	API       API
 	Processor processor.Config
 	Kafka     kafka.Config
 	Dispatch  dispatch.Config
@@ -70,7 +72,7 @@ type Process struct {
 	Env      string `env:"MSGX_ENV" default:"development" desc:"development or production; production refuses unsafe combinations"`
 	LogLevel string `env:"MSGX_LOG_LEVEL" default:"info" desc:"zerolog level: debug, info, warn, error"`
 	// HTTPAddr's default depends on the role (DefaultHTTPAddr).
-	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and ingest's API); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084"`
+	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics only (ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084"`
 	HTTPReadTimeout time.Duration `env:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
 	ShutdownTimeout time.Duration `env:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
 
@@ -78,6 +80,28 @@ type Process struct {
 	PGMaxConns int32         `env:"MSGX_PG_MAX_CONNS" default:"8" desc:"maximum connections in the binary's pool (the leader lock uses one more, dedicated)"`
 	DBTimeout  time.Duration `env:"MSGX_DB_TIMEOUT" default:"10s" desc:"upper bound of one database statement or transaction round trip"`
 	AirportTZ  string        `env:"MSGX_AIRPORT_TZ" default:"Asia/Shanghai" desc:"airport time zone (IANA): operation days and local times"`
+}
+
+// API are the settings of ingest's API listener (compat entry and read API): its address, who may
+// call it (pkg/httpauth) and the read API's own PostgreSQL pool, so that reads never take the
+// connections of ingest's poll loop.
+type API struct {
+	Addr             string          `env:"MSGX_API_ADDR" default:"127.0.0.1:8091" desc:"ingest: listen address of the authenticated API (POST /cminmsgs/send, GET /flights/{flid}, GET /all/flights); the ops endpoints stay on MSGX_HTTP_ADDR"`
+	Access           httpauth.Config // tokens, rate and concurrency limits
+	PGMaxConns       int32           `env:"MSGX_API_PG_MAX_CONNS" default:"4" desc:"ingest: connections of the API's own PostgreSQL pool (read API and compat enqueue)"`
+	StatementTimeout time.Duration   `env:"MSGX_API_STATEMENT_TIMEOUT" default:"5s" desc:"ingest: PostgreSQL statement_timeout of the API's pool"`
+}
+
+// Validate reports every bad value, one line each.
+func (c API) Validate() error {
+	var p setting.Problems
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		p.Add("MSGX_API_ADDR", "must be host:port, got %q", c.Addr)
+	}
+	p.Join(c.Access.Validate())
+	p.Between("MSGX_API_PG_MAX_CONNS", int64(c.PGMaxConns), 1, 100)
+	p.Positive("MSGX_API_STATEMENT_TIMEOUT", c.StatementTimeout)
+	return p.Err()
 }
 
 // Mailbox are the settings of the legacy MySQL mailbox, shared by ingest, processor and jobs.
@@ -150,6 +174,7 @@ func (c Config) Validate() error {
 	p.Join(c.Retry.Validate())
 	p.Join(c.Ingest.Validate())
 	p.Join(c.Compat.Validate())
+	p.Join(c.API.Validate())
 	p.Join(c.Processor.Validate())
 	p.Join(c.Kafka.Validate())
 	p.Join(c.Dispatch.Validate())

@@ -26,6 +26,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/migrate"
 )
@@ -151,6 +152,10 @@ type Stack struct {
 	broker  *Proc
 	Brokers []string
 	Kafka   kafka.Config
+	// APIToken is a bearer token with scopes send and read for ingest's API, made at Start (its
+	// hash is in every binary's MSGX_API_TOKENS as client "stack").
+	APIToken string
+	apiEntry httpauth.Client
 
 	mu    sync.Mutex
 	procs map[string]*Proc
@@ -163,6 +168,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s := &Stack{opts: opts, procs: map[string]*Proc{}}
+	var err error
+	if s.APIToken, s.apiEntry, err = httpauth.NewToken("stack", httpauth.ScopeSend, httpauth.ScopeRead); err != nil {
+		return nil, err
+	}
 	if err := s.StartBroker(ctx); err != nil {
 		return nil, err
 	}
@@ -218,9 +227,10 @@ func (s *Stack) Env() []string {
 		"MSGX_PG_URL=" + s.opts.PGURL,
 		"MSGX_MYSQL_DSN=" + s.opts.MySQL,
 		"MSGX_KAFKA_BROKERS=" + strings.Join(s.Brokers, ","),
+		"MSGX_API_TOKENS=" + s.apiEntry.String(),
 	}
 	if s.opts.RandomPorts {
-		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0")
+		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0")
 	}
 	return append(env, s.opts.Env...)
 }
@@ -228,7 +238,8 @@ func (s *Stack) Env() []string {
 // Proc is one running binary.
 type Proc struct {
 	Name    string
-	Addr    string   // host:port of its HTTP server (the four binaries)
+	Addr    string   // host:port of its ops HTTP server (the four binaries)
+	APIAddr string   // host:port of its API server (ingest)
 	Brokers []string // the brokers' addresses (the broker)
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -279,6 +290,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 	type readyLine struct {
 		Message string   `json:"message"`
 		Addr    string   `json:"addr"`
+		APIAddr string   `json:"api_addr"`
 		Brokers []string `json:"brokers"`
 	}
 	readyc := make(chan readyLine, 1)
@@ -303,7 +315,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 	}()
 	select {
 	case l := <-readyc:
-		p.Addr, p.Brokers = l.Addr, l.Brokers
+		p.Addr, p.APIAddr, p.Brokers = l.Addr, l.APIAddr, l.Brokers
 	case <-p.done:
 		return nil, fmt.Errorf("%s exited at start: %v (see %s)", name, p.err, filepath.Join(s.opts.LogDir, name+".log"))
 	case <-time.After(30 * time.Second):
