@@ -50,6 +50,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer apiPool.Close()
+	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+		return err
+	}
 	mb, err := mailbox.Open(cfg.MySQLDSN)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/setting"
 )
@@ -106,7 +107,8 @@ func (c API) Validate() error {
 
 // Mailbox are the settings of the legacy MySQL mailbox, shared by ingest, processor and jobs.
 type Mailbox struct {
-	MySQLDSN           string `env:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format; tls=… for TLS)"`
+	MySQLDSN           string `env:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format); TLS: tls=true (system roots) or tls=msgx-ca (MSGX_MYSQL_TLS_CA_FILE); production requires one of them"`
+	MySQLTLSCAFile     string `env:"MSGX_MYSQL_TLS_CA_FILE" default:"" desc:"PEM CA bundle that verifies the mailbox server for DSNs with tls=msgx-ca"`
 	Shadow             bool   `env:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
 	MailboxProcessedAs string `env:"MSGX_MAILBOX_PROCESSED_VALUE" default:"" desc:"when set, also written to CMINMSGS_STATUS with the processed marker (empty: STATUS untouched)"`
 }
@@ -162,6 +164,9 @@ func load(role Role, lookup func(string) (string, bool)) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if role == RoleIngest && cfg.Env == "production" && len(cfg.API.Access.Tokens) == 0 {
+		errs = append(errs, errors.New("MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new); without them every API request is refused"))
+	}
 	return cfg, errors.Join(errs...)
 }
 
@@ -182,8 +187,37 @@ func (c Config) Validate() error {
 	jc.Location = c.Location()
 	p.Join(jc.Validate())
 	p.Join(c.Requests.Validate())
-	if c.Env == "production" && c.Shadow && c.Compat.Enabled {
+	if c.Env == "production" {
+		p.Join(c.productionRefusals())
+	}
+	return p.Err()
+}
+
+// productionRefusals are the combinations MSGX_ENV=production refuses, one line each: shadow
+// mode with the compat entry, and every connection that is plaintext or does not verify its
+// server (docs/security.md).
+func (c Config) productionRefusals() error {
+	var p setting.Problems
+	if c.Shadow && c.Compat.Enabled {
 		p.Add("MSGX_COMPAT_ENTRY", "must be false in production shadow mode (MSGX_SHADOW=true writes nothing to MySQL)")
+	}
+	if u, err := url.Parse(c.PGURL); err == nil {
+		// verify-ca is refused too: it accepts any certificate of the CA, whatever the host.
+		if mode := u.Query().Get("sslmode"); mode != "verify-full" {
+			if mode == "" {
+				mode = "unset (pgx: prefer, unverified)"
+			}
+			p.Add("MSGX_PG_URL", "production requires sslmode=verify-full (TLS with the server's name verified), got sslmode %s", mode)
+		}
+	}
+	if why := mailbox.VerifiedTLS(c.MySQLDSN, c.MySQLTLSCAFile); why != "" {
+		p.Add("MSGX_MYSQL_DSN", "production requires TLS with a verified server: %s", why)
+	}
+	switch {
+	case !c.Kafka.TLS && strings.EqualFold(c.Kafka.SASLMechanism, "PLAIN"):
+		p.Add("MSGX_KAFKA_SASL_MECHANISM", "PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it")
+	case !c.Kafka.TLS:
+		p.Add("MSGX_KAFKA_TLS", "production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)")
 	}
 	return p.Err()
 }
