@@ -134,8 +134,8 @@ func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err erro
 type Options struct {
 	BinDir string
 	LogDir string   // each binary logs to LogDir/<name>.log
-	PGURL  string   // MSGX_PG_URL of every binary
-	MySQL  string   // MSGX_MYSQL_DSN
+	PGURL  string   // MSGX_PG_URL of every binary (empty: RoleEnv gives each its own)
+	MySQL  string   // MSGX_MYSQL_DSN (empty: RoleEnv gives each its own)
 	Env    []string // extra MSGX_ settings for every binary
 	// KafkaPort fixes the broker's port on 127.0.0.1 (0: any free port).
 	KafkaPort int
@@ -144,6 +144,19 @@ type Options struct {
 	// RandomPorts lets each binary pick a free HTTP port (tests); otherwise each serves on its
 	// role's default address (127.0.0.1:8081 … 8084).
 	RandomPorts bool
+	// RoleEnv are extra settings of one binary (by name), after Env: its own database role's
+	// MSGX_PG_URL and MSGX_MYSQL_DSN, the way production runs each binary.
+	RoleEnv map[string][]string
+	// KafkaAuth, when set, makes the broker speak only TLS and require SASL/SCRAM-SHA-512, and
+	// gives every binary (and Stack.Kafka) the matching settings.
+	KafkaAuth *KafkaAuth
+}
+
+// KafkaAuth is the broker's TLS certificate and its one SCRAM-SHA-512 user.
+type KafkaAuth struct {
+	CertFile, KeyFile string // the broker's server certificate and key (PEM)
+	CAFile            string // the CA clients verify the broker with
+	User, Password    string
 }
 
 // Stack is a running local msgx.
@@ -177,6 +190,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.Kafka = broker.ClientConfig(s.Brokers)
 	s.Kafka.ClientID = "msgx-stack"
+	if a := opts.KafkaAuth; a != nil {
+		s.Kafka.TLS, s.Kafka.TLSCAFile = true, a.CAFile
+		s.Kafka.SASLMechanism, s.Kafka.SASLUser, s.Kafka.SASLPassword = broker.SCRAMMechanism, a.User, a.Password
+	}
 	for _, b := range Binaries {
 		if _, err := s.StartProc(ctx, b); err != nil {
 			s.Close()
@@ -197,6 +214,13 @@ func (s *Stack) StartBroker(ctx context.Context) error {
 	args := []string{"-listen", listen}
 	if s.opts.KafkaDataDir != "" {
 		args = append(args, "-data-dir", s.opts.KafkaDataDir)
+	}
+	if a := s.opts.KafkaAuth; a != nil {
+		pw := filepath.Join(s.opts.LogDir, Broker+".sasl-password")
+		if err := os.WriteFile(pw, []byte(a.Password), 0o600); err != nil {
+			return err
+		}
+		args = append(args, "-tls-cert", a.CertFile, "-tls-key", a.KeyFile, "-sasl-user", a.User, "-sasl-password-file", pw)
 	}
 	p, err := s.spawn(ctx, Broker, args, "kafka: serving")
 	if err != nil {
@@ -224,13 +248,22 @@ func (s *Stack) StopBroker() error {
 // Env is the environment every binary of this stack gets.
 func (s *Stack) Env() []string {
 	env := []string{
-		"MSGX_PG_URL=" + s.opts.PGURL,
-		"MSGX_MYSQL_DSN=" + s.opts.MySQL,
 		"MSGX_KAFKA_BROKERS=" + strings.Join(s.Brokers, ","),
 		"MSGX_API_TOKENS=" + s.apiEntry.String(),
 	}
+	// Empty: each binary gets its own in RoleEnv (no shared administrator credentials).
+	if s.opts.PGURL != "" {
+		env = append(env, "MSGX_PG_URL="+s.opts.PGURL)
+	}
+	if s.opts.MySQL != "" {
+		env = append(env, "MSGX_MYSQL_DSN="+s.opts.MySQL)
+	}
 	if s.opts.RandomPorts {
 		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0")
+	}
+	if a := s.opts.KafkaAuth; a != nil {
+		env = append(env, "MSGX_KAFKA_TLS=true", "MSGX_KAFKA_TLS_CA_FILE="+a.CAFile,
+			"MSGX_KAFKA_SASL_MECHANISM="+broker.SCRAMMechanism, "MSGX_KAFKA_SASL_USER="+a.User, "MSGX_KAFKA_SASL_PASSWORD="+a.Password)
 	}
 	return append(env, s.opts.Env...)
 }
@@ -275,7 +308,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(s.opts.BinDir, name), args...)
-	cmd.Env = append(cleanEnv(), s.Env()...)
+	cmd.Env = append(append(cleanEnv(), s.Env()...), s.opts.RoleEnv[name]...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logf.Close()
