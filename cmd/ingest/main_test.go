@@ -14,13 +14,17 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/obs"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain checks for leaked goroutines, then stops the private TLS servers (pkg/dev/tlsenv).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(tlsRun{m}) }
+
+type tlsRun struct{ m *testing.M }
+
+func (r tlsRun) Run() int { return tlsenv.Run(r.m) }
 
 // eventually polls cond (bounded) instead of sleeping for a fixed time.
 func eventually(t *testing.T, what string, cond func() bool) {
