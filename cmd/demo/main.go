@@ -357,7 +357,8 @@ func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Wr
 	fmt.Fprintln(out, "  make up                                   the same stack, kept running (ports 8081-8084, Kafka 127.0.0.1:9092)")
 	fmt.Fprintln(out, "  .devstack/bin/msgxctl status              watermark, head, backlog, dead letters, markers, leaders")
 	fmt.Fprintln(out, "  .devstack/bin/msgxctl replay --dry-run --class EXHAUSTED")
-	fmt.Fprintln(out, "  curl http://127.0.0.1:8081/flights/<FLID>  the read API (ingest); /metrics and /readyz on each binary")
+	fmt.Fprintln(out, "  curl -H \"Authorization: Bearer <token>\" http://127.0.0.1:8091/flights/<FLID>")
+	fmt.Fprintln(out, "                                            the read API (ingest; make up prints a token); /metrics and /readyz on each binary's ops port")
 	fmt.Fprintln(out, "  .devstack/demo-logs/                      each binary's JSON log of this run")
 	fmt.Fprintln(out, "  docs/runbook.md, docs/events.md           operations and the consumer contract")
 	return nil

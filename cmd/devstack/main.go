@@ -74,7 +74,9 @@ func run(ctx context.Context, args []string) error {
 	for _, b := range stack.Binaries {
 		fmt.Printf("  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(dir, "logs", b+".log"))
 	}
-	fmt.Printf("  compat entry: curl -X POST -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").Addr)
+	fmt.Printf("  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
+	fmt.Printf("  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
+	fmt.Printf("  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
 	fmt.Printf("  status:       MSGX_PG_URL='%s' %s status\n", pgURL, filepath.Join(dir, "bin", "msgxctl"))
 	if *aodb {
 		cfg := simulate.DefaultConfig().Today()
