@@ -1,7 +1,9 @@
 // Command devstack brings up a local msgx: PostgreSQL database msgx (migrated), the mailbox
 // database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
 // 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
-// its own process (logs in .devstack/logs). It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
+// its own process (logs in .devstack/logs). It supervises the binaries like Kubernetes would: one
+// that exits is reported (exit code or signal, its last log lines) and started again after a
+// delay that doubles while it keeps crashing. It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
 // (make up runs it first).
 package main
 
@@ -13,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/msgx/msgx/pkg/dev/stack"
 )
@@ -32,6 +35,7 @@ func run(ctx context.Context, args []string) error {
 	pgServer := fs.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
 	myServer := fs.String("mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
 	kafkaPort := fs.Int("kafka-port", 9092, "port of the development Kafka broker")
+	restartDelay := fs.Duration("restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +64,13 @@ func run(ctx context.Context, args []string) error {
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "logs"),
 		PGURL: pgURL, MySQL: mysqlDSN, KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,
 		Env: []string{"MSGX_POLL_INTERVAL=200ms"},
+		Supervise: &stack.Supervision{
+			Delay:  *restartDelay,
+			OnExit: func(e stack.Exit) { fmt.Printf("devstack: %s\n", e) },
+			OnRestart: func(key string, p *stack.Proc) {
+				fmt.Printf("devstack: %s restarted (pid %d), serving on %s\n", key, p.Pid(), p.Addr)
+			},
+		},
 	})
 	if err != nil {
 		return err

@@ -225,4 +225,3 @@ func rowsText(c flight.C, rows []flight.Row) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
-
