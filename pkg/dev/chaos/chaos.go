@@ -117,8 +117,8 @@ type Run struct {
 	extra    map[int64]verify.Want
 
 	maxCommitted atomic.Int64 // highest mailbox id the writer committed
-	writing      atomic.Bool
-	recoverFrom  time.Time // when the last fault ended
+	recoverFrom  time.Time    // when the last fault ended
+	recoverID    int64        // the highest committed mailbox id then
 }
 
 // Observe records an observation for the report.
@@ -138,10 +138,12 @@ func (r *Run) Problem(format string, args ...any) {
 // Logf logs a progress line.
 func (r *Run) Logf(format string, args ...any) { r.log(format, args...) }
 
-// Recovered marks the end of a fault: the recovery time is measured from the last call.
+// Recovered marks the end of a fault: the recovery time is measured from the last call until
+// every mailbox row committed by then is processed and every event created by then is sent.
 func (r *Run) Recovered() {
 	r.mu.Lock()
 	r.recoverFrom = time.Now()
+	r.recoverID = r.maxCommitted.Load()
 	r.mu.Unlock()
 }
 
@@ -286,40 +288,49 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	if err != nil {
 		return res, err
 	}
-	fctx, fcancel := context.WithCancel(ctx)
-	defer fcancel()
-	faultDone := make(chan error, 1)
-	r.writing.Store(true)
-	go func() {
-		if sc.Fault == nil {
-			faultDone <- nil
-			return
-		}
-		faultDone <- sc.Fault(fctx, r)
-	}()
-	wr, werr := w.Write(ctx, day.Messages)
-	r.writing.Store(false)
-	if werr != nil {
-		fcancel()
-		<-faultDone
-		res.Problems = append(res.Problems, fmt.Sprintf("the simulator's writer failed: %v", werr))
-		res.Took = time.Since(start)
-		return res, nil
+	type written struct {
+		wr  simulate.Written
+		err error
 	}
-	if err := <-faultDone; err != nil {
-		return res, fmt.Errorf("fault: %w", err)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	wdone := make(chan written, 1)
+	go func() {
+		wr, err := w.Write(wctx, day.Messages)
+		wdone <- written{wr, err}
+	}()
+	if sc.Fault != nil {
+		if err := sc.Fault(ctx, r); err != nil {
+			wcancel()
+			<-wdone
+			return res, fmt.Errorf("fault: %w", err)
+		}
 	}
 	r.mu.Lock()
-	from := r.recoverFrom
+	from, upTo := r.recoverFrom, r.recoverID
 	r.mu.Unlock()
+	var wrote *written
 	if from.IsZero() {
-		from = time.Now()
+		w := <-wdone
+		wrote = &w
+		from, upTo = time.Now(), r.maxCommitted.Load()
 	}
-	// Recovery: everything committed before the fault ended is processed and sent.
-	rec, rerr := waitRecovered(ctx, pool, r.maxCommitted.Load(), from, 5*time.Minute)
+	// Recovery (measured while the day is still written): everything committed before the fault
+	// ended is processed and sent.
+	rec, rerr := waitRecovered(ctx, pool, upTo, from, 5*time.Minute)
 	res.Recovery = rec
 	if rerr != nil {
 		res.Problems = append(res.Problems, "no recovery: "+rerr.Error())
+	}
+	if wrote == nil {
+		w := <-wdone
+		wrote = &w
+	}
+	wr := wrote.wr
+	if wrote.err != nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("the simulator's writer failed: %v", wrote.err))
+		res.Took = time.Since(start)
+		return res, nil
 	}
 	maxID := r.maxCommitted.Load()
 	for id := range r.extra {
