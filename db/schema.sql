@@ -562,7 +562,7 @@ CREATE TABLE public.replay_audit (
     selector text NOT NULL,
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
-    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text])))
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text])))
 );
 
 
@@ -586,6 +586,30 @@ ALTER SEQUENCE public.replay_audit_audit_id_seq OWNED BY public.replay_audit.aud
 
 
 --
+-- Name: req_heal_tally; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.req_heal_tally (
+    operation_day date NOT NULL,
+    unknown integer NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    CONSTRAINT req_heal_tally_unknown_check CHECK ((unknown >= 0))
+);
+
+
+--
+-- Name: req_seqn; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.req_seqn (
+    singleton boolean DEFAULT true NOT NULL,
+    last integer NOT NULL,
+    CONSTRAINT req_seqn_last_check CHECK (((last >= 0) AND (last <= 999999))),
+    CONSTRAINT req_seqn_singleton_check CHECK (singleton)
+);
+
+
+--
 -- Name: req_track; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -601,10 +625,26 @@ CREATE TABLE public.req_track (
     done_at timestamp with time zone,
     closed_at timestamp with time zone,
     response_msg_id bigint,
+    seqn integer,
+    msg_dttm timestamp with time zone,
+    routing_id text,
+    out_xml text,
+    scope_from date,
+    scope_to date,
+    origin text DEFAULT 'operator'::text NOT NULL,
+    actor text,
+    reason text,
+    waiting_at timestamp with time zone,
+    close_reason text,
+    match_kind text,
     CONSTRAINT req_track_check CHECK (((status = 'REGISTERED'::text) OR (status = 'EXPIRED'::text) OR (sent_at IS NOT NULL))),
     CONSTRAINT req_track_check1 CHECK (((status = ANY (ARRAY['DONE'::text, 'EXPIRED'::text])) = (closed_at IS NOT NULL))),
+    CONSTRAINT req_track_match_kind_check CHECK ((match_kind = ANY (ARRAY['echo'::text, 'fallback'::text]))),
+    CONSTRAINT req_track_origin_check CHECK ((origin = ANY (ARRAY['operator'::text, 'bootstrap'::text, 'self-heal'::text]))),
     CONSTRAINT req_track_req_type_check CHECK ((req_type = ANY (ARRAY['RQFD'::text, 'RQRD'::text]))),
-    CONSTRAINT req_track_status_check CHECK ((status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'DONE'::text, 'EXPIRED'::text])))
+    CONSTRAINT req_track_scope_days CHECK (((req_type <> 'RQFD'::text) OR (scope_from <= scope_to))),
+    CONSTRAINT req_track_seqn_check CHECK (((seqn >= 0) AND (seqn <= 999999))),
+    CONSTRAINT req_track_status_check CHECK ((status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'WAITING'::text, 'DONE'::text, 'EXPIRED'::text])))
 );
 
 
@@ -924,6 +964,22 @@ ALTER TABLE ONLY public.replay_audit
 
 
 --
+-- Name: req_heal_tally req_heal_tally_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.req_heal_tally
+    ADD CONSTRAINT req_heal_tally_pkey PRIMARY KEY (operation_day);
+
+
+--
+-- Name: req_seqn req_seqn_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.req_seqn
+    ADD CONSTRAINT req_seqn_pkey PRIMARY KEY (singleton);
+
+
+--
 -- Name: req_track req_track_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1077,7 +1133,21 @@ CREATE INDEX req_track_closed ON public.req_track USING btree (closed_at) WHERE 
 -- Name: req_track_one_open; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX req_track_one_open ON public.req_track USING btree (req_type, scope) WHERE (status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text]));
+CREATE UNIQUE INDEX req_track_one_open ON public.req_track USING btree (req_type, scope) WHERE (status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'WAITING'::text]));
+
+
+--
+-- Name: req_track_open; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX req_track_open ON public.req_track USING btree (req_type, sent_at) WHERE (status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'WAITING'::text]));
+
+
+--
+-- Name: req_track_origin; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX req_track_origin ON public.req_track USING btree (origin, scope, registered_at);
 
 
 --
@@ -1238,4 +1308,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261202150000'),
     ('20261202160000'),
     ('20261202170000'),
-    ('20261210120000');
+    ('20261210120000'),
+    ('20261211120000');

@@ -22,6 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -60,10 +61,10 @@ func testConfig(t *testing.T, db *testdb.DB, brokers []string) config.Config {
 
 func enqueue(t *testing.T, db *testdb.DB, flids, per int) int {
 	t.Helper()
-	var evs []outbox.Event
+	var evs []event.Event
 	for v := 1; v <= per; v++ {
 		for f := 1; f <= flids; f++ {
-			evs = append(evs, outbox.Event{Target: outbox.TargetMsg, FLID: int64(f), Type: outbox.Upsert, StateVersion: int64(v), MsgID: int64(v),
+			evs = append(evs, event.Event{Target: event.TargetMsg, FLID: int64(f), Type: event.Upsert, StateVersion: int64(v), MsgID: int64(v),
 				Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d}`, f, v))})
 			if len(evs) == 5000 {
 				require.NoError(t, outbox.Enqueue(context.Background(), db.Pool, t0, evs...))
@@ -119,7 +120,7 @@ func TestRunDelivers(t *testing.T) {
 	cfg := testConfig(t, db, broker.Addrs())
 	n := enqueue(t, db, 50, 4)
 	require.NoError(t, outbox.Enqueue(context.Background(), db.Pool, t0,
-		outbox.Event{Target: outbox.TargetSchd, FLID: 1, Type: outbox.Upsert, StateVersion: 4, Payload: json.RawMessage(`{"flid":1}`)}))
+		event.Event{Target: event.TargetSchd, FLID: 1, Type: event.Upsert, StateVersion: 4, Payload: json.RawMessage(`{"flid":1}`)}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	srvc := make(chan *obs.Server, 1)

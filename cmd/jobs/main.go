@@ -1,5 +1,5 @@
 // Command jobs is msgx's jobs stage: backfill sweep, history sweep, retention and archive
-// (pkg/jobs). See docs/jobs.md.
+// (pkg/jobs), and the request sweep (pkg/request). See docs/jobs.md.
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/request"
 )
 
 func main() {
@@ -56,6 +57,20 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
+	// Requests to the AODB (docs/requests.md): the jobs stage is their only writer to coutmsgs.
+	store, err := request.NewStore(pool, cfg.RequestConfig())
+	if err != nil {
+		return err
+	}
+	var sender *request.Sender
+	var outbox request.Outbox
+	if !cfg.Shadow { // shadow mode: expire and count, send nothing
+		if sender, err = request.NewSender(store, mb, clk, false); err != nil {
+			return err
+		}
+		outbox = mb
+	}
+	j.WithRequests(request.NewSweeper(store, sender, outbox, clk, request.NewMetrics(reg), log), cfg.Requests.SweepInterval)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleJobs,
 		Config:   cfg,

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
@@ -59,8 +60,8 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 	if fs.NArg() > 0 {
 		return fmt.Errorf("dlq %s: unexpected arguments %v", sub, fs.Args())
 	}
-	if *target != "" && *target != outbox.TargetMsg && *target != outbox.TargetSchd {
-		return fmt.Errorf("dlq: --target must be %s or %s", outbox.TargetMsg, outbox.TargetSchd)
+	if *target != "" && *target != event.TargetMsg && *target != event.TargetSchd {
+		return fmt.Errorf("dlq: --target must be %s or %s", event.TargetMsg, event.TargetSchd)
 	}
 	ids, err := dlqParseIDs(*idList)
 	if err != nil {

@@ -13,25 +13,25 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
-	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// processors maps each message kind to its processor. A kind missing here is FAILED
-// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a processor exists).
-func processors() map[sis.Kind]processor.Processor {
-	// One flight processor for every flight kind: a batch's flight messages share one session.
-	flights, ref := flightstore.Processor{}, refdata.Processor{}
-	return map[sis.Kind]processor.Processor{
-		sis.KindFlightUpdate:     flights,
-		sis.KindFlightDelete:     flights,
-		sis.KindScheduleSnapshot: flights,
-		sis.KindScheduleAdd:      flights,
-		sis.KindScheduleDelete:   flights,
+// handlers maps each message kind to its handler. A kind missing here is FAILED
+// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a handler exists).
+func handlers() map[sis.Kind]processor.Handler {
+	// One flight handler for every flight kind: a batch's flight messages share one session.
+	fl, ref := flights.Handler{}, refdata.Handler{}
+	return map[sis.Kind]processor.Handler{
+		sis.KindFlightUpdate:     fl,
+		sis.KindFlightDelete:     fl,
+		sis.KindScheduleSnapshot: fl,
+		sis.KindScheduleAdd:      fl,
+		sis.KindScheduleDelete:   fl,
 		sis.KindRefList:          ref,
 		sis.KindSeason:           ref,
 	}
@@ -65,7 +65,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	p := processor.New(cfg.ProcessorConfig(), pool, processors(), mb, clock.System{}, processor.NewMetrics(reg), log)
+	p := processor.New(cfg.ProcessorConfig(), pool, handlers(), mb, clock.System{}, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,

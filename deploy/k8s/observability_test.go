@@ -122,7 +122,7 @@ func TestAlertRules(t *testing.T) {
 	require.Subset(t, names, []string{
 		"MsgxHeadStuck", "MsgxWatermarkStalled", "MsgxGapOlderThanCommitDelay", "MsgxDeadGrowing",
 		"MsgxContentDiffers", "MsgxBackfillAbandoned", "MsgxDispatcherOldestPending",
-		"MsgxJobHeartbeatStale", "MsgxNoLeader",
+		"MsgxJobHeartbeatStale", "MsgxNoLeader", "MsgxRequestExpired",
 	})
 	require.Len(t, names, len(uniq(names)), "alert names repeat")
 }
@@ -176,7 +176,8 @@ func TestDashboard(t *testing.T) {
 		"msgx_dispatch_pending", "msgx_dispatch_oldest_pending_age_seconds", // per target
 		"msgx_pipeline_backfill_oldest_unmarked_seconds", "msgx_pipeline_backfill_abandoned", // backfill
 		"msgx_pipeline_job_heartbeat_age_seconds", // job heartbeats
-		"msgx_leader", // leader per role
+		"msgx_leader",                                                                    // leader per role
+		"msgx_requests_open", "msgx_requests_oldest_open_seconds", "msgx_requests_total", // requests to the AODB
 	} {
 		require.True(t, used[m], "the dashboard does not show %s", m)
 	}

@@ -48,3 +48,19 @@ func (f *Fake) Set(t time.Time) {
 	defer f.mu.Unlock()
 	f.now = t
 }
+
+// WallClock is t read on the wall clock of loc (nil: t's own location), to the second, labelled
+// UTC: the form in which the mailbox's zone-less DATETIME columns hold times and the one way msgx
+// turns an instant into such a value.
+func WallClock(t time.Time, loc *time.Location) time.Time {
+	if loc != nil {
+		t = t.In(loc)
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC)
+}
+
+// WallDay is the day of t on the wall clock of loc, as midnight labelled UTC.
+func WallDay(t time.Time, loc *time.Location) time.Time {
+	w := WallClock(t, loc)
+	return time.Date(w.Year(), w.Month(), w.Day(), 0, 0, 0, 0, time.UTC)
+}

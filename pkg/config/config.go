@@ -23,6 +23,7 @@ import (
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/setting"
 )
 
@@ -61,7 +62,8 @@ type Config struct {
 	Kafka     kafka.Config
 	Dispatch  dispatch.Config
 	Jobs      jobs.Config
-	Requests  Requests
+	Requests  request.Config
+	Triggers  request.TriggerConfig
 }
 
 // Process are the settings of every process: environment, logs, HTTP server, PostgreSQL, the
@@ -92,13 +94,6 @@ type Retry struct {
 	MaxAttempts int           `env:"MSGX_MAX_ATTEMPTS" default:"5" desc:"processor and dispatcher: attempts before DEAD EXHAUSTED"`
 	BackoffBase time.Duration `env:"MSGX_BACKOFF_BASE" default:"1s" desc:"processor and dispatcher: first retry delay, doubled per attempt"`
 	BackoffMax  time.Duration `env:"MSGX_BACKOFF_MAX" default:"60s" desc:"processor and dispatcher: retry delay cap"`
-}
-
-// Requests are the settings of outbound requests (RQFD/RQRD).
-type Requests struct {
-	Timeout   time.Duration `env:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an RQFD/RQRD without response after this is EXPIRED"`
-	Sender    string        `env:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests"`
-	RoutingID string        `env:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID"`
 }
 
 // d3Overrides are variables someone might set to weaken producer rule D3. They do not exist:
@@ -156,7 +151,8 @@ func (c Config) Validate() error {
 	jc := c.Jobs // its own settings; derived values follow from settings checked above
 	jc.Location = c.Location()
 	p.Join(jc.Validate())
-	p.Join(c.Requests.Validate())
+	p.Join(c.RequestConfig().Validate())
+	p.Join(c.TriggerConfig().Validate())
 	if c.Env == "production" && c.Shadow && c.Compat.Enabled {
 		p.Add("MSGX_COMPAT_ENTRY", "must be false in production shadow mode (MSGX_SHADOW=true writes nothing to MySQL)")
 	}
@@ -223,19 +219,6 @@ func (c Retry) Validate() error {
 	p.Positive("MSGX_BACKOFF_MAX", c.BackoffMax)
 	if c.BackoffBase > c.BackoffMax {
 		p.Add("MSGX_BACKOFF_BASE", "must not exceed MSGX_BACKOFF_MAX (%s), got %s", c.BackoffMax, c.BackoffBase)
-	}
-	return p.Err()
-}
-
-// Validate reports every bad value, one line each.
-func (c Requests) Validate() error {
-	var p setting.Problems
-	p.Positive("MSGX_REQUEST_TIMEOUT", c.Timeout)
-	if c.Sender == "" || len(c.Sender) > 4 {
-		p.Add("MSGX_REQUEST_SNDR", "must be 1 to 4 characters, got %q", c.Sender)
-	}
-	if c.RoutingID == "" || len(c.RoutingID) > 23 {
-		p.Add("MSGX_REQUEST_ROUTINGID", "must be 1 to 23 characters (coutmsgs ROUTINGID), got %q", c.RoutingID)
 	}
 	return p.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/request"
 )
 
 // The methods below give each stage its configuration: its own settings plus the process's
@@ -60,4 +61,18 @@ func (c Config) JobsConfig() jobs.Config {
 	jc.HistoryBatch = min(c.Jobs.Batch, jc.HistoryBatch)
 	jc.Location = c.Location()
 	return jc
+}
+
+// RequestConfig is the requests' configuration (store, sender, sweep).
+func (c Config) RequestConfig() request.Config {
+	rc := c.Requests
+	rc.Location = c.Location()
+	return rc
+}
+
+// TriggerConfig is the automatic requests' configuration; shadow mode registers nothing.
+func (c Config) TriggerConfig() request.TriggerConfig {
+	tc := c.Triggers
+	tc.Shadow, tc.Location = c.Shadow, c.Location()
+	return tc
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -108,7 +109,7 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 	if err != nil || len(claimed) == 0 {
 		return Result{}, err
 	}
-	return d.deliver(ctx, lease, outbox.TargetMsg, d.cfg.TopicChanges, claimed)
+	return d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, claimed)
 }
 
 // FlushStates sends the newest state of up to flush-limit FLIDs and records the outcome.
@@ -117,7 +118,7 @@ func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Resul
 	if err != nil || len(claimed) == 0 {
 		return Result{}, err
 	}
-	return d.deliver(ctx, lease, outbox.TargetSchd, d.cfg.TopicState, claimed)
+	return d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, claimed)
 }
 
 // record turns a claimed event into its Kafka record.
@@ -133,7 +134,7 @@ func record(topic string, epoch int64, c outbox.Claimed) kafka.Record {
 		h = append(h, kafka.Header{Key: "msg_id", Value: strconv.FormatInt(c.MsgID, 10)})
 	}
 	var value []byte
-	if c.Payload != nil && (c.Type == outbox.Upsert || c.Target == outbox.TargetMsg) {
+	if c.Payload != nil && (c.Type == event.Upsert || c.Target == event.TargetMsg) {
 		value = c.Payload
 	}
 	return kafka.Record{Topic: topic, Key: c.FLID, Value: value, Headers: h}

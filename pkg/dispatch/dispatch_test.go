@@ -28,6 +28,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -138,14 +139,14 @@ func header(r kafka.Record, key string) string {
 	return ""
 }
 
-func msgEvent(flid, version int64) outbox.Event {
-	return outbox.Event{Target: outbox.TargetMsg, FLID: flid, Type: outbox.Upsert, StateVersion: version, MsgID: 1000 + version,
+func msgEvent(flid, version int64) event.Event {
+	return event.Event{Target: event.TargetMsg, FLID: flid, Type: event.Upsert, StateVersion: version, MsgID: 1000 + version,
 		Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d}`, flid, version))}
 }
 
-func stateEvent(flid, version int64, typ string) outbox.Event {
-	e := outbox.Event{Target: outbox.TargetSchd, FLID: flid, Type: typ, StateVersion: version, MsgID: 2000 + version}
-	if typ == outbox.Upsert {
+func stateEvent(flid, version int64, typ string) event.Event {
+	e := event.Event{Target: event.TargetSchd, FLID: flid, Type: typ, StateVersion: version, MsgID: 2000 + version}
+	if typ == event.Upsert {
 		e.Payload = json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d,"MAFL":[]}`, flid, version))
 	}
 	return e
@@ -155,7 +156,7 @@ func stateEvent(flid, version int64, typ string) outbox.Event {
 func enqueueSpread(t testing.TB, b *bundle, flids, perFLID int) int {
 	t.Helper()
 	ctx := context.Background()
-	var evs []outbox.Event
+	var evs []event.Event
 	for v := 1; v <= perFLID; v++ {
 		for f := 1; f <= flids; f++ {
 			evs = append(evs, msgEvent(int64(f), int64(v)))
@@ -399,9 +400,9 @@ func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{kfake: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"})}})
 	ctx := context.Background()
-	big := outbox.Event{Target: outbox.TargetMsg, FLID: 5, Type: outbox.Upsert, StateVersion: 1,
+	big := event.Event{Target: event.TargetMsg, FLID: 5, Type: event.Upsert, StateVersion: 1,
 		Payload: json.RawMessage(fmt.Sprintf(`{"flid":5,"state_version":1,"pad":%q}`, strings.Repeat("x", 50000)))}
-	var evs []outbox.Event
+	var evs []event.Event
 	for f := int64(1); f <= 40; f++ {
 		if f == 5 {
 			evs = append(evs, big)
@@ -440,9 +441,9 @@ func TestStatesAggregateNewest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	var evs []outbox.Event
+	var evs []event.Event
 	for v := int64(1); v <= 10; v++ {
-		evs = append(evs, stateEvent(42, v, outbox.Upsert))
+		evs = append(evs, stateEvent(42, v, event.Upsert))
 	}
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
 
@@ -488,10 +489,10 @@ func TestStatesTombstoneLastAndNeverOlder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 1, outbox.Upsert), stateEvent(8, 1, outbox.Upsert)))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 1, event.Upsert), stateEvent(8, 1, event.Upsert)))
 	_, err := b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 2, outbox.Upsert), stateEvent(9, 3, outbox.Tombstone)))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 2, event.Upsert), stateEvent(9, 3, event.Tombstone)))
 	res, err := b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Sent)
@@ -504,12 +505,12 @@ func TestStatesTombstoneLastAndNeverOlder(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(8, 2, outbox.Upsert)))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(8, 2, event.Upsert)))
 	res, err = b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Retried)
 	b.sender.setPoison(nil)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(8, 3, outbox.Upsert)))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(8, 3, event.Upsert)))
 	res, err = b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Sent)
@@ -569,7 +570,7 @@ func TestRunDrainsAndStops(t *testing.T) {
 	b := setup(t, options{batch: 50})
 	ctx, cancel := context.WithCancel(context.Background())
 	n := enqueueSpread(t, b, 30, 10)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(1, 1, outbox.Upsert), stateEvent(1, 2, outbox.Upsert)))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(1, 1, event.Upsert), stateEvent(1, 2, event.Upsert)))
 	done := make(chan error, 1)
 	go func() { done <- b.disp.Run(ctx, b.lease) }()
 	require.Eventually(t, func() bool { return countStatus(t, b, outbox.StatusSent) == n+2 }, 30*time.Second, 20*time.Millisecond)

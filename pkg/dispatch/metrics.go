@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/msgx/msgx/pkg/event"
 )
 
 type metrics struct {
@@ -55,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	// Every series exists from the start (at 0), so alerts on rates see the first dead letter.
-	for _, t := range []string{"KAFKA:msg", "KAFKA:schd"} {
+	for _, t := range event.Targets {
 		m.sent.WithLabelValues(t)
 		m.retried.WithLabelValues(t)
 		m.dead.WithLabelValues(t)

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/wake"
 )
@@ -21,12 +22,12 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	// The processor's commits wake the KAFKA:msg loop at once; polling stays the fallback.
 	outboxWake := wake.Listen(gctx, d.store.ConnConfig(), wake.Outbox, log)
 	g.Go(func() error {
-		return d.loop(gctx, "KAFKA:msg", d.cfg.Idle, d.cfg.Batch, outboxWake.Wait, func(ctx context.Context) (Result, error) {
+		return d.loop(gctx, event.TargetMsg, d.cfg.Idle, d.cfg.Batch, outboxWake.Wait, func(ctx context.Context) (Result, error) {
 			return d.StepMsg(ctx, lease)
 		})
 	})
 	g.Go(func() error {
-		return d.loop(gctx, "KAFKA:schd", d.cfg.FlushPeriod, d.cfg.FlushLimit, sleep, func(ctx context.Context) (Result, error) {
+		return d.loop(gctx, event.TargetSchd, d.cfg.FlushPeriod, d.cfg.FlushLimit, sleep, func(ctx context.Context) (Result, error) {
 			return d.FlushStates(ctx, lease)
 		})
 	})
@@ -87,7 +88,7 @@ func (d *Dispatcher) RefreshStats(ctx context.Context) error {
 		return err
 	}
 	now := d.clock.Now()
-	for _, target := range []string{"KAFKA:msg", "KAFKA:schd"} {
+	for _, target := range event.Targets {
 		d.m.pending.WithLabelValues(target).Set(0)
 		d.m.deadNow.WithLabelValues(target).Set(0)
 		d.m.oldest.WithLabelValues(target).Set(0)

@@ -135,10 +135,8 @@ type Changes struct {
 // Empty reports whether nothing changed.
 func (c Changes) Empty() bool { return len(c.Fields) == 0 }
 
-// MarshalJSON writes {name: {"old": …, "new": …}} in field order.
-func (c Changes) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil), nil }
-
-// AppendJSON appends the JSON of MarshalJSON to b.
+// AppendJSON appends {name: {"old": …, "new": …}} in field order to b (the "changed" object of
+// a KAFKA:msg payload, package event).
 func (c Changes) AppendJSON(b []byte) []byte {
 	b = append(b, '{')
 	for i, ch := range c.Fields {

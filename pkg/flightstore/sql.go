@@ -159,13 +159,6 @@ func updateFlightSQL(fields []flight.F) string {
 }
 
 const (
-	// insertEventsSQL writes every event of a session in one statement, in array order.
-	insertEventsSQL = `INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
-SELECT u.target, u.pkey, u.etype, u.version, u.msg_id, u.payload::jsonb, $6
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $7::text[])
-       WITH ORDINALITY AS u(target, pkey, etype, version, msg_id, payload, n)
- ORDER BY u.n`
-
 	// historyVersionSQL is the last version of each FLID purged into the history store.
 	historyVersionSQL = `SELECT flid, max(state_version) FROM flight_history WHERE flid = ANY($1::bigint[]) GROUP BY flid`
 

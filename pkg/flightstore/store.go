@@ -1,9 +1,9 @@
 // Package flightstore keeps flight state in PostgreSQL: it loads the full states of a set of
-// flights (one statement for the whole set, with one subquery per detail table), saves what changed
-// (only changed rows and columns), bumps state_version by exactly one per changed flight and
-// message, and writes the two outbox events per change in the same transaction (INV-13,
-// INV-17). The merge rules themselves are package flight's; the processors plugged into the
-// pump are in processor.go.
+// flights (one statement for the whole set, with one subquery per detail table; Load, and
+// Loader for package flight's batch rules) and saves what changed (only changed rows and
+// columns, one round trip; Save), with the schedule snapshot log. Load and save only: the merge
+// and batch rules (version bump, purge floor, MAFL) are package flight's, the events package
+// event's and outbox's, the flight plug-in of the processor package processor/flights.
 package flightstore
 
 import (
@@ -21,19 +21,43 @@ import (
 	"github.com/msgx/msgx/pkg/flight"
 )
 
-// Loaded is the stored state of a set of flights.
-type Loaded struct {
-	// States holds the stored flights (absent FLIDs are not stored), MAFL derived.
-	States map[int64]*flight.State
-	// Children holds the stored MAFL elements of every requested FLID, stored or not (a child
-	// may name a master that does not exist yet).
-	Children map[int64][]flight.Child
+// Loader is package flight's Loader over a transaction: Load, plus the purged history's last
+// version of every FLID not stored.
+type Loader struct{ Tx pgx.Tx }
+
+var _ flight.Loader = Loader{}
+
+// Load reads the stored states of flids and, for those not stored, their purged versions.
+func (l Loader) Load(ctx context.Context, flids []int64) (flight.Stored, error) {
+	out, err := Load(ctx, l.Tx, flids)
+	if err != nil {
+		return out, err
+	}
+	var absent []int64
+	for _, id := range flids {
+		if out.States[id] == nil {
+			absent = append(absent, id)
+		}
+	}
+	if len(absent) == 0 {
+		return out, nil
+	}
+	rows, err := l.Tx.Query(ctx, historyVersionSQL, absent)
+	if err != nil {
+		return out, fmt.Errorf("read purged versions: %w", err)
+	}
+	out.Purged = map[int64]int64{}
+	var id, v int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error { out.Purged[id] = v; return nil }); err != nil {
+		return out, fmt.Errorf("read purged versions: %w", err)
+	}
+	return out, nil
 }
 
 // Load reads the full states of flids in one statement: the flight rows, one subquery per
-// detail table and the stored MAFL children, for the whole set at once.
-func Load(ctx context.Context, tx pgx.Tx, flids []int64) (Loaded, error) {
-	out := Loaded{States: make(map[int64]*flight.State, len(flids)), Children: map[int64][]flight.Child{}}
+// detail table and the stored MAFL children, for the whole set at once (Purged is not read).
+func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) {
+	out := flight.Stored{States: make(map[int64]*flight.State, len(flids)), Children: map[int64][]flight.Child{}}
 	if len(flids) == 0 {
 		return out, nil
 	}
@@ -201,13 +225,6 @@ func (c *cell) value() (flight.Value, error) {
 	return flight.Text(c.t.String), nil
 }
 
-// Change is one flight changed by a message: its stored state (nil when new) and its next
-// state, Version and LastMsgID already set.
-type Change struct {
-	Old  *flight.State
-	Next *flight.State
-}
-
 // columns collects one unnest array per column.
 type columns struct {
 	kinds []flight.Kind
@@ -291,17 +308,35 @@ var fieldKinds = func() []flight.Kind {
 	return out
 }()
 
-// Save writes changes: new flights in one INSERT, changed flight rows in one UPDATE per set of
-// changed columns, changed detail rows per table (one DELETE and one upsert), then events, all
-// queued into one round trip.
-func Save(ctx context.Context, tx pgx.Tx, changes []Change, now time.Time, extra ...func(*pgx.Batch)) error {
+// SnapshotLog is one schd_snap_log row: what a schedule snapshot (SCHD DNLD/RESP) did.
+type SnapshotLog struct {
+	MsgID                        int64
+	ScopeStart, ScopeEnd         *string // the package's operation-day range; nil for a replay
+	Inserted, Updated, Unchanged int
+	At                           time.Time
+}
+
+// SnapshotApplied reports whether the snapshot msgID was applied before (a replay).
+func SnapshotApplied(ctx context.Context, tx pgx.Tx, msgID int64) (bool, error) {
+	var done bool
+	if err := tx.QueryRow(ctx, snapAppliedSQL, msgID).Scan(&done); err != nil {
+		return false, fmt.Errorf("check snapshot log: %w", err)
+	}
+	return done, nil
+}
+
+// Save writes changes (each flight from its stored state, Old, nil when new, to Next, Version
+// and LastMsgID set) and the snapshot logs: new flights in one INSERT, changed flight rows in one
+// UPDATE per set of changed columns, changed detail rows per table (one DELETE and one upsert),
+// the log rows, all queued into one round trip.
+func Save(ctx context.Context, tx pgx.Tx, changes []flight.Transition, logs []SnapshotLog, now time.Time) error {
 	b := &pgx.Batch{}
 	queueFlights(b, changes, now)
 	for c := range flight.NumColls {
 		queueDetail(b, c, changes)
 	}
-	for _, f := range extra {
-		f(b)
+	for _, l := range logs {
+		b.Queue(snapLogSQL, l.MsgID, l.ScopeStart, l.ScopeEnd, l.Inserted, l.Updated, l.Unchanged, l.At)
 	}
 	if b.Len() == 0 {
 		return nil
@@ -312,7 +347,7 @@ func Save(ctx context.Context, tx pgx.Tx, changes []Change, now time.Time, extra
 	return nil
 }
 
-func queueFlights(b *pgx.Batch, changes []Change, now time.Time) {
+func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 	var ins lifecycle
 	insCols := newColumns(fieldKinds, 0)
 	type group struct {
@@ -368,7 +403,7 @@ func queueFlights(b *pgx.Batch, changes []Change, now time.Time) {
 	}
 }
 
-func queueDetail(b *pgx.Batch, c flight.C, changes []Change) {
+func queueDetail(b *pgx.Batch, c flight.C, changes []flight.Transition) {
 	d := flight.Collections[c]
 	kinds := make([]flight.Kind, len(d.Cols))
 	for i, col := range d.Cols {

@@ -126,7 +126,7 @@ func (c *Compat) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	// The mailbox row exists: from here on the answer is 200. If the enqueue fails the poller
 	// enqueues the row when W reaches it.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), c.cfg.DBTimeout)
-	inserted, err := compatEnqueue(ectx, c.db, id, text, wallClockUTC(received), c.clock.Now())
+	inserted, err := compatEnqueue(ectx, c.db, id, text, clock.WallClock(received, nil), c.clock.Now())
 	cancel()
 	switch {
 	case err != nil:
@@ -136,12 +136,6 @@ func (c *Compat) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	}
 	c.log.Info().Int64("msg_id", id).Int("bytes", len(body)).Str("type", meta.typ).Str("styp", meta.styp).Msg("compat: message stored in the mailbox")
 	return http.StatusOK, strconv.FormatInt(id, 10)
-}
-
-// wallClockUTC keeps t's wall clock (seconds, as DATETIME stores it) in UTC, the way the mailbox
-// returns DATE_RECEIVED to the poller.
-func wallClockUTC(t time.Time) time.Time {
-	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC)
 }
 
 // checkMediaType accepts application/xml, text/xml and text/plain with charset utf-8 (or none,

@@ -23,22 +23,13 @@ type Source interface {
 	Probe(ctx context.Context, ranges []mailbox.IDRange, limit int) ([]mailbox.Message, error)
 }
 
-// Fence is the leadership check every ingest transaction runs before its writes (a
-// leader.Lease): it fails with leader.ErrFenced once another instance took over.
-type Fence interface {
-	Check(ctx context.Context, tx pgx.Tx) error
-}
-
-var (
-	_ Source = (*mailbox.Mailbox)(nil)
-	_ Fence  = leader.Lease{}
-)
+var _ Source = (*mailbox.Mailbox)(nil)
 
 // Deps are the Ingester's collaborators.
 type Deps struct {
 	DB      DB
 	Mailbox Source
-	Fence   Fence
+	Fence   leader.Fence // checked by every ingest transaction before its writes
 	Clock   clock.Clock
 	Metrics *Metrics
 	Log     zerolog.Logger
@@ -160,10 +151,7 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 	c := newCopies(d.enqueue)
 	var inserted []int64
 	err := i.timed(ctx, func(ctx context.Context) error {
-		return pgx.BeginFunc(ctx, i.d.DB, func(tx pgx.Tx) error {
-			if err := i.d.Fence.Check(ctx, tx); err != nil {
-				return err
-			}
+		return leader.Fenced(ctx, i.d.DB, i.d.Fence, func(tx pgx.Tx) error {
 			var err error
 			if inserted, err = enqueue(ctx, tx, c, now, false); err != nil {
 				return err
@@ -247,10 +235,7 @@ func (i *Ingester) reprobe(ctx context.Context, now time.Time) (int, error) {
 		closed   []foundGap
 	)
 	err := i.timed(ctx, func(ctx context.Context) error {
-		return pgx.BeginFunc(ctx, i.d.DB, func(tx pgx.Tx) error {
-			if err := i.d.Fence.Check(ctx, tx); err != nil {
-				return err
-			}
+		return leader.Fenced(ctx, i.d.DB, i.d.Fence, func(tx pgx.Tx) error {
 			var err error
 			if inserted, err = enqueue(ctx, tx, c, now, true); err != nil {
 				return err

@@ -89,14 +89,6 @@ type decision struct {
 	blocked int64
 }
 
-func (d decision) skipped() int64 {
-	var n int64
-	for _, s := range d.skips {
-		n += s.to - s.from + 1
-	}
-	return n
-}
-
 // changes reports whether the step has anything to write.
 func (d decision) changes(cur cursor) bool {
 	return len(d.enqueue) > 0 || len(d.skips) > 0 || !d.next.equal(cur)

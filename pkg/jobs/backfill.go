@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/processor"
 )
 
 // Backfill outcomes recorded in proc_state.backfill_outcome.
@@ -73,7 +74,7 @@ var errMailbox = errors.New("mailbox unavailable")
 func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.Time, batch int) (int, int, error) {
 	settled, selected := 0, 0
 	var markErr error
-	err := j.fenced(ctx, lease, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
 		settled, selected, markErr = 0, 0, nil
 		rows, err := tx.Query(ctx, backfillDueSQL, now, now.Add(-j.cfg.BackoffBase), batch)
 		if err != nil {
@@ -95,7 +96,7 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 			ids[i] = o.id
 		}
 		mctx, cancel := context.WithTimeout(ctx, j.cfg.MarkTimeout)
-		found, err := j.marker.MarkEach(mctx, ids, processor.WallClock(now, j.cfg.Location), j.cfg.ProcessedValue)
+		found, err := j.marker.MarkEach(mctx, ids, clock.WallClock(now, j.cfg.Location), j.cfg.ProcessedValue)
 		cancel()
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
@@ -110,7 +111,7 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 					outcomes[i] = OutcomeOverdue
 					continue
 				}
-				next := now.Add(processor.Backoff(o.attempts+1, j.cfg.BackoffBase, j.cfg.BackoffMax))
+				next := now.Add(backoff.Delay(o.attempts+1, j.cfg.BackoffBase, j.cfg.BackoffMax))
 				nexts[i] = &next
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -41,7 +42,7 @@ func TestBackfillMarked(t *testing.T) {
 	require.Equal(t, b.clock.Now(), r.DoneAt.UTC())
 	require.Nil(t, r.AbandonedAt)
 	at, status := b.mark(t, 1)
-	require.Equal(t, processor.WallClock(b.clock.Now(), time.UTC), *at)
+	require.Equal(t, clock.WallClock(b.clock.Now(), time.UTC), *at)
 	require.Equal(t, "PROCESSED", status)
 	require.Equal(t, 1, b.marker.writes(1))
 }
@@ -241,11 +242,11 @@ func (f procFunc) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (pr
 	return f(ctx, tx, m)
 }
 
-func (b *bundle) pump(proc processor.Processor, marker processor.Marker) *processor.Pump {
+func (b *bundle) pump(proc processor.Handler, marker processor.Marker) *processor.Engine {
 	return processor.New(processor.Config{
 		Batch: 100, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC,
-	}, b.db.Pool, map[sis.Kind]processor.Processor{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
+	}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
 }
 
 // INV-8: the marker is never written before the terminal commit; when the processor dies between

@@ -80,7 +80,7 @@ func besidePump(tb testing.TB, rows, flights int) figures {
 	p := processor.New(processor.Config{
 		Batch: 100, MaxAttempts: 5, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC,
-	}, db.Pool, map[sis.Kind]processor.Processor{sis.KindFlightUpdate: proc}, nil, clock.System{}, processor.NewMetrics(reg), zerolog.Nop())
+	}, db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, nil, clock.System{}, processor.NewMetrics(reg), zerolog.Nop())
 	cfg := jobs.Defaults()
 	cfg.Shadow = true
 	j, err := jobs.New(cfg, db.Pool, nil, clock.System{}, nil, zerolog.Nop())

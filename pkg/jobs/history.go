@@ -2,12 +2,14 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -32,14 +34,6 @@ type historyRow struct {
 	id, flid, version int64
 }
 
-// tombstonePayload is the KAFKA:msg payload of a purge TOMBSTONE.
-type tombstonePayload struct {
-	FLID         int64  `json:"flid"`
-	Event        string `json:"event"`
-	Reason       string `json:"reason"`
-	StateVersion int64  `json:"state_version"`
-}
-
 // history is one run of the history sweep: batches of HistoryBatch flights, each purged in one
 // transaction under PIPELINE_LOCK.
 func (j *Jobs) history(ctx context.Context, lease leader.Lease, now time.Time) (Result, error) {
@@ -48,8 +42,7 @@ func (j *Jobs) history(ctx context.Context, lease leader.Lease, now time.Time) (
 		j.log.Debug().Msg("history: store disabled; nothing is deleted")
 		return res, nil
 	}
-	l := now.Add(-j.cfg.HistoryRetention).In(j.cfg.Location)
-	dayCutoff := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
+	dayCutoff := clock.WallDay(now.Add(-j.cfg.HistoryRetention), j.cfg.Location)
 	quietCutoff := now.Add(-j.cfg.HistoryQuiet)
 	deadline := time.Now().Add(j.cfg.RunBudget)
 	var after candidate // keyset position: never look at a flight twice in one run
@@ -92,7 +85,7 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 		flids[i], versions[i], updated[i] = c.flid, c.version, c.updated
 	}
 	var purged []confirmed
-	err := j.fenced(ctx, lease, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
 		purged = nil
 		// The history documents are built before PIPELINE_LOCK, so the lock is held only for
 		// the re-check and the delete. A document stays only for a flight the re-check finds
@@ -144,19 +137,13 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 			return fmt.Errorf("purge: %d history documents for %d flights", len(written)-len(stale), len(purged))
 		}
 		ids := make([]int64, len(purged))
-		var events []outbox.Event
+		var events []event.Event
 		for i, c := range purged {
 			ids[i] = c.flid
-			if c.state == "DELETED" {
+			if c.state == flight.Deleted {
 				continue // its delete already produced its TOMBSTONE
 			}
-			payload, err := json.Marshal(tombstonePayload{FLID: c.flid, Event: outbox.Tombstone, Reason: "purged", StateVersion: c.version + 1})
-			if err != nil {
-				return err
-			}
-			events = append(events,
-				outbox.Event{Target: outbox.TargetMsg, FLID: c.flid, Type: outbox.Tombstone, StateVersion: c.version + 1, Payload: payload},
-				outbox.Event{Target: outbox.TargetSchd, FLID: c.flid, Type: outbox.Tombstone, StateVersion: c.version + 1})
+			events = event.Purged(events, c.flid, c.version+1)
 		}
 		if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
 			return err

@@ -51,6 +51,10 @@ type Jobs struct {
 	// back for a RetentionInterval.
 	nextBackfill, nextRetention, historyRetry time.Time
 
+	// requests is the request sweep (requests.go), nil when not configured.
+	requests      RequestSweeper
+	requestsEvery time.Duration
+	nextRequests  time.Time
 	// afterSelect, when set (tests), runs between the history sweep's selection and its
 	// deleting transaction.
 	afterSelect func()
@@ -124,15 +128,15 @@ func (j *Jobs) tick(ctx context.Context, lease leader.Lease) error {
 		}
 		j.nextRetention = now.Add(j.cfg.RetentionInterval)
 	}
+	j.requestsTick(ctx, now)
 	return nil
 }
 
 // historyDue reports whether the daily sweep is due at now, and the airport day it is for: the
 // airport clock passed HistorySweepAt and that day's sweep has not completed.
 func (j *Jobs) historyDue(now time.Time, doneDay *time.Time) (bool, time.Time) {
-	l := now.In(j.cfg.Location)
-	today := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
-	since := time.Duration(l.Hour())*time.Hour + time.Duration(l.Minute())*time.Minute + time.Duration(l.Second())*time.Second
+	today := clock.WallDay(now, j.cfg.Location)
+	since := clock.WallClock(now, j.cfg.Location).Sub(today)
 	if since < time.Duration(j.cfg.HistorySweepAt) {
 		return false, today
 	}
@@ -245,16 +249,6 @@ func (j *Jobs) loop(ctx context.Context, deadline time.Time, batch int, step fun
 		}
 	}
 	return total, true, nil
-}
-
-// fenced runs fn in a transaction that first checks the lease.
-func (j *Jobs) fenced(ctx context.Context, lease leader.Lease, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-		if err := lease.Check(ctx, tx); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
 }
 
 // Request asks the jobs leader for an on-demand run of job (msgxctl history sweep): it runs at

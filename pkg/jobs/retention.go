@@ -47,7 +47,7 @@ func (j *Jobs) retention(ctx context.Context, lease leader.Lease, now time.Time)
 		}
 		n, more, err := j.loop(ctx, deadline, j.cfg.Batch, func() (int, error) {
 			var n int64
-			err := j.fenced(ctx, lease, func(tx pgx.Tx) error {
+			err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
 				tag, err := tx.Exec(ctx, t.sql, args...)
 				n = tag.RowsAffected()
 				return err

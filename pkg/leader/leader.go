@@ -99,6 +99,30 @@ func (l Lease) Check(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
+// Fence is what a protected transaction checks before its writes: Lease is the one
+// implementation; tests may hand in another.
+type Fence interface {
+	Check(ctx context.Context, tx pgx.Tx) error
+}
+
+var _ Fence = Lease{}
+
+// Beginner starts a transaction (a pool, a connection or a transaction for a nested one).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Fenced runs fn in a transaction of db that first checks fence: the transaction commits only
+// if this instance still leads (fn's error or ErrFenced roll it back).
+func Fenced(ctx context.Context, db Beginner, fence Fence, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := fence.Check(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // Config tunes an Elector. SessionTimeout and Retry are settings (variable, default:
 // pkg/setting, docs/configuration.md); the binary sets Role and Holder.
 type Config struct {

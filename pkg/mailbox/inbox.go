@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/msgx/msgx/pkg/clock"
 )
 
 // Message is one cminmsgs row as ingest copies it.
@@ -119,7 +121,7 @@ func wallClock(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC)
+	return clock.WallClock(t, nil)
 }
 
 func nullString(s string) any {

@@ -58,3 +58,26 @@ func markProcessedSQL(n int, withStatus bool) string {
 	return "UPDATE cminmsgs SET " + set + " WHERE CMINMSGS_DATE_PROCESSED IS NULL AND CMINMSGS_ID IN (?" +
 		strings.Repeat(",?", n-1) + ")"
 }
+
+// The outbound requests (docs/sis.md §f.4, docs/requests.md): coutmsgs rows with DATE_INSERTED,
+// ROUTINGID and the message; the six flag columns keep their defaults (0) and DATE_SENT, ACK and
+// the group columns stay NULL for the AODB's transport.
+const (
+	insertOutboundSQL = `INSERT INTO coutmsgs (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID) VALUES (?, ?, ?)`
+
+	// findOutboundSQL looks an outbound message up by its exact text (its META is the request's
+	// token) among the rows of its ROUTINGID inserted since a bound. coutmsgs has no index but its
+	// primary key, so this scans the table; it runs once per request sent.
+	findOutboundSQL = `SELECT COUTMSGS_ID FROM coutmsgs
+ WHERE ROUTINGID = ? AND COUTMSGS_DATE_INSERTED >= ? AND COUTMSGS_CLOB_MSG = ?
+ ORDER BY COUTMSGS_ID
+ LIMIT 1`
+
+	// outboundSentSQLPrefix reads the transport's COUTMSGS_DATE_SENT of n rows (see outboundSentSQL).
+	outboundSentSQLPrefix = `SELECT COUTMSGS_ID, COUTMSGS_DATE_SENT FROM coutmsgs WHERE COUTMSGS_DATE_SENT IS NOT NULL AND COUTMSGS_ID IN (?`
+)
+
+// outboundSentSQL reads COUTMSGS_DATE_SENT for n ids; parameters id1 … idN.
+func outboundSentSQL(n int) string {
+	return outboundSentSQLPrefix + strings.Repeat(",?", n-1) + ")"
+}

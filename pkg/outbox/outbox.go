@@ -24,7 +24,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,18 +33,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// Targets.
-const (
-	TargetMsg  = "KAFKA:msg"  // one record per change, topic msgx.flight.changes
-	TargetSchd = "KAFKA:schd" // newest full state per FLID, compacted topic msgx.flight.state
-)
-
-// Event types.
-const (
-	Upsert    = "UPSERT"
-	Tombstone = "TOMBSTONE"
+	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/leader"
 )
 
 // Statuses.
@@ -55,40 +46,15 @@ const (
 	StatusDead    = "DEAD"
 )
 
-// Event is a new outbox row.
-type Event struct {
-	Target       string          // TargetMsg or TargetSchd
-	FLID         int64           // partition key and Kafka key
-	Type         string          // Upsert or Tombstone
-	StateVersion int64           // the flight's state_version after the change (> 0)
-	MsgID        int64           // the mailbox message that caused it; 0: none (e.g. history sweep)
-	Payload      json.RawMessage // required for Upsert; nil for a Tombstone without payload
-}
-
-func (e Event) validate() error {
-	switch {
-	case e.Target != TargetMsg && e.Target != TargetSchd:
-		return fmt.Errorf("outbox: bad target %q", e.Target)
-	case e.Type != Upsert && e.Type != Tombstone:
-		return fmt.Errorf("outbox: bad event type %q", e.Type)
-	case e.StateVersion <= 0:
-		return fmt.Errorf("outbox: state_version must be positive, got %d", e.StateVersion)
-	case e.Type == Upsert && len(e.Payload) == 0:
-		return errors.New("outbox: an UPSERT needs a payload")
-	case len(e.Payload) > 0 && !json.Valid(e.Payload):
-		return errors.New("outbox: payload is not valid JSON")
-	}
-	return nil
-}
-
 // Execer is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Enqueue inserts events in the given order (event_id follows it) with one statement. Call it
-// inside the transaction that makes the change, so events commit with it.
-func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) error {
+// Enqueue inserts events in the given order (event_id follows it) with one statement: it is the
+// one writer of msg_event. Call it inside the transaction that makes the change, so events
+// commit with it. Build events with package event.
+func Enqueue(ctx context.Context, db Execer, now time.Time, events ...event.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -97,8 +63,8 @@ func Enqueue(ctx context.Context, db Execer, now time.Time, events ...Event) err
 	versions, msgIDs := make([]int64, n), make([]*int64, n)
 	payloads := make([]*string, n)
 	for i, e := range events {
-		if err := e.validate(); err != nil {
-			return err
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("enqueue events: %w", err)
 		}
 		targets[i], keys[i], types[i], versions[i] = e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion
 		if e.MsgID != 0 {
@@ -131,24 +97,26 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Backoff is the wait after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
+// Backoff is the wait after the n-th failed attempt (n ≥ 1): package backoff's rule.
 func (p Policy) Backoff(n int) time.Duration {
-	d := p.BackoffBase
-	for i := 1; i < n && d < p.BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, p.BackoffMax)
+	return backoff.Delay(n, p.BackoffBase, p.BackoffMax)
 }
 
-// Fence is the leader lease: Check fails unless this instance still leads (leader.Lease).
-type Fence interface {
-	Check(ctx context.Context, tx pgx.Tx) error
+// delays is the wait after each attempt that can still fail (n = 1 … MaxAttempts), in
+// microseconds: markFailedSQL looks a row's delay up by its attempt number.
+func (p Policy) delays() []float64 {
+	out := make([]float64, p.MaxAttempts)
+	for i := range out {
+		out[i] = float64(p.Backoff(i + 1).Microseconds())
+	}
+	return out
 }
 
 // Store is the msg_event store.
 type Store struct {
 	pool   *pgxpool.Pool
 	policy Policy
+	delays []float64 // policy.delays()
 }
 
 // New returns a store.
@@ -156,7 +124,7 @@ func New(pool *pgxpool.Pool, policy Policy) (*Store, error) {
 	if err := policy.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, policy: policy}, nil
+	return &Store{pool: pool, policy: policy, delays: policy.delays()}, nil
 }
 
 // ConnConfig is the connection configuration of the store's pool (for a wake-up listener).
@@ -217,7 +185,7 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Cla
 	var out []Claimed
 	full := false
 	for rows.Next() {
-		c := Claimed{Target: TargetMsg}
+		c := Claimed{Target: event.TargetMsg}
 		var msgID *int64
 		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &full); err != nil {
 			rows.Close()
@@ -255,7 +223,7 @@ func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
-	out, err := scanClaimed(rows, TargetMsg, false)
+	out, err := scanClaimed(rows, event.TargetMsg, false)
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
@@ -269,31 +237,21 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int) ([]Cl
 	if err != nil {
 		return nil, fmt.Errorf("claim states: %w", err)
 	}
-	out, err := scanClaimed(rows, TargetSchd, true)
+	out, err := scanClaimed(rows, event.TargetSchd, true)
 	if err != nil {
 		return nil, fmt.Errorf("claim states: %w", err)
 	}
 	return out, nil
 }
 
-// fenced runs fn in a transaction that first checks the lease.
-func (s *Store) fenced(ctx context.Context, fence Fence, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fence.Check(ctx, tx); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-}
-
 // MarkSent marks the events SENT in one statement, under the lease. It returns how many rows
 // changed (an operator may have skipped one meanwhile).
-func (s *Store) MarkSent(ctx context.Context, fence Fence, ids []int64, now time.Time) (int64, error) {
+func (s *Store) MarkSent(ctx context.Context, fence leader.Fence, ids []int64, now time.Time) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	var n int64
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, markSentSQL, ids, now)
 		n = tag.RowsAffected()
 		return err
@@ -321,7 +279,7 @@ type Outcome struct {
 
 // MarkFailed counts a failed attempt for every event of failures (one statement, under the
 // lease) and returns what became of each.
-func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure, now time.Time) ([]Outcome, error) {
+func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []Failure, now time.Time) ([]Outcome, error) {
 	var ids []int64
 	var msgs []string
 	var fatal []bool
@@ -334,9 +292,8 @@ func (s *Store) MarkFailed(ctx context.Context, fence Fence, failures []Failure,
 		return nil, nil
 	}
 	var out []Outcome
-	err := s.fenced(ctx, fence, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, markFailedSQL, ids, msgs, fatal, now, s.policy.MaxAttempts,
-			float64(s.policy.BackoffBase.Microseconds()), float64(s.policy.BackoffMax.Microseconds()))
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, markFailedSQL, ids, msgs, fatal, now, s.policy.MaxAttempts, s.delays)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -37,8 +38,8 @@ func setup(t *testing.T) bundle {
 	return bundle{db: db, store: store, lease: leader.Lease{Role: "dispatcher", Epoch: 4}}
 }
 
-func msgEvent(flid, version int64) outbox.Event {
-	return outbox.Event{Target: outbox.TargetMsg, FLID: flid, Type: outbox.Upsert, StateVersion: version, MsgID: 100 + version,
+func msgEvent(flid, version int64) event.Event {
+	return event.Event{Target: event.TargetMsg, FLID: flid, Type: event.Upsert, StateVersion: version, MsgID: 100 + version,
 		Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d}`, flid, version))}
 }
 
@@ -54,19 +55,19 @@ func TestEnqueueValidates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	for _, e := range []outbox.Event{
-		{Target: "KAFKA:x", FLID: 1, Type: outbox.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
-		{Target: outbox.TargetMsg, FLID: 1, Type: "DELETE", StateVersion: 1, Payload: json.RawMessage(`{}`)},
-		{Target: outbox.TargetMsg, FLID: 1, Type: outbox.Upsert, StateVersion: 0, Payload: json.RawMessage(`{}`)},
-		{Target: outbox.TargetMsg, FLID: 1, Type: outbox.Upsert, StateVersion: 1},
-		{Target: outbox.TargetMsg, FLID: 1, Type: outbox.Upsert, StateVersion: 1, Payload: json.RawMessage(`{`)},
+	for _, e := range []event.Event{
+		{Target: "KAFKA:x", FLID: 1, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
+		{Target: event.TargetMsg, FLID: 1, Type: "DELETE", StateVersion: 1, Payload: json.RawMessage(`{}`)},
+		{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 0, Payload: json.RawMessage(`{}`)},
+		{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 1},
+		{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{`)},
 	} {
 		require.Error(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
 	}
 	// Inside the writer's transaction: a rollback leaves no event.
 	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, outbox.Enqueue(ctx, tx, t0, msgEvent(1, 1), outbox.Event{Target: outbox.TargetSchd, FLID: 1, Type: outbox.Tombstone, StateVersion: 2}))
+	require.NoError(t, outbox.Enqueue(ctx, tx, t0, msgEvent(1, 1), event.Event{Target: event.TargetSchd, FLID: 1, Type: event.Tombstone, StateVersion: 2}))
 	require.NoError(t, tx.Rollback(ctx))
 	heads, err := b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
@@ -201,12 +202,12 @@ func TestClaimStatesNewestRepresentsAll(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	var evs []outbox.Event
+	var evs []event.Event
 	for v := int64(1); v <= 10; v++ {
-		evs = append(evs, outbox.Event{Target: outbox.TargetSchd, FLID: 7, Type: outbox.Upsert, StateVersion: v, Payload: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))})
+		evs = append(evs, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: v, Payload: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))})
 	}
-	evs = append(evs, outbox.Event{Target: outbox.TargetSchd, FLID: 8, Type: outbox.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
-		outbox.Event{Target: outbox.TargetSchd, FLID: 8, Type: outbox.Tombstone, StateVersion: 2})
+	evs = append(evs, event.Event{Target: event.TargetSchd, FLID: 8, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
+		event.Event{Target: event.TargetSchd, FLID: 8, Type: event.Tombstone, StateVersion: 2})
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
 
 	got, err := b.store.ClaimStates(ctx, t0, 10)
@@ -216,7 +217,7 @@ func TestClaimStatesNewestRepresentsAll(t *testing.T) {
 	require.Equal(t, int64(10), got[0].StateVersion)
 	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, got[0].Represents)
 	require.Equal(t, "8", got[1].FLID)
-	require.Equal(t, outbox.Tombstone, got[1].Type)
+	require.Equal(t, event.Tombstone, got[1].Type)
 	require.Nil(t, got[1].Payload)
 	require.Equal(t, []int64{11, 12}, got[1].Represents)
 
@@ -231,7 +232,7 @@ func TestClaimStatesNewestRepresentsAll(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.Equal(t, "8", got[0].FLID)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, outbox.Event{Target: outbox.TargetSchd, FLID: 7, Type: outbox.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
 	got, err = b.store.ClaimStates(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
@@ -250,7 +251,7 @@ func TestStats(t *testing.T) {
 	st, err := b.store.Stats(ctx)
 	require.NoError(t, err)
 	require.Len(t, st, 1)
-	require.Equal(t, outbox.TargetMsg, st[0].Target)
+	require.Equal(t, event.TargetMsg, st[0].Target)
 	require.Equal(t, int64(2), st[0].Pending)
 	require.Equal(t, int64(1), st[0].Dead)
 	require.True(t, t0.Equal(st[0].OldestPending))
@@ -279,7 +280,7 @@ func TestClaimHeadsPastAHeldBacklog(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	// FLID 1's head dies and holds 1,500 later events: more than the fast path's window.
-	var evs []outbox.Event
+	var evs []event.Event
 	for v := int64(1); v <= 1501; v++ {
 		evs = append(evs, msgEvent(1, v))
 	}

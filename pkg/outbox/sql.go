@@ -5,8 +5,8 @@ package outbox
 // enqueueSQL inserts a batch of events in array order (event_id follows it).
 const enqueueSQL = `
 INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
-SELECT t, k, e, v, m, p, $7
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::jsonb[])
+SELECT t, k, e, v, m, p::jsonb, $7
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
        WITH ORDINALITY AS u(t, k, e, v, m, p, ord)
  ORDER BY ord`
 
@@ -107,15 +107,16 @@ UPDATE msg_event e
   FROM unnest($1::bigint[]) AS u(id)
  WHERE e.event_id = u.id AND e.status = 'PENDING'`
 
-// markFailedSQL counts one failed attempt per row: backoff base·2^(attempts before), capped;
-// DEAD when the attempts reach the maximum or the failure is fatal (non-retryable).
+// markFailedSQL counts one failed attempt per row; DEAD when the attempts reach the maximum or
+// the failure is fatal (non-retryable), else due again after the n-th attempt's delay, taken
+// from $6 (delays[n-1] in microseconds, computed by package backoff: one rule everywhere).
 const markFailedSQL = `
 UPDATE msg_event e
    SET attempts = e.attempts + 1,
        last_error = f.err,
        status = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN 'DEAD' ELSE 'PENDING' END,
        next_attempt_at = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN NULL
-                         ELSE $4::timestamptz + least($6::float8 * power(2, least(e.attempts, 40)), $7::float8) * interval '1 microsecond'
+                         ELSE $4::timestamptz + ($6::float8[])[e.attempts + 1] * interval '1 microsecond'
                          END
   FROM unnest($1::bigint[], $2::text[], $3::bool[]) AS f(id, err, fatal)
  WHERE e.event_id = f.id AND e.status = 'PENDING'

@@ -54,7 +54,7 @@ func runMixed(t *testing.T, batch, n int) string {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	failedOnce := map[int64]bool{}
-	b.procs[sis.KindFlightUpdate] = processor.ProcessorFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+	b.procs[sis.KindFlightUpdate] = processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 		out, err := versioned(ctx, tx, m)
 		if err != nil {
 			return out, err

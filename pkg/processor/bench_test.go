@@ -33,7 +33,7 @@ func BenchmarkPump(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			bb := setup(b)
 			bb.cfg.Batch = batch
-			bb.procs[sis.KindFlightUpdate] = processor.ProcessorFunc(func(context.Context, pgx.Tx, processor.Message) (processor.Outcome, error) {
+			bb.procs[sis.KindFlightUpdate] = processor.HandlerFunc(func(context.Context, pgx.Tx, processor.Message) (processor.Outcome, error) {
 				return processor.Outcome{}, nil
 			})
 			n := max(b.N, 1)

@@ -54,7 +54,7 @@ func runChild() int {
 	switch os.Getenv("MSGX_PUMP_CHILD") {
 	case "panic":
 		now, _ := time.Parse(time.RFC3339, os.Getenv("MSGX_PUMP_NOW"))
-		procs := map[sis.Kind]processor.Processor{sis.KindFlightUpdate: processor.ProcessorFunc(
+		procs := map[sis.Kind]processor.Handler{sis.KindFlightUpdate: processor.HandlerFunc(
 			func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 				if m.ID == 2 {
 					panic("poison message")
@@ -73,7 +73,7 @@ func runChild() int {
 			}
 		}
 	case "crash":
-		procs := map[sis.Kind]processor.Processor{sis.KindFlightUpdate: processor.ProcessorFunc(versioned)}
+		procs := map[sis.Kind]processor.Handler{sis.KindFlightUpdate: processor.HandlerFunc(versioned)}
 		p := processor.New(cfg, pool, procs, nil, clock.System{}, nil, log)
 		for {
 			res, err := p.Step(ctx, lease)

@@ -1,9 +1,12 @@
-// Package pump is the processor stage: it drains proc_state in strict msg_id order (the head is
-// the smallest open msg_id ≤ the ingest watermark W), decodes each message, binds its business
-// identity, hands it to the processor of its kind and commits the business change, its outbox
-// events, the terminal status and the backfill intent in one PostgreSQL transaction.
+// Package processor is the processor stage of cmd/processor. Its Engine drains proc_state in
+// strict msg_id order (the head is the smallest open msg_id ≤ the ingest watermark W), decodes
+// each message, binds its business identity, hands it to the Handler of its kind (handler.go:
+// the plug-in contract; the flight handler is package processor/flights, the reference-data
+// handler package refdata) and commits the business change, its outbox events, the terminal
+// status and the backfill intent in one PostgreSQL transaction. Files: engine.go (Step and its
+// pieces), handler.go (the contract), status.go (statuses, error classes), replay.go, sql.go.
 //
-// States of a proc_state row:
+// States of a proc_state row (Status, status.go; error classes Class):
 //
 //	          ┌───────────── replay (msgxctl; not MALFORMED/PROTOCOL) ─────────────┐
 //	          ▼                                                                      │
@@ -27,7 +30,7 @@
 //
 // Poison messages: before a batch, processing_started_at of its first message is committed in
 // its own transaction. A head found with processing_started_at already set was being processed
-// when the previous attempt ended without an outcome (a crash): the pump then works carefully,
+// when the previous attempt ended without an outcome (a crash): the engine then works carefully,
 // one message per transaction with its own processing_started_at, for the next Batch messages,
 // so a message that kills the process is isolated, and after the head deadline (counted from
 // processing_started_at) it ends DEAD EXHAUSTED and the messages behind it flow again. A panic

@@ -53,36 +53,6 @@ type ReplayReport struct {
 	Requeued int64           `json:"requeued"`
 }
 
-const (
-	replayCandidatesSQL = `
-SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), raw
-  FROM proc_state
- WHERE (($1::text <> '' AND error_class = $1) OR msg_id = ANY($2::bigint[]))
-   AND status IN ('FAILED', 'DEAD')
- ORDER BY msg_id`
-
-	replayExistingSQL = `SELECT msg_id, status, COALESCE(error_class, '') FROM proc_state WHERE msg_id = ANY($1::bigint[])`
-
-	laterTouchesSQL = `
-SELECT DISTINCT msg_id FROM msg_event WHERE partition_key = ANY($1::text[]) AND msg_id > $2
-UNION
-SELECT last_msg_id FROM flight WHERE flid = ANY($3::bigint[]) AND last_msg_id > $2
-ORDER BY 1`
-
-	// requeueSQL keeps identity_key, error_class and reason (the history) and clears what makes
-	// a row terminal or blocked: attempts, due time, head-deadline start and the marker state.
-	requeueSQL = `
-UPDATE proc_state
-   SET status = 'PENDING', attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
-       finished_at = NULL, backfill_next_at = NULL, backfill_attempts = 0, backfill_error = NULL,
-       backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL
- WHERE msg_id = ANY($1::bigint[]) AND status IN ('FAILED', 'DEAD')
-   AND error_class IN ('CODEC_ERROR', 'UNSUPPORTED', 'INFRA', 'EXHAUSTED')`
-
-	auditSQL = `
-INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ('replay', $1, $2, $3, $4, $5)`
-)
-
 // Replay requeues FAILED/DEAD messages of replayable classes as PENDING, with an audit row, or
 // (DryRun) reports what it would do. It refuses MALFORMED and PROTOCOL.
 func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayReport, error) {
@@ -184,7 +154,7 @@ func refusals(ctx context.Context, tx pgx.Tx, ids []int64) ([]ReplayRefusal, err
 	_, err = pgx.ForEachRow(rows, []any{&id, &status, &class}, func() error {
 		found[id] = true
 		switch {
-		case status != "FAILED" && status != "DEAD":
+		case Status(status) != StatusFailed && Status(status) != StatusDead:
 			out = append(out, ReplayRefusal{id, "status " + status + " is not FAILED or DEAD"})
 		case !slices.Contains(ReplayableClasses, Class(class)):
 			out = append(out, ReplayRefusal{id, "class " + class + " is never replayed"})

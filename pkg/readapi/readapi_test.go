@@ -24,6 +24,7 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/readapi"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -42,7 +43,7 @@ const (
 // are made the way production makes them), and the read API on an httptest server.
 type bundle struct {
 	db     *testdb.DB
-	pump   *processor.Pump
+	pump   *processor.Engine
 	lease  leader.Lease
 	next   int64
 	base   string
@@ -56,11 +57,11 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
-	proc := flightstore.Processor{}
+	proc := flights.Handler{}
 	p := processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: loc,
-	}, db.Pool, map[sis.Kind]processor.Processor{
+	}, db.Pool, map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate: proc, sis.KindFlightDelete: proc,
 		sis.KindScheduleSnapshot: proc, sis.KindScheduleAdd: proc, sis.KindScheduleDelete: proc,
 	}, nil, clock.NewFake(t0), nil, zerolog.Nop())

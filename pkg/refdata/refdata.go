@@ -37,13 +37,14 @@ ON CONFLICT (rtype, rkey) DO UPDATE
 	refreshSQL = `DELETE FROM ref_master WHERE rtype = $1 AND NOT (rkey = ANY($2::text[]))`
 )
 
-// Processor applies reference-list messages (KindRefList) and seasonal schedules (KindSeason).
-type Processor struct{}
+// Handler is the reference-data plug-in of the processor stage: it applies reference-list
+// messages (KindRefList) and seasonal schedules (KindSeason).
+type Handler struct{}
 
-var _ processor.Processor = Processor{}
+var _ processor.Handler = Handler{}
 
 // Apply applies one reference message.
-func (Processor) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+func (Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 	switch {
 	case m.Decoded.RefList != nil:
 		return applyList(ctx, tx, m, m.Decoded.RefList)

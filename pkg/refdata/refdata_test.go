@@ -33,7 +33,7 @@ func TestRefList(t *testing.T) {
 		var out processor.Outcome
 		require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
 			var err error
-			out, err = refdata.Processor{}.Apply(ctx, tx, m)
+			out, err = refdata.Handler{}.Apply(ctx, tx, m)
 			return err
 		}))
 		return out

@@ -72,7 +72,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_identity", "ref_master", "req_track",
-	"schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "schema_migrations")
+	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -103,8 +103,13 @@ var pgGrants = []pgGrant{
 	{Processor, "SELECT", []string{"inbox_cursor", "flight_history"}},
 	{Processor, "SELECT, INSERT", []string{"msg_identity", "msg_event", "schd_snap_log"}},
 	{Processor, "SELECT, INSERT, UPDATE, DELETE", with(flightTables, "ref_master")},
-	{Processor, "SELECT, UPDATE", []string{"req_track"}},
-	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq"}},
+	// processor: the RESP guard locks open requests and closes one DONE; the automatic triggers
+	// (bootstrap, self-heal) register requests (SEQN counter, superseding; the req_track row with origin, actor and reason
+	// is their audit record) and count
+	// unknown flights (docs/requests.md).
+	{Processor, "SELECT, INSERT, UPDATE", []string{"req_track", "req_heal_tally"}},
+	{Processor, "SELECT, UPDATE", []string{"req_seqn"}},
+	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
 	// dispatcher: the outbox, status only.
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
@@ -128,7 +133,8 @@ var pgGrants = []pgGrant{
 	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
 	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
-	{Admin, "INSERT, UPDATE", []string{"req_track"}},
+	{Admin, "INSERT, UPDATE", []string{"req_track"}}, // msgxctl request registers (the jobs stage sends)
+	{Admin, "UPDATE", []string{"req_seqn"}},
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 }
 
@@ -144,8 +150,10 @@ type mysqlGrant struct {
 // when MSGX_MAILBOX_PROCESSED_VALUE is set), written only NULL → value (INV-7); the marker
 // UPDATE's WHERE and the backfill's SELECT … FOR UPDATE read CMINMSGS_ID and the marker columns.
 //
-// No request writer (RQFD/RQRD into coutmsgs, docs/spec.md §8) exists yet; when it does it runs in
-// cmd/jobs, so the jobs user holds the coutmsgs INSERT.
+// The request writer (RQFD/RQRD into coutmsgs, docs/requests.md) runs only in cmd/jobs (the
+// request sweep sends what msgxctl and the triggers registered), so only the jobs user touches
+// coutmsgs: the look-up before a send reads the message, ROUTINGID and DATE_INSERTED; WAITING
+// reads DATE_SENT.
 var mysqlGrants = []mysqlGrant{
 	// ingest: poll cminmsgs after W; the compat entry POST /cminmsgs/send inserts into it.
 	{Ingest, "SELECT", "cminmsgs"},
@@ -156,7 +164,8 @@ var mysqlGrants = []mysqlGrant{
 	{Processor, markerPrivs, "cminmsgs"},
 	// jobs: the backfill sweep's markers; the request writer's coutmsgs rows.
 	{Jobs, markerPrivs, "cminmsgs"},
-	{Jobs, "INSERT", "coutmsgs"},
+	{Jobs, "SELECT (COUTMSGS_ID, COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, COUTMSGS_DATE_SENT, ROUTINGID), " +
+		"INSERT (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID)", "coutmsgs"},
 }
 
 const markerPrivs = "SELECT (CMINMSGS_ID, CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS), " +

@@ -26,7 +26,6 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/dispatch"
-	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -34,6 +33,7 @@ import (
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
@@ -236,16 +236,16 @@ func flopCncl(flid int64) string {
 	return header("FLOP", "CNCL") + fmt.Sprintf(`<FLOP><FLID>%d</FLID><FFID>YG-YG9028-D-23JAN210535-D</FFID><CNCL>23JAN210600</CNCL></FLOP></MSG>`, flid)
 }
 
-func processors() map[sis.Kind]processor.Processor {
-	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
-	return map[sis.Kind]processor.Processor{
-		sis.KindFlightUpdate: flop, sis.KindFlightDelete: flop,
-		sis.KindScheduleSnapshot: schd, sis.KindScheduleAdd: schd, sis.KindScheduleDelete: schd,
+func processors() map[sis.Kind]processor.Handler {
+	fl, ref := flights.Handler{}, refdata.Handler{}
+	return map[sis.Kind]processor.Handler{
+		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
+		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
 		sis.KindRefList: ref, sis.KindSeason: ref,
 	}
 }
 
-func (b *bundle) pump(pool *pgxpool.Pool, marker processor.Marker) *processor.Pump {
+func (b *bundle) pump(pool *pgxpool.Pool, marker processor.Marker) *processor.Engine {
 	return processor.New(processor.Config{
 		Batch: 100, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: time.UTC,
@@ -253,7 +253,7 @@ func (b *bundle) pump(pool *pgxpool.Pool, marker processor.Marker) *processor.Pu
 }
 
 // drain steps the pump until it is idle, waiting on the fake clock through retries (bounded).
-func (b *bundle) drain(t *testing.T, p *processor.Pump, lease leader.Lease) {
+func (b *bundle) drain(t *testing.T, p *processor.Engine, lease leader.Lease) {
 	t.Helper()
 	for range 1000 {
 		res, err := p.Step(ctx, lease)

@@ -66,5 +66,6 @@
 //
 // # Requests
 //
-// EncodeRQRD and EncodeRQFD write the two outbound requests of docs/sis.md §f.4.
+// EncodeRQRD and EncodeRQFD write the two outbound requests of docs/sis.md §f.4, with the
+// ROUTINGID the caller configured (MSGX_REQUEST_ROUTINGID); pkg/request sends them.
 package sis

@@ -17,13 +17,16 @@ type RequestHeader struct {
 	// DTTM is the creation time, written as yyyyMMddHHmmss in its own location
 	// (pass the airport-local time).
 	DTTM time.Time
+	// RoutingID is the coutmsgs ROUTINGID the request is written with, 1-23 characters
+	// (MSGX_REQUEST_ROUTINGID; the peer used VIEWRQRD / VIEWRQFD). It is not part of the XML.
+	RoutingID string
 }
 
-// Routing ids of the outbound requests (coutmsgs.ROUTINGID).
-const (
-	RoutingRQRD = "VIEWRQRD"
-	RoutingRQFD = "VIEWRQFD"
-)
+// Outbound is an encoded request: the coutmsgs row's message and ROUTINGID.
+type Outbound struct {
+	RoutingID string
+	Text      []byte
+}
 
 func (h RequestHeader) validate() error {
 	if len(h.SNDR) < 1 || len(h.SNDR) > 4 {
@@ -40,6 +43,9 @@ func (h RequestHeader) validate() error {
 	}
 	if h.DTTM.IsZero() {
 		return protocol("MSG/META/DTTM", "", "DTTM required")
+	}
+	if len(h.RoutingID) < 1 || len(h.RoutingID) > 23 {
+		return protocol("ROUTINGID", h.RoutingID, "ROUTINGID must be 1-23 characters (coutmsgs.ROUTINGID)")
 	}
 	return nil
 }
@@ -61,33 +67,40 @@ func envelope(h RequestHeader, typ, styp, body string) []byte {
 // EncodeRQRD builds a reference-data request for one of the 23 list codes:
 // META TYPE RQRD, STYP = list code, body <RQRD><RTYP>list code</RTYP></RQRD>.
 // The answer arrives as that list TYPE with STYP RESP.
-func EncodeRQRD(h RequestHeader, listCode string) ([]byte, error) {
+func EncodeRQRD(h RequestHeader, listCode string) (Outbound, error) {
 	if err := h.validate(); err != nil {
-		return nil, err
+		return Outbound{}, err
 	}
-	if _, ok := refListKeys[listCode]; !ok {
-		return nil, protocol("MSG/RQRD/RTYP", listCode, "not one of the 23 reference list codes")
+	if !IsRefList(listCode) {
+		return Outbound{}, protocol("MSG/RQRD/RTYP", listCode, "not one of the 23 reference list codes")
 	}
-	return envelope(h, "RQRD", listCode, "\t<RQRD>\n\t\t<RTYP>"+listCode+"</RTYP>\n\t</RQRD>\n"), nil
+	return Outbound{RoutingID: h.RoutingID,
+		Text: envelope(h, "RQRD", listCode, "\t<RQRD>\n\t\t<RTYP>"+listCode+"</RTYP>\n\t</RQRD>\n")}, nil
+}
+
+// IsRefList reports whether code is one of the 23 reference list codes (docs/sis.md §f.4).
+func IsRefList(code string) bool {
+	_, ok := refListKeys[code]
+	return ok
 }
 
 // EncodeRQFD builds a daily-schedule request for the window [from, to]:
 // META TYPE RQFD, STYP NONE, body <RQFD><STDB>from</STDB><STDE>to</STDE></RQFD>
 // with DDMONYYHHMM times written in the times' own location (pass airport
 // local times). The answer is expected as SCHD with STYP RESP.
-func EncodeRQFD(h RequestHeader, from, to time.Time) ([]byte, error) {
+func EncodeRQFD(h RequestHeader, from, to time.Time) (Outbound, error) {
 	if err := h.validate(); err != nil {
-		return nil, err
+		return Outbound{}, err
 	}
 	if from.IsZero() || to.IsZero() {
-		return nil, protocol("MSG/RQFD/STDB", "", "window start and end required")
+		return Outbound{}, protocol("MSG/RQFD/STDB", "", "window start and end required")
 	}
 	if to.Before(from) {
-		return nil, protocol("MSG/RQFD/STDE", FormatDateTime(to), "window end before start "+FormatDateTime(from))
+		return Outbound{}, protocol("MSG/RQFD/STDE", FormatDateTime(to), "window end before start "+FormatDateTime(from))
 	}
 	if from.Year() < 2000 || to.Year() > 2099 {
-		return nil, protocol("MSG/RQFD/STDB", FormatDateTime(from), "years must be 2000-2099 (two-digit SIS years)")
+		return Outbound{}, protocol("MSG/RQFD/STDB", FormatDateTime(from), "years must be 2000-2099 (two-digit SIS years)")
 	}
 	body := "\t<RQFD>\n\t\t<STDB>" + FormatDateTime(from) + "</STDB>\n\t\t<STDE>" + FormatDateTime(to) + "</STDE>\n\t</RQFD>\n"
-	return envelope(h, "RQFD", "NONE", body), nil
+	return Outbound{RoutingID: h.RoutingID, Text: envelope(h, "RQFD", "NONE", body)}, nil
 }

@@ -9,10 +9,12 @@ import (
 
 func TestEncodeRequests(t *testing.T) {
 	t.Parallel()
-	h := RequestHeader{SNDR: "MSGX", SEQN: 42, DTTM: time.Date(2021, 1, 23, 5, 35, 7, 0, shanghai)}
+	h := RequestHeader{SNDR: "MSGX", SEQN: 42, DTTM: time.Date(2021, 1, 23, 5, 35, 7, 0, shanghai), RoutingID: "AODB"}
 
-	raw, err := EncodeRQRD(h, "SLST")
+	out, err := EncodeRQRD(h, "SLST")
 	require.NoError(t, err)
+	require.Equal(t, "AODB", out.RoutingID, "ROUTINGID comes from the header (MSGX_REQUEST_ROUTINGID)")
+	raw := out.Text
 	m, err := Decode(raw, Options{Location: shanghai})
 	require.NoError(t, err)
 	require.Equal(t, Meta{SNDR: "MSGX", SEQN: "000042", TYPE: "RQRD", STYP: "SLST", DTTM: h.DTTM, DTTMRaw: "20210123053507"}, m.Meta)
@@ -20,8 +22,10 @@ func TestEncodeRequests(t *testing.T) {
 	require.Contains(t, string(raw), "<RQRD>\n\t\t<RTYP>SLST</RTYP>\n\t</RQRD>")
 
 	from := time.Date(2021, 1, 23, 0, 0, 0, 0, shanghai)
-	raw, err = EncodeRQFD(h, from, from.Add(24*time.Hour-time.Minute))
+	out, err = EncodeRQFD(h, from, from.Add(24*time.Hour-time.Minute))
 	require.NoError(t, err)
+	require.Equal(t, "AODB", out.RoutingID)
+	raw = out.Text
 	require.Contains(t, string(raw), "<STDB>23JAN210000</STDB>")
 	require.Contains(t, string(raw), "<STDE>23JAN212359</STDE>")
 	require.Contains(t, string(raw), "<TYPE>RQFD</TYPE>")
@@ -33,10 +37,14 @@ func TestEncodeRequests(t *testing.T) {
 	requireErr(t, err, ClassProtocol, "MSG/RQRD/RTYP")
 	_, err = EncodeRQFD(h, from, from.Add(-time.Hour))
 	requireErr(t, err, ClassProtocol, "MSG/RQFD/STDE")
-	_, err = EncodeRQRD(RequestHeader{SNDR: "TOOLONG", DTTM: h.DTTM}, "SLST")
+	_, err = EncodeRQRD(RequestHeader{SNDR: "TOOLONG", DTTM: h.DTTM, RoutingID: "AODB"}, "SLST")
 	requireErr(t, err, ClassProtocol, "MSG/META/SNDR")
-	_, err = EncodeRQRD(RequestHeader{SNDR: "VIEW", SEQN: 1_000_000, DTTM: h.DTTM}, "SLST")
+	_, err = EncodeRQRD(RequestHeader{SNDR: "VIEW", SEQN: 1_000_000, DTTM: h.DTTM, RoutingID: "AODB"}, "SLST")
 	requireErr(t, err, ClassProtocol, "MSG/META/SEQN")
+	_, err = EncodeRQRD(RequestHeader{SNDR: "VIEW", DTTM: h.DTTM}, "SLST")
+	requireErr(t, err, ClassProtocol, "ROUTINGID")
+	_, err = EncodeRQFD(RequestHeader{SNDR: "VIEW", DTTM: h.DTTM, RoutingID: "012345678901234567890123"}, from, from)
+	requireErr(t, err, ClassProtocol, "ROUTINGID")
 }
 
 func TestFieldJSON(t *testing.T) {

@@ -83,13 +83,6 @@ var enumValues = map[string][]string{
 	"ABOP": {"A", "D"},
 }
 
-func checkEnum(key, path, v string) *Error {
-	if msg := enumMsg(key, v); msg != "" {
-		return protocol(path, v, msg)
-	}
-	return nil
-}
-
 // enumMsg returns why v is outside enumValues[key], or "".
 func enumMsg(key, v string) string {
 	set, ok := enumValues[key]

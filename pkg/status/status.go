@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/processor"
 )
 
 // Snapshot is the pipeline at one moment.
@@ -75,9 +77,8 @@ const (
 SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, '') FROM proc_state
  WHERE status IN ('PENDING', 'FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)
  ORDER BY msg_id LIMIT 1`
-	byStatusSQL = `SELECT status, count(*) FROM proc_state GROUP BY status`
-	deadSQL     = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
-	markersSQL  = `
+	deadSQL    = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
+	markersSQL = `
 SELECT count(*) FILTER (WHERE backfill_abandoned_at IS NULL),
        count(*) FILTER (WHERE backfill_abandoned_at IS NOT NULL),
        min(finished_at) FILTER (WHERE backfill_abandoned_at IS NULL)
@@ -114,8 +115,12 @@ func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, err
 	default:
 		return s, fmt.Errorf("read head: %w", err)
 	}
-	if err := counts(ctx, pool, byStatusSQL, s.ByStatus); err != nil {
-		return s, fmt.Errorf("count by status: %w", err)
+	byStatus, err := processor.CountByStatus(ctx, pool)
+	if err != nil {
+		return s, err
+	}
+	for st, n := range byStatus {
+		s.ByStatus[string(st)] = n
 	}
 	if err := counts(ctx, pool, deadSQL, s.DeadByClass); err != nil {
 		return s, fmt.Errorf("count dead letters: %w", err)

@@ -939,23 +939,32 @@ func sis8(day time.Time) string { return timeText(day.Add(12 * time.Hour)) }
 // --- expected -------------------------------------------------------------
 
 func (g *gen) expected() Expected {
-	e := Expected{RefLists: g.refKeys}
 	ids := slices.Clone(g.order)
 	slices.Sort(ids)
+	fs := make([]Flight, 0, len(ids))
 	for _, id := range ids {
-		e.Flights = append(e.Flights, g.flights[id].clone())
+		fs = append(fs, g.flights[id].clone())
 	}
-	for i := range e.Flights {
-		c := &e.Flights[i]
+	return Expected{RefLists: g.refKeys, Flights: withCodeShares(fs)}
+}
+
+// withCodeShares sorts fs by FLID and derives each master's CodeShares from its ACTIVE children
+// (MAFL, INV-21): children whose master is not in fs are left out.
+func withCodeShares(fs []Flight) []Flight {
+	slices.SortFunc(fs, func(a, b Flight) int { return int(a.FLID - b.FLID) })
+	for i := range fs {
+		fs[i].CodeShares = nil
+	}
+	for i := range fs {
+		c := &fs[i]
 		if c.State != StateActive || c.MasterFLID == 0 || c.MasterFLID == c.FLID {
 			continue
 		}
-		m, ok := g.flights[c.MasterFLID]
+		j, ok := slices.BinarySearchFunc(fs, c.MasterFLID, func(f Flight, id int64) int { return int(f.FLID - id) })
 		if !ok {
 			continue
 		}
-		j, _ := slices.BinarySearchFunc(e.Flights, m.FLID, func(f Flight, id int64) int { return int(f.FLID - id) })
-		e.Flights[j].CodeShares = append(e.Flights[j].CodeShares, CodeShare{FLID: c.FLID, FlightNumber: c.FlightNumber})
+		fs[j].CodeShares = append(fs[j].CodeShares, CodeShare{FLID: c.FLID, FlightNumber: c.FlightNumber})
 	}
-	return e
+	return fs
 }

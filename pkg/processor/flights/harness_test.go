@@ -1,4 +1,4 @@
-package flightstore_test
+package flights_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -37,11 +38,11 @@ var airport = func() *time.Location {
 }()
 
 // processors is the same map cmd/processor registers.
-func processors() map[sis.Kind]processor.Processor {
-	flop, schd, ref := flightstore.FlightOps{}, flightstore.Schedule{}, refdata.Processor{}
-	return map[sis.Kind]processor.Processor{
-		sis.KindFlightUpdate: flop, sis.KindFlightDelete: flop,
-		sis.KindScheduleSnapshot: schd, sis.KindScheduleAdd: schd, sis.KindScheduleDelete: schd,
+func processors() map[sis.Kind]processor.Handler {
+	fl, ref := flights.Handler{}, refdata.Handler{}
+	return map[sis.Kind]processor.Handler{
+		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
+		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
 		sis.KindRefList: ref, sis.KindSeason: ref,
 	}
 }
@@ -51,7 +52,7 @@ type env struct {
 	db    *testdb.DB
 	clock *clock.Fake
 	lease leader.Lease
-	pump  *processor.Pump
+	pump  *processor.Engine
 	next  int64
 }
 

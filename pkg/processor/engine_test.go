@@ -42,7 +42,7 @@ type bundle struct {
 	clock *clock.Fake
 	lease leader.Lease
 	cfg   processor.Config
-	procs map[sis.Kind]processor.Processor
+	procs map[sis.Kind]processor.Handler
 	mb    *mailboxtest.DB
 }
 
@@ -61,11 +61,11 @@ func setup(t testing.TB) *bundle {
 			HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 			IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: time.UTC,
 		},
-		procs: map[sis.Kind]processor.Processor{},
+		procs: map[sis.Kind]processor.Handler{},
 	}
 }
 
-func (b *bundle) pump(t *testing.T) *processor.Pump {
+func (b *bundle) pump(t *testing.T) *processor.Engine {
 	var marker processor.Marker
 	if b.mb != nil {
 		m, err := mailbox.Open(b.mb.DSN)
@@ -135,7 +135,7 @@ func (b *bundle) row(t *testing.T, id int64) row {
 }
 
 // drain steps until idle or blocked, advancing nothing.
-func (b *bundle) drain(t *testing.T, p *processor.Pump) {
+func (b *bundle) drain(t *testing.T, p *processor.Engine) {
 	t.Helper()
 	for range 100000 {
 		res, err := p.Step(context.Background(), b.lease)
@@ -381,15 +381,6 @@ func TestErrorClassesFromRealInputs(t *testing.T) {
 	require.Equal(t, "SKIPPED", r.Status)
 	require.Equal(t, "ignored:LDM", r.Reason)
 	require.NotNil(t, r.Identity)
-}
-
-func TestBackoffSchedule(t *testing.T) {
-	t.Parallel()
-	var got []time.Duration
-	for n := 1; n <= 8; n++ {
-		got = append(got, processor.Backoff(n, time.Second, time.Minute))
-	}
-	require.Equal(t, []time.Duration{1e9, 2e9, 4e9, 8e9, 16e9, 32e9, 60e9, 60e9}, got)
 }
 
 func TestHeadDeadline(t *testing.T) {

@@ -13,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/sis"
 	"github.com/msgx/msgx/pkg/wake"
 )
 
-// Config tunes the pump. The tagged fields are the stage's settings (variable, default:
+// Config tunes the engine. The tagged fields are the stage's settings (variable, default:
 // pkg/setting, docs/configuration.md; Validate in config.go); the others are the process's,
 // set by the binary. Zero values are not defaults.
 type Config struct {
@@ -42,31 +43,32 @@ type Marker interface {
 	MarkProcessed(ctx context.Context, ids []int64, at time.Time, status string) (int64, error)
 }
 
-// Pump drains the head of proc_state.
-type Pump struct {
-	cfg     Config
-	pool    *pgxpool.Pool
-	procs   map[sis.Kind]Processor
-	marker  Marker
-	clock   clock.Clock
-	log     zerolog.Logger
-	metrics *Metrics
+// Engine drains the head of proc_state (doc.go).
+type Engine struct {
+	cfg      Config
+	pool     *pgxpool.Pool
+	handlers map[sis.Kind]Handler
+	marker   Marker
+	clock    clock.Clock
+	log      zerolog.Logger
+	metrics  *Metrics
 
 	// careful counts the messages still to process one per transaction after a head was found
 	// with processing_started_at set (a previous attempt ended without an outcome).
 	careful int
 }
 
-// New returns a pump. procs maps message kinds to processors; a kind without one is FAILED
-// UNSUPPORTED. marker may be nil (no immediate backfill; the jobs sweep writes every marker).
-func New(cfg Config, pool *pgxpool.Pool, procs map[sis.Kind]Processor, marker Marker, clk clock.Clock, metrics *Metrics, log zerolog.Logger) *Pump {
+// New returns an engine. handlers maps message kinds to their handlers; a kind without one is
+// FAILED UNSUPPORTED. marker may be nil (no immediate backfill; the jobs sweep writes every
+// marker).
+func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker Marker, clk clock.Clock, metrics *Metrics, log zerolog.Logger) *Engine {
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	return &Pump{cfg: cfg, pool: pool, procs: procs, marker: marker, clock: clk, log: log, metrics: metrics}
+	return &Engine{cfg: cfg, pool: pool, handlers: handlers, marker: marker, clock: clk, log: log, metrics: metrics}
 }
 
 // StepResult says what one Step did.
@@ -80,7 +82,7 @@ type StepResult struct {
 // Run drains the head until ctx ends. It returns leader.ErrFenced when a newer leader took over;
 // other errors are logged and retried after a pause (the failure is recorded on the message
 // where it can be).
-func (p *Pump) Run(ctx context.Context, lease leader.Lease) error {
+func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
 	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	pause := p.cfg.BackoffBase
@@ -125,7 +127,7 @@ const maxBatchBytes = 8 << 20
 type headRow struct {
 	id         int64
 	raw        *string
-	status     string
+	status     Status
 	attempts   int
 	nextAt     *time.Time
 	startedAt  *time.Time
@@ -144,7 +146,7 @@ type work struct {
 // result is a message's outcome in a batch.
 type result struct {
 	id       int64
-	status   string // SUCCEEDED, SKIPPED, DEAD; or FAILED
+	status   Status // SUCCEEDED, SKIPPED, DEAD; or FAILED
 	class    Class
 	reason   string
 	identity string
@@ -154,8 +156,10 @@ type result struct {
 	nextAt   time.Time
 }
 
-// Step processes the next batch of head messages.
-func (p *Pump) Step(ctx context.Context, lease leader.Lease) (StepResult, error) {
+// Step processes the next batch of head messages: it waits for a FAILED head that is not due,
+// ends a head past its deadline, picks the batch (one message in careful mode), marks its start,
+// then applies it in one transaction; a transaction that fails as a whole is recorded on the head.
+func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, error) {
 	now := p.clock.Now()
 	limit := p.cfg.Batch
 	if p.careful > 0 {
@@ -172,36 +176,15 @@ func (p *Pump) Step(ctx context.Context, lease leader.Lease) (StepResult, error)
 	head := rows[0]
 	p.metrics.headAge.Set(now.Sub(head.enqueuedAt).Seconds())
 
-	if head.status == "FAILED" && head.nextAt != nil && head.nextAt.After(now) {
+	if head.status == StatusFailed && head.nextAt != nil && head.nextAt.After(now) {
 		return StepResult{WaitUntil: *head.nextAt}, nil
 	}
 	if head.startedAt != nil && now.Sub(*head.startedAt) >= p.cfg.HeadDeadline {
-		r := result{id: head.id, status: "DEAD", class: ClassExhausted,
-			reason: fmt.Sprintf("head deadline %s passed (processing started %s)", p.cfg.HeadDeadline, head.startedAt.UTC().Format(time.RFC3339))}
-		if err := p.commit(ctx, lease, now, []result{r}, nil); err != nil {
-			return StepResult{}, err
-		}
-		p.afterCommit(ctx, now, []result{r})
-		return StepResult{Processed: 1}, nil
+		return p.expireHead(ctx, lease, now, head)
 	}
-	if head.startedAt != nil || head.status == "FAILED" {
-		if head.status == "PENDING" && p.careful == 0 {
-			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
-		}
-		p.careful = max(p.careful, p.cfg.Batch)
-		rows = rows[:1]
-	}
-	// A batch holds only untouched PENDING rows after its head.
-	for i := 1; i < len(rows); i++ {
-		if rows[i].status != "PENDING" || rows[i].startedAt != nil {
-			rows = rows[:i]
-			break
-		}
-	}
-	if head.startedAt == nil {
-		if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, now); err != nil {
-			return StepResult{}, fmt.Errorf("mark processing started: %w", err)
-		}
+	rows = p.pickBatch(rows)
+	if err := p.markStarted(ctx, head, now); err != nil {
+		return StepResult{}, err
 	}
 	if p.careful > 0 {
 		p.careful--
@@ -213,20 +196,7 @@ func (p *Pump) Step(ctx context.Context, lease leader.Lease) (StepResult, error)
 	}
 	results, failure, err := p.apply(ctx, lease, now, batch)
 	if err != nil {
-		if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
-			return StepResult{}, err
-		}
-		// The transaction itself failed (not attributable to one message): record it on the head.
-		class, reason := classify(err)
-		if class.permanent() {
-			class = ClassInfra
-		}
-		f := p.failure(batch[0], class, reason, now)
-		if cerr := p.commit(ctx, lease, now, nil, &f); cerr != nil {
-			return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
-		}
-		p.afterCommit(ctx, now, []result{f})
-		return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == "FAILED"}, nil
+		return p.failBatch(ctx, lease, now, batch[0], err)
 	}
 	if failure != nil {
 		results = append(results, *failure)
@@ -236,11 +206,76 @@ func (p *Pump) Step(ctx context.Context, lease leader.Lease) (StepResult, error)
 	return StepResult{Processed: len(t), Failed: len(t) < len(results)}, nil
 }
 
-func terminalOnly(rs []result) []result {
-	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == "FAILED" })
+// expireHead ends a head whose processing started HeadDeadline ago without an outcome (a
+// message that kills the process): DEAD EXHAUSTED, so the messages behind it flow again.
+func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow) (StepResult, error) {
+	r := result{id: head.id, status: StatusDead, class: ClassExhausted,
+		reason: fmt.Sprintf("head deadline %s passed (processing started %s)", p.cfg.HeadDeadline, head.startedAt.UTC().Format(time.RFC3339))}
+	if err := p.commit(ctx, lease, now, []result{r}, nil); err != nil {
+		return StepResult{}, err
+	}
+	p.afterCommit(ctx, now, []result{r})
+	return StepResult{Processed: 1}, nil
 }
 
-func (p *Pump) loadHead(ctx context.Context, limit int) ([]headRow, error) {
+// pickBatch chooses the batch from the head run. A head that was being processed when a previous
+// attempt ended without an outcome (processing_started_at set), or a FAILED head, runs alone and
+// starts careful mode (Step counts it down): the next Batch messages run one per transaction, so a message that kills
+// the process is isolated. After the head, a batch holds only untouched PENDING rows.
+func (p *Engine) pickBatch(rows []headRow) []headRow {
+	head := rows[0]
+	if head.startedAt != nil || head.status == StatusFailed {
+		if head.status == StatusPending && p.careful == 0 {
+			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
+		}
+		p.careful = max(p.careful, p.cfg.Batch)
+		rows = rows[:1]
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].status != StatusPending || rows[i].startedAt != nil {
+			rows = rows[:i]
+			break
+		}
+	}
+	return rows
+}
+
+// markStarted commits processing_started_at of the head in its own transaction, before the
+// batch runs: the head deadline counts from it.
+func (p *Engine) markStarted(ctx context.Context, head headRow, now time.Time) error {
+	if head.startedAt != nil {
+		return nil
+	}
+	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, now); err != nil {
+		return fmt.Errorf("mark processing started: %w", err)
+	}
+	return nil
+}
+
+// failBatch records on the head a batch transaction that failed as a whole (not attributable
+// to one message, e.g. a Flush): the head is FAILED (or DEAD EXHAUSTED at the attempt limit).
+// Fencing and cancellation are returned as they are.
+func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, head work, err error) (StepResult, error) {
+	if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
+		return StepResult{}, err
+	}
+	class, reason := classify(err)
+	if class.permanent() {
+		class = ClassInfra
+	}
+	f := p.failure(head, class, reason, now)
+	if cerr := p.commit(ctx, lease, now, nil, &f); cerr != nil {
+		return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
+	}
+	p.afterCommit(ctx, now, []result{f})
+	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed}, nil
+}
+
+func terminalOnly(rs []result) []result {
+	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == StatusFailed })
+}
+
+func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, error) {
 	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load head: %w", err)
@@ -257,7 +292,7 @@ func (p *Pump) loadHead(ctx context.Context, limit int) ([]headRow, error) {
 }
 
 // prepare decodes a message and computes its identity (outside any transaction).
-func (p *Pump) prepare(r headRow) work {
+func (p *Engine) prepare(r headRow) work {
 	w := work{row: r}
 	if r.raw == nil || strings.TrimSpace(*r.raw) == "" {
 		w.decErr = Errorf(ClassMalformed, "raw text empty or missing")
@@ -273,7 +308,7 @@ func (p *Pump) prepare(r headRow) work {
 }
 
 // identity is SNDR|TYPE|STYP|SEQN, plus |YYYYMMDD of DTTM when configured.
-func (p *Pump) identity(m sis.Meta) string {
+func (p *Engine) identity(m sis.Meta) string {
 	key := m.SNDR + "|" + m.TYPE + "|" + m.STYP + "|" + m.SEQN
 	if p.cfg.IdentityIncludeDay {
 		key += "|" + m.DTTM.Format("20060102")
@@ -283,15 +318,12 @@ func (p *Pump) identity(m sis.Meta) string {
 
 // apply runs the batch in one transaction. It returns the terminal results committed and, when
 // the batch stopped at a message that did not succeed, that message's outcome (also committed).
-func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, batch []work) ([]result, *result, error) {
+func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, batch []work) ([]result, *result, error) {
 	start := time.Now()
 	var results []result
 	var failure *result
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		results, failure = nil, nil
-		if err := lease.Check(ctx, tx); err != nil {
-			return err
-		}
 		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
 			return fmt.Errorf("take pipeline lock: %w", err)
 		}
@@ -305,7 +337,7 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 		}
 		for i := range batch {
 			r := p.process(ctx, tx, now, lease, &batch[i], owners, sessions, i)
-			if r.status == "FAILED" {
+			if r.status == StatusFailed {
 				// FIFO: nothing behind a failed message runs in this batch.
 				f := p.failure(batch[i], r.class, r.reason, now)
 				failure = &f
@@ -334,14 +366,14 @@ func (p *Pump) apply(ctx context.Context, lease leader.Lease, now time.Time, bat
 }
 
 // begin starts one session per Batcher that serves messages of the batch (in first-use order).
-func (p *Pump) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, batch []work) (map[Batcher]Session, []Batcher, error) {
+func (p *Engine) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, batch []work) (map[Batcher]Session, []Batcher, error) {
 	var order []Batcher
 	msgs := map[Batcher][]Message{}
 	for _, w := range batch {
 		if w.decErr != nil {
 			continue
 		}
-		b, ok := p.procs[w.msg.Kind].(Batcher)
+		b, ok := p.handlers[w.msg.Kind].(Batcher)
 		if !ok {
 			continue
 		}
@@ -368,7 +400,7 @@ type owner struct {
 }
 
 // bind binds the batch's identities in one statement and returns every key's owner.
-func (p *Pump) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work) (map[string]owner, error) {
+func (p *Engine) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work) (map[string]owner, error) {
 	var keys []string
 	var ids []int64
 	var shas [][]byte
@@ -398,23 +430,20 @@ func (p *Pump) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work)
 }
 
 // process decides one message's outcome, applying it under its own savepoint.
-func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, owners map[string]owner, sessions map[Batcher]Session, i int) result {
+func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, owners map[string]owner, sessions map[Batcher]Session, i int) result {
 	r := result{id: w.row.id, identity: w.identity}
 	if w.msg != nil {
 		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
 	}
 	if w.decErr != nil {
 		r.class, r.reason = classify(w.decErr)
-		r.status = "FAILED"
-		if r.class.permanent() {
-			r.status = "DEAD"
-		}
+		r.status = r.class.status()
 		return r
 	}
 	if o, ok := owners[w.identity]; ok && o.id != w.row.id {
 		// The identity stays with its owner (proc_state.identity_key is unique).
 		r.identity = ""
-		r.status, r.reason = "SKIPPED", fmt.Sprintf("duplicate-of:%d", o.id)
+		r.status, r.reason = StatusSkipped, fmt.Sprintf("duplicate-of:%d", o.id)
 		if string(o.sha) != string(w.sha) {
 			r.differs = true
 			r.reason += " content-differs"
@@ -425,55 +454,52 @@ func (p *Pump) process(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 		return r
 	}
 	if slices.Contains(p.cfg.IgnoreTypes, w.msg.Meta.TYPE) {
-		r.status, r.reason = "SKIPPED", "ignored:"+w.msg.Meta.TYPE
+		r.status, r.reason = StatusSkipped, "ignored:"+w.msg.Meta.TYPE
 		return r
 	}
-	proc, ok := p.procs[w.msg.Kind]
+	h, ok := p.handlers[w.msg.Kind]
 	if !ok {
-		r.status, r.class = "FAILED", ClassUnsupported
+		r.status, r.class = StatusFailed, ClassUnsupported
 		r.reason = fmt.Sprintf("no processor for %s %s/%s", w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
 		return r
 	}
 	m := Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease}
-	if b, ok := proc.(Batcher); ok && sessions[b] != nil {
+	if b, ok := h.(Batcher); ok && sessions[b] != nil {
 		// In memory: a failed Apply leaves no trace, so no savepoint is needed.
 		out, err := p.applyOne(ctx, m, func() (Outcome, error) { return sessions[b].Apply(ctx, m) })
 		return p.outcome(r, out, err)
 	}
 	sp := fmt.Sprintf("m%d", i)
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
-		r.status, r.class, r.reason = "FAILED", ClassInfra, "savepoint: "+err.Error()
+		r.status, r.class, r.reason = StatusFailed, ClassInfra, "savepoint: "+err.Error()
 		return r
 	}
-	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return proc.Apply(ctx, tx, m) })
+	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return h.Apply(ctx, tx, m) })
 	if err != nil {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
-			r.status, r.class, r.reason = "FAILED", ClassInfra, "rollback to savepoint: "+rerr.Error()
+			r.status, r.class, r.reason = StatusFailed, ClassInfra, "rollback to savepoint: "+rerr.Error()
 			return r
 		}
 	}
 	return p.outcome(r, out, err)
 }
 
-// outcome completes r from a processor's answer.
-func (p *Pump) outcome(r result, out Outcome, err error) result {
+// outcome completes r from a handler's answer.
+func (p *Engine) outcome(r result, out Outcome, err error) result {
 	if err != nil {
 		r.class, r.reason = classify(err)
-		r.status = "FAILED"
-		if r.class.permanent() {
-			r.status = "DEAD"
-		}
+		r.status = r.class.status()
 		return r
 	}
-	r.status, r.reason = "SUCCEEDED", out.Reason
+	r.status, r.reason = StatusSucceeded, out.Reason
 	if out.Skipped {
-		r.status = "SKIPPED"
+		r.status = StatusSkipped
 	}
 	return r
 }
 
 // applyOne calls the processor; a panic is logged with the message id and re-raised.
-func (p *Pump) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
+func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
@@ -484,41 +510,32 @@ func (p *Pump) applyOne(_ context.Context, m Message, apply func() (Outcome, err
 }
 
 // failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
-func (p *Pump) failure(w work, class Class, reason string, now time.Time) result {
+func (p *Engine) failure(w work, class Class, reason string, now time.Time) result {
 	r := result{id: w.row.id, identity: w.identity, class: class, reason: reason}
 	if w.msg != nil {
 		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
 	}
 	attempt := w.row.attempts + 1
 	if attempt >= p.cfg.MaxAttempts {
-		r.status, r.class = "DEAD", ClassExhausted
+		r.status, r.class = StatusDead, ClassExhausted
 		r.reason = fmt.Sprintf("after %d attempts: %s: %s", attempt, class, reason)
 		return r
 	}
-	r.status = "FAILED"
-	r.nextAt = now.Add(Backoff(attempt, p.cfg.BackoffBase, p.cfg.BackoffMax))
+	r.status = StatusFailed
+	r.nextAt = now.Add(backoff.Delay(attempt, p.cfg.BackoffBase, p.cfg.BackoffMax))
 	return r
-}
-
-// Backoff is the delay after the n-th failed attempt (n ≥ 1): base·2^(n-1), capped.
-func Backoff(n int, base, maxDelay time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < maxDelay; i++ {
-		d *= 2
-	}
-	return min(d, maxDelay)
 }
 
 // write stores the batch's terminal results (one statement, with the backfill intent) and the
 // failure that stopped it.
-func (p *Pump) write(ctx context.Context, tx pgx.Tx, now time.Time, results []result, failure *result) error {
+func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, results []result, failure *result) error {
 	terminal := results
-	if failure != nil && failure.status != "FAILED" {
+	if failure != nil && failure.status.Terminal() {
 		terminal = append(slices.Clone(results), *failure)
 	}
 	if len(terminal) > 0 {
 		n := len(terminal)
-		ids, statuses, classes, reasons := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+		ids, statuses, classes, reasons := make([]int64, n), make([]Status, n), make([]string, n), make([]string, n)
 		identities, differs, typs, styps := make([]string, n), make([]bool, n), make([]string, n), make([]string, n)
 		for i, r := range terminal {
 			ids[i], statuses[i], classes[i], reasons[i] = r.id, r.status, string(r.class), r.reason
@@ -528,7 +545,7 @@ func (p *Pump) write(ctx context.Context, tx pgx.Tx, now time.Time, results []re
 			return fmt.Errorf("write terminal status: %w", err)
 		}
 	}
-	if failure != nil && failure.status == "FAILED" {
+	if failure != nil && failure.status == StatusFailed {
 		if _, err := tx.Exec(ctx, failSQL, failure.id, string(failure.class), failure.reason, failure.nextAt,
 			failure.identity, failure.typ, failure.styp); err != nil {
 			return fmt.Errorf("record failure: %w", err)
@@ -539,34 +556,24 @@ func (p *Pump) write(ctx context.Context, tx pgx.Tx, now time.Time, results []re
 
 // commit writes outcomes decided without applying anything (head deadline, a batch that could
 // not run) in their own protected transaction.
-func (p *Pump) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) error {
-	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if err := lease.Check(ctx, tx); err != nil {
-			return err
-		}
+func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) error {
+	return leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		return p.write(ctx, tx, now, terminal, failure)
 	})
 }
 
-// WallClock is t as the airport's local wall-clock time, labelled UTC: the form in which the
-// mailbox's zone-less DATETIME columns hold times.
-func WallClock(t time.Time, loc *time.Location) time.Time {
-	l := t.In(loc)
-	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), 0, time.UTC)
-}
-
 // afterCommit counts outcomes, logs them and makes the one immediate marker attempt.
-func (p *Pump) afterCommit(ctx context.Context, now time.Time, results []result) {
+func (p *Engine) afterCommit(ctx context.Context, now time.Time, results []result) {
 	var ids []int64
 	for _, r := range results {
-		if r.status == "FAILED" {
-			p.metrics.processed.WithLabelValues(r.status, string(r.class)).Inc()
+		if r.status == StatusFailed {
+			p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
 			p.log.Warn().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).
 				Time("next_attempt_at", r.nextAt).Msg("pump: message FAILED; it holds the head until due")
 			continue
 		}
-		p.metrics.processed.WithLabelValues(r.status, string(r.class)).Inc()
-		if r.status == "DEAD" {
+		p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
+		if r.status == StatusDead {
 			p.log.Error().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).Msg("pump: message is DEAD")
 		}
 		ids = append(ids, r.id)
@@ -574,7 +581,7 @@ func (p *Pump) afterCommit(ctx context.Context, now time.Time, results []result)
 	if len(ids) == 0 || p.cfg.Shadow || p.marker == nil {
 		return
 	}
-	n, err := p.marker.MarkProcessed(ctx, ids, WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
+	n, err := p.marker.MarkProcessed(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
 	switch {
 	case err != nil:
 		p.log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")
@@ -592,20 +599,15 @@ func (p *Pump) afterCommit(ctx context.Context, now time.Time, results []result)
 }
 
 // RefreshGauges updates the backlog and marker-owed gauges (a few cheap counts).
-func (p *Pump) RefreshGauges(ctx context.Context) error {
-	rows, err := p.pool.Query(ctx, backlogSQL)
+func (p *Engine) RefreshGauges(ctx context.Context) error {
+	counts, err := CountByStatus(ctx, p.pool, StatusPending, StatusFailed)
 	if err != nil {
 		return fmt.Errorf("count backlog: %w", err)
 	}
-	counts := map[string]float64{"PENDING": 0, "FAILED": 0}
-	var status string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { counts[status] = float64(n); return nil }); err != nil {
-		return fmt.Errorf("count backlog: %w", err)
-	}
 	for s, v := range counts {
-		p.metrics.Backlog.WithLabelValues(s).Set(v)
+		p.metrics.Backlog.WithLabelValues(string(s)).Set(float64(v))
 	}
+	var n int64
 	if err := p.pool.QueryRow(ctx, markerOwedSQL).Scan(&n); err != nil {
 		return fmt.Errorf("count markers owed: %w", err)
 	}

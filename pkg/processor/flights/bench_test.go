@@ -1,4 +1,4 @@
-package flightstore_test
+package flights_test
 
 import (
 	"context"

@@ -1,10 +1,9 @@
 package processor
 
-// Every SQL statement of the pump, with bound parameters only. Time always comes in as a
+// Every SQL statement of the processor stage, with bound parameters only. Time always comes in as a
 // parameter (the injected clock), never from now().
 
 const (
-	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text.
 	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text, at most $1 rows
 	// and about $2 bytes of stored text (the first row always), so a run of large schedule
 	// messages cannot blow up the batch's memory.
@@ -75,10 +74,42 @@ UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_ne
   FROM unnest($1::bigint[]) AS u(id)
  WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
 
-	backlogSQL = `
-SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
+	// countByStatusSQL and countAllByStatusSQL count proc_state rows per status (CountByStatus).
+	countByStatusSQL    = `SELECT status, count(*) FROM proc_state WHERE status = ANY($1::text[]) GROUP BY status`
+	countAllByStatusSQL = `SELECT status, count(*) FROM proc_state GROUP BY status`
 
 	markerOwedSQL = `
 SELECT count(*) FROM proc_state
  WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+)
+
+// Replay's statements.
+const (
+	replayCandidatesSQL = `
+SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), raw
+  FROM proc_state
+ WHERE (($1::text <> '' AND error_class = $1) OR msg_id = ANY($2::bigint[]))
+   AND status IN ('FAILED', 'DEAD')
+ ORDER BY msg_id`
+
+	replayExistingSQL = `SELECT msg_id, status, COALESCE(error_class, '') FROM proc_state WHERE msg_id = ANY($1::bigint[])`
+
+	laterTouchesSQL = `
+SELECT DISTINCT msg_id FROM msg_event WHERE partition_key = ANY($1::text[]) AND msg_id > $2
+UNION
+SELECT last_msg_id FROM flight WHERE flid = ANY($3::bigint[]) AND last_msg_id > $2
+ORDER BY 1`
+
+	// requeueSQL keeps identity_key, error_class and reason (the history) and clears what makes
+	// a row terminal or blocked: attempts, due time, head-deadline start and the marker state.
+	requeueSQL = `
+UPDATE proc_state
+   SET status = 'PENDING', attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
+       finished_at = NULL, backfill_next_at = NULL, backfill_attempts = 0, backfill_error = NULL,
+       backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL
+ WHERE msg_id = ANY($1::bigint[]) AND status IN ('FAILED', 'DEAD')
+   AND error_class IN ('CODEC_ERROR', 'UNSUPPORTED', 'INFRA', 'EXHAUSTED')`
+
+	auditSQL = `
+INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ('replay', $1, $2, $3, $4, $5)`
 )

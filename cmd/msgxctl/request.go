@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/request"
+)
+
+func init() {
+	register("request", command{summary: "ask the AODB: schedule --from DAY --to DAY | list NAME | list-open | show ID (docs/requests.md)", run: requestCmd})
+}
+
+const requestUsage = `usage: msgxctl request schedule --from YYYY-MM-DD --to YYYY-MM-DD --reason why [--dry-run] [--json]
+       msgxctl request list NAME --reason why [--dry-run] [--json]     (NAME: one of the 23 list codes)
+       msgxctl request list-open [--json]
+       msgxctl request show ID [--json]`
+
+// requestEnv is what the request commands use; tests build it over their own databases.
+// msgxctl only registers: the jobs stage's request sweep writes coutmsgs (the one mailbox user
+// with a coutmsgs grant, pkg/roles).
+type requestEnv struct {
+	pool   *pgxpool.Pool
+	store  *request.Store
+	shadow bool
+	clock  clock.Clock
+	// poll is how often --wait looks at the request.
+	poll time.Duration
+}
+
+func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(requestUsage)
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store, err := request.NewStore(pool, cfg.RequestConfig())
+	if err != nil {
+		return err
+	}
+	env := requestEnv{pool: pool, store: store, shadow: cfg.Shadow, clock: clock.System{}, poll: time.Second}
+	return runRequest(ctx, env, args, out)
+}
+
+func runRequest(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
+	switch args[0] {
+	case "schedule", "list":
+		return requestAsk(ctx, env, args[0], args[1:], out)
+	case "list-open":
+		return requestListOpen(ctx, env, args[1:], out)
+	case "show":
+		return requestShow(ctx, env, args[1:], out)
+	}
+	return fmt.Errorf("request: unknown sub-command %q\n%s", args[0], requestUsage)
+}
+
+// requestAsk registers one request with its audit row in one transaction; the jobs stage sends
+// it at its next request sweep. --wait follows it until it leaves REGISTERED (docs/requests.md).
+func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("request "+sub, flag.ContinueOnError)
+	fromS := fs.String("from", "", "first operation day (YYYY-MM-DD, airport calendar)")
+	toS := fs.String("to", "", "last operation day (YYYY-MM-DD)")
+	reason := fs.String("reason", "", "why (audit; required unless --dry-run)")
+	actor := fs.String("actor", defaultActor(), "who (audit)")
+	dry := fs.Bool("dry-run", false, "show the request and what it would supersede; write and send nothing")
+	asJSON := fs.Bool("json", false, "print JSON")
+	wait := fs.Duration("wait", 0, "wait up to this long until the jobs stage has sent the request (0: do not wait)")
+	var listCode string
+	if sub == "list" {
+		if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
+			return errors.New(requestUsage)
+		}
+		listCode, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	spec := request.Spec{Kind: request.List, ListCode: listCode, Origin: request.Operator, Actor: *actor, Reason: *reason}
+	if sub == "schedule" {
+		spec.Kind = request.Schedule
+		var err error
+		if spec.From, err = time.Parse(time.DateOnly, *fromS); err != nil {
+			return fmt.Errorf("request schedule: --from: want YYYY-MM-DD, got %q", *fromS)
+		}
+		if spec.To, err = time.Parse(time.DateOnly, *toS); err != nil {
+			return fmt.Errorf("request schedule: --to: want YYYY-MM-DD, got %q", *toS)
+		}
+	}
+	now := env.clock.Now()
+	if *dry {
+		prev, err := env.store.Preview(ctx, spec, now)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, map[string]any{"dry_run": true, "request": prev.Request, "would_supersede": prev.Superseded})
+		}
+		fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
+			prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
+		if len(prev.Superseded) > 0 {
+			fmt.Fprintf(out, "would expire the open request(s) %v of the same scope (superseded)\n", prev.Superseded)
+		}
+		if env.shadow {
+			fmt.Fprintln(out, "shadow mode: the real command would refuse (nothing is sent in shadow mode)")
+		}
+		return nil
+	}
+	if env.shadow {
+		return errors.New("request: shadow mode (MSGX_SHADOW=true) sends nothing to the AODB")
+	}
+	if *reason == "" {
+		return fmt.Errorf("request %s: --reason is required (audit)", sub)
+	}
+	var reg request.Registration
+	err := pgx.BeginFunc(ctx, env.pool, func(tx pgx.Tx) error {
+		var err error
+		if reg, err = env.store.RegisterTx(ctx, tx, spec, now); err != nil {
+			return err
+		}
+		return request.AuditTx(ctx, tx, *actor, *reason, string(spec.Kind)+" "+spec.Scope(), []int64{reg.Request.ID}, now)
+	})
+	if err != nil {
+		return err
+	}
+	r := reg.Request
+	if *wait > 0 {
+		if r, err = waitSent(ctx, env, r.ID, *wait); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return writeJSON(out, map[string]any{"request": r, "superseded": reg.Superseded})
+	}
+	switch r.Status {
+	case request.Registered:
+		fmt.Fprintf(out, "request %d: %s %s REGISTERED (SEQN %06d); the jobs stage writes it to coutmsgs at its next request sweep; answer expected within %s\n",
+			r.ID, r.Kind, r.Scope, r.SEQN, env.store.Config().Timeout)
+	default:
+		fmt.Fprintf(out, "request %d: %s %s %s (coutmsgs id %d, SEQN %06d); answer expected within %s of registration\n",
+			r.ID, r.Kind, r.Scope, r.Status, r.OutMsgID, r.SEQN, env.store.Config().Timeout)
+	}
+	if len(reg.Superseded) > 0 {
+		fmt.Fprintf(out, "expired the earlier open request(s) %v of the same scope\n", reg.Superseded)
+	}
+	return nil
+}
+
+func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("request list-open", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	list, err := env.store.ListOpen(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(out, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(out, "no open requests")
+		return nil
+	}
+	now := env.clock.Now()
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "REQ_ID\tKIND\tSCOPE\tSTATUS\tORIGIN\tAGE\tCOUTMSGS_ID")
+	for _, r := range list {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind, r.Scope, r.Status, r.Origin,
+			now.Sub(r.RegisteredAt).Round(time.Second), r.OutMsgID)
+	}
+	return w.Flush()
+}
+
+func requestShow(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("request show", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if len(args) == 0 {
+		return errors.New(requestUsage)
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil {
+		return fmt.Errorf("request show: bad id %q", args[0])
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	r, err := env.store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(out, r)
+	}
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Format(time.RFC3339)
+	}
+	fmt.Fprintf(out, "request %d: %s %s, %s (origin %s, actor %s)\n", r.ID, r.Kind, r.Scope, r.Status, r.Origin, r.Actor)
+	fmt.Fprintf(out, "  registered %s  sent %s  waiting %s  closed %s %s\n", ts(r.RegisteredAt), ts(r.SentAt), ts(r.WaitingAt), ts(r.ClosedAt), r.CloseReason)
+	fmt.Fprintf(out, "  SNDR %s SEQN %06d DTTM %s ROUTINGID %s coutmsgs id %d\n", r.Sender, r.SEQN, r.DTTM.Format("20060102150405"), r.RoutingID, r.OutMsgID)
+	if r.ResponseID != 0 {
+		fmt.Fprintf(out, "  answered by message %d (%s match)\n", r.ResponseID, r.MatchKind)
+	}
+	fmt.Fprintf(out, "  outbound message:\n%s", r.XML)
+	return nil
+}
+
+// waitSent polls request id until it leaves REGISTERED or d passed; it returns the last state.
+func waitSent(ctx context.Context, env requestEnv, id int64, d time.Duration) (request.Request, error) {
+	deadline := time.Now().Add(d)
+	t := time.NewTicker(env.poll)
+	defer t.Stop()
+	for {
+		r, err := env.store.Get(ctx, id)
+		if err != nil || r.Status != request.Registered || !time.Now().Before(deadline) {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package flight
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// The batch rules: how the flight messages of one processor batch change the stored flights.
+// Each message is applied on top of the previous ones exactly as if it had its own transaction:
+//
+//   - every flight a message changes gets state_version + 1 once for that message, and its
+//     LastMsgID (INV-13), however many of the message's records name it;
+//   - a FLID stored before but purged since (its history kept) continues above its purged
+//     history and its purge TOMBSTONE (last purged version + 1): its first version is the last
+//     purged one + 2, so consumers deduplicating by (flid, state_version) never drop its events;
+//   - the MAFL of every master whose children may have changed is derived again (INV-21,
+//     INV-22): the old and new master of a changed child, and the message's own flights (a
+//     created or re-activated master derives its MAFL from the stored children).
+//
+// The batch reads stored flights through a Loader (package flightstore in production) and
+// writes nothing: Take hands the changed flights to the caller, which saves them.
+
+// Loader loads the stored state of flights.
+type Loader interface {
+	// Load returns the stored state of flids (each FLID once).
+	Load(ctx context.Context, flids []int64) (Stored, error)
+}
+
+// Stored is the stored state of a set of flights.
+type Stored struct {
+	// States holds the stored flights, MAFL derived; a FLID not stored is absent.
+	States map[int64]*State
+	// Children holds the stored MAFL elements of every requested FLID, stored or not (a child may
+	// name a master that does not exist yet).
+	Children map[int64][]Child
+	// Purged holds, for requested FLIDs not stored, the last state_version of their purged
+	// history (absent: never purged).
+	Purged map[int64]int64
+}
+
+// Transition is one flight going from Old (nil when new) to Next (Version and LastMsgID set).
+type Transition struct {
+	Old  *State
+	Next *State
+}
+
+// Result is what one message did.
+type Result struct {
+	Applied, Skipped             int      // inputs applied; inputs skipped (no such flight, deleted)
+	Inserted, Updated, Unchanged int      // flights created, changed, named but unchanged
+	SkipReasons                  []string // the reason of each skipped input (ErrNoFlight, ErrDeleted)
+	Notes                        []string // non-fatal remarks of the applied inputs
+	// Changed are the flights the message changed, by FLID, from their state before the message.
+	Changed []Transition
+}
+
+// Batch applies the flight messages of one batch in memory. It is not safe for concurrent use.
+type Batch struct {
+	load     Loader
+	stored   map[int64]*State  // as stored (or as last taken); a nil entry: known absent
+	children map[int64][]Child // stored MAFL elements per master FLID
+	cur      map[int64]*State  // after the messages applied so far
+	touched  map[int64]bool    // changed since the last Take
+	floor    map[int64]int64   // versions a re-used FLID must exceed (its purged history)
+}
+
+// NewBatch starts an empty batch reading stored flights through l.
+func NewBatch(l Loader) *Batch {
+	return &Batch{load: l, stored: map[int64]*State{}, children: map[int64][]Child{},
+		cur: map[int64]*State{}, touched: map[int64]bool{}, floor: map[int64]int64{}}
+}
+
+// Preload loads the stored states of flids not loaded yet, in one Load.
+func (b *Batch) Preload(ctx context.Context, flids []int64) error {
+	var missing []int64
+	for _, id := range flids {
+		if _, ok := b.stored[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	l, err := b.load.Load(ctx, missing)
+	if err != nil {
+		return err
+	}
+	for _, id := range missing {
+		st := l.States[id]
+		b.stored[id] = st
+		if st != nil {
+			c := st.Clone()
+			b.cur[id] = &c
+		} else {
+			b.cur[id] = nil
+			if v, ok := l.Purged[id]; ok {
+				b.floor[id] = v + 1
+			}
+		}
+	}
+	for id, c := range l.Children {
+		if _, ok := b.children[id]; !ok {
+			b.children[id] = c
+		}
+	}
+	return nil
+}
+
+// Apply applies the inputs of message msgID, in order, on top of the batch's earlier messages.
+// A *Violation is returned as it is (the message is rejected); on any error the batch is
+// unchanged.
+func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result, error) {
+	var r Result
+	flids := make([]int64, 0, len(inputs))
+	for _, in := range inputs {
+		flids = append(flids, in.FLID())
+	}
+	slices.Sort(flids)
+	flids = slices.Compact(flids)
+	if err := b.Preload(ctx, flids); err != nil {
+		return r, err
+	}
+	work := make(map[int64]*State, len(flids))
+	for _, id := range flids {
+		if c := b.cur[id]; c != nil {
+			cl := c.Clone()
+			work[id] = &cl
+		}
+	}
+	for _, in := range inputs {
+		id := in.FLID()
+		next, ch, err := Apply(work[id], in)
+		switch {
+		case errors.Is(err, ErrNoFlight), errors.Is(err, ErrDeleted):
+			r.Skipped++
+			r.SkipReasons = append(r.SkipReasons, err.Error())
+			continue
+		case err != nil:
+			return Result{}, err
+		}
+		r.Applied++
+		r.Notes = append(r.Notes, ch.Notes...)
+		work[id] = &next
+	}
+	if err := b.deriveMAFL(ctx, flids, work); err != nil {
+		return Result{}, err
+	}
+	b.bump(msgID, flids, work, &r)
+	return r, nil
+}
+
+// deriveMAFL adds to work every master whose MAFL may change with this message's changes and
+// derives their MAFL from the stored children overlaid with every flight changed so far.
+func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*State) error {
+	// Flights this message changed, before MAFL.
+	overlay := map[int64]*State{}
+	for _, id := range flids {
+		if w := work[id]; w != nil && Changed(b.cur[id], w) {
+			overlay[id] = w
+		}
+	}
+	candidates := map[int64]bool{}
+	for id, w := range overlay {
+		for _, mid := range Masters(b.cur[id], w) {
+			candidates[mid] = true
+		}
+		candidates[id] = true
+	}
+	var missing []int64
+	for id := range candidates {
+		if _, ok := b.stored[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if err := b.Preload(ctx, missing); err != nil {
+		return err
+	}
+	for id := range candidates {
+		if _, ok := work[id]; !ok && b.cur[id] != nil {
+			c := b.cur[id].Clone()
+			work[id] = &c
+		}
+	}
+	// The children overlay: every flight the batch changed before, then this message's.
+	all := make(map[int64]*State, len(b.touched)+len(overlay))
+	for id := range b.touched {
+		all[id] = b.cur[id]
+	}
+	for id, w := range overlay {
+		all[id] = w
+	}
+	for id := range candidates {
+		w := work[id]
+		if w == nil || w.Status != Active { // dangling reference or DELETED master
+			continue
+		}
+		w.MAFL = Project(id, b.children[id], all)
+	}
+	return nil
+}
+
+// bump gives every flight the message changed its next version once (INV-13) and makes the
+// message's states the batch's current ones.
+func (b *Batch) bump(msgID int64, flids []int64, work map[int64]*State, r *Result) {
+	ids := make([]int64, 0, len(work))
+	for id := range work {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		old, next := b.cur[id], work[id]
+		if !Changed(old, next) {
+			if old.Exists() && slices.Contains(flids, id) {
+				r.Unchanged++
+			}
+			continue
+		}
+		if old.Exists() {
+			next.Version = old.Version + 1
+			r.Updated++
+		} else {
+			next.Version = b.floor[id] + 1
+			r.Inserted++
+		}
+		next.LastMsgID = msgID
+		r.Changed = append(r.Changed, Transition{Old: old, Next: next})
+	}
+	for _, c := range r.Changed {
+		b.cur[c.Next.FLID] = c.Next
+		b.touched[c.Next.FLID] = true
+	}
+}
+
+// Take returns every flight changed since the last Take, once, from its stored to its current
+// state (by FLID), and counts those states as stored from now on.
+func (b *Batch) Take() []Transition {
+	ids := make([]int64, 0, len(b.touched))
+	for id := range b.touched {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]Transition, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, Transition{Old: b.stored[id], Next: b.cur[id]})
+		b.stored[id] = b.cur[id]
+	}
+	b.touched = map[int64]bool{}
+	return out
+}

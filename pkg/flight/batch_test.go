@@ -1,0 +1,238 @@
+package flight_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+// storeLoader is a Loader over an in-memory "database": the stored states, their MAFL children
+// derived as flightstore derives them, and the purged histories. It counts the loads.
+type storeLoader struct {
+	states map[int64]*flight.State
+	purged map[int64]int64
+	loads  [][]int64
+}
+
+func (l *storeLoader) Load(_ context.Context, flids []int64) (flight.Stored, error) {
+	l.loads = append(l.loads, flids)
+	out := flight.Stored{States: map[int64]*flight.State{}, Children: map[int64][]flight.Child{}, Purged: map[int64]int64{}}
+	for _, id := range flids {
+		for _, s := range l.states {
+			if m, c, ok := flight.ChildOf(s); ok && m == id {
+				out.Children[id] = append(out.Children[id], c)
+			}
+		}
+		if s, ok := l.states[id]; ok {
+			c := s.Clone()
+			if c.Status == flight.Active {
+				c.MAFL = flight.Project(id, out.Children[id], nil)
+			}
+			out.States[id] = &c
+		} else if v, ok := l.purged[id]; ok {
+			out.Purged[id] = v
+		}
+	}
+	return out, nil
+}
+
+// rec is a valid schedule record of flight flid (flno, optional MAID).
+func rec(flid int64, flno string, maid int64) flight.Input {
+	r := sis.FlightRecord{FLID: sis.Val(flid), ALCD: sis.Val(flno[:2]), FLNO: sis.Val(flno), MVIN: sis.Val("D"),
+		SODT: sis.Val(at(5, 35)), FLTY: sis.Val("W"), FLIN: sis.Val("D"), ACFT: sis.Val("733")}
+	if maid != 0 {
+		r.MAID = sis.Val(maid)
+	}
+	return flight.Input{Record: &r}
+}
+
+func del(flid int64) flight.Input {
+	return flight.Input{Record: &sis.FlightRecord{FLID: sis.Val(flid)}, Delete: true}
+}
+
+func cncl(flid int64, h int) flight.Input {
+	return flight.Input{Op: &sis.FlightOp{FLID: flid, Subtype: "CNCL", Payload: sis.FlightRecord{CNCL: sis.Val(at(h, 0))}}}
+}
+
+// stored returns the state rec(flid, flno, maid) gives, stored at version.
+func stored(t *testing.T, flid int64, flno string, maid int64, version int64) *flight.State {
+	t.Helper()
+	s, _, err := flight.Apply(nil, rec(flid, flno, maid))
+	require.NoError(t, err)
+	s.Version, s.LastMsgID = version, 1
+	return &s
+}
+
+// changed is what a Result's Changed says of a flight: FLID, version, MAFL FLIDs.
+type changed struct {
+	FLID, Version int64
+	MAFL          []int64
+}
+
+func summary(r flight.Result) []changed {
+	var out []changed
+	for _, c := range r.Changed {
+		ch := changed{FLID: c.Next.FLID, Version: c.Next.Version}
+		for _, m := range c.Next.MAFL {
+			ch.MAFL = append(ch.MAFL, m.FLID)
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+func TestBatchRules(t *testing.T) {
+	t.Parallel()
+	type msg struct {
+		inputs []flight.Input
+		want   []changed // the message's changed flights, by FLID
+		counts [3]int    // inserted, updated (masters included), unchanged
+		skips  []string
+	}
+	cases := []struct {
+		name   string
+		stored func(t *testing.T) map[int64]*flight.State
+		purged map[int64]int64
+		msgs   []msg
+		take   []changed // what Take returns after every message
+	}{
+		{
+			name: "a new flight starts at version 1",
+			msgs: []msg{{inputs: []flight.Input{rec(1, "CA101", 0)}, want: []changed{{1, 1, nil}}, counts: [3]int{1, 0, 0}}},
+			take: []changed{{1, 1, nil}},
+		},
+		{
+			name: "one bump per flight and message, however many records name it (INV-13)",
+			stored: func(t *testing.T) map[int64]*flight.State {
+				return map[int64]*flight.State{1: stored(t, 1, "CA101", 0, 4)}
+			},
+			msgs: []msg{
+				{inputs: []flight.Input{cncl(1, 6), cncl(1, 7)}, want: []changed{{1, 5, nil}}, counts: [3]int{0, 1, 0}},
+				{inputs: []flight.Input{cncl(1, 8)}, want: []changed{{1, 6, nil}}, counts: [3]int{0, 1, 0}},
+			},
+			take: []changed{{1, 6, nil}},
+		},
+		{
+			name: "an unchanged flight keeps its version and is counted unchanged",
+			stored: func(t *testing.T) map[int64]*flight.State {
+				return map[int64]*flight.State{1: stored(t, 1, "CA101", 0, 4)}
+			},
+			msgs: []msg{{inputs: []flight.Input{rec(1, "CA101", 0)}, counts: [3]int{0, 0, 1}}},
+		},
+		{
+			// History ends at 7, the purge TOMBSTONE took 8: the flight comes back at 9.
+			name:   "a re-used FLID continues above its purged history and purge tombstone",
+			purged: map[int64]int64{1: 7},
+			msgs:   []msg{{inputs: []flight.Input{rec(1, "CA101", 0)}, want: []changed{{1, 9, nil}}, counts: [3]int{1, 0, 0}}},
+			take:   []changed{{1, 9, nil}},
+		},
+		{
+			name: "a FLOP for an unknown flight is skipped",
+			msgs: []msg{
+				{inputs: []flight.Input{cncl(9, 6)}, skips: []string{"no-match:FLID"}},
+			},
+		},
+		{
+			name: "a new child makes its stored master recompute its MAFL, bumped once (INV-22)",
+			stored: func(t *testing.T) map[int64]*flight.State {
+				return map[int64]*flight.State{10: stored(t, 10, "CA100", 0, 2)}
+			},
+			msgs: []msg{{inputs: []flight.Input{rec(11, "MU111", 10), rec(12, "MU112", 10)},
+				want: []changed{{10, 3, []int64{11, 12}}, {11, 1, nil}, {12, 1, nil}}, counts: [3]int{2, 1, 0}}},
+			take: []changed{{10, 3, []int64{11, 12}}, {11, 1, nil}, {12, 1, nil}},
+		},
+		{
+			name: "a child moving masters changes both; a later delete leaves the new master",
+			stored: func(t *testing.T) map[int64]*flight.State {
+				return map[int64]*flight.State{
+					10: stored(t, 10, "CA100", 0, 2), 20: stored(t, 20, "CA200", 0, 5), 11: stored(t, 11, "MU111", 10, 1),
+				}
+			},
+			msgs: []msg{
+				{inputs: []flight.Input{rec(11, "MU111", 20)},
+					want: []changed{{10, 3, nil}, {11, 2, nil}, {20, 6, []int64{11}}}, counts: [3]int{0, 3, 0}},
+				{inputs: []flight.Input{del(11)},
+					want: []changed{{11, 3, nil}, {20, 7, nil}}, counts: [3]int{0, 2, 0}},
+			},
+			take: []changed{{10, 3, nil}, {11, 3, nil}, {20, 7, nil}},
+		},
+		{
+			name: "a created master derives its MAFL from the children stored before it",
+			stored: func(t *testing.T) map[int64]*flight.State {
+				return map[int64]*flight.State{11: stored(t, 11, "MU111", 10, 1)}
+			},
+			msgs: []msg{{inputs: []flight.Input{rec(10, "CA100", 0)}, want: []changed{{10, 1, []int64{11}}}, counts: [3]int{1, 0, 0}}},
+			take: []changed{{10, 1, []int64{11}}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := &storeLoader{states: map[int64]*flight.State{}, purged: tc.purged}
+			if tc.stored != nil {
+				l.states = tc.stored(t)
+			}
+			b := flight.NewBatch(l)
+			for i, m := range tc.msgs {
+				r, err := b.Apply(context.Background(), int64(100+i), m.inputs)
+				require.NoError(t, err)
+				require.Equal(t, m.want, summary(r), "message %d", i)
+				require.Equal(t, m.counts, [3]int{r.Inserted, r.Updated, r.Unchanged}, "message %d", i)
+				require.Equal(t, m.skips, r.SkipReasons, "message %d", i)
+				for _, c := range r.Changed {
+					require.Equal(t, int64(100+i), c.Next.LastMsgID)
+				}
+			}
+			var got []changed
+			for _, c := range b.Take() {
+				got = append(got, changed{FLID: c.Next.FLID, Version: c.Next.Version})
+				for _, m := range c.Next.MAFL {
+					got[len(got)-1].MAFL = append(got[len(got)-1].MAFL, m.FLID)
+				}
+				if st := l.states[c.Next.FLID]; st != nil {
+					require.Equal(t, st.Version, c.Old.Version, "Take starts from the stored state")
+				} else {
+					require.Nil(t, c.Old)
+				}
+			}
+			require.Equal(t, tc.take, got)
+			require.Empty(t, b.Take(), "a second Take has nothing left")
+		})
+	}
+}
+
+func TestBatchViolationLeavesNoTrace(t *testing.T) {
+	t.Parallel()
+	l := &storeLoader{states: map[int64]*flight.State{1: stored(t, 1, "CA101", 0, 4)}}
+	b := flight.NewBatch(l)
+	_, err := b.Apply(context.Background(), 100, []flight.Input{cncl(1, 6)})
+	require.NoError(t, err)
+	// STND with no value is a violation (see TestApply): the whole message is rejected.
+	bad := flight.Input{Op: &sis.FlightOp{FLID: 1, Subtype: "STND"}}
+	_, err = b.Apply(context.Background(), 101, []flight.Input{cncl(1, 7), bad})
+	var v *flight.Violation
+	require.True(t, errors.As(err, &v), "got %v", err)
+	r, err := b.Apply(context.Background(), 102, []flight.Input{cncl(1, 8)})
+	require.NoError(t, err)
+	require.Equal(t, []changed{{1, 6, nil}}, summary(r), "the rejected message took no version")
+	take := b.Take()
+	require.Len(t, take, 1)
+	require.Equal(t, flight.Time(at(8, 0)), take[0].Next.F[flight.CNCL])
+}
+
+func TestBatchLoadsEachFlightOnce(t *testing.T) {
+	t.Parallel()
+	l := &storeLoader{states: map[int64]*flight.State{1: stored(t, 1, "CA101", 0, 4), 2: stored(t, 2, "CA102", 0, 1)}}
+	b := flight.NewBatch(l)
+	require.NoError(t, b.Preload(context.Background(), []int64{2, 1, 2}))
+	for i := range 3 {
+		_, err := b.Apply(context.Background(), int64(100+i), []flight.Input{cncl(1, 6+i), cncl(2, 6+i)})
+		require.NoError(t, err)
+	}
+	require.Equal(t, [][]int64{{1, 2}}, l.loads)
+}

@@ -1,0 +1,217 @@
+// Package flights is the flight plug-in of the processor stage: it applies FLOP updates and
+// deletes (KindFlightUpdate, KindFlightDelete) and schedules (KindScheduleSnapshot for
+// DNLD/RESP, KindScheduleAdd for ADFT and the other add/update subtypes, KindScheduleDelete for
+// DEL). It only wires: the merge and batch rules are package flight's (Apply, Batch), storage is
+// package flightstore's (Load, Save), the event payloads package event's, and the events are
+// written by outbox.Enqueue, all in the engine's transaction.
+//
+// Handler is a processor.Batcher: a batch's flight messages share one Session, which loads every
+// flight they name once, applies each message in memory on top of the previous ones, and at
+// Flush writes each changed flight once with every event in message order.
+package flights
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/flightstore"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+// Handler applies every flight message.
+type Handler struct{}
+
+var (
+	_ processor.Handler = Handler{}
+	_ processor.Batcher = Handler{}
+)
+
+// Apply applies one message in its own session.
+func (Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+	s := NewSession(tx, m.Now)
+	out, err := s.Apply(ctx, m)
+	if err != nil {
+		return out, err
+	}
+	return out, s.Flush(ctx)
+}
+
+// Begin starts the session of a batch and loads every flight its messages name.
+func (Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
+	if len(msgs) == 0 {
+		return NewSession(tx, time.Time{}), nil
+	}
+	s := NewSession(tx, msgs[0].Now)
+	var flids []int64
+	for _, m := range msgs {
+		switch {
+		case m.Decoded.Flop != nil:
+			flids = append(flids, m.Decoded.Flop.FLID)
+		case m.Decoded.Schedule != nil:
+			for i := range m.Decoded.Schedule.Records {
+				if v, ok := m.Decoded.Schedule.Records[i].FLID.Get(); ok {
+					flids = append(flids, v)
+				}
+			}
+		}
+	}
+	return s, s.batch.Preload(ctx, flids)
+}
+
+// Session is the flight messages of one engine batch: the batch rules' state (flight.Batch),
+// the events and snapshot-log rows of the messages applied so far, written at Flush. A message
+// that fails leaves no trace in the session.
+type Session struct {
+	tx     pgx.Tx
+	now    time.Time
+	batch  *flight.Batch
+	events []event.Event
+	logs   []flightstore.SnapshotLog
+}
+
+// NewSession starts an empty session in tx.
+func NewSession(tx pgx.Tx, now time.Time) *Session {
+	return &Session{tx: tx, now: now, batch: flight.NewBatch(flightstore.Loader{Tx: tx})}
+}
+
+// Apply applies one flight message on top of the session's earlier ones.
+func (s *Session) Apply(ctx context.Context, m processor.Message) (processor.Outcome, error) {
+	switch m.Decoded.Kind {
+	case sis.KindFlightUpdate, sis.KindFlightDelete:
+		return s.flop(ctx, m)
+	case sis.KindScheduleSnapshot, sis.KindScheduleAdd, sis.KindScheduleDelete:
+		return s.schedule(ctx, m)
+	}
+	return processor.Outcome{}, processor.Errorf(processor.ClassUnsupported, "flight processor: kind %s", m.Decoded.Kind)
+}
+
+func (s *Session) flop(ctx context.Context, m processor.Message) (processor.Outcome, error) {
+	op := m.Decoded.Flop
+	if op == nil {
+		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "FLOP body missing")
+	}
+	r, err := s.apply(ctx, m, []flight.Input{{Op: op}})
+	if err != nil {
+		return processor.Outcome{}, err
+	}
+	return outcome(r), nil
+}
+
+// schedule validates the whole package, then applies every record.
+func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.Outcome, error) {
+	sch := m.Decoded.Schedule
+	if sch == nil {
+		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "SCHD body missing")
+	}
+	snapshot := m.Decoded.Kind == sis.KindScheduleSnapshot
+	del := m.Decoded.Kind == sis.KindScheduleDelete
+	if snapshot {
+		done, err := flightstore.SnapshotApplied(ctx, s.tx, m.ID)
+		if err != nil {
+			return processor.Outcome{}, err
+		}
+		if done { // replay of a succeeded snapshot: audit only (docs/spec.md §6)
+			s.logs = append(s.logs, flightstore.SnapshotLog{MsgID: m.ID, Unchanged: len(sch.Records), At: m.Now})
+			return processor.Outcome{Reason: "replay: snapshot already applied"}, nil
+		}
+	}
+	var sc scope
+	if !del {
+		var err error
+		if sc, err = validateSchedule(sch); err != nil {
+			return processor.Outcome{}, err
+		}
+	}
+	inputs := make([]flight.Input, len(sch.Records))
+	for i := range sch.Records {
+		inputs[i] = flight.Input{Record: &sch.Records[i], Delete: del}
+	}
+	r, err := s.apply(ctx, m, inputs)
+	if err != nil {
+		return processor.Outcome{}, err
+	}
+	if snapshot {
+		s.logs = append(s.logs, flightstore.SnapshotLog{MsgID: m.ID, ScopeStart: sc.start, ScopeEnd: sc.end,
+			Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, At: m.Now})
+	}
+	if del {
+		return outcome(r), nil
+	}
+	return processor.Outcome{Reason: notes(r)}, nil
+}
+
+// scope is the operation-day range of a schedule package.
+type scope struct{ start, end *string }
+
+// validateSchedule checks a whole add/update package before anything is applied (INV-19): no
+// FLID occurs twice with different operation days; it returns the package's operation-day
+// range. The decoder (package sis) already rejected a RECS that differs from the record count
+// and records without their required fields; the stored operation days are checked when the
+// records are applied, before anything is written.
+func validateSchedule(sch *sis.Schedule) (scope, error) {
+	var sc scope
+	days := make(map[int64]string, len(sch.Records))
+	for i := range sch.Records {
+		r := &sch.Records[i]
+		day := flight.OperationDay(r.SODT.Value)
+		if d, ok := days[r.FLID.Value]; ok && d != day {
+			return sc, processor.Errorf(processor.ClassProtocol, "FLID %d occurs with operation days %s and %s in one package", r.FLID.Value, d, day)
+		}
+		days[r.FLID.Value] = day
+		if sc.start == nil || day < *sc.start {
+			sc.start = &day
+		}
+		if sc.end == nil || day > *sc.end {
+			sc.end = &day
+		}
+	}
+	return sc, nil
+}
+
+// apply runs the batch rules for one message and keeps its events for Flush. A rule violation
+// is DEAD PROTOCOL.
+func (s *Session) apply(ctx context.Context, m processor.Message, inputs []flight.Input) (flight.Result, error) {
+	r, err := s.batch.Apply(ctx, m.ID, inputs)
+	var v *flight.Violation
+	switch {
+	case errors.As(err, &v):
+		return r, processor.Errorf(processor.ClassProtocol, "%s", v.Reason)
+	case err != nil:
+		return r, err
+	}
+	src := event.Source{MsgID: m.ID, Type: m.Decoded.Meta.TYPE, Styp: m.Decoded.Meta.STYP}
+	for _, c := range r.Changed {
+		s.events = event.Changed(s.events, src, c.Old, c.Next)
+	}
+	return r, nil
+}
+
+// outcome is SKIPPED with the first reason when nothing applied and something was skipped.
+func outcome(r flight.Result) processor.Outcome {
+	if r.Applied == 0 && len(r.SkipReasons) > 0 {
+		return processor.Outcome{Skipped: true, Reason: r.SkipReasons[0]}
+	}
+	return processor.Outcome{Reason: notes(r)}
+}
+
+func notes(r flight.Result) string { return strings.Join(r.Notes, "; ") }
+
+// Flush writes every flight the session changed (once, from its stored to its final state), the
+// snapshot-log rows and every event in message order.
+func (s *Session) Flush(ctx context.Context) error {
+	changes, events, logs := s.batch.Take(), s.events, s.logs
+	// The session is spent either way: what it held is now stored (or rolled back with the tx).
+	s.events, s.logs = nil, nil
+	if err := flightstore.Save(ctx, s.tx, changes, logs, s.now); err != nil {
+		return err
+	}
+	return outbox.Enqueue(ctx, s.tx, s.now, events...)
+}

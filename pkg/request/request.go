@@ -1,0 +1,257 @@
+package request
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Kind is the request type (req_track.req_type, the outbound META TYPE).
+type Kind string
+
+// Request kinds (docs/sis.md §f.4).
+const (
+	Schedule Kind = "RQFD" // schedule of a range of operation days; answered by SCHD RESP
+	List     Kind = "RQRD" // one reference list; answered by that list's RESP
+)
+
+// Status is a request's place in its life cycle (doc.go).
+type Status string
+
+// Statuses.
+const (
+	Registered Status = "REGISTERED"
+	Sent       Status = "SENT"
+	Waiting    Status = "WAITING"
+	Done       Status = "DONE"
+	Expired    Status = "EXPIRED"
+)
+
+// Statuses lists every status in life-cycle order.
+var Statuses = []Status{Registered, Sent, Waiting, Done, Expired}
+
+// Open reports whether s is not final.
+func (s Status) Open() bool { return s == Registered || s == Sent || s == Waiting }
+
+// Answerable reports whether a response may close a request in s: it was sent.
+func (s Status) Answerable() bool { return s == Sent || s == Waiting }
+
+// Origin is who asked.
+type Origin string
+
+// Origins.
+const (
+	Operator  Origin = "operator"  // msgxctl request …
+	Bootstrap Origin = "bootstrap" // empty flight table at first start
+	SelfHeal  Origin = "self-heal" // FLOPs for unknown flights of one operation day
+)
+
+// Close reasons (req_track.close_reason).
+const (
+	ReasonApplied    = "applied"    // DONE: the response was applied
+	ReasonTimeout    = "timeout"    // EXPIRED: no response within the timeout
+	ReasonSuperseded = "superseded" // EXPIRED: a newer request of the same scope was registered
+)
+
+// Match kinds (req_track.match_kind).
+const (
+	// MatchEcho: the response named the request (an echoed token). The SIS catalogue has no such
+	// field today (docs/sis.md §f.4), so no response matches this way yet.
+	MatchEcho = "echo"
+	// MatchFallback: an open request of the response's kind and scope, sent at or before the
+	// response's DTTM (docs/requests.md).
+	MatchFallback = "fallback"
+)
+
+// SkipNoOpenRequest is the SKIPPED reason of a response no open request matches.
+const SkipNoOpenRequest = "no-open-request"
+
+// MaxSEQN is the largest outbound SEQN (six digits in META).
+const MaxSEQN = 999999
+
+// NextSEQN is the SEQN after last: last+1, and 1 after MaxSEQN (the documented wrap: 0 is sent
+// only once, by the very first request after the counter was created).
+func NextSEQN(last int) int {
+	if last >= MaxSEQN || last < 0 {
+		return 1
+	}
+	return last + 1
+}
+
+// Spec is what to ask for.
+type Spec struct {
+	Kind Kind
+	// From and To are the operation days of an RQFD (dates; only year, month and day count).
+	From, To time.Time
+	// ListCode is the reference list of an RQRD (one of the 23 codes).
+	ListCode string
+	Origin   Origin
+	Actor    string
+	// Reason is why (required from operators; the triggers write what fired them).
+	Reason string
+}
+
+// MaxDays bounds an RQFD's day range.
+const MaxDays = 31
+
+// ErrBadSpec marks a request that cannot be made.
+var ErrBadSpec = errors.New("request: bad request")
+
+// Validate reports a spec that cannot be sent (the list code is checked by the encoder).
+func (s Spec) Validate() error {
+	switch s.Kind {
+	case Schedule:
+		if s.From.IsZero() || s.To.IsZero() {
+			return fmt.Errorf("%w: RQFD needs --from and --to", ErrBadSpec)
+		}
+		f, t := Day(s.From), Day(s.To)
+		if t.Before(f) {
+			return fmt.Errorf("%w: RQFD --to %s before --from %s", ErrBadSpec, t.Format(time.DateOnly), f.Format(time.DateOnly))
+		}
+		if n := int(t.Sub(f)/(24*time.Hour)) + 1; n > MaxDays {
+			return fmt.Errorf("%w: RQFD covers %d days, at most %d", ErrBadSpec, n, MaxDays)
+		}
+	case List:
+		if s.ListCode == "" {
+			return fmt.Errorf("%w: RQRD needs a list code", ErrBadSpec)
+		}
+	default:
+		return fmt.Errorf("%w: unknown kind %q", ErrBadSpec, s.Kind)
+	}
+	switch s.Origin {
+	case Operator, Bootstrap, SelfHeal:
+	default:
+		return fmt.Errorf("%w: unknown origin %q", ErrBadSpec, s.Origin)
+	}
+	return nil
+}
+
+// Scope is the request's scope key: "YYYY-MM-DD..YYYY-MM-DD" for an RQFD, the list code for an RQRD.
+func (s Spec) Scope() string {
+	if s.Kind == Schedule {
+		return DayScope(s.From, s.To)
+	}
+	return s.ListCode
+}
+
+// DayScope is the scope key of an RQFD for [from, to].
+func DayScope(from, to time.Time) string {
+	return Day(from).Format(time.DateOnly) + ".." + Day(to).Format(time.DateOnly)
+}
+
+// Day returns t's calendar date at UTC midnight (the representation of an operation day).
+func Day(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC) }
+
+// Request is one req_track row.
+type Request struct {
+	ID       int64
+	Kind     Kind
+	Scope    string
+	From, To time.Time // RQFD days (zero for RQRD)
+	Status   Status
+	Origin   Origin
+	Actor    string
+	Reason   string
+
+	Sender    string
+	RoutingID string
+	SEQN      int
+	DTTM      time.Time // META DTTM, airport wall clock
+	XML       string    // the outbound message, built once
+
+	RegisteredAt time.Time
+	SentAt       time.Time // zero until SENT
+	WaitingAt    time.Time
+	ClosedAt     time.Time
+	OutMsgID     int64 // COUTMSGS_ID, 0 until SENT
+	ResponseID   int64 // msg_id of the applied response
+	CloseReason  string
+	MatchKind    string
+}
+
+// ListCode is the list of an RQRD (its scope).
+func (r Request) ListCode() string {
+	if r.Kind == List {
+		return r.Scope
+	}
+	return ""
+}
+
+// Due reports whether the open request r has expired at now: timeout after registration.
+func Due(r Request, now time.Time, timeout time.Duration) bool {
+	return r.Status.Open() && !now.Before(r.RegisteredAt.Add(timeout))
+}
+
+// Response is what the RESP guard knows of an incoming response.
+type Response struct {
+	Kind Kind
+	// ListCode is the TYPE of a list RESP.
+	ListCode string
+	// Days are the operation days of a SCHD RESP's records (empty: an empty schedule).
+	Days []time.Time
+	// DTTM is the response's META DTTM as an instant (read in the airport zone).
+	DTTM time.Time
+}
+
+// Refusal says why no request matched.
+type Refusal string
+
+// Refusals (the detail after SkipNoOpenRequest).
+const (
+	NoCandidate      Refusal = "none"        // no answerable request of that kind and scope
+	DTTMBeforeSent   Refusal = "before-sent" // requests exist, all sent after the response's DTTM
+	OutOfRequestDays Refusal = "other-days"  // RQFD open, but none covers the response's days
+)
+
+// Match picks the request a response answers among open (the open requests of the response's
+// kind). The rule (docs/requests.md): an answerable request (SENT or WAITING) of the same kind
+// and scope — the same list code, or an RQFD whose day range holds every operation day of the
+// response — whose sent time is at or before the response's DTTM, both compared as instants and
+// to the second (DTTM's unit); the oldest such request wins. Every such match is a fallback
+// match (the catalogue has no echoed field). ok is false with the refusal otherwise.
+func Match(resp Response, open []Request) (Request, Refusal, bool) {
+	cands := slices.Clone(open)
+	slices.SortFunc(cands, func(a, b Request) int {
+		if c := a.SentAt.Compare(b.SentAt); c != 0 {
+			return c
+		}
+		return int(a.ID - b.ID)
+	})
+	refusal := NoCandidate
+	for _, r := range cands {
+		if r.Kind != resp.Kind || !r.Status.Answerable() {
+			continue
+		}
+		switch r.Kind {
+		case List:
+			if r.Scope != resp.ListCode {
+				continue
+			}
+		case Schedule:
+			if !covers(r, resp.Days) {
+				if refusal == NoCandidate {
+					refusal = OutOfRequestDays
+				}
+				continue
+			}
+		}
+		if resp.DTTM.Truncate(time.Second).Before(r.SentAt.Truncate(time.Second)) {
+			refusal = DTTMBeforeSent
+			continue
+		}
+		return r, "", true
+	}
+	return Request{}, refusal, false
+}
+
+func covers(r Request, days []time.Time) bool {
+	from, to := Day(r.From), Day(r.To)
+	for _, d := range days {
+		d = Day(d)
+		if d.Before(from) || d.After(to) {
+			return false
+		}
+	}
+	return true
+}

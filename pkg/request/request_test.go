@@ -1,0 +1,79 @@
+package request_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/request"
+)
+
+func TestNextSEQNWraps(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 1, request.NextSEQN(0))
+	require.Equal(t, 43, request.NextSEQN(42))
+	require.Equal(t, 999999, request.NextSEQN(999998))
+	require.Equal(t, 1, request.NextSEQN(999999), "after 999999 the counter wraps to 1")
+}
+
+func TestSpecScopeAndValidate(t *testing.T) {
+	t.Parallel()
+	d := func(s string) time.Time { v, err := time.Parse(time.DateOnly, s); require.NoError(t, err); return v }
+	s := request.Spec{Kind: request.Schedule, From: d("2026-12-02"), To: d("2026-12-04"), Origin: request.Operator}
+	require.NoError(t, s.Validate())
+	require.Equal(t, "2026-12-02..2026-12-04", s.Scope())
+	require.Equal(t, "SLST", request.Spec{Kind: request.List, ListCode: "SLST"}.Scope())
+	for _, bad := range []request.Spec{
+		{Kind: request.Schedule, From: d("2026-12-04"), To: d("2026-12-02"), Origin: request.Operator},
+		{Kind: request.Schedule, From: d("2026-12-01"), To: d("2027-01-15"), Origin: request.Operator},
+		{Kind: request.Schedule, Origin: request.Operator},
+		{Kind: request.List, Origin: request.Operator},
+		{Kind: "XXXX", Origin: request.Operator},
+		{Kind: request.List, ListCode: "SLST", Origin: "robot"},
+	} {
+		require.ErrorIs(t, bad.Validate(), request.ErrBadSpec, "%+v", bad)
+	}
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	sent := time.Date(2026, 12, 2, 8, 0, 0, 500_000_000, time.UTC)
+	day := func(n int) time.Time { return time.Date(2026, 12, n, 0, 0, 0, 0, time.UTC) }
+	rqfd := request.Request{ID: 1, Kind: request.Schedule, Status: request.Sent, From: day(2), To: day(3), SentAt: sent}
+	rqrd := request.Request{ID: 2, Kind: request.List, Scope: "SLST", Status: request.Waiting, SentAt: sent}
+	reg := request.Request{ID: 3, Kind: request.List, Scope: "GLST", Status: request.Registered}
+	open := []request.Request{rqfd, rqrd, reg}
+
+	// DTTM has seconds: a response in the request's second matches (same unit).
+	r, _, ok := request.Match(request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(3)}, DTTM: sent.Truncate(time.Second)}, open)
+	require.True(t, ok)
+	require.Equal(t, int64(1), r.ID)
+	r, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)}, open)
+	require.True(t, ok)
+	require.Equal(t, int64(2), r.ID)
+	_, ok2 := matchOK(request.Response{Kind: request.Schedule, DTTM: sent.Add(time.Minute)}, open)
+	require.True(t, ok2, "an empty schedule answers an open RQFD")
+
+	for name, tc := range map[string]struct {
+		resp request.Response
+		want request.Refusal
+	}{
+		"before sent":       {request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(-time.Second)}, request.DTTMBeforeSent},
+		"other list":        {request.Response{Kind: request.List, ListCode: "BLST", DTTM: sent.Add(time.Minute)}, request.NoCandidate},
+		"registered only":   {request.Response{Kind: request.List, ListCode: "GLST", DTTM: sent.Add(time.Minute)}, request.NoCandidate},
+		"day outside range": {request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(4)}, DTTM: sent.Add(time.Minute)}, request.OutOfRequestDays},
+	} {
+		_, why, ok := request.Match(tc.resp, open)
+		require.False(t, ok, name)
+		require.Equal(t, tc.want, why, name)
+	}
+	_, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)},
+		[]request.Request{{ID: 9, Kind: request.List, Scope: "SLST", Status: request.Done, SentAt: sent}})
+	require.False(t, ok, "a closed request is never matched")
+}
+
+func matchOK(resp request.Response, open []request.Request) (request.Request, bool) {
+	r, _, ok := request.Match(resp, open)
+	return r, ok
+}
