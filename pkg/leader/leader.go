@@ -174,6 +174,9 @@ func New(cfg Config, connConfig *pgx.ConnConfig, log zerolog.Logger) (*Elector, 
 	}
 	cc := connConfig.Copy()
 	cc.RuntimeParams["idle_session_timeout"] = fmt.Sprint(cfg.SessionTimeout.Milliseconds())
+	// A leader paused inside its renewal transaction must lose the session (and the row lock) as
+	// fast as one paused outside it.
+	cc.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.SessionTimeout.Milliseconds())
 	cc.RuntimeParams["application_name"] = "msgx-" + cfg.Role + "-leader"
 	return &Elector{
 		cfg: cfg, key: key, log: log.With().Str("role", cfg.Role).Str("holder", cfg.Holder).Logger(),

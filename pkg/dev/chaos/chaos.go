@@ -196,7 +196,12 @@ func RunAll(ctx context.Context, cfg Config, srv *Servers, scenarios []Scenario)
 		fmt.Fprintf(cfg.Log, "chaos: [%d/%d] %s: %s\n", i+1, len(scenarios), sc.Name, sc.Did)
 		res, err := runOne(ctx, cfg, srv, sc, uint64(i))
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", sc.Name, err)
+			if ctx.Err() != nil {
+				return out, fmt.Errorf("%s: %w", sc.Name, err)
+			}
+			// The scenario could not be carried out: a failure of that scenario, not of the run.
+			res.Passed = false
+			res.Problems = append(res.Problems, "the scenario could not be carried out: "+err.Error())
 		}
 		verdict := "PASS"
 		if !res.Passed {

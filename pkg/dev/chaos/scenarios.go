@@ -330,7 +330,7 @@ func hostileRows() Scenario {
 			for i, h := range hostile {
 				res, err := r.Mailbox.ExecContext(ctx, `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS,
   CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE)
-  VALUES (?, NOW(), 'VALID', 'HOSTILE', ?, NOW(), 'UPD', ?)`, h.raw, strconv.Itoa(900000+i), h.typ)
+  VALUES (?, NOW(), 'VALID', 'HSTL', ?, NOW(), 'UPD', ?)`, h.raw, strconv.Itoa(900000+i), h.typ)
 				if err != nil {
 					return fmt.Errorf("insert the %s row: %w", h.name, err)
 				}
