@@ -43,6 +43,14 @@ bench: ## benchmarks (separate from make test): package benchmarks, then the end
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count 3 -timeout 30m ./pkg/...
 	MSGX_BENCH_WRITE=1 $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 30m ./e2e/
 
+.PHONY: chaos
+chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases; appends its run to docs/reliability.md; non-zero when a scenario fails
+	$(GO) run ./cmd/chaos -write docs/reliability.md
+
+.PHONY: chaos-short
+chaos-short: ## the short form of the fault suite (one kill per binary, a PostgreSQL restart, a broker freeze); make test runs it as e2e TestChaosShort
+	$(GO) run ./cmd/chaos -short
+
 .PHONY: up
 up: ## local stack: PostgreSQL, MariaDB, the development Kafka broker (cmd/devbroker), migrations, mailbox tables and the four binaries
 	bash scripts/ensure-db.sh

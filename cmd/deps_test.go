@@ -44,7 +44,7 @@ func TestServiceBinariesLinkNoDevelopmentCode(t *testing.T) {
 // The development tools may use pkg/dev, but no test machinery either.
 func TestDevelopmentToolsLinkNoTestMachinery(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"devbroker", "devstack", "demo", "simulate"} {
+	for _, tool := range []string{"devbroker", "devstack", "demo", "simulate", "chaos"} {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel()
 			var bad []string

@@ -2,8 +2,10 @@
 // database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
 // 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
 // its own process (logs in .devstack/logs), and the simulated AODB answering msgx's requests
-// (-aodb). It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
-// (make up runs it first).
+// (-aodb). It supervises the binaries like Kubernetes would: one that exits is reported (exit
+// code or signal, its last log lines) and started again after a delay that doubles while it
+// keeps crashing. It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started
+// by scripts/ensure-db.sh (make up runs it first).
 package main
 
 import (
@@ -36,6 +38,7 @@ func run(ctx context.Context, args []string) error {
 	pgServer := fs.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
 	myServer := fs.String("mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
 	kafkaPort := fs.Int("kafka-port", 9092, "port of the development Kafka broker")
+	restartDelay := fs.Duration("restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
 	aodb := fs.Bool("aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,6 +68,13 @@ func run(ctx context.Context, args []string) error {
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "logs"),
 		PGURL: pgURL, MySQL: mysqlDSN, KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,
 		Env: []string{"MSGX_POLL_INTERVAL=200ms"},
+		Supervise: &stack.Supervision{
+			Delay:  *restartDelay,
+			OnExit: func(e stack.Exit) { fmt.Printf("devstack: %s\n", e) },
+			OnRestart: func(key string, p *stack.Proc) {
+				fmt.Printf("devstack: %s restarted (pid %d), serving on %s\n", key, p.Pid(), p.Addr)
+			},
+		},
 	})
 	if err != nil {
 		return err

@@ -84,7 +84,11 @@ func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 		fmt.Fprintf(w, "outbox %s\tpending %d, dead %d, oldest pending %s\n", t.Target, t.Pending, t.Dead, age)
 	}
 	for _, l := range s.Leaders {
-		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s\n", l.Role, l.Epoch, l.Holder, l.AcquiredAt.Format(time.RFC3339))
+		stale := ""
+		if l.Stale(cfg.Leader.SessionTimeout) {
+			stale = fmt.Sprintf(" STALE (not renewed within the session timeout %s: holder gone or paused)", cfg.Leader.SessionTimeout)
+		}
+		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s, renewed %.1fs ago%s\n", l.Role, l.Epoch, l.Holder, l.AcquiredAt.Format(time.RFC3339), l.RenewalAge, stale)
 	}
 	return w.Flush()
 }

@@ -67,6 +67,12 @@ ON CONFLICT (role) DO UPDATE
        acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at
 RETURNING epoch`
 	checkEpochSQL = `SELECT epoch FROM leader_lease WHERE role = $1 FOR SHARE`
+	// renewSQL records a successful lock ping in the row of the current term, so operators see
+	// how long ago a leader last proved it holds the lock (msgxctl status: renewal age).
+	renewSQL = `UPDATE leader_lease SET renewed_at = $3 WHERE role = $1 AND epoch = $2`
+	// renewLockTimeout bounds the renewal's wait behind a protected transaction's share lock on
+	// the row: the renewal is informational and never holds up the work for long.
+	renewLockTimeout = `SET LOCAL lock_timeout = '500ms'`
 )
 
 // Lease is one term of leadership.
@@ -168,6 +174,9 @@ func New(cfg Config, connConfig *pgx.ConnConfig, log zerolog.Logger) (*Elector, 
 	}
 	cc := connConfig.Copy()
 	cc.RuntimeParams["idle_session_timeout"] = fmt.Sprint(cfg.SessionTimeout.Milliseconds())
+	// A leader paused inside its renewal transaction must lose the session (and the row lock) as
+	// fast as one paused outside it.
+	cc.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.SessionTimeout.Milliseconds())
 	cc.RuntimeParams["application_name"] = "msgx-" + cfg.Role + "-leader"
 	return &Elector{
 		cfg: cfg, key: key, log: log.With().Str("role", cfg.Role).Str("holder", cfg.Holder).Logger(),
@@ -304,8 +313,24 @@ func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, lease Lease, work fu
 				}
 				return nil
 			}
+			if err := e.renew(ctx, conn, lease); err != nil && ctx.Err() == nil {
+				log.Debug().Err(err).Msg("leader: renewal not recorded (the lock is held; only renewed_at is late)")
+			}
 		}
 	}
+}
+
+// renew sets renewed_at of the lease's row (the lock session proved it holds the lock).
+func (e *Elector) renew(ctx context.Context, conn *pgx.Conn, lease Lease) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.SessionTimeout)
+	defer cancel()
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, renewLockTimeout); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, renewSQL, lease.Role, lease.Epoch, e.cfg.Now())
+		return err
+	})
 }
 
 func (e *Elector) setLeader(leader bool, epoch int64) {

@@ -355,3 +355,47 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 		`SELECT holder = 'b' FROM leader_lease WHERE role = 'jobs'`).Scan(&ok))
 	require.True(t, ok)
 }
+
+// The leader records every successful lock ping in renewed_at of its term's row, even while a
+// protected transaction holds the row's share lock for a moment.
+func TestLeaderRenewsItsRow(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	e := newElector(t, db, "renewer")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		require.NoError(t, e.Run(ctx, func(ctx context.Context, lease leader.Lease) error {
+			// A protected transaction now and then, as the stages run them.
+			for ctx.Err() == nil {
+				tx, err := db.Pool.Begin(ctx)
+				if err != nil {
+					return nil
+				}
+				_ = lease.Check(ctx, tx)
+				time.Sleep(50 * time.Millisecond)
+				_ = tx.Rollback(context.Background())
+				time.Sleep(50 * time.Millisecond)
+			}
+			return nil
+		}))
+	}()
+	eventually(t, "a leader", func() bool { ok, _ := e.IsLeader(); return ok })
+	var acquired, first time.Time
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT acquired_at, renewed_at FROM leader_lease WHERE role = 'jobs'`).Scan(&acquired, &first))
+	eventually(t, "two renewals", func() bool {
+		var renewed time.Time
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT renewed_at FROM leader_lease WHERE role = 'jobs'`).Scan(&renewed))
+		if renewed.After(first) && !first.Equal(acquired) {
+			return true
+		}
+		if renewed.After(first) {
+			first = renewed
+		}
+		return false
+	})
+	cancel()
+	wg.Wait()
+}

@@ -45,12 +45,21 @@ type Head struct {
 	Reason   string     `json:"reason,omitempty"`
 }
 
-// Leader is one role's current term.
+// Leader is one role's current term. The leader renews renewed_at at every successful lock
+// ping (a third of MSGX_LEADER_SESSION_TIMEOUT at most): a renewal older than the session
+// timeout means the holder is gone, paused or cut off (Stale) and no standby took over yet.
 type Leader struct {
 	Role       string    `json:"role"`
 	Epoch      int64     `json:"epoch"`
 	Holder     string    `json:"holder"`
 	AcquiredAt time.Time `json:"acquired_at"`
+	RenewedAt  time.Time `json:"renewed_at"`
+	RenewalAge float64   `json:"renewal_age_seconds"`
+}
+
+// Stale reports whether the last renewal is older than sessionTimeout.
+func (l Leader) Stale(sessionTimeout time.Duration) bool {
+	return l.RenewalAge > sessionTimeout.Seconds()
 }
 
 // Target is the outbox lag of one delivery target.
@@ -74,7 +83,7 @@ SELECT count(*) FILTER (WHERE backfill_abandoned_at IS NULL),
        count(*) FILTER (WHERE backfill_abandoned_at IS NOT NULL),
        min(finished_at) FILTER (WHERE backfill_abandoned_at IS NULL)
   FROM proc_state WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL`
-	leadersSQL = `SELECT role, epoch, holder, acquired_at FROM leader_lease ORDER BY role`
+	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
 	outboxSQL  = `
 SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
        min(created_at) FILTER (WHERE status = 'PENDING')
@@ -128,8 +137,12 @@ func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, err
 	if err != nil {
 		return s, fmt.Errorf("read leaders: %w", err)
 	}
-	s.Leaders, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Leader])
-	if err != nil {
+	var l Leader
+	if _, err := pgx.ForEachRow(rows, []any{&l.Role, &l.Epoch, &l.Holder, &l.AcquiredAt, &l.RenewedAt}, func() error {
+		l.RenewalAge = now.Sub(l.RenewedAt).Seconds()
+		s.Leaders = append(s.Leaders, l)
+		return nil
+	}); err != nil {
 		return s, fmt.Errorf("read leaders: %w", err)
 	}
 	rows, err = pool.Query(ctx, outboxSQL)

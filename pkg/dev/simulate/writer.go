@@ -3,12 +3,16 @@ package simulate
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -73,6 +77,10 @@ type WriterConfig struct {
 	// Committed, when set, is called after every commit with the mailbox ids it made visible
 	// (firstID … firstID+n-1) and the time of the commit: the start of end-to-end latency.
 	Committed func(firstID int64, n int, at time.Time)
+	// ReconnectFor is how long the writer keeps trying to get a working connection back after
+	// it lost one (a MariaDB restart, a killed session) before Write fails (default 2m;
+	// negative: it fails at once).
+	ReconnectFor time.Duration
 }
 
 // Validate reports an unusable configuration.
@@ -111,6 +119,11 @@ type Written struct {
 	Gaps []int64
 	// OutOfOrder counts commits that happened while a lower id was still uncommitted.
 	OutOfOrder int
+	// Resent counts messages inserted again because the connection was lost before their
+	// commit was known (the first insert was rolled back by the server): they have a later id.
+	Resent int
+	// Reconnects counts connections replaced after a connection loss.
+	Reconnects int
 }
 
 // Writer inserts simulated messages into cminmsgs.
@@ -120,6 +133,14 @@ type Written struct {
 // commits overlap and reorder. A held transaction stays open until a number of
 // later messages have committed, so readers see id gaps that fill later; a
 // rolled-back attempt leaves a gap that never fills.
+//
+// Connection loss: when a connection drops (MariaDB restarted or killed, the session killed),
+// the writer replaces it and resumes where it was, idempotently: an insert whose transaction
+// was lost is sent again (the server rolled it back: its old id is a gap), and a commit whose
+// answer was lost is looked up by its id and content before anything is sent again, so no
+// message is lost or written twice. A message sent again gets a later id; with one connection
+// and no held transactions there is at most one open transaction, so the ids still follow send
+// order.
 type Writer struct {
 	db  *sql.DB
 	cfg WriterConfig
@@ -141,6 +162,9 @@ func NewWriter(db *sql.DB, cfg WriterConfig) (*Writer, error) {
 	}
 	if cfg.Pace == "" {
 		cfg.Pace = PaceFast
+	}
+	if cfg.ReconnectFor == 0 {
+		cfg.ReconnectFor = 2 * time.Minute
 	}
 	return &Writer{db: db, cfg: cfg}, nil
 }
@@ -199,9 +223,19 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
+			defer func() { _ = c.Close() }() // the connection in use at the end (run replaces a lost one)
 			for j := range jobs[i] {
-				err := w.run(ctx, c, j, func() {
+				err := w.run(ctx, &c, j, func(id int64, reconnects int) {
+					mu.Lock()
+					res.Reconnects += reconnects
+					if id != 0 && !j.rollback {
+						res.Resent += len(j.msgs)
+						for k := range j.msgs {
+							res.IDs[j.first+k] = id + int64(k)
+						}
+					}
+					mu.Unlock()
+				}, func() {
 					mu.Lock()
 					for k := range uncommitted {
 						if k < j.first {
@@ -288,9 +322,11 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 			res.Gaps = append(res.Gaps, r.id)
 			return nil
 		}
+		mu.Lock()
 		for k := range j.msgs {
 			res.IDs[j.first+k] = r.id + int64(k)
 		}
+		mu.Unlock()
 		if j.held {
 			held = append(held, hold{j: j, release: j.first + len(j.msgs) - 1 + 1 + rng.IntN(w.cfg.HoldFor)})
 		} else {
@@ -367,47 +403,179 @@ func (w *Writer) pace(ctx context.Context, start, first time.Time, i int, at tim
 	}
 }
 
-// run executes one job on c: insert, report the id, wait for the release, then
-// commit (or roll back).
-func (w *Writer) run(ctx context.Context, c *sql.Conn, j *job, onCommit func()) error {
+// run executes one job on *c: insert, report the id, wait for the release, then commit (or roll
+// back). When the connection is lost it replaces *c and carries on (see Writer): resent is told
+// the new id of a message inserted again and the number of connections replaced.
+func (w *Writer) run(ctx context.Context, c **sql.Conn, j *job, resent func(id int64, reconnects int), onCommit func()) error {
+	reported := false // the id went to the sender
+	var unknown int64 // the id of an insert whose commit's outcome is unknown
+	var lostSince time.Time
+	for {
+		var err error
+		if unknown != 0 {
+			found, lerr := w.landed(ctx, *c, unknown, j.msgs[0])
+			switch {
+			case lerr == nil && found:
+				w.committed(unknown, j, onCommit)
+				return nil
+			case lerr == nil:
+				unknown = 0 // rolled back by the server: insert it again
+			case !connectionLost(lerr):
+				return fmt.Errorf("look up message %d after a lost commit: %w", j.first, lerr)
+			default:
+				err = lerr // lost again: reconnect and look again
+			}
+		}
+		if err == nil {
+			var id int64
+			var committing bool
+			id, committing, err = w.attempt(ctx, *c, j, &reported, resent)
+			if err == nil {
+				if !j.rollback {
+					w.committed(id, j, onCommit)
+				}
+				return nil
+			}
+			if !connectionLost(err) {
+				if !reported {
+					j.ids <- insertResult{err: err}
+				}
+				return err
+			}
+			if committing {
+				unknown = id
+			}
+		}
+		if lostSince.IsZero() {
+			lostSince = time.Now()
+		}
+		nc, n, rerr := w.reconnect(ctx, *c, lostSince)
+		resent(0, n)
+		if rerr != nil {
+			err = fmt.Errorf("%w (connection lost: %v)", rerr, err)
+			if !reported {
+				j.ids <- insertResult{err: err}
+			}
+			return err
+		}
+		*c = nc
+		if j.rollback && reported {
+			return nil // rolled back anyway: its id is a gap
+		}
+	}
+}
+
+// attempt runs the job once on c. committing is true when the connection was lost during the
+// commit (its outcome is unknown); id is the id of the insert.
+func (w *Writer) attempt(ctx context.Context, c *sql.Conn, j *job, reported *bool, resent func(int64, int)) (id int64, committing bool, err error) {
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
-		j.ids <- insertResult{err: fmt.Errorf("begin: %w", err)}
-		return err
+		return 0, false, fmt.Errorf("begin: %w", err)
 	}
 	q, args := insertSQL(j.msgs)
 	r, err := tx.ExecContext(ctx, q, args...)
-	var id int64
 	if err == nil {
 		id, err = r.LastInsertId()
 	}
 	if err != nil {
 		_ = tx.Rollback()
-		err = fmt.Errorf("insert message %d: %w", j.first, err)
-		j.ids <- insertResult{err: err}
-		return err
+		return 0, false, fmt.Errorf("insert message %d: %w", j.first, err)
 	}
-	j.ids <- insertResult{id: id}
+	if !*reported {
+		*reported = true
+		j.ids <- insertResult{id: id}
+	} else if !j.rollback {
+		resent(id, 0)
+	}
 	if j.rollback {
 		if err := tx.Rollback(); err != nil {
-			return fmt.Errorf("roll back message %d: %w", j.first, err)
+			return id, false, fmt.Errorf("roll back message %d: %w", j.first, err)
 		}
-		return nil
+		return id, false, nil
 	}
 	select {
 	case <-j.release:
 	case <-ctx.Done():
 		_ = tx.Rollback()
-		return ctx.Err()
+		return id, false, ctx.Err()
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit message %d: %w", j.first, err)
+		return id, true, fmt.Errorf("commit message %d: %w", j.first, err)
 	}
+	return id, false, nil
+}
+
+func (w *Writer) committed(id int64, j *job, onCommit func()) {
 	if w.cfg.Committed != nil {
 		w.cfg.Committed(id, len(j.msgs), time.Now())
 	}
 	onCommit()
-	return nil
+}
+
+// reconnect closes the lost connection and opens another one, retrying (with backoff) until it
+// answers, ctx ends or ReconnectFor has passed since the loss; n counts the new connections.
+func (w *Writer) reconnect(ctx context.Context, old *sql.Conn, since time.Time) (*sql.Conn, int, error) {
+	_ = old.Close()
+	wait := 50 * time.Millisecond
+	for {
+		c, err := w.db.Conn(ctx)
+		if err == nil {
+			if err = c.PingContext(ctx); err == nil {
+				return c, 1, nil
+			}
+			_ = c.Close()
+		}
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		if w.cfg.ReconnectFor < 0 || time.Since(since) > w.cfg.ReconnectFor {
+			return nil, 0, fmt.Errorf("reconnect to the mailbox within %s: %w", max(w.cfg.ReconnectFor, 0), err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, ctx.Err()
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// landedSQL finds a committed message by its id and content: after a restart the server may give
+// a lost id to another insert.
+const landedSQL = `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_ID = ? AND CMINMSGS_SUBSYSTEM_NAME = ?
+  AND CMINMSGS_SUBSYSTEM_SEQUENCE = ? AND CMINMSGS_CLOB_MSG = ?`
+
+// landed reports whether the insert of m with id committed.
+func (w *Writer) landed(ctx context.Context, c *sql.Conn, id int64, m Message) (bool, error) {
+	var n int
+	err := c.QueryRowContext(ctx, landedSQL, id, m.SNDR, strconv.FormatInt(m.SEQN, 10), string(m.Raw)).Scan(&n)
+	return n > 0, err
+}
+
+// connectionLost reports whether err means the connection (or the server) went away, so that
+// the transaction's work is rolled back by the server, or its commit's outcome unknown.
+func connectionLost(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1053, // server shutdown in progress
+			1927, // connection was killed
+			2006, // server has gone away
+			2013: // lost connection during query
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, sql.ErrConnDone) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.As(err, &ne)
 }
 
 // wallLayout formats DATETIME values as the airport's wall clock, whatever the

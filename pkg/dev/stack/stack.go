@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -144,6 +145,8 @@ type Options struct {
 	// RandomPorts lets each binary pick a free HTTP port (tests); otherwise each serves on its
 	// role's default address (127.0.0.1:8081 … 8084).
 	RandomPorts bool
+	// Supervise, when set, restarts a binary that exits without being stopped (see Supervision).
+	Supervise *Supervision
 	// RoleEnv are extra settings of one binary (by name), after Env: its own database role's
 	// MSGX_PG_URL and MSGX_MYSQL_DSN, the way production runs each binary.
 	RoleEnv map[string][]string
@@ -159,6 +162,39 @@ type KafkaAuth struct {
 	User, Password    string
 }
 
+// Supervision restarts the binaries the way Kubernetes restarts a container: a binary that exits
+// without StopProc or Close is reported to OnExit (exit code or signal, its last log lines) and
+// started again after Delay; every further exit within a minute of its start doubles the delay,
+// up to 16×Delay (a crash loop backs off). The broker is not supervised.
+type Supervision struct {
+	Delay  time.Duration // default 1s
+	OnExit func(Exit)
+	// OnRestart, when set, is told when a restarted binary serves again.
+	OnRestart func(key string, p *Proc)
+}
+
+// Exit is one unexpected exit of a binary.
+type Exit struct {
+	Key       string // the binary's key: its name, or name-N for instance N > 1
+	Pid       int
+	Code      int    // exit code (-1 when ended by a signal)
+	Signal    string // the signal that ended it, if any
+	LastLines []string
+	RestartIn time.Duration
+	At        time.Time
+}
+
+func (e Exit) String() string {
+	how := fmt.Sprintf("exit code %d", e.Code)
+	if e.Signal != "" {
+		how = "killed by " + e.Signal
+	}
+	return fmt.Sprintf("%s (pid %d) exited: %s; restart in %s; last log lines:\n  %s", e.Key, e.Pid, how, e.RestartIn, strings.Join(e.LastLines, "\n  "))
+}
+
+// lastLines is how many log lines an Exit carries.
+const lastLines = 8
+
 // Stack is a running local msgx.
 type Stack struct {
 	opts    Options
@@ -170,8 +206,12 @@ type Stack struct {
 	APIToken string
 	apiEntry httpauth.Client
 
-	mu    sync.Mutex
-	procs map[string]*Proc
+	mu      sync.Mutex
+	procs   map[string]*Proc
+	closing bool
+	ctx     context.Context // ends at Close: restarts stop
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // supervisors' restarts
 }
 
 // Start starts the broker (it creates the two topics) and the four binaries, and waits until
@@ -185,6 +225,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if s.APIToken, s.apiEntry, err = httpauth.NewToken("stack", httpauth.ScopeSend, httpauth.ScopeRead); err != nil {
 		return nil, err
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.StartBroker(ctx); err != nil {
 		return nil, err
 	}
@@ -222,7 +263,7 @@ func (s *Stack) StartBroker(ctx context.Context) error {
 		}
 		args = append(args, "-tls-cert", a.CertFile, "-tls-key", a.KeyFile, "-sasl-user", a.User, "-sasl-password-file", pw)
 	}
-	p, err := s.spawn(ctx, Broker, args, "kafka: serving")
+	p, err := s.spawn(ctx, Broker, Broker, args, "kafka: serving")
 	if err != nil {
 		return err
 	}
@@ -243,6 +284,13 @@ func (s *Stack) StopBroker() error {
 		return nil
 	}
 	return p.stop()
+}
+
+// Broker returns the running broker process (nil while stopped).
+func (s *Stack) BrokerProc() *Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broker
 }
 
 // Env is the environment every binary of this stack gets.
@@ -270,14 +318,24 @@ func (s *Stack) Env() []string {
 
 // Proc is one running binary.
 type Proc struct {
-	Name    string
+	Name    string   // the command
+	Key     string   // Name, or Name-N for instance N > 1
 	Addr    string   // host:port of its ops HTTP server (the four binaries)
 	APIAddr string   // host:port of its API server (ingest)
 	Brokers []string // the brokers' addresses (the broker)
+	Started time.Time
 	cmd     *exec.Cmd
 	done    chan struct{}
 	err     error
+
+	stopping     atomic.Bool  // stopped on purpose: not an unexpected exit
+	restartDelay atomic.Int64 // the supervisor's next delay when it started this one (crash loop backoff)
+	mu           sync.Mutex
+	tail         []string // its last log lines
 }
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // Wait waits for the process to exit and returns its error.
 func (p *Proc) Wait() error { <-p.done; return p.err }
@@ -290,20 +348,115 @@ func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // StartProc starts one binary and waits until it serves HTTP.
 func (s *Stack) StartProc(ctx context.Context, name string) (*Proc, error) {
-	p, err := s.spawn(ctx, name, nil, "http: serving")
+	return s.StartInstance(ctx, name, 1)
+}
+
+// InstanceKey is the key (and log name) of instance n of a binary: the name for n = 1, name-n
+// after.
+func InstanceKey(name string, n int) string {
+	if n <= 1 {
+		return name
+	}
+	return fmt.Sprintf("%s-%d", name, n)
+}
+
+// StartInstance starts instance n of a binary (a standby beside instance 1: use RandomPorts)
+// and waits until it serves HTTP.
+func (s *Stack) StartInstance(ctx context.Context, name string, n int) (*Proc, error) {
+	key := InstanceKey(name, n)
+	p, err := s.spawn(ctx, name, key, nil, "http: serving")
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.procs[name] = p
+	s.procs[key] = p
 	s.mu.Unlock()
 	return p, nil
 }
 
-// spawn starts BinDir/name with args, logging to LogDir/name.log, and waits for its JSON log
+// Procs returns the running binaries by key.
+func (s *Stack) Procs() map[string]*Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*Proc, len(s.procs))
+	for k, p := range s.procs {
+		out[k] = p
+	}
+	return out
+}
+
+// supervise reports p's unexpected exit and starts it again (Supervision).
+func (s *Stack) supervise(p *Proc, delay time.Duration) {
+	sv := s.opts.Supervise
+	if sv == nil || p.stopping.Load() || p.Name == Broker {
+		return
+	}
+	s.mu.Lock()
+	if s.closing || s.procs[p.Key] != p {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.procs, p.Key)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		base := sv.Delay
+		if base <= 0 {
+			base = time.Second
+		}
+		if delay == 0 || time.Since(p.Started) > time.Minute {
+			delay = base
+		}
+		e := Exit{Key: p.Key, Pid: p.Pid(), Code: -1, RestartIn: delay, At: time.Now()}
+		if st, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			e.Signal = st.Signal().String()
+		} else {
+			e.Code = p.cmd.ProcessState.ExitCode()
+		}
+		p.mu.Lock()
+		e.LastLines = slices.Clone(p.tail)
+		p.mu.Unlock()
+		if sv.OnExit != nil {
+			sv.OnExit(e)
+		}
+		for {
+			t := time.NewTimer(delay)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			np, err := s.spawn(s.ctx, p.Name, p.Key, nil, "http: serving")
+			delay = min(2*delay, 16*base)
+			if err != nil {
+				if sv.OnExit != nil && s.ctx.Err() == nil {
+					sv.OnExit(Exit{Key: p.Key, Code: -1, LastLines: []string{err.Error()}, RestartIn: delay, At: time.Now()})
+				}
+				continue
+			}
+			s.mu.Lock()
+			if s.closing {
+				s.mu.Unlock()
+				_ = np.stop()
+				return
+			}
+			s.procs[p.Key] = np
+			np.restartDelay.Store(int64(delay))
+			s.mu.Unlock()
+			if sv.OnRestart != nil {
+				sv.OnRestart(p.Key, np)
+			}
+			return
+		}
+	}()
+}
+
+// spawn starts BinDir/name with args, logging to LogDir/key.log, and waits for its JSON log
 // line whose message starts with ready (it carries "addr" or "brokers").
-func (s *Stack) spawn(ctx context.Context, name string, args []string, ready string) (*Proc, error) {
-	logf, err := os.OpenFile(filepath.Join(s.opts.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (s *Stack) spawn(ctx context.Context, name, key string, args []string, ready string) (*Proc, error) {
+	logf, err := os.OpenFile(filepath.Join(s.opts.LogDir, key+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +472,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Proc{Name: name, cmd: cmd, done: make(chan struct{})}
+	p := &Proc{Name: name, Key: key, cmd: cmd, done: make(chan struct{}), Started: time.Now()}
 	type readyLine struct {
 		Message string   `json:"message"`
 		Addr    string   `json:"addr"`
@@ -334,6 +487,12 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 		for sc.Scan() {
 			line := sc.Bytes()
 			_, _ = logf.Write(append(line, '\n'))
+			p.mu.Lock()
+			if len(p.tail) == lastLines {
+				p.tail = p.tail[1:]
+			}
+			p.tail = append(p.tail, string(line))
+			p.mu.Unlock()
 			var l readyLine
 			if json.Unmarshal(line, &l) == nil && strings.HasPrefix(l.Message, ready) {
 				select {
@@ -345,16 +504,19 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 		_, _ = io.Copy(logf, stderr)
 		p.err = cmd.Wait()
 		close(p.done)
+		s.supervise(p, time.Duration(p.restartDelay.Load()))
 	}()
 	select {
 	case l := <-readyc:
 		p.Addr, p.APIAddr, p.Brokers = l.Addr, l.APIAddr, l.Brokers
 	case <-p.done:
-		return nil, fmt.Errorf("%s exited at start: %v (see %s)", name, p.err, filepath.Join(s.opts.LogDir, name+".log"))
+		return nil, fmt.Errorf("%s exited at start: %v (see %s)", key, p.err, filepath.Join(s.opts.LogDir, key+".log"))
 	case <-time.After(30 * time.Second):
+		p.stopping.Store(true)
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("%s did not start serving within 30s", name)
+		return nil, fmt.Errorf("%s did not start serving within 30s", key)
 	case <-ctx.Done():
+		p.stopping.Store(true)
 		_ = cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
@@ -363,6 +525,8 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 
 // stop sends SIGTERM and waits (SIGKILL after 40s).
 func (p *Proc) stop() error {
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a frozen process must run to stop
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -380,31 +544,54 @@ func (s *Stack) Proc(name string) *Proc {
 	return s.procs[name]
 }
 
-// StopProc stops one binary with SIGTERM (graceful) and waits for it.
-func (s *Stack) StopProc(name string) error {
-	p := s.Proc(name)
+// StopProc stops one binary (by key: name or name-N) with SIGTERM (graceful) and waits for it.
+func (s *Stack) StopProc(key string) error {
+	p := s.Proc(key)
 	if p == nil {
 		return nil
 	}
 	err := p.stop()
 	s.mu.Lock()
-	delete(s.procs, name)
+	if s.procs[key] == p {
+		delete(s.procs, key)
+	}
 	s.mu.Unlock()
 	return err
 }
 
-// Close stops every binary gracefully, then the broker.
+// Close stops every binary gracefully (pending restarts are dropped), then the broker.
 func (s *Stack) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
 	var errs []error
 	for i := len(Binaries) - 1; i >= 0; i-- {
-		if err := s.StopProc(Binaries[i]); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", Binaries[i], err))
+		for key := range s.Procs() {
+			if key != Binaries[i] && !strings.HasPrefix(key, Binaries[i]+"-") {
+				continue
+			}
+			if err := s.StopProc(key); err != nil && !isSignalExit(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			}
 		}
 	}
 	if err := s.StopBroker(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", Broker, err))
 	}
 	return errors.Join(errs...)
+}
+
+// isSignalExit: a process that ended by a signal sent earlier (a SIGKILL the caller sent) is not
+// a failure to stop.
+func isSignalExit(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	st, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && st.Signaled() && st.Signal() == syscall.SIGKILL
 }
 
 func cleanEnv() []string {

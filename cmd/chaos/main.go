@@ -1,0 +1,94 @@
+// Command chaos is the fault suite (make chaos): it builds the binaries, starts a private
+// PostgreSQL cluster and MariaDB instance, runs every scenario of pkg/dev/chaos (or the short
+// form with -short) and, with -write, appends a dated section with one row per scenario to
+// docs/reliability.md. It exits non-zero when a scenario fails, naming it and what broke.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/msgx/msgx/pkg/dev/chaos"
+	"github.com/msgx/msgx/pkg/dev/stack"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
+	only := fs.String("run", "", "run only the scenarios whose name contains this")
+	write := fs.String("write", "", "append the run's section to this file (docs/reliability.md)")
+	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	scenarios := chaos.Full()
+	if *short {
+		scenarios = chaos.Short()
+	}
+	if *only != "" {
+		var keep []chaos.Scenario
+		for _, s := range scenarios {
+			if strings.Contains(s.Name, *only) {
+				keep = append(keep, s)
+			}
+		}
+		scenarios = keep
+	}
+	root, err := stack.Root()
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(root, ".chaos")
+	started, machine := time.Now(), chaos.Machine()
+	fmt.Println("chaos: building the binaries …")
+	if err := stack.Build(ctx, filepath.Join(work, "bin")); err != nil {
+		return err
+	}
+	srv, err := chaos.StartServers()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	results, err := chaos.RunAll(ctx, chaos.Config{
+		BinDir: filepath.Join(work, "bin"), WorkDir: work, Seed: uint64(started.Unix()),
+		Date: chaos.AirportToday(), Log: os.Stdout,
+	}, srv, scenarios)
+	if err != nil {
+		return err
+	}
+	section := chaos.Section(results, started, time.Since(started), machine, *note)
+	fmt.Println(section)
+	if *write != "" {
+		f, err := os.OpenFile(*write, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.WriteString("\n" + section); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	if failed := chaos.Failures(results); len(failed) > 0 {
+		return fmt.Errorf("%d of %d scenarios failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+// Package chaos is the fault suite (make chaos, and its short form in make test): each scenario
+// runs a simulated day at a steady rate through the real binaries (pkg/dev/stack, supervised like
+// Kubernetes would) on fresh databases of a private PostgreSQL cluster and MariaDB instance
+// (pkg/dev/privdb: restarting them disturbs nothing else), breaks something while the day is
+// written, and then checks the outcome with the end-to-end comparison (pkg/dev/verify): final
+// state = model, every mailbox row terminal once with its marker, Kafka records = SENT events,
+// per-FLID versions never decreasing, changes complete. A scenario passes only when every check
+// passes, no binary exited that the scenario did not kill, and its own expectation held.
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/dev/privdb"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/verify"
+)
+
+// Config configures a suite run.
+type Config struct {
+	BinDir  string        // the built binaries (stack.Build)
+	WorkDir string        // logs and broker data, one directory per scenario
+	Flights int           // flights of the simulated day (default 60: about 800 messages)
+	Feed    time.Duration // how long the day's messages take to write (default 30s)
+	Seed    uint64
+	Date    time.Time // operation day (today in the airport zone: the history sweep keeps it)
+	Log     io.Writer // progress, one line per step
+}
+
+// Scenario is one fault and what must hold after it.
+type Scenario struct {
+	Name     string
+	Did      string   // what is done, for the report
+	Expected string   // what must hold, for the report
+	Env      []string // extra settings of every binary
+	// Standbys starts a second instance of every binary.
+	Standbys bool
+	// Writer adjusts the simulator's writer (the default: two connections, 2% held transactions).
+	Writer func(*simulate.WriterConfig)
+	// Fault breaks something while the day is written; it returns when the system is whole
+	// again (the recovery time is measured from then) and reports its observations.
+	Fault func(ctx context.Context, r *Run) error
+	// Check, when set, adds the scenario's own checks after the pipeline drained.
+	Check func(ctx context.Context, r *Run)
+	// Issue names the open issue this scenario is known to fail on (for the report).
+	Issue string
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario
+	Passed     bool
+	Problems   []string // what broke, one line each
+	Observed   string   // the scenario's own observations
+	Recovery   time.Duration
+	Duplicates int
+	Lost       int
+	Exits      int // unexpected exits the supervisor reported
+	Messages   int
+	Took       time.Duration
+}
+
+// Servers are the private database servers of a suite run.
+type Servers struct {
+	PG    *privdb.Postgres
+	MySQL *privdb.MariaDB
+}
+
+// StartServers starts a private PostgreSQL cluster and MariaDB instance.
+func StartServers() (*Servers, error) {
+	pg, err := privdb.StartPostgres()
+	if err != nil {
+		return nil, err
+	}
+	my, err := privdb.StartMariaDB()
+	if err != nil {
+		_ = pg.Close()
+		return nil, err
+	}
+	return &Servers{PG: pg, MySQL: my}, nil
+}
+
+// Close stops both servers and removes their data.
+func (s *Servers) Close() error { return errors.Join(s.PG.Close(), s.MySQL.Close()) }
+
+// Run is one scenario while it runs: the fault's handle on the system.
+type Run struct {
+	Stack   *stack.Stack
+	Servers *Servers
+	Pool    *pgxpool.Pool
+	Mailbox *sql.DB
+	DSN     string // the mailbox's DSN
+	Rand    *rand.Rand
+	Feed    time.Duration
+	Day     simulate.Day
+	log     func(format string, args ...any)
+
+	mu       sync.Mutex
+	observed []string
+	problems []string
+	killed   map[string]int // SIGKILLs sent per key: their exits are expected
+	exits    []stack.Exit
+	extra    map[int64]verify.Want
+
+	maxCommitted atomic.Int64 // highest mailbox id the writer committed
+	recoverFrom  time.Time    // when the last fault ended
+	recoverID    int64        // the highest committed mailbox id then
+}
+
+// Observe records an observation for the report.
+func (r *Run) Observe(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.observed = append(r.observed, fmt.Sprintf(format, args...))
+}
+
+// Problem records a broken expectation of the scenario.
+func (r *Run) Problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+// Logf logs a progress line.
+func (r *Run) Logf(format string, args ...any) { r.log(format, args...) }
+
+// Recovered marks the end of a fault: the recovery time is measured from the last call until
+// every mailbox row committed by then is processed and every event created by then is sent.
+func (r *Run) Recovered() {
+	r.mu.Lock()
+	r.recoverFrom = time.Now()
+	r.recoverID = r.maxCommitted.Load()
+	r.mu.Unlock()
+}
+
+// Expect adds a mailbox row the scenario wrote itself, with its intended outcome.
+func (r *Run) Expect(id int64, want verify.Want) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.extra[id] = want
+}
+
+// Sleep waits d or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fastEnv are the settings of every scenario's binaries: short polls so a day drains quickly, a
+// short gap delay so a transaction lost in a MariaDB restart does not hold ingest for 30s.
+var fastEnv = []string{
+	"MSGX_POLL_INTERVAL=100ms",
+	"MSGX_SCHD_FLUSH_PERIOD=500ms",
+	"MSGX_BACKFILL_INTERVAL=1s",
+	"MSGX_MAX_COMMIT_DELAY=5s",
+	"MSGX_LOG_LEVEL=info",
+}
+
+// RunAll runs the scenarios one after the other on one pair of private servers (fresh databases
+// for each) and returns their results; the error is a failure of the harness itself.
+func RunAll(ctx context.Context, cfg Config, srv *Servers, scenarios []Scenario) ([]Result, error) {
+	if cfg.Flights == 0 {
+		cfg.Flights = 60
+	}
+	if cfg.Feed == 0 {
+		cfg.Feed = 30 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	var out []Result
+	for i, sc := range scenarios {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		fmt.Fprintf(cfg.Log, "chaos: [%d/%d] %s: %s\n", i+1, len(scenarios), sc.Name, sc.Did)
+		res, err := runOne(ctx, cfg, srv, sc, uint64(i))
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, fmt.Errorf("%s: %w", sc.Name, err)
+			}
+			// The scenario could not be carried out: a failure of that scenario, not of the run.
+			res.Passed = false
+			res.Problems = append(res.Problems, "the scenario could not be carried out: "+err.Error())
+		}
+		verdict := "PASS"
+		if !res.Passed {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(cfg.Log, "chaos: [%d/%d] %s: %s in %s (recovery %s, duplicates %d, lost %d)\n",
+			i+1, len(scenarios), sc.Name, verdict, res.Took.Round(time.Second), res.Recovery.Round(100*time.Millisecond), res.Duplicates, res.Lost)
+		for _, p := range res.Problems {
+			fmt.Fprintf(cfg.Log, "chaos:     %s\n", p)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64) (Result, error) {
+	start := time.Now()
+	res := Result{Scenario: sc}
+	dir := filepath.Join(cfg.WorkDir, sc.Name)
+	if err := os.RemoveAll(dir); err != nil {
+		return res, err
+	}
+	dbs := stack.Databases{PGServer: srv.PG.ServerURL(), PGDatabase: "chaos", MySQLServer: srv.MySQL.ServerDSN(), MySQLDB: "chaos_mailbox", Fresh: true}
+	pgURL, mysqlDSN, err := stack.Prepare(ctx, dbs)
+	if err != nil {
+		return res, fmt.Errorf("prepare databases: %w", err)
+	}
+	pool, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		return res, err
+	}
+	defer pool.Close()
+	mailbox, err := simulate.OpenMailbox(mysqlDSN)
+	if err != nil {
+		return res, err
+	}
+	defer mailbox.Close()
+
+	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Feed: cfg.Feed,
+		Rand: rand.New(rand.NewPCG(cfg.Seed, n)), killed: map[string]int{}, extra: map[int64]verify.Want{},
+		log: func(f string, a ...any) { fmt.Fprintf(cfg.Log, "chaos:     "+f+"\n", a...) }}
+	s, err := stack.Start(ctx, stack.Options{
+		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
+		KafkaDataDir: filepath.Join(dir, "kafka"),
+		Env:          append(append([]string{}, fastEnv...), sc.Env...),
+		Supervise: &stack.Supervision{Delay: 500 * time.Millisecond, OnExit: func(e stack.Exit) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.exits = append(r.exits, e)
+		}},
+	})
+	if err != nil {
+		return res, fmt.Errorf("start the stack (logs in %s): %w", dir, err)
+	}
+	r.Stack = s
+	defer func() { _ = s.Close() }()
+	if sc.Standbys {
+		for _, b := range stack.Binaries {
+			if _, err := s.StartInstance(ctx, b, 2); err != nil {
+				return res, fmt.Errorf("start the standby %s: %w", b, err)
+			}
+		}
+	}
+	consumer, err := stack.Consume(s.Brokers, []string{verify.TopicChanges, verify.TopicState}, nil)
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = consumer.Close() }()
+
+	dcfg := simulate.DefaultConfig()
+	dcfg.Seed, dcfg.Flights, dcfg.Additions, dcfg.Date = cfg.Seed+n, cfg.Flights, 2, cfg.Date
+	day := simulate.Generate(dcfg)
+	res.Messages = len(day.Messages)
+	r.Day = day
+	wcfg := simulate.WriterConfig{Conns: 2, Pace: simulate.PaceSteady, Rate: float64(len(day.Messages)) / cfg.Feed.Seconds(),
+		HoldShare: 0.02, Seed: cfg.Seed + n}
+	if sc.Writer != nil {
+		sc.Writer(&wcfg)
+	}
+	wcfg.Committed = func(first int64, k int, _ time.Time) {
+		for last := first + int64(k) - 1; ; {
+			m := r.maxCommitted.Load()
+			if last <= m || r.maxCommitted.CompareAndSwap(m, last) {
+				break
+			}
+		}
+	}
+	w, err := simulate.NewWriter(mailbox, wcfg)
+	if err != nil {
+		return res, err
+	}
+	type written struct {
+		wr  simulate.Written
+		err error
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	wdone := make(chan written, 1)
+	go func() {
+		wr, err := w.Write(wctx, day.Messages)
+		wdone <- written{wr, err}
+	}()
+	if sc.Fault != nil {
+		if err := sc.Fault(ctx, r); err != nil {
+			wcancel()
+			<-wdone
+			return res, fmt.Errorf("fault: %w", err)
+		}
+	}
+	r.mu.Lock()
+	from, upTo := r.recoverFrom, r.recoverID
+	r.mu.Unlock()
+	var wrote *written
+	if from.IsZero() {
+		w := <-wdone
+		wrote = &w
+		from, upTo = time.Now(), r.maxCommitted.Load()
+	}
+	// Recovery (measured while the day is still written): everything committed before the fault
+	// ended is processed and sent.
+	rec, rerr := waitRecovered(ctx, pool, upTo, from, 5*time.Minute)
+	res.Recovery = rec
+	if rerr != nil {
+		res.Problems = append(res.Problems, "no recovery: "+rerr.Error())
+	}
+	if wrote == nil {
+		w := <-wdone
+		wrote = &w
+	}
+	wr := wrote.wr
+	if wrote.err != nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("the simulator's writer failed: %v", wrote.err))
+		res.Took = time.Since(start)
+		return res, nil
+	}
+	maxID := r.maxCommitted.Load()
+	for id := range r.extra {
+		maxID = max(maxID, id)
+	}
+	if _, err := stack.WaitDrained(ctx, pool, maxID, 200*time.Millisecond, time.Second, 5*time.Minute); err != nil {
+		res.Problems = append(res.Problems, "not drained: "+err.Error())
+	}
+	if sc.Check != nil {
+		sc.Check(ctx, r)
+	}
+	rep, err := verify.Day(ctx, verify.Input{Pool: pool, Mailbox: mailbox, Day: day, Written: wr, Extra: r.extra, Records: consumer.Records})
+	if err != nil {
+		return res, fmt.Errorf("verify: %w", err)
+	}
+	res.Duplicates, res.Lost = rep.Duplicates, rep.Lost
+	res.Problems = append(res.Problems, rep.Failed(3)...)
+
+	r.mu.Lock()
+	for _, e := range r.exits {
+		if e.Signal == "killed" && r.killed[e.Key] > 0 {
+			r.killed[e.Key]--
+			continue
+		}
+		res.Exits++
+		res.Problems = append(res.Problems, "unexpected exit: "+strings.ReplaceAll(e.String(), "\n", " | "))
+	}
+	res.Problems = append(res.Problems, r.problems...)
+	res.Observed = strings.Join(r.observed, "; ")
+	r.mu.Unlock()
+	if wr.Reconnects > 0 {
+		res.Observed = strings.TrimPrefix(res.Observed+fmt.Sprintf("; writer reconnected %d×, %d messages sent again", wr.Reconnects, wr.Resent), "; ")
+	}
+	res.Passed = len(res.Problems) == 0
+	res.Took = time.Since(start)
+	if err := s.Close(); err != nil {
+		res.Problems = append(res.Problems, "stop the stack: "+err.Error())
+		res.Passed = false
+	}
+	if res.Passed {
+		_ = os.RemoveAll(dir)
+	} else {
+		res.Problems = append(res.Problems, "logs in "+filepath.Join(dir, "logs"))
+	}
+	return res, nil
+}
+
+const recoveredSQL = `
+SELECT (SELECT watermark FROM inbox_cursor) >= $1
+   AND NOT EXISTS (SELECT 1 FROM proc_state WHERE msg_id <= $1 AND status IN ('PENDING', 'FAILED'))
+   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE status = 'PENDING' AND created_at <= $2)`
+
+// waitRecovered polls until every mailbox row up to maxID is processed and every event created
+// before from is sent, and returns the time since from.
+func waitRecovered(ctx context.Context, pool *pgxpool.Pool, maxID int64, from time.Time, timeout time.Duration) (time.Duration, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		var ok bool
+		err := pool.QueryRow(ctx, recoveredSQL, maxID, from).Scan(&ok)
+		if err == nil && ok {
+			return time.Since(from), nil
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Now().After(deadline) {
+			return time.Since(from), fmt.Errorf("rows up to %d not processed and sent within %s (last error: %v)", maxID, timeout, last)
+		}
+		if err := Sleep(ctx, 100*time.Millisecond); err != nil {
+			return time.Since(from), err
+		}
+	}
+}
+
+// AirportToday is today's date in the simulator's (and the binaries' default) airport zone: the
+// jobs binary's history sweep at start would purge an older day.
+func AirportToday() time.Time {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		loc = time.UTC
+	}
+	y, m, d := time.Now().In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}

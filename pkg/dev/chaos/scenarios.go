@@ -1,0 +1,433 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/verify"
+)
+
+// Short is the short form (make test): one SIGKILL of each binary, one PostgreSQL restart, one
+// broker freeze of 20 s.
+func Short() []Scenario {
+	return []Scenario{killEach(), pgRestart("fast"), brokerFreeze(20 * time.Second)}
+}
+
+// Full is the whole suite (make chaos).
+func Full() []Scenario {
+	var out []Scenario
+	for _, b := range stack.Binaries {
+		out = append(out, kills(b, 10))
+	}
+	return append(out,
+		standbySIGSTOP(),
+		pgRestart("fast"),
+		pgRestart("immediate"),
+		mariaDBRestart(),
+		brokerFreeze(60*time.Second),
+		brokerRestart(),
+		rowLock(60*time.Second),
+		pgOutagePastHeadDeadline(),
+		hostileRows(),
+		lateRow(),
+	)
+}
+
+const allHold = "final state = model, every row terminal once with its marker, Kafka = SENT events, versions never decrease"
+
+func kills(bin string, n int) Scenario {
+	return Scenario{
+		Name:     fmt.Sprintf("kill-%s", bin),
+		Did:      fmt.Sprintf("SIGKILL %s %d× at random moments while the day is written; the supervisor restarts it", bin, n),
+		Expected: allHold,
+		Fault: func(ctx context.Context, r *Run) error {
+			var slowest time.Duration
+			for range n {
+				if err := r.randomMoment(ctx, r.Feed/time.Duration(n)); err != nil {
+					return err
+				}
+				d, err := r.Kill(ctx, bin)
+				if err != nil {
+					return err
+				}
+				slowest = max(slowest, d)
+			}
+			r.Recovered()
+			r.Observe("%d kills; serving again within %s of a kill at most (restart backoff included)", n, slowest.Round(100*time.Millisecond))
+			return nil
+		},
+	}
+}
+
+func killEach() Scenario {
+	return Scenario{
+		Name:     "kill-each-once",
+		Did:      "SIGKILL ingest, processor, dispatcher and jobs once each, at random moments while the day is written",
+		Expected: allHold,
+		Fault: func(ctx context.Context, r *Run) error {
+			var took []string
+			for _, b := range stack.Binaries {
+				if err := r.randomMoment(ctx, r.Feed/5); err != nil {
+					return err
+				}
+				d, err := r.Kill(ctx, b)
+				if err != nil {
+					return err
+				}
+				took = append(took, fmt.Sprintf("%s %s", b, d.Round(100*time.Millisecond)))
+			}
+			r.Recovered()
+			r.Observe("serving again after: %s", strings.Join(took, ", "))
+			return nil
+		},
+	}
+}
+
+func standbySIGSTOP() Scenario {
+	const pause = 9 * time.Second // past the 5 s lease (MSGX_LEADER_SESSION_TIMEOUT)
+	return Scenario{
+		Name:     "standby-sigstop",
+		Did:      "two instances of each binary; each role's leader SIGSTOPped for 9 s (lease 5 s) in turn, then SIGCONT",
+		Expected: "the standby takes over; the paused leader, fenced, writes and publishes nothing; " + allHold,
+		Standbys: true,
+		Issue:    "16 (a deposed dispatcher publishing)",
+		Fault: func(ctx context.Context, r *Run) error {
+			var took []string
+			for _, role := range stack.Binaries {
+				if err := Sleep(ctx, 2*time.Second); err != nil {
+					return err
+				}
+				key, p, err := r.Leader(ctx, role)
+				if err != nil {
+					return err
+				}
+				at := time.Now()
+				if err := p.Signal(syscall.SIGSTOP); err != nil {
+					return err
+				}
+				d, terr := r.waitLeaderOtherThan(ctx, role, p.Pid(), at)
+				_ = Sleep(ctx, time.Until(at.Add(pause)))
+				if err := p.Signal(syscall.SIGCONT); err != nil {
+					return err
+				}
+				if terr != nil {
+					r.Problem("%s: %v", role, terr)
+					continue
+				}
+				took = append(took, fmt.Sprintf("%s (%s) %s", role, key, d.Round(100*time.Millisecond)))
+			}
+			r.Recovered()
+			r.Observe("takeover after: %s", strings.Join(took, ", "))
+			return nil
+		},
+	}
+}
+
+func pgRestart(mode string) Scenario {
+	name, did := "pg-restart", "PostgreSQL restarted (fast shutdown, start) while the day is written"
+	if mode == "immediate" {
+		name, did = "pg-immediate", "PostgreSQL stopped immediately (like a crash) and started at once while the day is written"
+	}
+	return Scenario{
+		Name: name, Did: did, Expected: "no binary exits; " + allHold,
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/3); err != nil {
+				return err
+			}
+			at := time.Now()
+			if err := r.Servers.PG.Stop(mode); err != nil {
+				return err
+			}
+			if err := r.Servers.PG.Start(); err != nil {
+				return err
+			}
+			r.Recovered()
+			r.Observe("PostgreSQL down for %s", time.Since(at).Round(100*time.Millisecond))
+			return nil
+		},
+	}
+}
+
+func mariaDBRestart() Scenario {
+	return Scenario{
+		Name:     "mariadb-restart",
+		Did:      "MariaDB restarted while the day is written (the writer reconnects and resumes)",
+		Expected: "no binary exits; no intended row lost or written twice; " + allHold,
+		Writer: func(c *simulate.WriterConfig) {
+			c.Conns, c.HoldShare = 1, 0 // one open transaction at most: a resent row keeps its place
+		},
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/3); err != nil {
+				return err
+			}
+			at := time.Now()
+			if err := r.Servers.MySQL.Restart(); err != nil {
+				return err
+			}
+			r.Recovered()
+			r.Observe("MariaDB down for %s", time.Since(at).Round(100*time.Millisecond))
+			return nil
+		},
+	}
+}
+
+func brokerFreeze(d time.Duration) Scenario {
+	return Scenario{
+		Name:     fmt.Sprintf("broker-freeze-%ds", int(d.Seconds())),
+		Did:      fmt.Sprintf("Kafka broker frozen (SIGSTOP) for %s while the day is written, then SIGCONT", d),
+		Expected: "ingest and the processor go on; the dispatcher catches up; " + allHold,
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/4); err != nil {
+				return err
+			}
+			p := r.Stack.BrokerProc()
+			if err := p.Signal(syscall.SIGSTOP); err != nil {
+				return err
+			}
+			before, _ := processed(ctx, r)
+			err := Sleep(ctx, d)
+			during, _ := processed(ctx, r)
+			if cerr := p.Signal(syscall.SIGCONT); cerr != nil {
+				return cerr
+			}
+			if err != nil {
+				return err
+			}
+			r.Recovered()
+			r.Observe("messages processed while the broker was frozen: %d", during-before)
+			if during <= before {
+				r.Problem("the processor did not go on while the broker was frozen")
+			}
+			return nil
+		},
+	}
+}
+
+func brokerRestart() Scenario {
+	return Scenario{
+		Name:     "broker-restart",
+		Did:      "Kafka broker (data in a directory) stopped and started again while the day is written",
+		Expected: "no binary exits; the dispatcher reconnects; " + allHold,
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/3); err != nil {
+				return err
+			}
+			at := time.Now()
+			_ = r.Stack.StopBroker()
+			if err := r.Stack.StartBroker(ctx); err != nil {
+				return err
+			}
+			r.Recovered()
+			r.Observe("broker down for %s", time.Since(at).Round(100*time.Millisecond))
+			return nil
+		},
+	}
+}
+
+func rowLock(d time.Duration) Scenario {
+	return Scenario{
+		Name:     fmt.Sprintf("row-lock-%ds", int(d.Seconds())),
+		Did:      fmt.Sprintf("one processed mailbox row locked (SELECT … FOR UPDATE) for %s while the day is written", d),
+		Expected: "the other rows' markers keep coming; the locked row's marker follows the release; " + allHold,
+		Issue:    "15 (a row lock stalls the markers)",
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/4); err != nil {
+				return err
+			}
+			id := r.maxCommitted.Load()
+			tx, err := r.Mailbox.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback() }()
+			if _, err := tx.ExecContext(ctx, `SELECT CMINMSGS_ID FROM cminmsgs WHERE CMINMSGS_ID = ? FOR UPDATE`, id); err != nil {
+				return fmt.Errorf("lock row %d: %w", id, err)
+			}
+			if err := Sleep(ctx, 5*time.Second); err != nil {
+				return err
+			}
+			before, err := marked(ctx, r)
+			if err != nil {
+				return err
+			}
+			if err := Sleep(ctx, d-5*time.Second); err != nil {
+				return err
+			}
+			during, err := marked(ctx, r)
+			if err != nil {
+				return err
+			}
+			committed := r.maxCommitted.Load()
+			if err := tx.Rollback(); err != nil {
+				return err
+			}
+			r.Recovered()
+			r.Observe("row %d locked; markers written meanwhile: %d", id, during-before)
+			if during <= before && committed > id {
+				r.Problem("no marker written in %s while row %d was locked (rows up to %d committed meanwhile)", d-5*time.Second, id, committed)
+			}
+			return nil
+		},
+	}
+}
+
+func pgOutagePastHeadDeadline() Scenario {
+	const outage = 25 * time.Second
+	return Scenario{
+		Name:     "pg-outage-past-head-deadline",
+		Did:      "PostgreSQL stopped for 25 s, longer than the head deadline (MSGX_HEAD_DEADLINE=10s), while the day is written",
+		Expected: "an outage is not the message's fault: no message ends DEAD EXHAUSTED; " + allHold,
+		Env:      []string{"MSGX_HEAD_DEADLINE=10s"},
+		Issue:    "15 (an outage longer than the head deadline)",
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/3); err != nil {
+				return err
+			}
+			if err := r.Servers.PG.Stop("fast"); err != nil {
+				return err
+			}
+			err := Sleep(ctx, outage)
+			if serr := r.Servers.PG.Start(); serr != nil {
+				return serr
+			}
+			if err != nil {
+				return err
+			}
+			r.Recovered()
+			r.Observe("PostgreSQL down for %s", outage)
+			return nil
+		},
+	}
+}
+
+// hostile are mailbox rows no AODB should send: each must end DEAD, nothing may crash, and no
+// file's contents may come back.
+var hostile = []struct{ name, typ, raw string }{
+	{"non-XML", "FLOP", "this is not XML at all"},
+	{"5 MB", "FLOP", "<MSG><META><TYPE>FLOP</TYPE></META>" + strings.Repeat("<X>abcdefghij</X>", 5<<20/17) + "</MSG>"},
+	{"NUL bytes", "FLOP", "<MSG>\x00\x00<META>\x00</META></MSG>"},
+	{"billion laughs", "FLOP", `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;"><!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">]><MSG>&lol4;</MSG>`},
+	{"external entity", "FLOP", `<?xml version="1.0"?><!DOCTYPE m [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><MSG><META><TYPE>FLOP</TYPE></META><DATA>&xxe;</DATA></MSG>`},
+	{"unknown TYPE", "ZZZZ", `<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><TYPE>ZZZZ</TYPE><STYP>UPD</STYP></META></MSG>`},
+}
+
+func hostileRows() Scenario {
+	return Scenario{
+		Name:     "hostile-rows",
+		Did:      "6 hostile mailbox rows among the day's (non-XML, 5 MB, NUL bytes, billion laughs, external entity, unknown TYPE)",
+		Expected: "each ends DEAD; no binary exits; no file contents leak; " + allHold,
+		Fault: func(ctx context.Context, r *Run) error {
+			if err := Sleep(ctx, r.Feed/3); err != nil {
+				return err
+			}
+			for i, h := range hostile {
+				res, err := r.Mailbox.ExecContext(ctx, `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS,
+  CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE)
+  VALUES (?, NOW(), 'VALID', 'HSTL', ?, NOW(), 'UPD', ?)`, h.raw, strconv.Itoa(900000+i), h.typ)
+				if err != nil {
+					return fmt.Errorf("insert the %s row: %w", h.name, err)
+				}
+				id, err := res.LastInsertId()
+				if err != nil {
+					return err
+				}
+				r.Expect(id, verify.Want{Status: "DEAD", Class: verify.AnyClass})
+			}
+			r.Recovered()
+			r.Observe("%d hostile rows written", len(hostile))
+			return nil
+		},
+		Check: func(ctx context.Context, r *Run) {
+			var leaked int
+			if err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM proc_state WHERE reason LIKE '%root:x:0%' OR raw LIKE '%root:x:0%'`).Scan(&leaked); err != nil {
+				r.Problem("check for leaked file contents: %v", err)
+			} else if leaked > 0 {
+				r.Problem("%d proc_state rows carry /etc/passwd contents", leaked)
+			}
+		},
+	}
+}
+
+var seqnRE = regexp.MustCompile(`<SEQN>\d+</SEQN>`)
+
+func lateRow() Scenario {
+	const hold = 12 * time.Second // past MSGX_MAX_COMMIT_DELAY (5s): ingest skips its id first
+	return Scenario{
+		Name:     "late-row",
+		Did:      "a stale copy of an applied update inserted in a transaction committed 12 s later (after ingest skipped its id as a gap; later updates of the flight committed meanwhile)",
+		Expected: "the late row ends terminal and does not regress the flight: " + allHold,
+		Issue:    "15 (a late row regressing state)",
+		Fault: func(ctx context.Context, r *Run) error {
+			day := r.Day
+			// An applied update of a flight that gets another applied update soon after.
+			pick := -1
+			for i := len(day.Messages) * 3 / 10; i < len(day.Messages)/2 && pick < 0; i++ {
+				m := day.Messages[i]
+				if m.Outcome != simulate.OutcomeApplied || m.FLID == 0 || m.Change == nil {
+					continue
+				}
+				for j := i + 1; j < len(day.Messages)*6/10; j++ {
+					if n := day.Messages[j]; n.FLID == m.FLID && n.Outcome == simulate.OutcomeApplied && n.Change != nil && j > len(day.Messages)*4/10 {
+						pick = i
+						break
+					}
+				}
+			}
+			if pick < 0 {
+				return fmt.Errorf("no suitable message for the late row")
+			}
+			m := day.Messages[pick]
+			if err := Sleep(ctx, time.Duration(float64(r.Feed)*0.35)); err != nil {
+				return err
+			}
+			raw := seqnRE.ReplaceAllString(string(m.Raw), fmt.Sprintf("<SEQN>%d</SEQN>", m.SEQN+500000))
+			tx, err := r.Mailbox.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback() }()
+			res, err := tx.ExecContext(ctx, `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS,
+  CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE)
+  VALUES (?, ?, 'VALID', ?, ?, ?, ?, ?)`, raw, m.At.Format("2006-01-02 15:04:05"), m.SNDR, strconv.FormatInt(m.SEQN+500000, 10),
+				m.At.Format("2006-01-02 15:04:05"), m.Subtype, m.Type)
+			if err != nil {
+				return err
+			}
+			id, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			if err := Sleep(ctx, hold); err != nil {
+				return err
+			}
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+			r.Expect(id, verify.Want{Status: verify.AnyStatus})
+			r.Recovered()
+			r.Observe("late row %d (copy of message %d, FLID %d) committed after %s", id, pick, m.FLID, hold)
+			return nil
+		},
+	}
+}
+
+// processed counts terminal proc_state rows.
+func processed(ctx context.Context, r *Run) (int64, error) {
+	var n int64
+	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM proc_state WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')`).Scan(&n)
+	return n, err
+}
+
+// marked counts mailbox rows with their processed marker.
+func marked(ctx context.Context, r *Run) (int64, error) {
+	var n int64
+	err := r.Mailbox.QueryRowContext(ctx, `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,439 @@
+// Package verify compares what msgx made of a simulated day with the simulator's model: the
+// end-to-end test (e2e) and the chaos suite (pkg/dev/chaos) use the same comparison. Every check
+// returns its problems, one line each (none: the check passed), so a test fails with them and the
+// chaos suite reports them.
+//
+// The checks: every written message got its intended outcome (one terminal proc_state row per
+// mailbox row) and its processed marker; every flight's stored state equals the model's, field
+// by field; the last msgx.flight.state record per FLID is that state; msgx.flight.changes holds
+// every version of every FLID once duplicates are dropped, in order; no topic shows a FLID's
+// state_version going down; the records on Kafka are exactly the events marked SENT.
+package verify
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/flightstore"
+)
+
+// The topics.
+const (
+	TopicChanges = "msgx.flight.changes"
+	TopicState   = "msgx.flight.state"
+)
+
+// Want is the intended outcome of a mailbox row: its proc_state status and error class, and (for
+// a duplicate) its reason.
+type Want struct {
+	Status, Class, Reason string
+}
+
+// AnyClass as Want.Class accepts any error class; AnyStatus as Want.Status any terminal status.
+const (
+	AnyClass  = "*"
+	AnyStatus = "*"
+)
+
+// Intended maps the simulator's intended outcome of message i onto its proc_state row: applied →
+// SUCCEEDED, duplicate → SKIPPED duplicate-of:<original's id>, malformed → DEAD MALFORMED,
+// protocol → DEAD PROTOCOL.
+func Intended(day simulate.Day, wr simulate.Written, i int) Want {
+	m := day.Messages[i]
+	switch m.Outcome {
+	case simulate.OutcomeDuplicate:
+		return Want{Status: "SKIPPED", Reason: "duplicate-of:" + strconv.FormatInt(wr.IDs[m.DuplicateOf], 10)}
+	case simulate.OutcomeMalformed:
+		return Want{Status: "DEAD", Class: "MALFORMED"}
+	case simulate.OutcomeProtocol:
+		return Want{Status: "DEAD", Class: "PROTOCOL"}
+	}
+	return Want{Status: "SUCCEEDED"}
+}
+
+type procRow struct {
+	status, class, reason string
+}
+
+// Outcomes checks that every message of the day (by its mailbox id in wr) and every extra row
+// (hostile rows a scenario added, by id) has exactly its intended proc_state row, and that
+// proc_state holds no other row. The reason is compared for duplicates only: it is free text for
+// the other outcomes.
+func Outcomes(ctx context.Context, pool *pgxpool.Pool, day simulate.Day, wr simulate.Written, extra map[int64]Want) ([]string, error) {
+	rows, err := pool.Query(ctx, `SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, '') FROM proc_state`)
+	if err != nil {
+		return nil, fmt.Errorf("read proc_state: %w", err)
+	}
+	got := map[int64]procRow{}
+	var id int64
+	var r procRow
+	if _, err := pgx.ForEachRow(rows, []any{&id, &r.status, &r.class, &r.reason}, func() error {
+		got[id] = r
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read proc_state: %w", err)
+	}
+	var bad []string
+	check := func(id int64, what string, want Want) {
+		r, ok := got[id]
+		delete(got, id)
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s (mailbox id %d): no proc_state row", what, id))
+			return
+		}
+		if want.Status == AnyStatus {
+			if r.status == "PENDING" || r.status == "FAILED" {
+				bad = append(bad, fmt.Sprintf("%s (mailbox id %d): not terminal: %s", what, id, r.status))
+			}
+			return
+		}
+		if r.status != want.Status || (want.Class != AnyClass && r.class != want.Class) || (want.Reason != "" && r.reason != want.Reason) {
+			bad = append(bad, fmt.Sprintf("%s (mailbox id %d): want %s %s %s, got %s %s %q", what, id, want.Status, want.Class, want.Reason, r.status, r.class, r.reason))
+		}
+	}
+	for i, m := range day.Messages {
+		check(wr.IDs[i], fmt.Sprintf("message %d (%s/%s FLID %d, intended %s %s)", i, m.Type, m.Subtype, m.FLID, m.Outcome, m.Bad), Intended(day, wr, i))
+	}
+	for id, want := range extra {
+		check(id, "extra row", want)
+	}
+	for id, r := range got {
+		bad = append(bad, fmt.Sprintf("mailbox id %d: proc_state row %s %s for a row nobody wrote", id, r.status, r.class))
+	}
+	sort.Strings(bad)
+	return bad, nil
+}
+
+// Markers checks that every mailbox row of ids carries its processed marker
+// (CMINMSGS_DATE_PROCESSED set).
+func Markers(ctx context.Context, mailbox *sql.DB, ids []int64) ([]string, error) {
+	rows, err := mailbox.QueryContext(ctx, `SELECT CMINMSGS_ID FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("read markers: %w", err)
+	}
+	defer rows.Close()
+	marked := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		marked[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var bad []string
+	for _, id := range ids {
+		if !marked[id] {
+			bad = append(bad, fmt.Sprintf("mailbox id %d: no processed marker", id))
+		}
+	}
+	sort.Strings(bad)
+	return bad, nil
+}
+
+// LoadStates loads every stored flight with flightstore.Load.
+func LoadStates(ctx context.Context, pool *pgxpool.Pool) (map[int64]*flight.State, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := tx.Query(ctx, `SELECT flid FROM flight ORDER BY flid`)
+	if err != nil {
+		return nil, err
+	}
+	flids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := flightstore.Load(ctx, tx, flids)
+	if err != nil {
+		return nil, err
+	}
+	if len(loaded.States) != len(flids) {
+		return nil, fmt.Errorf("loaded %d of %d flights", len(loaded.States), len(flids))
+	}
+	return loaded.States, nil
+}
+
+// Flights compares every expected flight with its stored state, field by field, and reports any
+// stored flight the simulator does not know.
+func Flights(exp simulate.Expected, states map[int64]*flight.State) []string {
+	var bad []string
+	for _, f := range exp.Flights {
+		got, ok := states[f.FLID]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("FLID %d: not stored (want %s)", f.FLID, f.State))
+			continue
+		}
+		want := ExpectedState(f)
+		for _, m := range DiffState(&want, got) {
+			bad = append(bad, m.String())
+		}
+	}
+	for flid := range states {
+		if _, ok := exp.Flight(flid); !ok {
+			bad = append(bad, fmt.Sprintf("FLID %d: stored, but the simulator never created it", flid))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// LastPerFLID returns the last record of topic per FLID, in consumption (partition) order.
+func LastPerFLID(recs []stack.Record, topic string) map[int64]stack.Record {
+	out := map[int64]stack.Record{}
+	for _, r := range recs {
+		if r.Topic != topic {
+			continue
+		}
+		flid, err := strconv.ParseInt(r.FLID, 10, 64)
+		if err != nil {
+			continue
+		}
+		out[flid] = r
+	}
+	return out
+}
+
+// Consumed lists the stored flights whose last msgx.flight.state record read so far does not
+// carry the stored state_version yet (the consumer may still be fetching).
+func Consumed(recs []stack.Record, states map[int64]*flight.State) []string {
+	last := LastPerFLID(recs, TopicState)
+	var behind []string
+	for flid, s := range states {
+		if r, ok := last[flid]; !ok || r.StateVersion < s.Version {
+			behind = append(behind, fmt.Sprintf("%d (v%d, last read v%d)", flid, s.Version, r.StateVersion))
+		}
+	}
+	sort.Strings(behind)
+	return behind
+}
+
+// StateTopic checks that the last msgx.flight.state record per FLID is the flight's stored
+// state, as flight.State.AppendJSON writes it, or a tombstone (nil value) for a deleted flight.
+// The outbox payload is jsonb, so the record's JSON is compared as JSON (key order and spacing
+// differ). Wait for Consumed to be empty first.
+func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
+	last := LastPerFLID(recs, TopicState)
+	var bad []string
+	for flid, s := range states {
+		r := last[flid]
+		if r.StateVersion != s.Version {
+			bad = append(bad, fmt.Sprintf("FLID %d: last record state_version %d, stored %d", flid, r.StateVersion, s.Version))
+			continue
+		}
+		if s.Status == flight.Deleted {
+			if r.Value != nil || r.EventType != "TOMBSTONE" {
+				bad = append(bad, fmt.Sprintf("FLID %d: deleted, but the last record is %s with value %s", flid, r.EventType, r.Value))
+			}
+			continue
+		}
+		if r.EventType != "UPSERT" {
+			bad = append(bad, fmt.Sprintf("FLID %d: ACTIVE, but the last record is a %s", flid, r.EventType))
+			continue
+		}
+		for _, d := range jsonDiff(s.AppendJSON(nil), r.Value) {
+			bad = append(bad, fmt.Sprintf("FLID %d: %s", flid, d))
+		}
+	}
+	for flid := range last {
+		if _, ok := states[flid]; !ok {
+			bad = append(bad, fmt.Sprintf("FLID %d: on msgx.flight.state but not stored", flid))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// VersionsNeverDecrease checks, per topic and FLID in consumption (partition) order, that no
+// record carries a lower state_version than one before it (a repeated version is a duplicate,
+// counted by SentEvents).
+func VersionsNeverDecrease(recs []stack.Record) []string {
+	type key struct {
+		topic, flid string
+	}
+	last := map[key]int64{}
+	var bad []string
+	for _, r := range recs {
+		k := key{r.Topic, r.FLID}
+		if prev, ok := last[k]; ok && r.StateVersion < prev {
+			bad = append(bad, fmt.Sprintf("%s FLID %s: state_version %d after %d (event %d)", r.Topic, r.FLID, r.StateVersion, prev, r.EventID))
+		}
+		last[k] = max(last[k], r.StateVersion)
+	}
+	return bad
+}
+
+// SentEvents compares msgx.flight.changes with the KAFKA:msg events: every SENT event is on the
+// topic, and every record is a SENT event; every msgx.flight.state record is a SENT KAFKA:schd
+// event (the flush sends one record for the newest of a FLID's events). duplicates counts the
+// records beyond the first of their event (the idempotent producer's allowance after a retry or
+// a takeover).
+func SentEvents(ctx context.Context, pool *pgxpool.Pool, recs []stack.Record) (bad []string, duplicates int, err error) {
+	rows, err := pool.Query(ctx, `SELECT event_id, target FROM msg_event WHERE status = 'SENT'`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read sent events: %w", err)
+	}
+	sent := map[string]map[int64]bool{TopicChanges: {}, TopicState: {}}
+	var id int64
+	var target string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &target}, func() error {
+		switch target {
+		case "KAFKA:msg":
+			sent[TopicChanges][id] = true
+		case "KAFKA:schd":
+			sent[TopicState][id] = true
+		}
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("read sent events: %w", err)
+	}
+	seen := map[string]map[int64]bool{TopicChanges: {}, TopicState: {}}
+	for _, r := range recs {
+		if seen[r.Topic] == nil {
+			bad = append(bad, fmt.Sprintf("record on unexpected topic %s", r.Topic))
+			continue
+		}
+		if seen[r.Topic][r.EventID] {
+			duplicates++
+			continue
+		}
+		seen[r.Topic][r.EventID] = true
+		if !sent[r.Topic][r.EventID] {
+			bad = append(bad, fmt.Sprintf("%s: record of event %d (FLID %s v%d), which is not a SENT event", r.Topic, r.EventID, r.FLID, r.StateVersion))
+		}
+	}
+	for id := range sent[TopicChanges] {
+		if !seen[TopicChanges][id] {
+			bad = append(bad, fmt.Sprintf("%s: SENT event %d is not on the topic", TopicChanges, id))
+		}
+	}
+	sort.Strings(bad)
+	return bad, duplicates, nil
+}
+
+// Poll calls check every poll until it reports nothing or timeout passes (or ctx ends), and
+// returns its last problems.
+func Poll(ctx context.Context, poll, timeout time.Duration, check func() []string) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		bad := check()
+		if len(bad) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return bad
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+// Check is one named check's problems.
+type Check struct {
+	Name     string
+	Problems []string
+}
+
+// Report is the outcome of Day.
+type Report struct {
+	Checks     []Check
+	Flights    int // stored flights compared
+	Duplicates int // Kafka records beyond the first of their event
+	Lost       int // messages without their intended outcome or marker, SENT events missing from Kafka
+}
+
+// Failed lists the checks with problems, each as "name: first problems".
+func (r Report) Failed(limit int) []string {
+	var out []string
+	for _, c := range r.Checks {
+		if len(c.Problems) == 0 {
+			continue
+		}
+		shown := c.Problems[:min(len(c.Problems), limit)]
+		more := ""
+		if len(c.Problems) > limit {
+			more = fmt.Sprintf(" … and %d more", len(c.Problems)-limit)
+		}
+		out = append(out, fmt.Sprintf("%s (%d): %s%s", c.Name, len(c.Problems), strings.Join(shown, "; "), more))
+	}
+	return out
+}
+
+// OK is true when no check found a problem.
+func (r Report) OK() bool { return len(r.Failed(1)) == 0 }
+
+// Input is what Day compares.
+type Input struct {
+	Pool    *pgxpool.Pool
+	Mailbox *sql.DB
+	Day     simulate.Day
+	Written simulate.Written
+	// Extra are rows written besides the day (hostile rows) with their intended outcome.
+	Extra map[int64]Want
+	// Records returns every record the consumer has read so far.
+	Records func() []stack.Record
+	// Wait bounds the wait for the consumer to catch up (default 30s).
+	Wait time.Duration
+}
+
+// Day runs every check on a drained pipeline (stack.WaitDrained first).
+func Day(ctx context.Context, in Input) (Report, error) {
+	if in.Wait == 0 {
+		in.Wait = 30 * time.Second
+	}
+	var rep Report
+	add := func(name string, problems []string) { rep.Checks = append(rep.Checks, Check{name, problems}) }
+	outcomes, err := Outcomes(ctx, in.Pool, in.Day, in.Written, in.Extra)
+	if err != nil {
+		return rep, err
+	}
+	add("outcomes", outcomes)
+	ids := append([]int64(nil), in.Written.IDs...)
+	for id := range in.Extra {
+		ids = append(ids, id)
+	}
+	markers, err := Markers(ctx, in.Mailbox, ids)
+	if err != nil {
+		return rep, err
+	}
+	add("markers", markers)
+	rep.Lost = len(outcomes) + len(markers)
+	states, err := LoadStates(ctx, in.Pool)
+	if err != nil {
+		return rep, fmt.Errorf("load flights: %w", err)
+	}
+	rep.Flights = len(states)
+	add("flights = model", Flights(in.Day.Expected, states))
+	add("state topic caught up", Poll(ctx, 100*time.Millisecond, in.Wait, func() []string { return Consumed(in.Records(), states) }))
+	add("state topic = flights", StateTopic(in.Records(), states))
+	add("changes complete", Poll(ctx, 200*time.Millisecond, in.Wait, func() []string { return ChangesProblems(in.Records(), states) }))
+	add("versions never decrease", VersionsNeverDecrease(in.Records()))
+	sentBad, dups, err := SentEvents(ctx, in.Pool, in.Records())
+	if err != nil {
+		return rep, err
+	}
+	rep.Duplicates = dups
+	add("records = sent events", sentBad)
+	for _, p := range sentBad {
+		if strings.Contains(p, "is not on the topic") {
+			rep.Lost++
+		}
+	}
+	return rep, nil
+}
