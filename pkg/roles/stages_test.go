@@ -252,12 +252,14 @@ func (b *bundle) pump(pool *pgxpool.Pool, marker processor.Marker) *processor.En
 	}, pool, processors(), marker, b.clock, nil, zerolog.Nop())
 }
 
-// drain steps the pump until it is idle, waiting on the fake clock through retries (bounded).
+// drain steps the pump until it is idle, waiting on the fake clock through retries (bounded),
+// and for each step's immediate marker writes.
 func (b *bundle) drain(t *testing.T, p *processor.Engine, lease leader.Lease) {
 	t.Helper()
 	for range 1000 {
 		res, err := p.Step(ctx, lease)
 		require.NoError(t, err)
+		p.WaitMarkers() // the immediate marker is written after the commit, off the FIFO path
 		if res.Idle {
 			return
 		}
