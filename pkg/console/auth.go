@@ -149,7 +149,7 @@ func (s *sessions) issue(cl Client, now time.Time) *http.Cookie {
 		strconv.FormatInt(exp.Unix(), 10) + "." + hex.EncodeToString(nonce)
 	return &http.Cookie{
 		Name: cookieName, Value: payload + "." + s.mac("session", payload), Path: "/",
-		Expires: exp, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, // a browser-session cookie; the signed expiry ends it
 	}
 }
 

@@ -258,4 +258,3 @@ func TestPagesRender(t *testing.T) {
 	code, _ := get(t, op, w.srv.URL+"/flights/99999999")
 	require.Equal(t, http.StatusNotFound, code)
 }
-
