@@ -203,7 +203,7 @@ type version struct {
 	LastError string
 	MsgType   string
 	MsgStyp   string
-	Changes   []change
+	Changes   []change `db:"-"`
 }
 
 type change struct{ Field, From, To string }
