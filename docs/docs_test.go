@@ -34,13 +34,6 @@ var (
 	outside = regexp.MustCompile(`\.\./` + `shared|shared` + `/(?:docs|seeds)|\bseeds?/|\bSPEC(?:\.md)?\b|\bSIS\.md\b|\bSTYLE\.md\b`)
 )
 
-// pendingOutside lists files that still cite the outside specification because another change
-// rewrites them; each entry must be removed with that change (the test fails once the file is
-// clean, so an entry cannot outlive its reason).
-var pendingOutside = map[string]string{
-	"docs/architecture.md": "rewritten after issue 13's recut (it cites SPEC §1–2)",
-}
-
 type source struct {
 	path string // relative to the repository root, slash-separated
 	text string
@@ -161,10 +154,6 @@ func TestNothingPointsOutside(t *testing.T) {
 			continue // this file spells the patterns
 		}
 		hits := outside.FindAllString(s.text, -1)
-		if reason, ok := pendingOutside[s.path]; ok {
-			require.NotEmpty(t, hits, "%s no longer cites outside documents: remove its pendingOutside entry (%s)", s.path, reason)
-			continue
-		}
 		if len(hits) > 0 {
 			bad = append(bad, s.path+": "+strings.Join(uniq(hits), ", "))
 		}
@@ -182,4 +171,25 @@ func uniq(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// TestArchitectureNamesEveryInvariantOwner: docs/architecture.md has a row, with an owning
+// package, for every invariant that docs/spec.md §16.2 defines, and no row for an unknown one.
+func TestArchitectureNamesEveryInvariantOwner(t *testing.T) {
+	spec, err := os.ReadFile(filepath.Join(root, "docs", "spec.md"))
+	require.NoError(t, err)
+	arch, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	require.NoError(t, err)
+	defined := regexp.MustCompile(`(?m)^#### (INV-[0-9]+[a-z]?) `).FindAllStringSubmatch(string(spec), -1)
+	require.NotEmpty(t, defined)
+	row := regexp.MustCompile("(?m)^\\| (INV-[0-9]+[a-z]?) \\| [^|]+ \\| `pkg/[a-z/]+`")
+	owned := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(arch), -1) {
+		owned[m[1]] = true
+	}
+	for _, d := range defined {
+		require.True(t, owned[d[1]], "docs/architecture.md names no owning package for %s", d[1])
+		delete(owned, d[1])
+	}
+	require.Empty(t, owned, "docs/architecture.md lists invariants that docs/spec.md does not define")
 }
