@@ -33,6 +33,12 @@ import (
 
 var ctx = context.Background()
 
+// The day's messages have ids from firstID; the DEAD message is older.
+const (
+	firstID = 1001
+	deadID  = 500
+)
+
 // Tokens of the tests' two users.
 const (
 	operatorToken = "op-token-0123456789abcdef"
@@ -66,10 +72,10 @@ func setup(t testing.TB) *world {
 	require.NoError(t, err)
 	for i, m := range day.Messages {
 		_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, received_at, enqueued_at)
-			VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), $3, $4)`, int64(i+1), string(m.Raw), m.At.In(loc), m.At)
+			VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), $3, $4)`, firstID+int64(i), string(m.Raw), m.At.In(loc), m.At)
 		require.NoError(t, err)
 	}
-	n := int64(len(day.Messages))
+	n := firstID + int64(len(day.Messages)) - 1
 	_, err = db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
 	require.NoError(t, err)
 	fl, ref := flights.Handler{}, refdata.Handler{}
@@ -101,15 +107,20 @@ func setup(t testing.TB) *world {
 	require.True(t, idle, "the processor drained the day")
 
 	w := &world{db: db, day: day, loc: loc, lastID: n}
-	// A message the processor gave up on (as after a codec bug), about a flight later messages
-	// changed, with hostile text in it.
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT flid FROM flight WHERE last_msg_id > 5 ORDER BY flid LIMIT 1`).Scan(&w.deadFL))
-	w.deadID = n + 1000
-	raw := `<?xml version="1.0" encoding="UTF-8"?><MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><TYPE>FLOP</TYPE><STYP>REMC</STYP></META><FLOP><FLID>` +
-		itoa(w.deadFL) + `</FLID><REMC>` + escapeXML(hostile) + `</REMC></FLOP></MSG>`
+	// A message the processor gave up on (as after a codec bug), older than the day's messages
+	// so that they all came later, about a flight of the day, with hostile text in it.
+	var tmpl simulate.Message
+	for _, m := range day.Messages {
+		if m.Type == "FLOP" && m.FLID != 0 && !strings.Contains(string(m.Raw), "<REMC>") {
+			tmpl = m
+		}
+	}
+	require.NotZero(t, tmpl.FLID, "the day has a FLOP")
+	w.deadFL, w.deadID = tmpl.FLID, deadID
+	raw := strings.Replace(string(tmpl.Raw), "</FLOP>", "<REMC>"+escapeXML(hostile)+"</REMC></FLOP>", 1)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, error_class, reason, attempts, msg_type, msg_styp, enqueued_at, finished_at)
-		VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), 'DEAD', 'CODEC_ERROR', $3, 1, 'FLOP', 'REMC', $4, $4)`,
-		w.deadID, raw, "decode REMC: "+hostile, t0)
+		VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), 'DEAD', 'CODEC_ERROR', $3, 1, 'FLOP', $4, $5, $5)`,
+		w.deadID, raw, "decode REMC: "+hostile, tmpl.Subtype, t0)
 	require.NoError(t, err)
 
 	pool := db.Roles(t).Pool(t, roles.Console)
@@ -246,7 +257,7 @@ func TestPagesRender(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	op := w.login(t, operatorToken)
-	for _, p := range []string{"/", "/flights", "/flights/" + itoa(w.deadFL), "/messages/1", "/dead", "/dead?class=CODEC_ERROR", "/requests", "/healthz-not-here"} {
+	for _, p := range []string{"/", "/flights", "/flights/" + itoa(w.deadFL), "/messages/1001", "/dead", "/dead?class=CODEC_ERROR", "/requests", "/healthz-not-here"} {
 		code, body := get(t, op, w.srv.URL+p)
 		if p == "/healthz-not-here" {
 			require.Equal(t, http.StatusNotFound, code)
