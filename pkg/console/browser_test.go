@@ -42,7 +42,7 @@ func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
 	}
 }
 
-// shot writes a full-page screenshot to docs/console/<name>.png when MSGX_CONSOLE_SCREENSHOTS=1
+// shot writes a screenshot of the viewport to docs/console/<name>.png when MSGX_CONSOLE_SCREENSHOTS=1
 // (so that `make test` does not rewrite the committed files).
 func shot(t *testing.T, name string) chromedp.Action {
 	return chromedp.ActionFunc(func(c contextT) error {
@@ -50,14 +50,14 @@ func shot(t *testing.T, name string) chromedp.Action {
 			return nil
 		}
 		var buf []byte
-		if err := chromedp.FullScreenshot(&buf, 80).Do(c); err != nil {
+		if err := chromedp.CaptureScreenshot(&buf).Do(c); err != nil { // the 1280×900 viewport
 			return err
 		}
 		dir := filepath.Join("..", "..", "docs", "console")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, name+".jpg"), buf, 0o644)
+		return os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644)
 	})
 }
 
