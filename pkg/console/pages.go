@@ -111,7 +111,7 @@ func sortedKV(m map[string]int64) []kv {
 
 func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	snap, err := status.Read(ctx, s.d.Pool, s.d.Now())
+	snap, err := status.ReadWith(ctx, s.d.Pool, s.d.Now(), status.Options{OpenOnly: true})
 	if err != nil {
 		return err
 	}
@@ -479,6 +479,9 @@ type auditFull struct {
 
 const deadLimit = 200
 
+// allClasses are the error classes (proc_state_error_class_check).
+var allClasses = []string{"MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED"}
+
 func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 	class := strings.ToUpper(strings.TrimSpace(r.URL.Query().Get("class")))
 	target := r.URL.Query().Get("target")
@@ -494,7 +497,11 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deadData(r *http.Request, class, target string) (map[string]any, error) {
-	msgs, err := collect[deadMessage](s, r, deadMessagesSQL, class, deadLimit)
+	classes := allClasses
+	if class != "" {
+		classes = []string{class}
+	}
+	msgs, err := collect[deadMessage](s, r, deadMessagesSQL, classes, deadLimit)
 	if err != nil {
 		return nil, fmt.Errorf("list dead messages: %w", err)
 	}
@@ -507,7 +514,7 @@ func (s *Server) deadData(r *http.Request, class, target string) (map[string]any
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
 	return map[string]any{"Class": class, "Target": target, "Messages": msgs, "Events": events, "Audit": audit,
-		"AllClasses": []string{"MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED"}}, nil
+		"AllClasses": allClasses}, nil
 }
 
 // formIDs reads the ticked ids of a form.

@@ -75,13 +75,18 @@ SELECT event_id, target, partition_key, event_type, state_version, status, sent_
 	messageAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
  WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
 
-	// deadMessagesSQL lists DEAD and FAILED messages, optionally of one class.
+	// deadMessagesSQL lists DEAD and FAILED messages of the given classes, each half through its
+	// partial index (proc_state_dead, proc_state_open).
 	deadMessagesSQL = `
-SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
-       COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
-  FROM proc_state
- WHERE status IN ('DEAD', 'FAILED') AND ($1 = '' OR error_class = $1)
- ORDER BY msg_id LIMIT $2`
+(SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
+        COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
+   FROM proc_state WHERE status = 'DEAD' AND error_class = ANY($1::text[]) ORDER BY msg_id LIMIT $2)
+UNION ALL
+(SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
+        COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
+   FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND status = 'FAILED' AND error_class = ANY($1::text[])
+  ORDER BY msg_id LIMIT $2)
+ORDER BY 1 LIMIT $2`
 
 	// recentAuditSQL is the latest audit rows (the dead letters page shows what was done).
 	recentAuditSQL = `SELECT action, actor, reason, selector, ids, at FROM replay_audit ORDER BY audit_id DESC LIMIT $1`
