@@ -28,7 +28,7 @@ schema: ## regenerate db/schema.sql from db/migrations
 
 .PHONY: test-race
 test-race: ## go test -race over everything (real PostgreSQL and MariaDB)
-	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 .PHONY: test
 test: lint verify test-race k8s-test ## what CI runs: lint, migration verify, race tests, manifest checks
