@@ -51,14 +51,14 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
+	reg := obs.NewRegistry()
 	c, err := console.New(console.Deps{
 		Pool: pool, Config: cfg.Console, Location: cfg.Location(), Outbox: ob, Requests: reqs,
-		Shadow: cfg.Shadow, Log: log,
+		Shadow: cfg.Shadow, Log: log, Metrics: console.NewMetrics(reg),
 	})
 	if err != nil {
 		return err
 	}
-	reg := obs.NewRegistry()
 	srv := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
 		func() (bool, int64) { return false, 0 }, cfg.HTTPReadTimeout, log)
 	srv.Handle("/", c.Handler())

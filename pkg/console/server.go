@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/outbox"
@@ -42,6 +43,7 @@ type Deps struct {
 	Shadow   bool // MSGX_SHADOW: requests are refused (nothing is sent)
 	Now      func() time.Time
 	Log      zerolog.Logger
+	Metrics  *Metrics // nil: a private registry
 }
 
 // Server serves the console.
@@ -61,6 +63,9 @@ func New(d Deps) (*Server, error) {
 	}
 	if d.Location == nil {
 		d.Location = time.UTC
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
 	sess, err := newSessions(d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
 	if err != nil {
@@ -135,9 +140,11 @@ func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Han
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+		start := time.Now()
 		if err := h(w, r); err != nil {
 			s.fail(w, r, err)
 		}
+		s.d.Metrics.pages.WithLabelValues(r.Pattern).Observe(time.Since(start).Seconds())
 	})
 }
 
@@ -151,17 +158,26 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate b
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
 		if !s.sess.checkCSRF(sess, r.PostFormValue("csrf")) {
+			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
 			s.refuse(w, r, http.StatusForbidden, "This form has expired (CSRF token missing or wrong): reload the page and try again.")
 			return
 		}
 		if operate && !sess.CanOperate() {
+			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
 			s.d.Log.Warn().Str("user", sess.User).Str("path", r.URL.Path).Msg("viewer refused an action")
 			s.refuse(w, r, http.StatusForbidden, "Your token has the view scope: only an operator (operate scope) may act.")
 			return
 		}
 		if err := h(w, r); err != nil {
+			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "failed").Inc()
 			s.fail(w, r, err)
+			return
 		}
+		outcome := "done"
+		if r.PostFormValue("mode") == "dry" || r.PostFormValue("dry") != "" {
+			outcome = "dry_run"
+		}
+		s.d.Metrics.actions.WithLabelValues(r.URL.Path, outcome).Inc()
 	})
 }
 
@@ -247,10 +263,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	cl, ok := s.d.Config.Tokens.Authenticate(token)
 	if !ok || len(cl.Scopes) == 0 {
+		s.d.Metrics.logins.WithLabelValues("refused").Inc()
 		s.d.Log.Warn().Str("remote", r.RemoteAddr).Msg("console login refused")
 		s.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Next": next, "Error": "Unknown token."})
 		return
 	}
+	s.d.Metrics.logins.WithLabelValues("ok").Inc()
 	http.SetCookie(w, s.sess.issue(cl, s.d.Now()))
 	s.d.Log.Info().Str("user", cl.Name).Msg("console login")
 	http.Redirect(w, r, next, http.StatusSeeOther)
