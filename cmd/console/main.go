@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,6 +24,9 @@ import (
 
 func main() {
 	cfg, err := config.Load(config.RoleConsole)
+	if err == nil {
+		err = productionChecks(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "console: bad configuration: %v\n", err)
 		os.Exit(2)
@@ -34,6 +38,14 @@ func main() {
 		log.Error().Err(err).Msg("console failed")
 		os.Exit(1)
 	}
+}
+
+// productionChecks are the console's own refusals (the shared Config is every binary's).
+func productionChecks(cfg config.Config) error {
+	if cfg.Env == "production" && cfg.Console.SessionKey == "" {
+		return errors.New("MSGX_CONSOLE_SESSION_KEY: must be set in production (sessions signed by a per-process random key end at every restart and differ between replicas)")
+	}
+	return nil
 }
 
 // run is the whole binary; tests call it. started, when set, is told the HTTP server.

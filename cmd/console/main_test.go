@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -55,4 +56,14 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	require.Contains(t, body, `msgx_console_logins_total{outcome="refused"} 1`)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+func TestProductionNeedsASessionKey(t *testing.T) {
+	t.Parallel()
+	var cfg config.Config
+	setting.Defaults(&cfg)
+	cfg.Env = "production"
+	require.ErrorContains(t, productionChecks(cfg), "MSGX_CONSOLE_SESSION_KEY")
+	cfg.Console.SessionKey = strings.Repeat("k", 32)
+	require.NoError(t, productionChecks(cfg))
 }

@@ -159,9 +159,6 @@ func (c Config) Validate() error {
 	p.Join(c.RequestConfig().Validate())
 	p.Join(c.TriggerConfig().Validate())
 	p.Join(c.Console.Validate())
-	if c.Env == "production" && c.Console.SessionKey == "" {
-		p.Add("MSGX_CONSOLE_SESSION_KEY", "must be set in production (sessions signed by a per-process random key end at every restart and differ between replicas)")
-	}
 	if c.Env == "production" && c.Shadow && c.Compat.Enabled {
 		p.Add("MSGX_COMPAT_ENTRY", "must be false in production shadow mode (MSGX_SHADOW=true writes nothing to MySQL)")
 	}

@@ -10,7 +10,7 @@ import (
 // as for every binary; /healthz, /readyz and /metrics are served next to the pages.
 type Config struct {
 	Tokens     Clients       `env:"MSGX_CONSOLE_TOKENS" default:"" doc:"(none)" desc:"console: the users' API tokens as user:scope+scope:sha256hex, comma-separated (scopes view, operate; only SHA-256 hashes, as MSGX_API_TOKENS); none: nobody can log in"`
-	SessionKey string        `env:"MSGX_CONSOLE_SESSION_KEY" default:"" doc:"(random per process)" desc:"console: key (at least 32 characters) that signs session cookies and CSRF tokens; empty: a random key per process (sessions end at restart); required in production"`
+	SessionKey string        `env:"MSGX_CONSOLE_SESSION_KEY" default:"" doc:"(random per process)" desc:"console: key (at least 32 characters) that signs session cookies and CSRF tokens; empty: a random key per process (sessions end at restart); the console refuses to start without it in production"`
 	SessionTTL time.Duration `env:"MSGX_CONSOLE_SESSION_TTL" default:"8h" desc:"console: how long a login lasts"`
 	Refresh    time.Duration `env:"MSGX_CONSOLE_REFRESH" default:"10s" desc:"console: how often the pipeline page refreshes itself"`
 	TLS        bool          `env:"MSGX_CONSOLE_TLS" default:"false" desc:"console: the console is reached over HTTPS (a TLS-terminating proxy or ingress): session cookies are marked Secure"`
