@@ -132,8 +132,8 @@ func TestBrowserOperator(t *testing.T) {
 	var outcome, items string
 	run(
 		chromedp.Click(`#dry-run`, chromedp.ByID),
-		chromedp.WaitVisible(`#outcome`, chromedp.ByID),
-		chromedp.Text(`#outcome`, &outcome, chromedp.ByID),
+		chromedp.WaitVisible(`#outcome-dry`, chromedp.ByID),
+		chromedp.Text(`#outcome-dry`, &outcome, chromedp.ByID),
 		chromedp.Text(`#replay-items`, &items, chromedp.ByID),
 		shot(t, "replay-dry-run"),
 	)
@@ -147,7 +147,7 @@ func TestBrowserOperator(t *testing.T) {
 	run(
 		chromedp.SendKeys(`#reason`, "codec fixed in 1.4.2", chromedp.ByID),
 		chromedp.Click(`button[value="replay"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#outcome`, chromedp.ByID),
+		chromedp.WaitVisible(`#outcome`, chromedp.ByID), // the dry run's page has #outcome-dry only
 		chromedp.Text(`#outcome`, &outcome, chromedp.ByID),
 	)
 	require.Contains(t, outcome, "Requeued 1 message")
