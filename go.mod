@@ -17,6 +17,7 @@ require (
 	github.com/xdg-go/scram v1.4.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
+	golang.org/x/time v0.16.0
 )
 
 require (

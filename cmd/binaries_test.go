@@ -61,7 +61,10 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 	}{
 		{"processor", []string{"MSGX_MAX_ATTEMPTS=0"}, "processor: bad configuration: MSGX_MAX_ATTEMPTS: must be between 1 and 100, got 0"},
 		{"ingest", []string{"MSGX_POLL_INTERVAL=soon"}, `ingest: bad configuration: MSGX_POLL_INTERVAL: cannot parse "soon" as Duration`},
-		{"dispatcher", []string{"MSGX_ENV=production", "MSGX_SHADOW=true"}, "dispatcher: bad configuration: MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
+		{"dispatcher", []string{"MSGX_ENV=production", "MSGX_SHADOW=true", "MSGX_PG_URL=postgres://u@db/msgx?sslmode=verify-full",
+			"MSGX_MYSQL_DSN=u@tcp(aodb:3306)/m?tls=true", "MSGX_KAFKA_TLS=true"}, "dispatcher: bad configuration: MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
+		{"processor", []string{"MSGX_ENV=production", "MSGX_MYSQL_DSN=u@tcp(aodb:3306)/m?tls=true", "MSGX_KAFKA_TLS=true"},
+			"processor: bad configuration: MSGX_PG_URL: production requires sslmode=verify-full"},
 		{"dispatcher", []string{"MSGX_KAFKA_INPROCESS=true"}, "dispatcher: bad configuration: MSGX_KAFKA_INPROCESS: removed; the development broker runs as its own process"},
 		{"jobs", []string{"MSGX_KAFKA_ACKS=1"}, "jobs: bad configuration: MSGX_KAFKA_ACKS: producer rule D3"},
 	}
@@ -91,7 +94,7 @@ type instance struct {
 func start(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, bin))
-	cmd.Env = append(cleanEnv(), append([]string{"MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_LEADER_RETRY=200ms", "MSGX_LEADER_SESSION_TIMEOUT=2s"}, env...)...)
+	cmd.Env = append(cleanEnv(), append([]string{"MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0", "MSGX_LEADER_RETRY=200ms", "MSGX_LEADER_SESSION_TIMEOUT=2s"}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -419,7 +419,7 @@ CREATE TABLE public.msg_event (
     CONSTRAINT msg_event_check1 CHECK (((event_type = 'TOMBSTONE'::text) OR (payload IS NOT NULL))),
     CONSTRAINT msg_event_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
     CONSTRAINT msg_event_state_version_check CHECK ((state_version > 0)),
-    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text]))),
+    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))),
     CONSTRAINT msg_event_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
 );
 
@@ -456,6 +456,18 @@ CREATE TABLE public.msg_identity (
 
 
 --
+-- Name: msg_state_sent; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_state_sent (
+    partition_key text NOT NULL,
+    state_version bigint NOT NULL,
+    sent_at timestamp with time zone NOT NULL,
+    CONSTRAINT msg_state_sent_state_version_check CHECK ((state_version > 0))
+);
+
+
+--
 -- Name: proc_state; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -483,9 +495,14 @@ CREATE TABLE public.proc_state (
     backfill_outcome text,
     backfill_done_at timestamp with time zone,
     backfill_abandoned_at timestamp with time zone,
+    processing_through bigint,
+    crashes integer DEFAULT 0 NOT NULL,
+    deaths integer DEFAULT 0 NOT NULL,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
+    CONSTRAINT proc_state_crashes_check CHECK ((crashes >= 0)),
+    CONSTRAINT proc_state_deaths_check CHECK ((deaths >= 0)),
     CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
     CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
     CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
@@ -524,11 +541,16 @@ CREATE TABLE public.proc_state_hst (
     backfill_abandoned_at timestamp with time zone,
     archived_at timestamp with time zone NOT NULL,
     raw_cleared_at timestamp with time zone,
+    processing_through bigint,
+    crashes integer DEFAULT 0 NOT NULL,
+    deaths integer DEFAULT 0 NOT NULL,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
     CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
     CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
+    CONSTRAINT proc_state_hst_crashes_check CHECK ((crashes >= 0)),
+    CONSTRAINT proc_state_hst_deaths_check CHECK ((deaths >= 0)),
     CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
     CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
     CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
@@ -916,6 +938,14 @@ ALTER TABLE ONLY public.msg_identity
 
 
 --
+-- Name: msg_state_sent msg_state_sent_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_state_sent
+    ADD CONSTRAINT msg_state_sent_pkey PRIMARY KEY (partition_key);
+
+
+--
 -- Name: proc_state_hst proc_state_hst_identity_key_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1077,14 +1107,14 @@ CREATE INDEX msg_event_sent ON public.msg_event USING btree (sent_at) WHERE (sta
 -- Name: msg_event_unsent; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX msg_event_unsent ON public.msg_event USING btree (target, partition_key, event_id) WHERE (status <> 'SENT'::text);
+CREATE INDEX msg_event_unsent ON public.msg_event USING btree (target, partition_key, event_id) WHERE (status = ANY (ARRAY['PENDING'::text, 'DEAD'::text]));
 
 
 --
 -- Name: msg_event_unsent_order; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, event_id) WHERE (status <> 'SENT'::text);
+CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, event_id) WHERE (status = ANY (ARRAY['PENDING'::text, 'DEAD'::text]));
 
 
 --
@@ -1324,4 +1354,6 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261202170000'),
     ('20261210120000'),
     ('20261211120000'),
-    ('20261212120000');
+    ('20261212120000'),
+    ('20261215120000'),
+    ('20261215130000');

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
 	"slices"
 	"sort"
@@ -53,6 +55,8 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 
 	checkOutcomes(t, b, day, wr)
 	states := loadAll(t, b)
+	checkReadAPI(t, b, states)
+	b.checkProductionShaped(t)
 	checkFlights(t, day.Expected, states)
 	checkStateTopic(t, b.consumer, states)
 	checkChangesComplete(t, b.consumer, states)
@@ -69,6 +73,40 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	require.Positive(t, masters, "the day should have code-share masters (MAFL compared)")
 	t.Logf("compared %d flights (%d deleted, %d code-share masters); records read: %d on %s, %d on %s",
 		len(states), deleted, masters, b.consumer.Count(topicChanges), topicChanges, b.consumer.Count(topicState), topicState)
+}
+
+// checkReadAPI reads every operation day through ingest's authenticated read API (ingest's
+// role, its own pool, over TLS): each flight is served exactly as stored.
+func checkReadAPI(t *testing.T, b *bundle, states map[int64]*flight.State) {
+	t.Helper()
+	days := map[string]int{}
+	for _, s := range states {
+		days[s.OperationDay]++
+	}
+	served := 0
+	for d, n := range days {
+		req, err := http.NewRequest(http.MethodGet, "http://"+b.stack.Proc("ingest").APIAddr+"/all/flights?day="+d, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.stack.APIToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		var got []json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &got))
+		require.Len(t, got, n, "day %s", d)
+		for _, raw := range got {
+			var id struct {
+				FLID int64 `json:"flid"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &id))
+			require.JSONEq(t, string(states[id.FLID].AppendJSON(nil)), string(raw), "flight %d", id.FLID)
+			served++
+		}
+	}
+	require.Equal(t, len(states), served)
 }
 
 // --- outcomes -------------------------------------------------------------------------------

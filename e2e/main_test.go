@@ -18,6 +18,8 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
+	"github.com/msgx/msgx/pkg/roles"
 )
 
 // binDir holds the binaries, built once for the package.
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := tlsenv.Run(m) // stops the private TLS servers
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -62,29 +64,45 @@ var fastEnv = []string{
 // the mailbox opened for the simulator's Writer.
 type bundle struct {
 	pg       *testdb.DB
+	pgRoles  *testdb.Roles
+	users    *mailboxtest.Users
 	mailbox  *mailboxtest.DB
 	stack    *stack.Stack
 	consumer *stack.Consumer
 	logDir   string
 }
 
-// setup starts the four binaries on a fresh schema and mailbox database, and a consumer of both
-// topics. Everything stops when the test ends (the stack before the databases are dropped); the
+// setup starts the four binaries the production way on a fresh schema and mailbox database:
+// each binary connects as its own least-privilege role (pkg/roles, per-test names) over TLS —
+// PostgreSQL with sslmode=verify-full and MariaDB with a verified tls= on the private tlsenv
+// servers, the broker with TLS and SASL/SCRAM-SHA-512 — and a consumer of both topics reads
+// over the same TLS and SASL. The test itself inspects the databases as their administrator.
+// Everything stops when the test ends (the stack before the databases are dropped); the
 // binaries' logs are kept (and their directory logged) when the test fails.
 func setup(t *testing.T, env ...string) *bundle {
 	t.Helper()
-	pg := testdb.New(t)
-	mb := mailboxtest.New(t)
+	pg := tlsenv.PG(t).NewDB(t)
+	mb := tlsenv.MySQL(t).NewDB(t)
+	pgRoles, users := pg.Roles(t), mb.Users(t)
+	ca := tlsenv.Authority(t)
+	roleEnv := map[string][]string{
+		"ingest":     {"MSGX_PG_URL=" + pgRoles.URL(roles.Ingest), "MSGX_MYSQL_DSN=" + users.DSN(roles.Ingest)},
+		"processor":  {"MSGX_PG_URL=" + pgRoles.URL(roles.Processor), "MSGX_MYSQL_DSN=" + users.DSN(roles.Processor)},
+		"dispatcher": {"MSGX_PG_URL=" + pgRoles.URL(roles.Dispatcher)}, // no mailbox account at all
+		"jobs":       {"MSGX_PG_URL=" + pgRoles.URL(roles.Jobs), "MSGX_MYSQL_DSN=" + users.DSN(roles.Jobs)},
+	}
 	logDir, err := os.MkdirTemp("", "msgx-e2e-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, stack.Options{
-		BinDir: binDir, LogDir: logDir, PGURL: pg.URL, MySQL: mb.DSN, RandomPorts: true,
-		Env: append(append([]string{}, fastEnv...), env...),
+		BinDir: binDir, LogDir: logDir, RandomPorts: true, RoleEnv: roleEnv,
+		Env: append(append([]string{"MSGX_MYSQL_TLS_CA_FILE=" + ca.CAFile}, fastEnv...), env...),
+		KafkaAuth: &stack.KafkaAuth{CertFile: ca.CertFile, KeyFile: ca.KeyFile, CAFile: ca.CAFile,
+			User: "msgx", Password: testdb.RandomSuffix() + testdb.RandomSuffix()},
 	})
 	require.NoError(t, err, "start the stack (logs in %s)", logDir)
-	b := &bundle{pg: pg, mailbox: mb, stack: s, logDir: logDir}
+	b := &bundle{pg: pg, pgRoles: pgRoles, users: users, mailbox: mb, stack: s, logDir: logDir}
 	t.Cleanup(func() {
 		if b.consumer != nil {
 			if err := b.consumer.Close(); err != nil {
@@ -100,9 +118,52 @@ func setup(t *testing.T, env ...string) *bundle {
 		}
 		_ = os.RemoveAll(logDir)
 	})
-	b.consumer, err = stack.Consume(s.Brokers, []string{topicChanges, topicState}, nil)
+	b.consumer, err = stack.ConsumeWith(s.Kafka, []string{topicChanges, topicState}, nil)
 	require.NoError(t, err)
 	return b
+}
+
+// checkProductionShaped asserts that each binary's PostgreSQL sessions are its own role's and
+// encrypted, and that the mailbox sessions are the binaries' own users (the server refuses
+// plaintext: require_secure_transport). Kafka needs no check: the broker speaks only TLS and
+// SCRAM, so every delivered record proves it.
+func (b *bundle) checkProductionShaped(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := b.pg.Pool.Query(ctx, `SELECT a.application_name, a.usename::text, s.ssl
+		FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+		WHERE a.usename::text LIKE $1 || '%' AND a.application_name LIKE 'msgx-%'`, b.pgRoles.Prefix)
+	require.NoError(t, err)
+	seen := map[string]string{}
+	for rows.Next() {
+		var app, user string
+		var ssl bool
+		require.NoError(t, rows.Scan(&app, &user, &ssl))
+		require.True(t, ssl, "%s connects as %s without TLS", app, user)
+		seen[app] = user
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]string{
+		"msgx-ingest": b.pgRoles.Name(roles.Ingest), "msgx-ingest-leader": b.pgRoles.Name(roles.Ingest),
+		"msgx-ingest-api": b.pgRoles.Name(roles.Ingest),
+		"msgx-processor":  b.pgRoles.Name(roles.Processor), "msgx-processor-leader": b.pgRoles.Name(roles.Processor),
+		"msgx-dispatcher": b.pgRoles.Name(roles.Dispatcher), "msgx-dispatcher-leader": b.pgRoles.Name(roles.Dispatcher),
+		"msgx-jobs": b.pgRoles.Name(roles.Jobs), "msgx-jobs-leader": b.pgRoles.Name(roles.Jobs),
+	}, seen, "every binary's pool connects as its own role")
+
+	var users []string
+	mrows, err := b.mailbox.SQL.QueryContext(ctx, `SELECT DISTINCT USER FROM information_schema.PROCESSLIST WHERE USER LIKE CONCAT(?, '%') ORDER BY USER`, b.users.Prefix)
+	require.NoError(t, err)
+	defer mrows.Close()
+	for mrows.Next() {
+		var u string
+		require.NoError(t, mrows.Scan(&u))
+		users = append(users, u)
+	}
+	require.NoError(t, mrows.Err())
+	require.Subset(t, []string{roles.Name(b.users.Prefix, roles.Ingest), roles.Name(b.users.Prefix, roles.Processor), roles.Name(b.users.Prefix, roles.Jobs)},
+		users, "only the binaries' own mailbox users")
+	require.Contains(t, users, roles.Name(b.users.Prefix, roles.Ingest), "ingest polls as its own user")
 }
 
 // write inserts msgs into the bundle's mailbox with the simulator's Writer.

@@ -108,7 +108,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "demo-logs"),
 		PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
-		Env: []string{"MSGX_POLL_INTERVAL=100ms", "MSGX_BACKFILL_INTERVAL=2s", "MSGX_SCHD_FLUSH_PERIOD=1s", "MSGX_MAX_COMMIT_DELAY=" + maxCommitDelay.String()},
+		Env: []string{"MSGX_POLL_INTERVAL=100ms", "MSGX_BACKFILL_INTERVAL=2s", "MSGX_SCHD_FLUSH_PERIOD=1s", "MSGX_MAX_COMMIT_DELAY=" + maxCommitDelay.String(),
+			// The day starts with an empty flight table: the processor's bootstrap trigger asks
+			// the (simulated) AODB for today and tomorrow; the jobs sweep sends at once.
+			"MSGX_REQUEST_BOOTSTRAP=true", "MSGX_REQUEST_SWEEP_INTERVAL=500ms"},
 	})
 	if err != nil {
 		return err
@@ -131,8 +134,28 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	cfg := simulate.DefaultConfig()
 	cfg.Seed, cfg.Flights, cfg.BadShare = *seed, *flights, *bad
 	cfg.Additions = max(1, *flights/50)
+	cfg = cfg.Today() // the day the processor's bootstrap request asks for
 	day := simulate.Generate(cfg)
 	fmt.Fprintf(out, "demo: simulated day: %s\n", day.Summary())
+
+	pool, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	// The simulated AODB answers msgx's requests from what it knows of the day.
+	aodb, err := simulate.StartAODB(mysqlDSN, day.AODBModel(), simulate.AODBConfig{}, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := aodb.Stop(); err != nil {
+			fmt.Fprintln(out, "demo: simulated AODB:", err)
+		}
+	}()
+	if err := bootstrapLoop(ctx, out, pool, day); err != nil {
+		return err
+	}
 
 	db, err := simulate.OpenMailbox(mysqlDSN)
 	if err != nil {
@@ -156,12 +179,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		wr, err := w.Write(ctx, day.Messages)
 		written <- result{wr, err}
 	}()
-
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 
 	var wr *simulate.Written
 	var drainedSince time.Time
@@ -207,7 +224,46 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return summary(ctx, out, day, *wr, snap, consumer, lat, db, pool)
+	return summary(ctx, out, day, *wr, aodb.Stats().Answers, snap, consumer, lat, db, pool)
+}
+
+// bootstrapLoop waits (bounded) for the request loop before the day is written: the processor's
+// bootstrap request, sent by the jobs stage, answered by the simulated AODB with a SCHD RESP,
+// applied and DONE; the flights then equal the AODB's model of the requested days.
+func bootstrapLoop(ctx context.Context, out io.Writer, pool *pgxpool.Pool, day simulate.Day) error {
+	fmt.Fprintln(out, "demo: empty flight table: waiting for the bootstrap request and the AODB's answer …")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var id int64
+		var scope, st string
+		err := pool.QueryRow(ctx, `SELECT req_id, scope, status FROM req_track WHERE origin = 'bootstrap' ORDER BY req_id LIMIT 1`).Scan(&id, &scope, &st)
+		if err == nil && st == "DONE" {
+			var from, to time.Time
+			if err := pool.QueryRow(ctx, `SELECT scope_from, scope_to FROM req_track WHERE req_id = $1`, id).Scan(&from, &to); err != nil {
+				return err
+			}
+			var active int64
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM flight WHERE state = 'ACTIVE'`).Scan(&active); err != nil {
+				return err
+			}
+			want := len(day.AODBModel().Expected(from, to).Flights)
+			verdict := "ok"
+			if active != int64(want) {
+				verdict = "MISMATCH"
+			}
+			fmt.Fprintf(out, "demo: bootstrap request %d (RQFD %s) answered by the AODB's SCHD RESP: DONE; flights %d (AODB model: %d): %s\n",
+				id, scope, active, want, verdict)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answered bootstrap request within a minute (last: %q %q, %v); see msgxctl request list-open and the logs", scope, st, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (l *latencies) count() int {
@@ -231,7 +287,7 @@ func progress(out io.Writer, el time.Duration, written, total int, s status.Snap
 		c.Count("msgx.flight.changes"), c.Count("msgx.flight.state"))
 }
 
-func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Written, s status.Snapshot,
+func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Written, answers int, s status.Snapshot,
 	c *stack.Consumer, lat *latencies, db *sql.DB, pool *pgxpool.Pool) error {
 	ok := func(b bool) string {
 		if b {
@@ -239,10 +295,10 @@ func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Wr
 		}
 		return "MISMATCH"
 	}
-	written := int64(len(w.IDs))
+	written := int64(len(w.IDs)) + int64(answers) // the day and the AODB's answers to requests
 	terminal := s.ByStatus["SUCCEEDED"] + s.ByStatus["SKIPPED"] + s.ByStatus["DEAD"]
 	fmt.Fprintln(out, "\n== summary ==")
-	fmt.Fprintf(out, "%-26s %d   (simulator intended: %s)\n", "messages written", written, day.Summary())
+	fmt.Fprintf(out, "%-26s %d   (simulator intended: %s; AODB answers: %d)\n", "messages written", written, day.Summary(), answers)
 	fmt.Fprintf(out, "%-26s SUCCEEDED %d, SKIPPED %d, DEAD %d, FAILED %d, PENDING %d\n", "outcomes",
 		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], s.ByStatus["FAILED"], s.ByStatus["PENDING"])
 	reasons := map[string]int64{}
@@ -267,6 +323,22 @@ func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Wr
 	want := map[string]int64{"ACTIVE": int64(day.Expected.Count("ACTIVE")), "DELETED": int64(day.Expected.Count("DELETED"))}
 	fmt.Fprintf(out, "%-26s %s   (simulator: %s): %s\n", "flights", status.Counts(s.Flights), status.Counts(want),
 		ok(s.Flights["ACTIVE"] == want["ACTIVE"] && s.Flights["DELETED"] == want["DELETED"]))
+	requests := map[string]int64{}
+	rows, err = pool.Query(ctx, `SELECT req_type || ' ' || status, count(*) FROM req_track GROUP BY 1`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		requests[k] = n
+	}
+	rows.Close()
+	fmt.Fprintf(out, "%-26s %s\n", "requests by final state", status.Counts(requests))
 	var marked int64
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&marked); err != nil {
 		return err
@@ -285,7 +357,8 @@ func summary(ctx context.Context, out io.Writer, day simulate.Day, w simulate.Wr
 	fmt.Fprintln(out, "  make up                                   the same stack, kept running (ports 8081-8084, Kafka 127.0.0.1:9092)")
 	fmt.Fprintln(out, "  .devstack/bin/msgxctl status              watermark, head, backlog, dead letters, markers, leaders")
 	fmt.Fprintln(out, "  .devstack/bin/msgxctl replay --dry-run --class EXHAUSTED")
-	fmt.Fprintln(out, "  curl http://127.0.0.1:8081/flights/<FLID>  the read API (ingest); /metrics and /readyz on each binary")
+	fmt.Fprintln(out, "  curl -H \"Authorization: Bearer <token>\" http://127.0.0.1:8091/flights/<FLID>")
+	fmt.Fprintln(out, "                                            the read API (ingest; make up prints a token); /metrics and /readyz on each binary's ops port")
 	fmt.Fprintln(out, "  .devstack/demo-logs/                      each binary's JSON log of this run")
 	fmt.Fprintln(out, "  docs/runbook.md, docs/events.md           operations and the consumer contract")
 	return nil

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -38,11 +39,35 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	changes := fs.String("topic-changes", broker.TopicChanges, "topic of KAFKA:msg (MSGX_KAFKA_TOPIC_CHANGES)")
 	state := fs.String("topic-state", broker.TopicState, "compacted topic of KAFKA:schd (MSGX_KAFKA_TOPIC_STATE)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	certFile := fs.String("tls-cert", "", "PEM server certificate: serve only TLS (with -tls-key)")
+	keyFile := fs.String("tls-key", "", "PEM private key of -tls-cert")
+	saslUser := fs.String("sasl-user", "", "require SASL SCRAM-SHA-512 with this user (a superuser; with -sasl-password-file)")
+	saslPasswordFile := fs.String("sasl-password-file", "", "file holding the -sasl-user's password (not a flag: flags show in ps)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := obs.NewLogger(logw, *level, "devbroker")
 	opts := broker.Options{Listen: split(*listen), Advertise: split(*advertise), DataDir: *dataDir}
+	if (*certFile == "") != (*keyFile == "") {
+		return fmt.Errorf("-tls-cert and -tls-key go together")
+	}
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return fmt.Errorf("load the TLS certificate: %w", err)
+		}
+		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if (*saslUser == "") != (*saslPasswordFile == "") {
+		return fmt.Errorf("-sasl-user and -sasl-password-file go together")
+	}
+	if *saslUser != "" {
+		pw, err := os.ReadFile(*saslPasswordFile)
+		if err != nil {
+			return fmt.Errorf("read the SASL password: %w", err)
+		}
+		opts.SCRAMUser, opts.SCRAMPassword = *saslUser, strings.TrimRight(string(pw), "\r\n")
+	}
 	b, err := broker.StartWith(opts)
 	if err != nil {
 		return err
@@ -55,6 +80,7 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 		return err
 	}
 	log.Info().Strs("brokers", b.Addrs()).Str("data_dir", *dataDir).Strs("topics", []string{*changes, *state}).
+		Bool("tls", opts.TLS != nil).Str("sasl", map[bool]string{true: broker.SCRAMMechanism}[opts.SCRAMUser != ""]).
 		Msg("kafka: serving")
 	<-ctx.Done()
 	return nil

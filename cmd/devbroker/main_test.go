@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -69,7 +72,7 @@ func (d *devbroker) close(t *testing.T) {
 
 func produce(t *testing.T, brokers []string, n int) {
 	t.Helper()
-	p, err := kafka.Dial(broker.ClientConfig(brokers))
+	p, err := kafka.DialNonTransactional(broker.ClientConfig(brokers))
 	require.NoError(t, err)
 	defer p.Close()
 	var recs []kafka.Record
@@ -133,4 +136,56 @@ func TestBadFlags(t *testing.T) {
 	require.ErrorContains(t, err, "1 advertised addresses for 2 listen addresses")
 	err = run(context.Background(), []string{"-listen", "nope"}, io.Discard)
 	require.ErrorContains(t, err, `listen address "nope"`)
+}
+
+// With -tls-cert/-tls-key and -sasl-user, the broker speaks only TLS and admits only the SCRAM
+// user: a client that verifies the CA and authenticates with SCRAM-SHA-512 produces; a
+// plaintext client and a wrong password are refused.
+func TestTLSAndSCRAM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, err := tlsenv.NewCA(dir)
+	require.NoError(t, err)
+	pwFile := filepath.Join(dir, "pw")
+	require.NoError(t, os.WriteFile(pwFile, []byte("s3cret\n"), 0o600))
+	d := start(t, "-listen", "127.0.0.1:0", "-tls-cert", ca.CertFile, "-tls-key", ca.KeyFile,
+		"-sasl-user", "msgx", "-sasl-password-file", pwFile)
+
+	cfg := broker.ClientConfig(d.brokers)
+	cfg.TLS, cfg.TLSCAFile = true, ca.CAFile
+	cfg.SASLMechanism, cfg.SASLUser, cfg.SASLPassword = broker.SCRAMMechanism, "msgx", "s3cret"
+	p, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	infos, err := p.CheckTopics(context.Background())
+	require.NoError(t, err)
+	require.Len(t, infos, 2)
+	require.NoError(t, p.Close())
+
+	for name, bad := range map[string]func(*kafka.Config){
+		"plaintext":      func(c *kafka.Config) { c.TLS, c.TLSCAFile = false, "" },
+		"wrong password": func(c *kafka.Config) { c.SASLPassword = "guess" },
+		"no SASL":        func(c *kafka.Config) { c.SASLMechanism, c.SASLUser, c.SASLPassword = "", "", "" },
+	} {
+		c := cfg
+		c.DialTimeout, c.IOTimeout = 2*time.Second, 2*time.Second
+		bad(&c)
+		p, err := kafka.Dial(c)
+		if err == nil {
+			_, err = p.CheckTopics(context.Background())
+			_ = p.Close()
+		}
+		require.Error(t, err, name)
+	}
+
+	_, err = startErr("-listen", "127.0.0.1:0", "-tls-cert", ca.CertFile)
+	require.ErrorContains(t, err, "-tls-cert and -tls-key go together")
+	_, err = startErr("-listen", "127.0.0.1:0", "-sasl-user", "msgx")
+	require.ErrorContains(t, err, "-sasl-user and -sasl-password-file go together")
+}
+
+// startErr runs the command with args that must fail before serving.
+func startErr(args ...string) (string, error) {
+	var out strings.Builder
+	err := run(context.Background(), args, &out)
+	return out.String(), err
 }

@@ -1,19 +1,23 @@
 // Command devstack brings up a local msgx: PostgreSQL database msgx (migrated), the mailbox
 // database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
 // 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
-// its own process (logs in .devstack/logs). It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
+// its own process (logs in .devstack/logs), and the simulated AODB answering msgx's requests
+// (-aodb). It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started by scripts/ensure-db.sh
 // (make up runs it first).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
+	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 )
 
@@ -32,6 +36,7 @@ func run(ctx context.Context, args []string) error {
 	pgServer := fs.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
 	myServer := fs.String("mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
 	kafkaPort := fs.Int("kafka-port", 9092, "port of the development Kafka broker")
+	aodb := fs.Bool("aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,8 +74,24 @@ func run(ctx context.Context, args []string) error {
 	for _, b := range stack.Binaries {
 		fmt.Printf("  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(dir, "logs", b+".log"))
 	}
-	fmt.Printf("  compat entry: curl -X POST -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").Addr)
+	fmt.Printf("  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
+	fmt.Printf("  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
+	fmt.Printf("  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
 	fmt.Printf("  status:       MSGX_PG_URL='%s' %s status\n", pgURL, filepath.Join(dir, "bin", "msgxctl"))
+	if *aodb {
+		cfg := simulate.DefaultConfig().Today()
+		a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
+		if err != nil {
+			return errors.Join(err, s.Close())
+		}
+		defer func() {
+			if err := a.Stop(); err != nil {
+				fmt.Println("devstack: simulated AODB:", err)
+			}
+		}()
+		fmt.Printf("  AODB:         simulated, answers coutmsgs requests for %s (%d flights): %s request schedule --from %s --to %s --reason try\n",
+			cfg.Date.Format(time.DateOnly), cfg.Flights, filepath.Join(dir, "bin", "msgxctl"), cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
+	}
 	fmt.Println("devstack: Ctrl-C stops everything")
 	<-ctx.Done()
 	fmt.Println("devstack: stopping …")

@@ -68,11 +68,15 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,
+		// A real request (metadata) answered within the check timeout: a hung broker that still
+		// accepts connections fails it.
 		Checks: []obs.Check{{Name: "kafka", Fn: func(ctx context.Context) error {
-			return kafka.Reachable(ctx, cfg.Kafka.Brokers, cfg.Kafka.DialTimeout)
+			return kafka.Probe(ctx, cfg.Kafka, cfg.Kafka.CheckTimeout)
 		}}},
 		Work: func(ctx context.Context, lease leader.Lease) error {
-			return link.Term(ctx, func(ctx context.Context) error { return disp.Run(ctx, lease) })
+			return link.Term(ctx,
+				func(ctx context.Context) error { return store.CheckLease(ctx, lease) },
+				func(ctx context.Context) error { return disp.Run(ctx, lease) })
 		},
 		Started: started,
 	})

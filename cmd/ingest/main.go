@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
@@ -35,13 +37,22 @@ func main() {
 	}
 }
 
-// run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+// run is the whole binary; tests call it. started, when set, is told the ops server and the API
+// server once both listen.
+func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(ops, api *obs.Server)) error {
 	pool, err := daemon.OpenPool(ctx, cfg, config.RoleIngest)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	apiPool, err := daemon.OpenAPIPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer apiPool.Close()
+	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+		return err
+	}
 	mb, err := mailbox.Open(cfg.MySQLDSN)
 	if err != nil {
 		return err
@@ -51,12 +62,26 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	clk := clock.System{}
 	reg := obs.NewRegistry()
 	metrics := ingest.NewMetrics(reg, clk)
-	compat := ingest.NewCompat(cfg.CompatConfig(), mb, pool, clk, metrics, log)
-	// The read API only reads PostgreSQL: it serves on every replica, leader or standby.
-	api := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout}, pool, log)
+	compat := ingest.NewCompat(cfg.CompatConfig(), mb, apiPool, clk, metrics, log)
+	// The read API only reads PostgreSQL: it serves on every replica, leader or standby, and
+	// while the mailbox is down.
+	read := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout}, apiPool, log)
 	if cfg.Shadow {
 		log.Warn().Msg("shadow mode: the compat entry answers 503 and nothing is written to the mailbox")
 	}
+	gate := httpauth.NewGate(cfg.API.Access, clk.Now)
+	gate.Refused = metrics.APIRefused
+	if len(cfg.API.Access.Tokens) == 0 {
+		log.Warn().Msg("api: no MSGX_API_TOKENS: every API request is refused (401)")
+	}
+	mux := http.NewServeMux()
+	if cfg.Compat.Enabled {
+		mux.Handle(ingest.CompatPattern, gate.Require(httpauth.ScopeSend, compat))
+	}
+	for _, p := range readapi.Patterns {
+		mux.Handle(p, gate.Require(httpauth.ScopeRead, read))
+	}
+	apiSrv := obs.NewHandlerServer(cfg.API.Addr, mux, cfg.HTTPReadTimeout, log)
 
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleIngest,
@@ -64,15 +89,10 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,
-		Checks:   []obs.Check{{Name: "mailbox", Fn: mb.Ping}},
-		Mount: func(s *obs.Server) {
-			if cfg.Compat.Enabled {
-				s.Handle(ingest.CompatPattern, compat)
-			}
-			for _, p := range readapi.Patterns {
-				s.Handle(p, api)
-			}
-		},
+		// The mailbox does not decide readiness: the read API needs only PostgreSQL, and the
+		// compat entry answers 503 by itself while the mailbox is down.
+		Checks: []obs.Check{{Name: "mailbox", Fn: mb.Ping, Informational: true}},
+		API:    apiSrv,
 		Work: func(ctx context.Context, lease leader.Lease) error {
 			ing, err := ingest.New(cfg.IngestConfig(), ingest.Deps{
 				DB: pool, Mailbox: mb, Fence: lease, Clock: clk, Metrics: metrics,
@@ -83,6 +103,10 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 			}
 			return ing.Run(ctx)
 		},
-		Started: started,
+		Started: func(ops *obs.Server) {
+			if started != nil {
+				started(ops, apiSrv)
+			}
+		},
 	})
 }

@@ -14,12 +14,17 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/obs"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain checks for leaked goroutines, then stops the private TLS servers (pkg/dev/tlsenv).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(tlsRun{m}) }
+
+type tlsRun struct{ m *testing.M }
+
+func (r tlsRun) Run() int { return tlsenv.Run(r.m) }
 
 // eventually polls cond (bounded) instead of sleeping for a fixed time.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -37,7 +42,10 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	mb := mailboxtest.New(t)
 	cfg, err := config.Load(config.RoleIngest)
 	require.NoError(t, err)
-	cfg.PGURL, cfg.MySQLDSN, cfg.HTTPAddr = pg.URL, mb.DSN, "127.0.0.1:0"
+	cfg.PGURL, cfg.MySQLDSN, cfg.HTTPAddr, cfg.API.Addr = pg.URL, mb.DSN, "127.0.0.1:0", "127.0.0.1:0"
+	token, entry, err := httpauth.NewToken("aodb", httpauth.ScopeSend)
+	require.NoError(t, err)
+	cfg.API.Access.Tokens = httpauth.Clients{entry}
 	cfg.Ingest.PollInterval = 20 * time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
 
@@ -47,12 +55,13 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), func(s *obs.Server) { addr <- s.Addr() })
+		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), func(ops, api *obs.Server) { addr <- [2]string{ops.Addr(), api.Addr()} })
 	}()
-	base := "http://" + <-addr
+	addrs := <-addr
+	base, apiBase := "http://"+addrs[0], "http://"+addrs[1]
 
 	count := func() int {
 		var n int
@@ -61,7 +70,17 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	}
 	eventually(t, "the backlog to be enqueued", func() bool { return count() == 2 })
 
+	// The ops listener does not serve the API.
 	resp, err := http.Post(base+"/cminmsgs/send", "application/xml", strings.NewReader("<MSG>3</MSG>"))
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	req, err := http.NewRequest(http.MethodPost, apiBase+"/cminmsgs/send", strings.NewReader("<MSG>3</MSG>"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/xml")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

@@ -42,6 +42,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer pool.Close()
+	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+		return err
+	}
 	mb, err := mailbox.Open(cfg.MySQLDSN)
 	if err != nil {
 		return err

@@ -27,13 +27,14 @@ func init() {
 }
 
 const dlqUsage = `usage:
-  msgxctl dlq list   [--target KAFKA:msg|KAFKA:schd] [--flid F] [--limit N] [--json]
+  msgxctl dlq list   [--target KAFKA:msg|KAFKA:schd] [--flid F] [--limit N] [--all] [--json]
   msgxctl dlq replay (--ids 1,2,… | --flid F [--target T]) [--reason R] [--actor A] [--dry-run] [--json]
   msgxctl dlq skip   --ids 1,2,… --reason R [--actor A] [--dry-run] [--json]
 
 replay moves DEAD events back to PENDING with a fresh attempt budget: the dispatcher sends them
 in their FLID's order before the later events they hold. skip gives up on DEAD events for good
-(never sent; their FLID's later events flow). Both write an audit row (replay_audit).`
+(they become SKIPPED, never sent, and their FLID's later events flow); skipped events are kept
+past the SENT retention and listed with list --all. Both write an audit row (replay_audit).`
 
 func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -54,6 +55,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 	limit := fs.Int("limit", 100, "list at most this many")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	asJSON := fs.Bool("json", false, "JSON output")
+	all := fs.Bool("all", false, "list: the SKIPPED events too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 
 	switch sub {
 	case "list":
-		dead, err := store.ListDead(ctx, outbox.DeadFilter{Target: *target, FLID: *flid, Limit: *limit})
+		dead, err := store.ListDead(ctx, outbox.DeadFilter{Target: *target, FLID: *flid, Limit: *limit, All: *all})
 		if err != nil {
 			return err
 		}
@@ -97,9 +99,9 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 			return nil
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "EVENT_ID\tTARGET\tFLID\tTYPE\tVERSION\tMSG_ID\tATTEMPTS\tHOLDING\tCREATED\tLAST_ERROR")
+		fmt.Fprintln(tw, "EVENT_ID\tSTATUS\tTARGET\tFLID\tTYPE\tVERSION\tMSG_ID\tATTEMPTS\tHOLDING\tCREATED\tLAST_ERROR")
 		for _, d := range dead {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", d.EventID, d.Target, d.FLID, d.Type, d.StateVersion,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", d.EventID, d.Status, d.Target, d.FLID, d.Type, d.StateVersion,
 				d.MsgID, d.Attempts, d.Holding, d.CreatedAt.UTC().Format(time.RFC3339), dlqOneLine(d.LastError, 80))
 		}
 		return tw.Flush()

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/mailbox"
 )
 
 // command is one msgxctl sub-command. args excludes the command's name.
@@ -69,6 +70,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	cfg, err := config.Load(config.RoleJobs)
 	if err != nil {
 		return fmt.Errorf("bad configuration: %w", err)
+	}
+	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+		return err
 	}
 	return c.run(ctx, cfg, args[1:], out)
 }

@@ -13,19 +13,22 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
 // handlers maps each message kind to its handler. A kind missing here is FAILED
-// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a handler exists).
-func handlers() map[sis.Kind]processor.Handler {
+// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a handler exists). Both plug-ins
+// get the request rules (RESP guard, self-healing trigger; docs/requests.md).
+func handlers(requests *request.Hooks) map[sis.Kind]processor.Handler {
 	// One flight handler for every flight kind: a batch's flight messages share one session.
-	fl, ref := flights.Handler{}, refdata.Handler{}
+	fl, ref := flights.Handler{Requests: requests}, refdata.Handler{Requests: requests}
 	return map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate:     fl,
 		sis.KindFlightDelete:     fl,
@@ -59,13 +62,25 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer pool.Close()
+	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+		return err
+	}
 	mb, err := mailbox.Open(cfg.MySQLDSN)
 	if err != nil {
 		return err
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	p := processor.New(cfg.ProcessorConfig(), pool, handlers(), mb, clock.System{}, processor.NewMetrics(reg), log)
+	clk := clock.System{}
+	store, err := request.NewStore(pool, cfg.RequestConfig())
+	if err != nil {
+		return err
+	}
+	hooks, err := request.NewHooks(store, cfg.TriggerConfig(), request.NewProcessorMetrics(reg), log)
+	if err != nil {
+		return err
+	}
+	p := processor.New(cfg.ProcessorConfig(), pool, handlers(hooks), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,
@@ -73,7 +88,19 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Registry: reg,
 		Pool:     pool,
 		Checks:   []obs.Check{{Name: "mailbox", Fn: mb.Ping}},
-		Work:     p.Run,
+		Work:     work(p, hooks.Triggers(), clk, log),
 		Started:  started,
 	})
+}
+
+// work is the leader's work: at the start of each term the bootstrap trigger (an empty flight
+// table requests the schedule; off unless MSGX_REQUEST_BOOTSTRAP, rate-limited by its
+// cooldown), then the engine. A bootstrap failure is logged, never fatal.
+func work(p *processor.Engine, trig *request.Triggers, clk clock.Clock, log zerolog.Logger) func(context.Context, leader.Lease) error {
+	return func(ctx context.Context, lease leader.Lease) error {
+		if _, err := trig.Bootstrap(ctx, clk.Now()); err != nil && ctx.Err() == nil {
+			log.Warn().Err(err).Msg("requests: bootstrap trigger failed")
+		}
+		return p.Run(ctx, lease)
+	}
 }

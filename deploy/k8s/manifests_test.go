@@ -549,9 +549,16 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 		for _, rule := range np.Spec.Ingress {
 			require.NotEmpty(t, rule.From, "%s: an ingress rule without sources opens the port to everyone", id)
 			require.NotEmpty(t, rule.Ports, id)
+			want := port
+			if hit.component == "ingest" && !fromMonitoring(rule) {
+				want = 8091 // ingest's API clients reach the API port only
+			}
 			for _, p := range rule.Ports {
 				require.NotNil(t, p.Port, id)
-				require.Equal(t, port, containerPort(t, id, c, *p.Port), "%s: only port %d", id, port)
+				require.Equal(t, want, containerPort(t, id, c, *p.Port), "%s: only port %d", id, want)
+			}
+			if fromMonitoring(rule) {
+				require.Len(t, rule.From, 1, "%s: the monitoring rule admits the monitoring namespace alone", id)
 			}
 		}
 	}
@@ -593,8 +600,8 @@ func checkIngestService(t *testing.T, r *rendered) {
 	}
 	require.Len(t, hits, 1, "%s: Service msgx-ingest selects %d Deployments", r.overlay, len(hits))
 	require.Equal(t, "msgx-ingest", hits[0].Name)
-	require.Len(t, s.Spec.Ports, 1)
-	require.Equal(t, int32(8080), containerPort(t, "Service msgx-ingest", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
+	require.Len(t, s.Spec.Ports, 1, "%s: the Service exposes the API port only, not the ops port", r.overlay)
+	require.Equal(t, int32(8091), containerPort(t, "Service msgx-ingest", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
 }
 
 // checkSecrets: in dev every referenced Secret and key exists (generated); production generates
@@ -696,4 +703,15 @@ func checkDevBroker(t *testing.T, r *rendered) {
 		}
 	}
 	require.True(t, reached, "dev: the dispatcher pods must be allowed to reach the broker")
+}
+
+// fromMonitoring reports whether an ingress rule admits the monitoring namespace: such a rule
+// may open only the ops port (/metrics), never ingest's API.
+func fromMonitoring(rule networkingv1.NetworkPolicyIngressRule) bool {
+	for _, f := range rule.From {
+		if f.NamespaceSelector != nil && f.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "monitoring" {
+			return true
+		}
+	}
+	return false
 }

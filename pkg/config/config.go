@@ -19,10 +19,12 @@ import (
 
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/setting"
@@ -62,6 +64,7 @@ type Config struct {
 
 	Ingest    ingest.Config
 	Compat    ingest.CompatConfig
+	API       API
 	Processor processor.Config
 	Kafka     kafka.Config
 	Dispatch  dispatch.Config
@@ -77,7 +80,7 @@ type Process struct {
 	Env      string `env:"MSGX_ENV" default:"development" desc:"development or production; production refuses unsafe combinations"`
 	LogLevel string `env:"MSGX_LOG_LEVEL" default:"info" desc:"zerolog level: debug, info, warn, error"`
 	// HTTPAddr's default depends on the role (DefaultHTTPAddr).
-	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and ingest's API); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
+	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and the console's pages; ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
 	HTTPReadTimeout time.Duration `env:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
 	ShutdownTimeout time.Duration `env:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
 
@@ -87,9 +90,32 @@ type Process struct {
 	AirportTZ  string        `env:"MSGX_AIRPORT_TZ" default:"Asia/Shanghai" desc:"airport time zone (IANA): operation days and local times"`
 }
 
+// API are the settings of ingest's API listener (compat entry and read API): its address, who may
+// call it (pkg/httpauth) and the read API's own PostgreSQL pool, so that reads never take the
+// connections of ingest's poll loop.
+type API struct {
+	Addr             string          `env:"MSGX_API_ADDR" default:"127.0.0.1:8091" desc:"ingest: listen address of the authenticated API (POST /cminmsgs/send, GET /flights/{flid}, GET /all/flights); the ops endpoints stay on MSGX_HTTP_ADDR"`
+	Access           httpauth.Config // tokens, rate and concurrency limits
+	PGMaxConns       int32           `env:"MSGX_API_PG_MAX_CONNS" default:"4" desc:"ingest: connections of the API's own PostgreSQL pool (read API and compat enqueue)"`
+	StatementTimeout time.Duration   `env:"MSGX_API_STATEMENT_TIMEOUT" default:"5s" desc:"ingest: PostgreSQL statement_timeout of the API's pool"`
+}
+
+// Validate reports every bad value, one line each.
+func (c API) Validate() error {
+	var p setting.Problems
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		p.Add("MSGX_API_ADDR", "must be host:port, got %q", c.Addr)
+	}
+	p.Join(c.Access.Validate())
+	p.Between("MSGX_API_PG_MAX_CONNS", int64(c.PGMaxConns), 1, 100)
+	p.Positive("MSGX_API_STATEMENT_TIMEOUT", c.StatementTimeout)
+	return p.Err()
+}
+
 // Mailbox are the settings of the legacy MySQL mailbox, shared by ingest, processor and jobs.
 type Mailbox struct {
-	MySQLDSN           string `env:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format; tls=… for TLS)"`
+	MySQLDSN           string `env:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format); TLS: tls=true (system roots) or tls=msgx-ca (MSGX_MYSQL_TLS_CA_FILE); production requires one of them"`
+	MySQLTLSCAFile     string `env:"MSGX_MYSQL_TLS_CA_FILE" default:"" desc:"PEM CA bundle that verifies the mailbox server for DSNs with tls=msgx-ca"`
 	Shadow             bool   `env:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
 	MailboxProcessedAs string `env:"MSGX_MAILBOX_PROCESSED_VALUE" default:"" desc:"when set, also written to CMINMSGS_STATUS with the processed marker (empty: STATUS untouched)"`
 }
@@ -138,6 +164,9 @@ func load(role Role, lookup func(string) (string, bool)) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if role == RoleIngest && cfg.Env == "production" && len(cfg.API.Access.Tokens) == 0 {
+		errs = append(errs, errors.New("MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new); without them every API request is refused"))
+	}
 	return cfg, errors.Join(errs...)
 }
 
@@ -150,6 +179,7 @@ func (c Config) Validate() error {
 	p.Join(c.Retry.Validate())
 	p.Join(c.Ingest.Validate())
 	p.Join(c.Compat.Validate())
+	p.Join(c.API.Validate())
 	p.Join(c.Processor.Validate())
 	p.Join(c.Kafka.Validate())
 	p.Join(c.Dispatch.Validate())
@@ -159,8 +189,37 @@ func (c Config) Validate() error {
 	p.Join(c.RequestConfig().Validate())
 	p.Join(c.TriggerConfig().Validate())
 	p.Join(c.Console.Validate())
-	if c.Env == "production" && c.Shadow && c.Compat.Enabled {
+	if c.Env == "production" {
+		p.Join(c.productionRefusals())
+	}
+	return p.Err()
+}
+
+// productionRefusals are the combinations MSGX_ENV=production refuses, one line each: shadow
+// mode with the compat entry, and every connection that is plaintext or does not verify its
+// server (docs/security.md).
+func (c Config) productionRefusals() error {
+	var p setting.Problems
+	if c.Shadow && c.Compat.Enabled {
 		p.Add("MSGX_COMPAT_ENTRY", "must be false in production shadow mode (MSGX_SHADOW=true writes nothing to MySQL)")
+	}
+	if u, err := url.Parse(c.PGURL); err == nil {
+		// verify-ca is refused too: it accepts any certificate of the CA, whatever the host.
+		if mode := u.Query().Get("sslmode"); mode != "verify-full" {
+			if mode == "" {
+				mode = "unset (pgx: prefer, unverified)"
+			}
+			p.Add("MSGX_PG_URL", "production requires sslmode=verify-full (TLS with the server's name verified), got sslmode %s", mode)
+		}
+	}
+	if why := mailbox.VerifiedTLS(c.MySQLDSN, c.MySQLTLSCAFile); why != "" {
+		p.Add("MSGX_MYSQL_DSN", "production requires TLS with a verified server: %s", why)
+	}
+	switch {
+	case !c.Kafka.TLS && strings.EqualFold(c.Kafka.SASLMechanism, "PLAIN"):
+		p.Add("MSGX_KAFKA_SASL_MECHANISM", "PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it")
+	case !c.Kafka.TLS:
+		p.Add("MSGX_KAFKA_TLS", "production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)")
 	}
 	return p.Err()
 }

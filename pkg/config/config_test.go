@@ -46,23 +46,100 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	}
 }
 
-func TestProductionRefusals(t *testing.T) {
-	t.Setenv("MSGX_ENV", "production")
-	t.Setenv("MSGX_SHADOW", "true")
-	_, err := Load(RoleDispatcher)
-	require.Error(t, err)
-	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, 1, "one line per refusal: %q", err)
-	require.Contains(t, err.Error(), "MSGX_COMPAT_ENTRY: must be false in production shadow mode")
+// productionEnv is a production configuration every refusal accepts: PostgreSQL verify-full,
+// MySQL tls=true, Kafka TLS with SCRAM, API tokens.
+var productionEnv = map[string]string{
+	"MSGX_ENV":                  "production",
+	"MSGX_PG_URL":               "postgres://msgx_ingest@db.example:5432/msgx?sslmode=verify-full&sslrootcert=/etc/msgx/ca.pem",
+	"MSGX_MYSQL_DSN":            "msgx_ingest@tcp(aodb.example:3306)/msgx_mailbox?parseTime=true&tls=true",
+	"MSGX_KAFKA_TLS":            "true",
+	"MSGX_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+	"MSGX_KAFKA_SASL_USER":      "msgx",
+	"MSGX_KAFKA_SASL_PASSWORD":  "secret",
+	"MSGX_API_TOKENS":           "aodb:send:" + strings.Repeat("ab", 32),
+}
 
+func setProduction(t *testing.T) {
+	for k, v := range productionEnv {
+		t.Setenv(k, v)
+	}
+}
+
+func TestProductionAcceptsTheSafeConfiguration(t *testing.T) {
+	setProduction(t)
+	for _, role := range []Role{RoleIngest, RoleProcessor, RoleDispatcher, RoleJobs} {
+		_, err := Load(role)
+		require.NoError(t, err, role)
+	}
+	t.Setenv("MSGX_MYSQL_DSN", "msgx_ingest@tcp(aodb.example:3306)/msgx_mailbox?tls=msgx-ca")
+	t.Setenv("MSGX_MYSQL_TLS_CA_FILE", "/etc/msgx/aodb-ca.pem")
+	_, err := Load(RoleIngest)
+	require.NoError(t, err, "a private CA for the mailbox")
+	t.Setenv("MSGX_API_TOKENS", "")
+	_, err = Load(RoleProcessor)
+	require.NoError(t, err, "only ingest serves the API")
+}
+
+// Each unsafe production setting is refused with its own single line.
+func TestProductionRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		role Role
+		env  map[string]string
+		want string
+	}{
+		{"shadow with compat", RoleDispatcher, map[string]string{"MSGX_SHADOW": "true"},
+			"MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
+		{"pg plaintext", RoleProcessor, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=disable"},
+			"MSGX_PG_URL: production requires sslmode=verify-full (TLS with the server's name verified), got sslmode disable"},
+		{"pg sslmode unset", RoleProcessor, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx"},
+			"MSGX_PG_URL: production requires sslmode=verify-full (TLS with the server's name verified), got sslmode unset"},
+		{"pg require", RoleJobs, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=require"},
+			"got sslmode require"},
+		{"pg verify-ca", RoleJobs, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=verify-ca"},
+			"got sslmode verify-ca"},
+		{"mysql plaintext", RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?parseTime=true"},
+			"MSGX_MYSQL_DSN: production requires TLS with a verified server: no tls= (plaintext)"},
+		{"mysql skip-verify", RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?tls=skip-verify"},
+			"MSGX_MYSQL_DSN: production requires TLS with a verified server: tls=skip-verify does not verify the server"},
+		{"mysql preferred", RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u:p?w)@tcp(aodb:3306)/msgx_mailbox?tls=preferred"},
+			"tls=preferred does not verify the server"},
+		{"mysql private CA without file", RoleJobs, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?tls=msgx-ca"},
+			"MSGX_MYSQL_DSN: production requires TLS with a verified server: tls=msgx-ca needs MSGX_MYSQL_TLS_CA_FILE"},
+		{"kafka plaintext", RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false"},
+			"MSGX_KAFKA_TLS: production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)"},
+		{"sasl plain without tls", RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false", "MSGX_KAFKA_SASL_MECHANISM": "PLAIN"},
+			"MSGX_KAFKA_SASL_MECHANISM: PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it"},
+		{"api without tokens", RoleIngest, map[string]string{"MSGX_API_TOKENS": ""},
+			"MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			setProduction(t)
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(c.role)
+			require.Error(t, err)
+			require.Len(t, strings.Split(err.Error(), "\n"), 1, "one line per refusal: %q", err)
+			require.Contains(t, err.Error(), c.want)
+
+			t.Setenv("MSGX_ENV", "development")
+			_, err = Load(c.role)
+			require.NoError(t, err, "development accepts it")
+		})
+	}
+	setProduction(t)
+	t.Setenv("MSGX_SHADOW", "true")
 	t.Setenv("MSGX_COMPAT_ENTRY", "false")
-	_, err = Load(RoleDispatcher)
+	_, err := Load(RoleDispatcher)
 	require.NoError(t, err, "production shadow mode without the compat entry is allowed")
 }
 
 // The dispatcher's in-process broker is gone: its variable is refused in every environment,
 // with what to do instead.
 func TestRemovedInProcessBrokerIsRefused(t *testing.T) {
+	setProduction(t)
 	for _, env := range []string{"development", "production"} {
 		t.Setenv("MSGX_ENV", env)
 		t.Setenv("MSGX_KAFKA_INPROCESS", "true")

@@ -21,11 +21,15 @@ const docHead = `# Configuration
 Every binary (and msgxctl) reads its settings from the environment, prefix ` + "`MSGX_`" + `
 (envconfig). Durations use Go syntax (` + "`500ms`, `30s`, `15m`, `24h`" + `); lists are comma-separated.
 A bad value stops the binary at start-up with exit code 2 and one line per bad value naming the
-variable. ` + "`MSGX_ENV=production`" + ` additionally refuses shadow mode with the compat entry on.
+variable. ` + "`MSGX_ENV=production`" + ` additionally refuses, one line each: shadow mode with the compat
+entry on; ` + "`MSGX_PG_URL`" + ` without ` + "`sslmode=verify-full`" + `; ` + "`MSGX_MYSQL_DSN`" + ` without ` + "`tls=true`" + ` or
+` + "`tls=msgx-ca`" + ` (with ` + "`MSGX_MYSQL_TLS_CA_FILE`" + `); ` + "`MSGX_KAFKA_TLS=false`" + ` (and SASL PLAIN without TLS);
+ingest without ` + "`MSGX_API_TOKENS`" + ` (docs/security.md).
 ` + "`MSGX_KAFKA_INPROCESS`" + ` is gone (the development broker is its own process, cmd/devbroker): setting it
 is refused. Producer rule D3 (idempotent, acks=all, one request in flight) has no
 variable: setting ` + "`MSGX_KAFKA_ACKS`, `MSGX_KAFKA_IDEMPOTENT`, `MSGX_KAFKA_MAX_OPEN_REQUESTS`, `MSGX_KAFKA_MAX_IN_FLIGHT` or `MSGX_KAFKA_RETRIES`" + ` is refused.
-Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL_PASSWORD`" + `) come from Kubernetes Secrets.
+Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL_PASSWORD`" + `) come from Kubernetes Secrets;
+` + "`MSGX_API_TOKENS`" + ` holds only SHA-256 hashes of the API tokens.
 
 Each stage declares its own settings where it uses them (the tagged fields of ingest.Config,
 ingest.CompatConfig, processor.Config, kafka.Config, dispatch.Config, jobs.Config,

@@ -35,6 +35,7 @@ func (c Config) ProcessorConfig() processor.Config {
 	// New rows wake the pump; polling is the fallback, never slower than ingest's own poll.
 	pc.IdlePoll = min(c.Ingest.PollInterval, 100*time.Millisecond)
 	pc.Location, pc.Shadow, pc.ProcessedValue = c.Location(), c.Shadow, c.MailboxProcessedAs
+	pc.MarkerTimeout = c.DBTimeout
 	return pc
 }
 

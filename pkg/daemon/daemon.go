@@ -27,9 +27,11 @@ type Spec struct {
 	Log      zerolog.Logger
 	Registry *prometheus.Registry
 	Pool     *pgxpool.Pool
-	Checks   []obs.Check                                         // readiness checks besides PostgreSQL
-	Mount    func(s *obs.Server)                                 // extra HTTP handlers (ingest)
-	Work     func(ctx context.Context, lease leader.Lease) error // the stage loop, leader only
+	Checks   []obs.Check // readiness checks besides PostgreSQL
+	// API, when set, is a second listener (ingest's authenticated API), served and shut down
+	// with the ops listener.
+	API  *obs.Server
+	Work func(ctx context.Context, lease leader.Lease) error // the stage loop, leader only
 	// Started, when set, receives the HTTP server once it listens (tests learn its address).
 	Started func(s *obs.Server)
 }
@@ -47,6 +49,25 @@ func OpenPool(ctx context.Context, cfg config.Config, role config.Role) (*pgxpoo
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
+	}
+	return pool, nil
+}
+
+// OpenAPIPool opens ingest's API pool: small (MSGX_API_PG_MAX_CONNS) and with a statement
+// timeout (MSGX_API_STATEMENT_TIMEOUT), so that a flood of API requests waits for its own
+// connections and never for those of the poll loop.
+func OpenAPIPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.PGURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse MSGX_PG_URL: %w", err)
+	}
+	pc.MaxConns = cfg.API.PGMaxConns
+	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-ingest-api"
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(cfg.API.StatementTimeout.Milliseconds())
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.Leader.SessionTimeout.Milliseconds())
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open the API's PostgreSQL pool: %w", err)
 	}
 	return pool, nil
 }
@@ -86,18 +107,26 @@ func Run(ctx context.Context, spec Spec) error {
 
 	checks := append([]obs.Check{{Name: "postgres", Fn: spec.Pool.Ping}}, spec.Checks...)
 	srv := obs.NewServer(cfg.HTTPAddr, spec.Registry, checks, elector.IsLeader, cfg.HTTPReadTimeout, spec.Log)
-	if spec.Mount != nil {
-		spec.Mount(srv)
-	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
+	ready := spec.Log.Info().Str("addr", srv.Addr())
+	if spec.API != nil {
+		if err := spec.API.Listen(); err != nil {
+			return fmt.Errorf("api: %w", err)
+		}
+		ready = ready.Str("api_addr", spec.API.Addr())
+	}
+	ready.Msg("http: serving /healthz /readyz /metrics")
 	if spec.Started != nil {
 		spec.Started(srv)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Run(gctx, cfg.ShutdownTimeout) })
+	if spec.API != nil {
+		g.Go(func() error { return spec.API.Run(gctx, cfg.ShutdownTimeout) })
+	}
 	g.Go(func() error {
 		err := elector.Run(gctx, spec.Work)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,9 @@ type Config struct {
 	StatsPeriod time.Duration `default:"5s"`
 	// ErrorWait caps the wait after a database error or a Kafka outage.
 	ErrorWait time.Duration `default:"30s"`
+	// SendWarn is how long a send may stay unanswered before a warning is logged (and again
+	// each time as long again passes).
+	SendWarn time.Duration `env:"MSGX_DISPATCH_SEND_WARN" default:"5s" desc:"dispatcher: log a warning when a send has been waiting for the broker this long"`
 }
 
 // Validate reports every bad value of the stage's settings, one line each.
@@ -51,11 +55,12 @@ func (c Config) Validate() error {
 	p.Between("MSGX_DISPATCH_BATCH", int64(c.Batch), 1, 10000)
 	p.Positive("MSGX_SCHD_FLUSH_PERIOD", c.FlushPeriod)
 	p.Between("MSGX_SCHD_FLUSH_LIMIT", int64(c.FlushLimit), 1, 10000)
+	p.Positive("MSGX_DISPATCH_SEND_WARN", c.SendWarn)
 	return p.Err()
 }
 
 func (c *Config) defaults() error {
-	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait} {
+	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait, &c.SendWarn} {
 		*d = max(*d, 0)
 	}
 	setting.FillZero(c)
@@ -80,6 +85,12 @@ type Dispatcher struct {
 	clock  clock.Clock
 	log    zerolog.Logger
 	m      *metrics
+
+	mu       sync.Mutex
+	inflight map[int64]time.Time // start of every unanswered send
+	nextSend int64
+
+	stateCursor string // FLID after which the next state flush starts (only FlushStates uses it)
 }
 
 // New returns a dispatcher. Its metrics are registered on reg.
@@ -87,20 +98,73 @@ func New(cfg Config, store *outbox.Store, sender Sender, clk clock.Clock, reg pr
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(reg)
+	d := &Dispatcher{cfg: cfg, store: store, sender: sender, clock: clk, log: log, inflight: map[int64]time.Time{}}
+	m, err := newMetrics(reg, d.oldestUnacked)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
-	return &Dispatcher{cfg: cfg, store: store, sender: sender, clock: clk, log: log, m: m}, nil
+	d.m = m
+	return d, nil
+}
+
+// oldestUnacked is the age of the oldest send still waiting for the broker (0: none).
+func (d *Dispatcher) oldestUnacked() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var oldest time.Time
+	for _, t := range d.inflight {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return max(0, d.clock.Now().Sub(oldest).Seconds())
+}
+
+// send sends recs, tracking the send for the unacknowledged-age gauge and warning each
+// SendWarn while it waits.
+func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Record) []error {
+	d.mu.Lock()
+	d.nextSend++
+	id := d.nextSend
+	d.inflight[id] = d.clock.Now()
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.inflight, id)
+		d.mu.Unlock()
+	}()
+	start := time.Now()
+	var warn *time.Timer
+	var wmu sync.Mutex
+	var arm func()
+	arm = func() {
+		wmu.Lock()
+		defer wmu.Unlock()
+		warn = time.AfterFunc(d.cfg.SendWarn, func() {
+			d.log.Warn().Str("target", target).Int("records", len(recs)).Dur("waiting", time.Since(start).Round(time.Millisecond)).
+				Msg("kafka send blocked: the broker has not answered")
+			arm()
+		})
+	}
+	arm()
+	errs := d.sender.Send(ctx, recs)
+	wmu.Lock()
+	warn.Stop()
+	wmu.Unlock()
+	return errs
 }
 
 // Result is what one step did.
 type Result struct {
 	Claimed int // records produced (KAFKA:schd: FLIDs)
-	Sent    int // events marked SENT (KAFKA:schd: every represented event)
+	Sent    int // events marked SENT (KAFKA:schd: every settled event)
 	Retried int // events that will retry after backoff
 	Dead    int // events that went DEAD
 	Outage  bool
+	More    bool // KAFKA:schd: the flush stopped at its limit; more FLIDs follow the cursor
 }
 
 // StepMsg sends one batch of KAFKA:msg heads and records the outcome.
@@ -112,18 +176,44 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 	return d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, claimed)
 }
 
-// FlushStates sends the newest state of up to flush-limit FLIDs and records the outcome.
+// FlushStates visits up to flush-limit FLIDs with unsent KAFKA:schd events (after the previous
+// flush's cursor), sends the newest state of each due one that is newer than what the state
+// topic holds, settles the stale ones without sending, and records the outcome.
 func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Result, error) {
-	claimed, err := d.store.ClaimStates(ctx, d.clock.Now(), d.cfg.FlushLimit)
-	if err != nil || len(claimed) == 0 {
+	sc, err := d.store.ClaimStates(ctx, d.clock.Now(), d.cfg.FlushLimit, d.stateCursor)
+	if err != nil {
 		return Result{}, err
 	}
-	return d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, claimed)
+	d.stateCursor = sc.Next
+	more := sc.Next != ""
+	settled := int64(0)
+	if len(sc.Stale) > 0 {
+		if settled, err = d.store.MarkStatesSent(ctx, lease, sc.Stale, d.clock.Now()); err != nil {
+			return Result{More: more}, err
+		}
+		for _, c := range sc.Stale {
+			d.log.Info().Str("flid", c.FLID).Int64("state_version", c.StateVersion).Int64("event_id", c.EventID).
+				Msg("state flush: version at or below the one already sent; settled, not sent")
+		}
+	}
+	if len(sc.Due) == 0 {
+		return Result{Sent: int(settled), More: more}, nil
+	}
+	res, err := d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, sc.Due)
+	res.Sent += int(settled)
+	res.More = more
+	return res, err
 }
+
+// SchemaVersion is the version of the record contract (docs/events.md), in every record's
+// schema_version header.
+const SchemaVersion = "1"
 
 // record turns a claimed event into its Kafka record.
 func record(topic string, epoch int64, c outbox.Claimed) kafka.Record {
 	h := []kafka.Header{
+		{Key: "schema_version", Value: SchemaVersion},
+		{Key: "event_time", Value: c.CreatedAt.UTC().Format(time.RFC3339Nano)},
 		{Key: "event_id", Value: strconv.FormatInt(c.EventID, 10)},
 		{Key: "flid", Value: c.FLID},
 		{Key: "state_version", Value: strconv.FormatInt(c.StateVersion, 10)},
@@ -146,33 +236,70 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 		recs[i] = record(topic, lease.Epoch, c)
 	}
 	start := time.Now()
-	errs := d.sender.Send(ctx, recs)
+	errs := d.send(ctx, target, recs)
 	d.m.latency.WithLabelValues(target).Observe(time.Since(start).Seconds())
 	d.m.batchSize.WithLabelValues(target).Observe(float64(len(recs)))
 
-	// Several non-retryable rejections in one batch may be one poisoned record failing its whole
-	// partition batch: send each again alone before declaring any DEAD.
+	// A batch is one Kafka transaction: a non-retryable rejection aborts the others. Several
+	// rejections may be one poisoned record failing the transaction (or its partition batch):
+	// send each rejected record again alone before declaring any DEAD, then the others that
+	// failed with them together once more.
 	var fatal []int
+	others := false
 	for i, err := range errs {
 		if kafka.NonRetryable(err) {
 			fatal = append(fatal, i)
+		} else if err != nil {
+			others = true
 		}
 	}
-	if len(fatal) > 1 {
-		for _, i := range fatal {
-			errs[i] = d.sender.Send(ctx, recs[i:i+1])[0]
+	if len(fatal) > 0 && brokenOrFenced(errs) == nil {
+		if len(fatal) > 1 || others {
+			for _, i := range fatal {
+				errs[i] = d.send(ctx, target, recs[i:i+1])[0]
+			}
 		}
+		var again []int
+		for i, err := range errs {
+			if err != nil && !kafka.NonRetryable(err) {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 && len(again) < len(recs) {
+			sub := make([]kafka.Record, len(again))
+			for j, i := range again {
+				sub[j] = recs[i]
+			}
+			for j, err := range d.send(ctx, target, sub) {
+				errs[again[j]] = err
+			}
+		}
+	}
+
+	// A producer fenced by a newer one (a newer leader initialised the same transactional id)
+	// ends this term; a broken one (a send abandoned at its timeout) is replaced by the link.
+	// Neither counts an attempt against the events.
+	if err := brokenOrFenced(errs); err != nil {
+		if errors.Is(err, kafka.ErrFenced) {
+			return Result{Claimed: len(claimed)}, fmt.Errorf("%w: %w", leader.ErrFenced, err)
+		}
+		d.m.outages.Inc()
+		return Result{Claimed: len(claimed), Outage: true}, fmt.Errorf("%s send: %w", target, err)
 	}
 
 	res := Result{Claimed: len(claimed)}
 	var sent []int64
+	var sentStates []outbox.Claimed
 	var failures []outbox.Failure
+	var stateFailures []outbox.StateFailure
 	for i, err := range errs {
 		if err == nil {
 			sent = append(sent, claimed[i].Represents...)
+			sentStates = append(sentStates, claimed[i])
 			continue
 		}
 		failures = append(failures, outbox.Failure{IDs: claimed[i].Represents, Err: err.Error(), Fatal: kafka.NonRetryable(err)})
+		stateFailures = append(stateFailures, outbox.StateFailure{FLID: claimed[i].FLID, Version: claimed[i].StateVersion, Err: err.Error(), Fatal: kafka.NonRetryable(err)})
 	}
 
 	if len(sent) == 0 && len(failures) > 0 && !failures[0].Fatal && allRetryable(failures) {
@@ -185,7 +312,14 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	}
 
 	now := d.clock.Now()
-	if len(sent) > 0 {
+	if target == event.TargetSchd && len(sentStates) > 0 {
+		n, err := d.store.MarkStatesSent(ctx, lease, sentStates, now)
+		if err != nil {
+			return res, err
+		}
+		res.Sent = int(n)
+		d.m.sent.WithLabelValues(target).Add(float64(n))
+	} else if len(sent) > 0 {
 		if _, err := d.store.MarkSent(ctx, lease, sent, now); err != nil {
 			return res, err
 		}
@@ -193,7 +327,13 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 		d.m.sent.WithLabelValues(target).Add(float64(len(sent)))
 	}
 	if len(failures) > 0 {
-		outcomes, err := d.store.MarkFailed(ctx, lease, failures, now)
+		var outcomes []outbox.Outcome
+		var err error
+		if target == event.TargetSchd {
+			outcomes, err = d.store.MarkStatesFailed(ctx, lease, stateFailures, now)
+		} else {
+			outcomes, err = d.store.MarkFailed(ctx, lease, failures, now)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -219,6 +359,16 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 		d.m.dead.WithLabelValues(target).Add(float64(res.Dead))
 	}
 	return res, nil
+}
+
+// brokenOrFenced returns the first answer saying the producer cannot send any more.
+func brokenOrFenced(errs []error) error {
+	for _, err := range errs {
+		if errors.Is(err, kafka.ErrFenced) || errors.Is(err, kafka.ErrBroken) {
+			return err
+		}
+	}
+	return nil
 }
 
 func allRetryable(fs []outbox.Failure) bool {

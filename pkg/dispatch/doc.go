@@ -13,7 +13,7 @@
 // A FLID's next event is claimed only after its head is SENT, so a record can never overtake an
 // unacknowledged predecessor in Kafka, whatever the producer's retries do; a head that is
 // backing off or DEAD holds only its own FLID. A DEAD head holds its FLID until an operator
-// replays it (back to PENDING) or skips it (msgxctl dlq). Events of different FLIDs share the
+// replays it (back to PENDING) or skips it (SKIPPED, msgxctl dlq). Events of different FLIDs share the
 // batch, so throughput comes from the number of FLIDs with a backlog, not from one FLID's depth.
 //
 // When every record of a batch fails with a retryable error and the brokers do not answer a
@@ -25,19 +25,32 @@
 //
 // KAFKA:schd → compacted topic msgx.flight.state (FlushStates, every flush period)
 //
-//	claim ≤ flush-limit FLIDs ──▶ one record per FLID: its newest state_version
-//	                              (UPSERT: the full state JSON; TOMBSTONE: null value)
-//	   acknowledged ──▶ every unsent event of the FLID read by the claim → SENT (one UPDATE)
-//	   failed       ──▶ every one of them: attempts+1 and backoff (DEAD as above); nothing is SENT
+//	visit ≤ flush-limit FLIDs ──▶ one record per due FLID: its newest state_version
+//	(index skip scan after a       (UPSERT: the full state JSON; TOMBSTONE: null value)
+//	 cursor, so the cost does      newest ≤ the version already sent (msg_state_sent) ──▶
+//	 not grow with the backlog)      settled, not sent
+//	   acknowledged ──▶ msg_state_sent raised; every unsent event of the FLID at or below the
+//	                    version (PENDING or DEAD) → SENT (one UPDATE)
+//	   failed       ──▶ every PENDING one at or below it: attempts+1 and backoff (DEAD as above)
 //
-// Only the newest version is ever produced and all older unsent ones are marked with it, so every
-// unsent schd event of a FLID is newer than any it already sent: a retry, a replay or a restart
-// can never put an older state after a newer one.
+// A version at or below the highest already sent is never produced, and a sent newer state
+// settles the older dead letters it represents: a retry, a replay or a restart can never put an
+// older state after a newer one on the compacted topic.
+//
+// Every batch (and every flush) is one Kafka transaction of the topic's transactional producer
+// (pkg/kafka: transactional.id <prefix>.<topic>), committed before the events are marked SENT.
+// Each term's Link initialises the producers, which fences every older producer of the same ids,
+// and then checks the lease, so a deposed leader can neither commit in PostgreSQL nor in Kafka.
+// A send is bounded (MSGX_KAFKA_SEND_TIMEOUT); a send that waits longer than
+// MSGX_DISPATCH_SEND_WARN is logged, and msgx_dispatch_oldest_unacked_send_age_seconds shows
+// the oldest wait. A send abandoned at its timeout breaks the producer: the term dials a new one
+// (whose initialisation aborts the abandoned transaction) after checking the lease again.
 //
 // Every SENT/DEAD transition runs in a transaction that checks the leader lease first
 // (leader.Lease.Check), so a deposed dispatcher cannot commit; the lease's epoch travels in
 // every record's headers. Delivery is at least once: a crash between the broker's
-// acknowledgement and the SENT commit sends the event again, with the same headers (event_id,
-// flid, state_version, msg_id, epoch, event_type), and consumers drop a (flid, state_version)
-// they have already seen (docs/events.md).
+// acknowledgement and the SENT commit sends the event again, with the same headers
+// (schema_version, event_time, event_id, flid, state_version, msg_id, epoch, event_type), and
+// consumers, reading read_committed, drop a (flid, state_version) they have already seen
+// (docs/events.md).
 package dispatch

@@ -33,10 +33,18 @@ var _ Producer = (*kafka.Producer)(nil)
 const maxRetryWait = 30 * time.Second
 
 // Link is the dispatcher's connection to Kafka across leadership terms. It is the Dispatcher's
-// Sender: each term (Term) dials a new producer, checks the topics and installs the producer
-// for the term's work; between terms every Send fails with ErrNoProducer. An unreachable broker
-// delays the work (retried with a doubling wait), it does not end the process; a missing topic
-// refuses the work.
+// Sender: each term (Term) dials a new producer (initialising its transactional producers, which
+// fences every older producer of the same transactional ids), checks that this instance still
+// leads, checks the topics and installs the producer for the term's work; between terms every
+// Send fails with ErrNoProducer. An unreachable broker delays the work (retried with a doubling
+// wait), it does not end the process; a missing topic refuses the work.
+//
+// The lease check after dialling orders the Kafka fence like the PostgreSQL one: a deposed
+// leader that initialises its producer after the new leader took the lease fails the check and
+// never sends; one that initialised before is fenced by the new leader's initialisation.
+//
+// When the work ends because the producer broke (kafka.ErrBroken: a send abandoned at its
+// timeout), the term closes it and dials a new one, checks the lease again, and resumes.
 type Link struct {
 	cfg   kafka.Config
 	retry time.Duration
@@ -65,10 +73,21 @@ func NewLink(cfg kafka.Config, retry time.Duration, log zerolog.Logger) (*Link, 
 }
 
 // Term runs one leadership term's work with a connected producer: it dials until a broker
-// answers, checks the topics (asking again while the brokers do not answer), installs the
-// producer, runs work and closes the producer when work returns. It returns nil without
-// running work when ctx ends first, and an ErrRefused error when a topic is missing.
-func (l *Link) Term(ctx context.Context, work func(context.Context) error) error {
+// answers, runs leads (an error ends the term with it: leader.ErrFenced), checks the topics
+// (asking again while the brokers do not answer), installs the producer, runs work and closes
+// the producer when work returns. It returns nil without running work when ctx ends first, and
+// an ErrRefused error when a topic is missing.
+func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work func(context.Context) error) error {
+	for {
+		err := l.term(ctx, leads, work)
+		if !errors.Is(err, kafka.ErrBroken) || ctx.Err() != nil {
+			return err
+		}
+		l.log.Warn().Err(err).Msg("kafka producer broken; dialling a new one")
+	}
+}
+
+func (l *Link) term(ctx context.Context, leads func(context.Context) error, work func(context.Context) error) error {
 	var p Producer
 	ok, err := l.attempt(ctx, "kafka not reachable", func() error {
 		var err error
@@ -84,6 +103,9 @@ func (l *Link) Term(ctx context.Context, work func(context.Context) error) error
 			l.log.Warn().Err(err).Msg("kafka producer close")
 		}
 	}()
+	if err := leads(ctx); err != nil {
+		return fmt.Errorf("lease check after producer initialisation: %w", err)
+	}
 	var infos []kafka.TopicInfo
 	ok, err = l.attempt(ctx, "kafka topic check failed", func() error {
 		var err error

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/leader"
 )
 
 // fakeProducer records what a term does with its producer.
@@ -68,6 +70,9 @@ func newLink(t *testing.T, dialErrs int64, p *fakeProducer) (*dispatch.Link, *at
 	return l, dials
 }
 
+// leads is the lease check of a term that still leads.
+func leads(context.Context) error { return nil }
+
 func sendOne(l *dispatch.Link) error {
 	return l.Send(context.Background(), []kafka.Record{{Topic: "changes", Key: "1"}})[0]
 }
@@ -82,7 +87,7 @@ func TestLinkTermRetriesThenWorks(t *testing.T) {
 	require.ErrorIs(t, l.Ping(context.Background()), dispatch.ErrNoProducer)
 
 	worked := false
-	err := l.Term(context.Background(), func(ctx context.Context) error {
+	err := l.Term(context.Background(), leads, func(ctx context.Context) error {
 		worked = true
 		require.NoError(t, sendOne(l))
 		require.NoError(t, l.Ping(ctx))
@@ -97,12 +102,46 @@ func TestLinkTermRetriesThenWorks(t *testing.T) {
 	require.ErrorIs(t, sendOne(l), dispatch.ErrNoProducer, "after the term")
 }
 
+// A term whose lease check fails after the producer is initialised (a newer leader took over
+// meanwhile) never runs its work, and closes the producer.
+func TestLinkTermChecksLeaseAfterDial(t *testing.T) {
+	t.Parallel()
+	p := &fakeProducer{}
+	l, _ := newLink(t, 0, p)
+	err := l.Term(context.Background(), func(context.Context) error { return leader.ErrFenced }, func(context.Context) error {
+		t.Error("work must not run")
+		return nil
+	})
+	require.ErrorIs(t, err, leader.ErrFenced)
+	require.True(t, p.closed)
+	require.Zero(t, p.checks, "the lease is checked before anything else")
+}
+
+// A broken producer (a send abandoned at its timeout) ends the work; the term dials a new
+// producer, checks the lease again and resumes.
+func TestLinkTermRedialsBrokenProducer(t *testing.T) {
+	t.Parallel()
+	p := &fakeProducer{}
+	l, dials := newLink(t, 0, p)
+	var leaseChecks, runs atomic.Int64
+	err := l.Term(context.Background(), func(context.Context) error { leaseChecks.Add(1); return nil }, func(context.Context) error {
+		if runs.Add(1) == 1 {
+			return fmt.Errorf("step: %w", kafka.ErrBroken)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), runs.Load())
+	require.Equal(t, int64(2), dials.Load())
+	require.Equal(t, int64(2), leaseChecks.Load())
+}
+
 // A missing topic refuses the work: the process ends with a clear line instead of running blind.
 func TestLinkRefusesMissingTopic(t *testing.T) {
 	t.Parallel()
 	p := &fakeProducer{checkErrs: []error{errors.New("broker timeout"), kafka.ErrTopicMissing}}
 	l, _ := newLink(t, 0, p)
-	err := l.Term(context.Background(), func(context.Context) error {
+	err := l.Term(context.Background(), leads, func(context.Context) error {
 		t.Fatal("work must not run")
 		return nil
 	})
@@ -118,7 +157,7 @@ func TestLinkTermEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- l.Term(ctx, func(context.Context) error {
+		done <- l.Term(ctx, leads, func(context.Context) error {
 			t.Error("work must not run")
 			return nil
 		})
@@ -144,7 +183,7 @@ func TestLinkTermWithBroker(t *testing.T) {
 	b, kcfg := kafkatest.Broker(t)
 	l, err := dispatch.NewLink(kcfg, 10*time.Millisecond, zerolog.Nop())
 	require.NoError(t, err)
-	require.NoError(t, l.Term(context.Background(), func(ctx context.Context) error {
+	require.NoError(t, l.Term(context.Background(), leads, func(ctx context.Context) error {
 		return l.Send(ctx, []kafka.Record{{Topic: kcfg.TopicChanges, Key: "7", Value: []byte("v")}})[0]
 	}))
 	recs := kafkatest.Consume(t, b.Addrs(), kcfg.TopicChanges, 1, time.Minute)

@@ -18,7 +18,7 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metrics, error) {
 	target := []string{"target"}
 	m := &metrics{
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -51,7 +51,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, target),
 	}
-	for _, c := range []prometheus.Collector{m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency} {
+	unacked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "msgx_dispatch_oldest_unacked_send_age_seconds",
+		Help: "Age of the oldest send still waiting for the broker's answer (0 when none): grows while a broker hangs.",
+	}, oldestUnacked)
+	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

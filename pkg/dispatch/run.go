@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/wake"
 )
@@ -59,7 +60,10 @@ func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, leader.ErrFenced):
-			d.log.Warn().Str("target", target).Msg("dispatcher: fenced by a newer leader; stopping")
+			d.log.Warn().Str("target", target).Err(err).Msg("dispatcher: fenced by a newer leader; stopping")
+			return err
+		case errors.Is(err, kafka.ErrBroken):
+			d.log.Warn().Str("target", target).Err(err).Msg("dispatcher: kafka producer broken; the term dials a new one")
 			return err
 		case err != nil || res.Outage:
 			backoff = min(max(2*backoff, wait), d.cfg.ErrorWait)
@@ -72,7 +76,7 @@ func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration
 			continue
 		}
 		backoff = 0
-		if res.Claimed >= full {
+		if res.Claimed >= full || res.More {
 			continue
 		}
 		if !idle(ctx, wait) {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ type Metrics struct {
 	unstorable prometheus.Counter
 	pollErrors *prometheus.CounterVec
 	compat     *prometheus.CounterVec
+	apiRefused *prometheus.CounterVec
 
 	mu             sync.Mutex
 	lastSuccess    time.Time
@@ -55,6 +57,9 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		compat: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_ingest_compat_requests_total", Help: "POST /cminmsgs/send requests by HTTP status code.",
 		}, []string{"code"}),
+		apiRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_ingest_api_refused_total", Help: "API requests refused before their handler (pkg/httpauth), by HTTP status code and reason (no_token, invalid_token, scope, rate, concurrency).",
+		}, []string{"code", "reason"}),
 	}
 	for _, s := range []string{"poll", "late", "compat"} {
 		m.enqueued.WithLabelValues(s)
@@ -62,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	for _, s := range []string{"mailbox", "postgres"} {
 		m.pollErrors.WithLabelValues(s)
 	}
-	reg.MustRegister(m.watermark, m.enqueued, m.skipped, m.late, m.unstorable, m.pollErrors, m.compat)
+	reg.MustRegister(m.watermark, m.enqueued, m.skipped, m.late, m.unstorable, m.pollErrors, m.compat, m.apiRefused)
 
 	const (
 		openHelp = "Open gaps in mailbox ids: blocking = missing ids holding W now; reprobing = skipped ids still re-probed."
@@ -127,4 +132,9 @@ func (m *Metrics) ledger(n int64, oldest time.Time) {
 	if n == 0 {
 		m.reprobingSince = time.Time{}
 	}
+}
+
+// APIRefused counts one API request the gate refused (httpauth.Gate.Refused).
+func (m *Metrics) APIRefused(code int, reason string) {
+	m.apiRefused.WithLabelValues(strconv.Itoa(code), reason).Inc()
 }

@@ -48,6 +48,8 @@ func TestRetention(t *testing.T) {
 	exec(`INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, created_at, sent_at) VALUES
 		('KAFKA:msg', '1', 'UPSERT', 1, '{}', 'SENT', $1, $1), ('KAFKA:msg', '1', 'UPSERT', 2, '{}', 'SENT', $2, $2)`, ago(8*24*time.Hour), ago(6*24*time.Hour))
 	exec(`INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, created_at) VALUES ('KAFKA:msg', '1', 'UPSERT', 3, '{}', 'PENDING', $1)`, ago(30*24*time.Hour))
+	// A skipped dead letter (msgxctl dlq skip) is no delivery: it outlives the SENT retention.
+	exec(`INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, created_at, last_error) VALUES ('KAFKA:msg', '2', 'UPSERT', 9, '{}', 'SKIPPED', $1, 'skipped by ops: x')`, ago(400*24*time.Hour))
 	exec(`INSERT INTO req_track (req_type, scope, sender, status, registered_at, sent_at, done_at, closed_at) VALUES
 		('RQFD', 'a', 'MSGX', 'DONE', $1, $1, $1, $1), ('RQFD', 'b', 'MSGX', 'EXPIRED', $2, NULL, NULL, $2), ('RQFD', 'c', 'MSGX', 'SENT', $1, $1, NULL, NULL)`,
 		ago(31*24*time.Hour), ago(29*24*time.Hour))
@@ -70,7 +72,7 @@ func TestRetention(t *testing.T) {
 	require.Equal(t, []int64{1, 2, 6}, ids(`SELECT msg_id FROM proc_state_hst WHERE archived_at = '`+now.Format(time.RFC3339)+`' ORDER BY 1`))
 	require.Equal(t, []int64{6}, ids(`SELECT msg_id FROM proc_state_hst WHERE raw IS NULL AND raw_cleared_at IS NOT NULL ORDER BY 1`))
 	require.Equal(t, []int64{2}, ids(`SELECT msg_id FROM schd_snap_log`))
-	require.Equal(t, []int64{2, 3}, ids(`SELECT state_version FROM msg_event ORDER BY 1`))
+	require.Equal(t, []int64{2, 3, 9}, ids(`SELECT state_version FROM msg_event ORDER BY 1`))
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM req_track`))
 	require.Equal(t, []int64{2}, ids(`SELECT flid FROM flight_history`))
 

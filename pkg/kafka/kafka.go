@@ -5,13 +5,25 @@
 //
 // Producer rule D3 (docs/spec.md §9), not overridable by any setting:
 //
-//	Producer.Idempotent   = true
-//	Producer.RequiredAcks = WaitForAll (acks=all)
-//	Net.MaxOpenRequests   = 1 (one request in flight per broker: no reordering on retry)
-//	Net.Dial/Read/WriteTimeout, Producer.Timeout bounded (> 0, ≤ MaxTimeout)
-//	Version               = the configured version, at least 0.11.0 (idempotence)
-//	Producer.Retry.Max    between 1 and MaxProducerRetries (sarama's own retries stay short;
-//	                      the dispatcher's backoff does the long retrying)
+//	Producer.Idempotent     = true
+//	Producer.Transaction.ID = <MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX>.<topic>: one stable
+//	                          transactional producer per dispatcher role and topic, so the
+//	                          producer a new leader initialises fences every older one
+//	Producer.RequiredAcks   = WaitForAll (acks=all)
+//	Net.MaxOpenRequests     = 1 (one request in flight per broker: no reordering on retry)
+//	Net.Dial/Read/WriteTimeout, Producer.Timeout, Producer.Transaction.Timeout bounded
+//	                          (> 0, ≤ MaxTimeout); every Send is bounded by the send timeout
+//	Version                 = the configured version, at least 0.11.0 (transactions)
+//	Producer.Retry.Max, Producer.Transaction.Retry.Max between 1 and MaxProducerRetries
+//	                          (sarama's own retries stay short; the dispatcher's backoff does
+//	                          the long retrying)
+//
+// Each Send is one Kafka transaction per topic: begin, produce, commit. Records of an aborted
+// or fenced transaction are never seen by consumers reading with isolation.level=read_committed
+// (docs/events.md). A producer whose transaction could not be finished in time (a hung broker)
+// or that was fenced is broken: every later Send answers ErrBroken, and its owner dials a new
+// one (initialising it with the same transactional id aborts the abandoned transaction) after
+// checking that it still leads.
 package kafka
 
 import (
@@ -20,9 +32,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -50,6 +63,11 @@ type Config struct {
 	DialTimeout    time.Duration `env:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
 	IOTimeout      time.Duration `env:"MSGX_KAFKA_IO_TIMEOUT" default:"30s" desc:"dispatcher: broker read and write timeout (bounded, D3)"`
 	ProduceTimeout time.Duration `env:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3)"`
+	SendTimeout    time.Duration `env:"MSGX_KAFKA_SEND_TIMEOUT" default:"30s" desc:"dispatcher: bound of one send (a Kafka transaction: begin, produce, commit; D3)"`
+	TxnTimeout     time.Duration `env:"MSGX_KAFKA_TXN_TIMEOUT" default:"30s" desc:"dispatcher: transaction timeout the broker enforces (an abandoned transaction aborts after it; D3)"`
+	CheckTimeout   time.Duration `env:"MSGX_KAFKA_CHECK_TIMEOUT" default:"1s" desc:"dispatcher: readiness check: a metadata request must be answered within this (at most 2s, the readiness budget)"`
+	TxnIDPrefix    string        `env:"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX" default:"msgx-dispatcher" desc:"dispatcher: transactional.id prefix; the id of each topic's producer is <prefix>.<topic> (one per deployment: a second deployment sharing it would fence the first)"`
+	Compression    string        `env:"MSGX_KAFKA_COMPRESSION" default:"lz4" desc:"dispatcher: record batch compression: none, lz4 or zstd (zstd needs MSGX_KAFKA_VERSION ≥ 2.1.0)"`
 	TLS            bool          `env:"MSGX_KAFKA_TLS" default:"false" desc:"dispatcher: connect to brokers with TLS"`
 	TLSCAFile      string        `env:"MSGX_KAFKA_TLS_CA_FILE" default:"" desc:"dispatcher: PEM CA bundle for broker TLS (empty: system roots)"`
 	SASLMechanism  string        `env:"MSGX_KAFKA_SASL_MECHANISM" default:"" desc:"dispatcher: empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"`
@@ -72,10 +90,20 @@ func (c Config) Validate() error {
 	for _, t := range []struct {
 		name string
 		d    time.Duration
-	}{{"MSGX_KAFKA_DIAL_TIMEOUT", c.DialTimeout}, {"MSGX_KAFKA_IO_TIMEOUT", c.IOTimeout}, {"MSGX_KAFKA_PRODUCE_TIMEOUT", c.ProduceTimeout}} {
+	}{{"MSGX_KAFKA_DIAL_TIMEOUT", c.DialTimeout}, {"MSGX_KAFKA_IO_TIMEOUT", c.IOTimeout}, {"MSGX_KAFKA_PRODUCE_TIMEOUT", c.ProduceTimeout},
+		{"MSGX_KAFKA_SEND_TIMEOUT", c.SendTimeout}, {"MSGX_KAFKA_TXN_TIMEOUT", c.TxnTimeout}} {
 		if t.d <= 0 || t.d > MaxTimeout {
 			p.Add(t.name, "must be between 1ms and 5m (D3: bounded), got %s", t.d)
 		}
+	}
+	if c.CheckTimeout <= 0 || c.CheckTimeout > 2*time.Second {
+		p.Add("MSGX_KAFKA_CHECK_TIMEOUT", "must be between 1ms and 2s, got %s", c.CheckTimeout)
+	}
+	if c.TxnIDPrefix == "" {
+		p.Add("MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX", "must be set (D3: transactional producers)")
+	}
+	if _, err := c.compression(); err != nil {
+		p.Add("MSGX_KAFKA_COMPRESSION", "%v", err)
 	}
 	switch c.SASLMechanism {
 	case "":
@@ -106,8 +134,33 @@ func (c Config) usable() error {
 	default:
 		errs = append(errs, fmt.Errorf("kafka: SASL mechanism %q is not supported", c.SASLMechanism))
 	}
+	if c.TxnIDPrefix == "" {
+		errs = append(errs, errors.New("kafka: the transactional id prefix must be set"))
+	}
+	if _, err := c.compression(); err != nil {
+		errs = append(errs, fmt.Errorf("kafka: %w", err))
+	}
 	return errors.Join(errs...)
 }
+
+// compression maps the setting to sarama's codec (empty: lz4, the measured default).
+func (c Config) compression() (sarama.CompressionCodec, error) {
+	switch c.Compression {
+	case "none":
+		return sarama.CompressionNone, nil
+	case "", "lz4":
+		return sarama.CompressionLZ4, nil
+	case "zstd":
+		if v, err := sarama.ParseKafkaVersion(c.Version); err == nil && !v.IsAtLeast(sarama.V2_1_0_0) {
+			return 0, fmt.Errorf("zstd needs Kafka version 2.1.0 or later, got %s", c.Version)
+		}
+		return sarama.CompressionZSTD, nil
+	}
+	return 0, fmt.Errorf("compression must be none, lz4 or zstd, got %q", c.Compression)
+}
+
+// TransactionalID is the transactional.id of the producer of topic (D3).
+func (c Config) TransactionalID(topic string) string { return c.TxnIDPrefix + "." + topic }
 
 // Topics returns the two topic names.
 func (c Config) Topics() []string { return []string{c.TopicChanges, c.TopicState} }
@@ -136,6 +189,10 @@ func NewSaramaConfig(c Config) (*sarama.Config, error) {
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
 	sc.Producer.Partitioner = sarama.NewHashPartitioner
+	sc.Producer.Compression, _ = c.compression() // checked by usable
+	sc.Producer.Transaction.Timeout = c.TxnTimeout
+	sc.Producer.Transaction.Retry.Max = producerRetries
+	sc.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
 	// Batch what the dispatcher hands over at once; a short linger lets a whole batch share
 	// one request per broker.
 	sc.Producer.Flush.Frequency = 2 * time.Millisecond
@@ -175,6 +232,30 @@ func NewSaramaConfig(c Config) (*sarama.Config, error) {
 	return sc, nil
 }
 
+// NewTxnSaramaConfig is the configuration of topic's transactional producer: the D3 builder's
+// with the topic's transactional id, verified again.
+func NewTxnSaramaConfig(c Config, topic string) (*sarama.Config, error) {
+	sc, err := NewSaramaConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	sc.Producer.Transaction.ID = c.TransactionalID(topic)
+	if err := VerifyProducerD3(sc, c, topic); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// VerifyProducerD3 is VerifyD3 for the producer of topic: it must also be transactional with the
+// topic's stable transactional id.
+func VerifyProducerD3(sc *sarama.Config, c Config, topic string) error {
+	err := VerifyD3(sc, c)
+	if want := c.TransactionalID(topic); sc.Producer.Transaction.ID != want {
+		err = errors.Join(err, fmt.Errorf("kafka: producer rule D3 violated: Producer.Transaction.ID must be %q (transactional), got %q", want, sc.Producer.Transaction.ID))
+	}
+	return err
+}
+
 // VerifyD3 refuses a producer configuration that breaks rule D3, one line per violation. It is
 // run on every configuration before a producer is made, so no code path can weaken D3.
 func VerifyD3(sc *sarama.Config, c Config) error {
@@ -200,6 +281,8 @@ func VerifyD3(sc *sarama.Config, c Config) error {
 	bounded("Net.ReadTimeout", sc.Net.ReadTimeout)
 	bounded("Net.WriteTimeout", sc.Net.WriteTimeout)
 	bounded("Producer.Timeout", sc.Producer.Timeout)
+	bounded("Producer.Transaction.Timeout", sc.Producer.Transaction.Timeout)
+	bounded("send timeout (MSGX_KAFKA_SEND_TIMEOUT)", c.SendTimeout)
 	if !sc.Version.IsAtLeast(sarama.V0_11_0_0) {
 		bad("Version must be at least 0.11.0 (idempotence), got %s", sc.Version)
 	}
@@ -209,8 +292,11 @@ func VerifyD3(sc *sarama.Config, c Config) error {
 	if sc.Producer.Retry.Max < 1 || sc.Producer.Retry.Max > MaxProducerRetries {
 		bad("Producer.Retry.Max must be between 1 and %d, got %d", MaxProducerRetries, sc.Producer.Retry.Max)
 	}
-	if sc.Producer.Transaction.ID != "" {
-		bad("transactional producers are not used")
+	if r := sc.Producer.Transaction.Retry.Max; r < 1 || r > MaxProducerRetries {
+		bad("Producer.Transaction.Retry.Max must be between 1 and %d, got %d", MaxProducerRetries, r)
+	}
+	if id := sc.Producer.Transaction.ID; id != "" && !strings.HasPrefix(id, c.TxnIDPrefix+".") {
+		bad("Producer.Transaction.ID must be %s.<topic>, got %q", c.TxnIDPrefix, id)
 	}
 	if len(errs) == 0 {
 		if err := sc.Validate(); err != nil {
@@ -252,16 +338,47 @@ type Record struct {
 	Headers []Header
 }
 
-// Producer sends records with D3.
+// ErrFenced means a newer producer with the same transactional id (a newer dispatcher leader)
+// was initialised: this producer can never send again.
+var ErrFenced = errors.New("kafka: producer fenced by a newer producer with the same transactional id")
+
+// ErrBroken answers every Send of a producer that abandoned a transaction (send timeout,
+// cancellation) or reached a fatal state: it must be closed and a new one dialled.
+var ErrBroken = errors.New("kafka: producer broken (transaction abandoned or fatal error): dial a new one")
+
+// ErrAborted answers a record that the broker accepted but whose transaction was aborted
+// because another record of the same Send failed: it was never visible to read_committed
+// consumers and can be sent again at once.
+var ErrAborted = errors.New("kafka: transaction aborted (another record of the batch failed)")
+
+// Producer sends records with D3: one transactional producer per topic of the configuration.
+// Send may be called concurrently for different topics; the sends of one topic take turns.
 type Producer struct {
 	cfg    Config
-	client sarama.Client
-	sync   sarama.SyncProducer
+	client sarama.Client // metadata and admin requests
+	txn    bool
+	topics map[string]*topicProducer
+	shared sarama.SyncProducer // non-transactional mode (DialNonTransactional)
 }
 
-// Dial builds the D3 configuration (refusing a violation), connects and returns a Producer.
-func Dial(c Config) (*Producer, error) {
-	sc, err := NewSaramaConfig(c)
+// topicProducer is the transactional producer of one topic.
+type topicProducer struct {
+	topic string
+	mu    sync.Mutex // one transaction at a time
+	cur   *txnProducer
+}
+
+type txnProducer struct {
+	client sarama.Client
+	sync   sarama.SyncProducer
+	// broken is set when a transaction was abandoned (timeout, cancellation) or the producer
+	// reached a fatal state (fenced): it must be replaced before the next transaction.
+	broken atomic.Pointer[error]
+	done   sync.WaitGroup // the abandoned transaction's goroutine
+}
+
+func dialTxn(c Config, topic string) (*txnProducer, error) {
+	sc, err := NewTxnSaramaConfig(c, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -269,17 +386,93 @@ func Dial(c Config) (*Producer, error) {
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}
 	}
-	sp, err := sarama.NewSyncProducerFromClient(client)
+	sp, err := sarama.NewSyncProducerFromClient(client) // InitProducerID: fences older producers
 	if err != nil {
 		_ = client.Close()
-		return nil, &Error{Op: "producer", Err: err}
+		if errors.Is(err, sarama.ErrProducerFenced) {
+			return nil, &Error{Op: "init producer " + sc.Producer.Transaction.ID, Err: ErrFenced}
+		}
+		return nil, &Error{Op: "init producer " + sc.Producer.Transaction.ID, Err: err}
 	}
-	return &Producer{cfg: c, client: client, sync: sp}, nil
+	return &txnProducer{client: client, sync: sp}, nil
 }
 
-// Close stops the producer and its client.
+func (t *txnProducer) close() error {
+	t.done.Wait()
+	err := t.sync.Close()
+	if cerr := t.client.Close(); cerr != nil && !errors.Is(cerr, sarama.ErrClosedClient) {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+// Dial builds the D3 configuration (refusing a violation), connects, and initialises one
+// transactional producer per topic; initialising fences any older producer of the same
+// transactional id (a deposed leader's).
+func Dial(c Config) (*Producer, error) {
+	p, err := dialClient(c)
+	if err != nil {
+		return nil, err
+	}
+	p.txn = true
+	for _, topic := range c.Topics() {
+		tp, err := dialTxn(c, topic)
+		if err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		p.topics[topic] = &topicProducer{topic: topic, cur: tp}
+	}
+	return p, nil
+}
+
+// DialNonTransactional connects an idempotent producer without transactions: the comparison
+// point of the benchmarks and the producer of development tools. The dispatcher never uses it.
+func DialNonTransactional(c Config) (*Producer, error) {
+	p, err := dialClient(c)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := sarama.NewSyncProducerFromClient(p.client)
+	if err != nil {
+		_ = p.client.Close()
+		return nil, &Error{Op: "producer", Err: err}
+	}
+	p.shared = sp
+	return p, nil
+}
+
+func dialClient(c Config) (*Producer, error) {
+	sc, err := NewSaramaConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	for _, topic := range c.Topics() {
+		if _, err := NewTxnSaramaConfig(c, topic); err != nil {
+			return nil, err
+		}
+	}
+	client, err := sarama.NewClient(c.Brokers, sc)
+	if err != nil {
+		return nil, &Error{Op: "connect", Err: err}
+	}
+	return &Producer{cfg: c, client: client, topics: map[string]*topicProducer{}}, nil
+}
+
+// Close stops the producers and the client.
 func (p *Producer) Close() error {
-	err := p.sync.Close()
+	var err error
+	for _, tp := range p.topics {
+		tp.mu.Lock()
+		if tp.cur != nil {
+			err = errors.Join(err, tp.cur.close())
+			tp.cur = nil
+		}
+		tp.mu.Unlock()
+	}
+	if p.shared != nil {
+		err = errors.Join(err, p.shared.Close())
+	}
 	if cerr := p.client.Close(); cerr != nil && !errors.Is(cerr, sarama.ErrClosedClient) {
 		err = errors.Join(err, cerr)
 	}
@@ -287,12 +480,168 @@ func (p *Producer) Close() error {
 }
 
 // Send produces recs and returns one error per record (nil: acknowledged by all in-sync
-// replicas). Records with the same key go to the same partition in the given order.
-func (p *Producer) Send(_ context.Context, recs []Record) []error {
+// replicas and, transactional, committed). Records with the same key go to the same partition
+// in the given order. Transactional, the records of each topic are one transaction: when one
+// record fails, the others of its topic answer ErrAborted. Send returns within the send timeout
+// (or when ctx ends): a transaction still unfinished then is abandoned, never committed, and
+// the topic's producer is replaced at the next Send (which aborts it).
+func (p *Producer) Send(ctx context.Context, recs []Record) []error {
 	errs := make([]error, len(recs))
 	if len(recs) == 0 {
 		return errs
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.SendTimeout)
+	defer cancel()
+	if !p.txn {
+		return p.sendPlain(ctx, recs)
+	}
+	byTopic := map[string][]int{}
+	var order []string
+	for i, r := range recs {
+		if _, ok := byTopic[r.Topic]; !ok {
+			order = append(order, r.Topic)
+		}
+		byTopic[r.Topic] = append(byTopic[r.Topic], i)
+	}
+	for _, topic := range order {
+		idx := byTopic[topic]
+		tp := p.topics[topic]
+		if tp == nil {
+			for _, i := range idx {
+				errs[i] = &Error{Op: "produce", Err: fmt.Errorf("topic %q is not one of the configured topics", topic)}
+			}
+			continue
+		}
+		sub := make([]Record, len(idx))
+		for j, i := range idx {
+			sub[j] = recs[i]
+		}
+		for j, err := range tp.send(ctx, sub) {
+			errs[idx[j]] = err
+		}
+	}
+	return errs
+}
+
+func (p *Producer) sendPlain(ctx context.Context, recs []Record) []error {
+	res := make(chan []error, 1)
+	go func() { res <- produce(p.shared, recs) }()
+	select {
+	case errs := <-res:
+		return errs
+	case <-ctx.Done():
+		return fill(len(recs), &Error{Op: "produce", Err: ctx.Err()})
+	}
+}
+
+// Broken reports why the producer cannot send any more (nil: it can).
+func (p *Producer) Broken() error {
+	for _, tp := range p.topics {
+		tp.mu.Lock()
+		cur := tp.cur
+		tp.mu.Unlock()
+		if cur == nil {
+			return ErrBroken
+		}
+		if err := cur.broken.Load(); err != nil {
+			return fmt.Errorf("%w: %w", ErrBroken, *err)
+		}
+	}
+	return nil
+}
+
+// send runs one transaction of the topic's records.
+func (tp *topicProducer) send(ctx context.Context, recs []Record) []error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.cur == nil {
+		return fill(len(recs), &Error{Op: "produce", Err: ErrBroken})
+	}
+	if err := tp.cur.broken.Load(); err != nil {
+		return fill(len(recs), &Error{Op: "produce", Err: fmt.Errorf("%w: %w", ErrBroken, *err)})
+	}
+	cur := tp.cur
+	var abandoned atomic.Bool
+	res := make(chan []error, 1)
+	cur.done.Add(1)
+	go func() {
+		defer cur.done.Done()
+		res <- cur.transaction(recs, &abandoned)
+	}()
+	select {
+	case errs := <-res:
+		return errs
+	case <-ctx.Done():
+		abandoned.Store(true)
+		err := fmt.Errorf("transaction abandoned: %w", ctx.Err())
+		cur.broken.Store(&err)
+		return fill(len(recs), &Error{Op: "produce", Err: fmt.Errorf("%w: %w", ErrBroken, err)})
+	}
+}
+
+// transaction is begin, produce, commit; every failure aborts (a fatal one breaks the
+// producer). abandoned, once set, turns the commit into an abort.
+func (t *txnProducer) transaction(recs []Record, abandoned *atomic.Bool) []error {
+	fail := func(op string, err error) []error {
+		if t.sync.TxnStatus()&sarama.ProducerTxnFlagFatalError != 0 {
+			if errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch) {
+				err = fmt.Errorf("%w: %w", ErrFenced, err)
+			}
+			t.broken.Store(&err)
+		}
+		return fill(len(recs), &Error{Op: op, Err: err})
+	}
+	if err := t.sync.BeginTxn(); err != nil {
+		return fail("begin transaction", err)
+	}
+	errs := produce(t.sync, recs)
+	failed := false
+	for _, err := range errs {
+		failed = failed || err != nil
+	}
+	if failed || abandoned.Load() {
+		if err := t.sync.AbortTxn(); err != nil {
+			return fail("abort transaction", err)
+		}
+		if t.sync.TxnStatus()&sarama.ProducerTxnFlagFatalError != 0 {
+			return fail("produce", firstErr(errs))
+		}
+		for i, err := range errs {
+			if err == nil {
+				errs[i] = &Error{Op: "produce", Err: ErrAborted}
+			}
+		}
+		return errs
+	}
+	if err := t.sync.CommitTxn(); err != nil {
+		if t.sync.TxnStatus()&sarama.ProducerTxnFlagAbortableError != 0 {
+			_ = t.sync.AbortTxn()
+		}
+		return fail("commit transaction", err)
+	}
+	return errs
+}
+
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fill(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// produce sends recs with sp and answers each.
+func produce(sp sarama.SyncProducer, recs []Record) []error {
+	errs := make([]error, len(recs))
 	msgs := make([]*sarama.ProducerMessage, len(recs))
 	for i, r := range recs {
 		m := &sarama.ProducerMessage{Topic: r.Topic, Key: sarama.StringEncoder(r.Key), Metadata: i}
@@ -307,31 +656,66 @@ func (p *Producer) Send(_ context.Context, recs []Record) []error {
 		}
 		msgs[i] = m
 	}
-	err := p.sync.SendMessages(msgs)
+	err := sp.SendMessages(msgs)
 	if err == nil {
 		return errs
 	}
 	var perrs sarama.ProducerErrors
 	if !errors.As(err, &perrs) {
-		for i := range errs {
-			errs[i] = &Error{Op: "produce", Err: err}
-		}
-		return errs
+		return fill(len(recs), &Error{Op: "produce", Err: err})
 	}
 	for _, pe := range perrs {
 		if i, ok := pe.Msg.Metadata.(int); ok && i >= 0 && i < len(errs) {
-			errs[i] = &Error{Op: "produce", Err: pe.Err}
+			perr := pe.Err
+			if errors.Is(perr, sarama.ErrProducerFenced) || errors.Is(perr, sarama.ErrInvalidProducerEpoch) {
+				perr = fmt.Errorf("%w: %w", ErrFenced, perr)
+			}
+			errs[i] = &Error{Op: "produce", Err: perr}
 		}
 	}
 	return errs
 }
 
-// Ping refreshes the metadata of the two topics: it fails when no broker answers.
-func (p *Producer) Ping(_ context.Context) error {
-	if err := p.client.RefreshMetadata(p.cfg.Topics()...); err != nil {
-		return &Error{Op: "metadata", Err: err}
+// Ping asks a broker for the metadata of the two topics with a bounded request (Probe).
+func (p *Producer) Ping(ctx context.Context) error {
+	return Probe(ctx, p.cfg, p.cfg.DialTimeout)
+}
+
+// Probe makes one real request, a metadata request for the two topics, to the first bootstrap
+// broker that answers, each attempt bounded by timeout (dial, write and read): a broker that
+// accepts connections but does not answer (frozen, overloaded) fails it. It is the dispatcher's
+// readiness check.
+func Probe(ctx context.Context, c Config, timeout time.Duration) error {
+	sc, err := NewSaramaConfig(c)
+	if err != nil {
+		return err
 	}
-	return nil
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return &Error{Op: "metadata", Err: context.DeadlineExceeded}
+	}
+	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
+	var errs []error
+	for _, addr := range c.Brokers {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b := sarama.NewBroker(addr)
+		if err := b.Open(sc); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		req := &sarama.MetadataRequest{Version: 1, Topics: c.Topics()}
+		_, err := b.GetMetadata(req)
+		_ = b.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s: %w", timeout, errors.Join(errs...))}
 }
 
 // TopicInfo is what the start-up check learnt of one topic.
@@ -416,22 +800,6 @@ func EnsureTopics(c Config, partitions int32) error {
 		}
 	}
 	return nil
-}
-
-// Reachable dials the bootstrap brokers and succeeds when one accepts a TCP connection: the
-// readiness check of a dispatcher that may be standby (and so has no producer).
-func Reachable(ctx context.Context, brokers []string, timeout time.Duration) error {
-	var errs []error
-	for _, b := range brokers {
-		d := net.Dialer{Timeout: timeout}
-		conn, err := d.DialContext(ctx, "tcp", b)
-		if err == nil {
-			_ = conn.Close()
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	return fmt.Errorf("no Kafka broker reachable: %w", errors.Join(errs...))
 }
 
 // Error is a Kafka failure with the operation it came from.

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"github.com/msgx/msgx/pkg/dev/broker"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,44 @@ func TestNewSaramaConfigSetsD3(t *testing.T) {
 	require.Equal(t, sarama.V2_8_0_0, sc.Version)
 	require.Equal(t, 5*time.Second, sc.Producer.Timeout)
 	require.Equal(t, 10*time.Second, sc.Net.ReadTimeout)
+	require.Equal(t, sarama.CompressionLZ4, sc.Producer.Compression)
+
+	for _, topic := range []string{"msgx.flight.changes", "msgx.flight.state"} {
+		tc, err := kafka.NewTxnSaramaConfig(kafkatest.Config([]string{"127.0.0.1:9092"}), topic)
+		require.NoError(t, err)
+		require.Equal(t, "msgx-test."+topic, tc.Producer.Transaction.ID)
+		require.Equal(t, 20*time.Second, tc.Producer.Transaction.Timeout)
+		require.True(t, tc.Producer.Idempotent)
+	}
+}
+
+func TestVerifyProducerD3RefusesNonTransactional(t *testing.T) {
+	t.Parallel()
+	cfg := kafkatest.Config([]string{"127.0.0.1:9092"})
+	sc, err := kafka.NewTxnSaramaConfig(cfg, cfg.TopicChanges)
+	require.NoError(t, err)
+	sc.Producer.Transaction.ID = ""
+	require.ErrorContains(t, kafka.VerifyProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.ID must be")
+	sc.Producer.Transaction.ID = "other.msgx.flight.changes"
+	require.ErrorContains(t, kafka.VerifyProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.ID must be")
+	sc.Producer.Transaction.ID = cfg.TransactionalID(cfg.TopicChanges)
+	sc.Producer.Transaction.Timeout = 0
+	require.ErrorContains(t, kafka.VerifyProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.Timeout must be between")
+
+	cfg.SendTimeout = 0
+	_, err = kafka.NewSaramaConfig(cfg)
+	require.ErrorContains(t, err, "send timeout")
+	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
+	cfg.TxnIDPrefix = ""
+	_, err = kafka.NewSaramaConfig(cfg)
+	require.ErrorContains(t, err, "transactional id prefix")
+	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
+	cfg.Compression = "gzip"
+	_, err = kafka.NewSaramaConfig(cfg)
+	require.ErrorContains(t, err, "compression must be none, lz4 or zstd")
+	cfg.Compression, cfg.Version = "zstd", "2.0.0"
+	_, err = kafka.NewSaramaConfig(cfg)
+	require.ErrorContains(t, err, "zstd needs Kafka version 2.1.0")
 }
 
 func TestVerifyD3RefusesEachViolation(t *testing.T) {
@@ -117,10 +156,16 @@ func TestSendCheckTopicsAndClassify(t *testing.T) {
 		{Topic: cfg.TopicState, Key: "1", Value: nil},
 		{Topic: cfg.TopicChanges, Key: "2", Value: make([]byte, 2<<20)}, // over Producer.MaxMessageBytes
 	})
-	require.NoError(t, errs[0])
+	// One transaction per topic: the too-large record aborts its topic's transaction, so its
+	// neighbour answers ErrAborted (retryable), while the other topic's record commits.
+	// (sarama may answer it with the poisoned record's own error: the dispatcher sends every
+	// non-retryable record again alone before declaring it DEAD).
+	require.Error(t, errs[0])
 	require.NoError(t, errs[1])
 	require.Error(t, errs[2])
 	require.True(t, kafka.NonRetryable(errs[2]), "%v", errs[2])
+	errs = p.Send(ctx, []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte(`{"a":1}`), Headers: []kafka.Header{{Key: "event_id", Value: "7"}}}})
+	require.NoError(t, errs[0])
 
 	recs := kafkatest.Consume(t, b.Addrs(), cfg.TopicChanges, 1, 10*time.Second)
 	require.Equal(t, "1", recs[0].Key)
@@ -149,8 +194,71 @@ func TestCheckTopicsMissing(t *testing.T) {
 	_, err = p.CheckTopics(context.Background())
 	require.ErrorIs(t, err, kafka.ErrTopicMissing)
 	require.Contains(t, err.Error(), "msgx.flight.changes")
-	require.NoError(t, kafka.Reachable(context.Background(), b.Addrs(), time.Second))
-	require.Error(t, kafka.Reachable(context.Background(), []string{"127.0.0.1:1"}, time.Second))
+	require.NoError(t, kafka.Probe(context.Background(), cfg, time.Second))
+	require.Error(t, kafka.Probe(context.Background(), kafkatest.Config([]string{"127.0.0.1:1"}), time.Second))
+}
+
+// TestProbeSeesAHungBroker: a listener that accepts connections and never answers passes a TCP
+// check but fails the metadata probe within its timeout.
+func TestProbeSeesAHungBroker(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never answered
+		}
+	}()
+	start := time.Now()
+	err = kafka.Probe(context.Background(), kafkatest.Config([]string{ln.Addr().String()}), 300*time.Millisecond)
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 5*time.Second, "bounded by the timeout")
+}
+
+// TestFencing: a second producer with the same transactional ids (a new leader's) fences the
+// first: the first can no longer commit anything, and a read_committed consumer sees only what
+// committed, the new producer's records included.
+func TestFencing(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	ctx := context.Background()
+	old, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	defer old.Close()
+	rec := func(key, v string) kafka.Record {
+		return kafka.Record{Topic: cfg.TopicChanges, Key: key, Value: []byte(`{}`), Headers: []kafka.Header{{Key: "v", Value: v}}}
+	}
+	require.NoError(t, old.Send(ctx, []kafka.Record{rec("1", "old-1")})[0])
+
+	next, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	defer next.Close()
+	require.NoError(t, next.Send(ctx, []kafka.Record{rec("1", "new-2")})[0])
+
+	// The old producer is fenced for good: it never re-initialises by itself.
+	require.ErrorIs(t, old.Send(ctx, []kafka.Record{rec("1", "old-3")})[0], kafka.ErrFenced)
+	require.ErrorIs(t, old.Broken(), kafka.ErrBroken)
+	require.ErrorIs(t, old.Send(ctx, []kafka.Record{rec("1", "old-4")})[0], kafka.ErrBroken)
+	require.NoError(t, next.Broken())
+	require.NoError(t, next.Send(ctx, []kafka.Record{rec("1", "new-5")})[0])
+
+	recs := kafkatest.ConsumeAll(t, b.Addrs(), cfg.TopicChanges, 10*time.Second)
+	var vs []string
+	for _, r := range recs {
+		vs = append(vs, r.Headers["v"])
+	}
+	require.Equal(t, []string{"old-1", "new-2", "new-5"}, vs)
 }
 
 func TestSCRAM(t *testing.T) {

@@ -9,7 +9,9 @@ import (
 	"crypto/x509"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -19,6 +21,12 @@ import (
 type Mailbox struct {
 	db *sql.DB
 }
+
+// DefaultIOTimeout bounds one read or write on a mailbox connection when the DSN sets none
+// (readTimeout/writeTimeout); the dial is bounded by timeout (5 s when absent). It is longer than
+// InnoDB's lock wait (50 s), so a statement waiting for a row lock fails with the lock wait error
+// rather than a broken connection.
+const DefaultIOTimeout = 60 * time.Second
 
 // Open connects to dsn (go-sql-driver format). Times are read as wall-clock values (parseTime,
 // loc=Local is not used: the mailbox's DATETIME has no zone and is kept as written).
@@ -30,6 +38,14 @@ func Open(dsn string) (*Mailbox, error) {
 	cfg.ParseTime = true
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	// A half-open connection must fail a call, not hang it: reads and writes on the socket are
+	// bounded unless the DSN says otherwise (readTimeout, writeTimeout).
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultIOTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultIOTimeout
 	}
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
@@ -88,4 +104,49 @@ func RegisterTLSCA(name, caFile string) error {
 		return fmt.Errorf("register MySQL TLS config %q: %w", name, err)
 	}
 	return nil
+}
+
+// TLSConfigCA is the tls=<name> of a DSN whose server is verified against MSGX_MYSQL_TLS_CA_FILE
+// (UseCA registers it).
+const TLSConfigCA = "msgx-ca"
+
+// UseCA registers TLSConfigCA with the CA certificates of caFile; a DSN then says tls=msgx-ca.
+// An empty caFile does nothing.
+func UseCA(caFile string) error {
+	if caFile == "" {
+		return nil
+	}
+	return RegisterTLSCA(TLSConfigCA, caFile)
+}
+
+// VerifiedTLS reports why dsn does not use TLS with a verified server certificate, or "" when it
+// does: tls=true (system roots) or tls=msgx-ca with a CA file. tls=skip-verify, tls=preferred,
+// tls=false, no tls and other names are refused. It reads the DSN's parameters without parsing
+// the DSN (a tls=<name> is registered only when the binary starts).
+func VerifiedTLS(dsn, caFile string) string {
+	rest := dsn
+	if i := strings.LastIndex(rest, ")"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	var mode string
+	if _, query, ok := strings.Cut(rest, "?"); ok {
+		values, err := url.ParseQuery(query)
+		if err != nil {
+			return "its parameters do not parse"
+		}
+		mode = values.Get("tls")
+	}
+	switch mode {
+	case "true":
+		return ""
+	case TLSConfigCA:
+		if caFile == "" {
+			return "tls=" + TLSConfigCA + " needs MSGX_MYSQL_TLS_CA_FILE"
+		}
+		return ""
+	case "", "false":
+		return "no tls= (plaintext)"
+	default:
+		return "tls=" + mode + " does not verify the server (use tls=true, or tls=" + TLSConfigCA + " with MSGX_MYSQL_TLS_CA_FILE)"
+	}
 }

@@ -1,6 +1,7 @@
 // Package obs serves each binary's operational HTTP surface — /healthz (process alive), /readyz
-// (dependencies reachable, leader or standby) and /metrics (Prometheus, injected registry) — and
-// builds the zerolog root logger.
+// (dependencies reachable, leader or standby) and /metrics (Prometheus, injected registry) — on
+// its own listener, and builds the zerolog root logger. The same Server type serves ingest's API
+// on another listener (NewHandlerServer), so that the monitoring network never reaches the API.
 package obs
 
 import (
@@ -41,12 +42,17 @@ func NewRegistry() *prometheus.Registry {
 type Check struct {
 	Name string
 	Fn   func(ctx context.Context) error
+	// Informational checks are reported in /readyz but do not make the instance unready: the
+	// instance still serves what does not need the dependency (ingest's read API without MySQL).
+	Informational bool
 }
 
-// Server is the binary's HTTP server.
+// Server is one HTTP listener of a binary: the ops endpoints (NewServer) or the API
+// (NewHandlerServer).
 type Server struct {
 	addr    string
 	mux     *http.ServeMux
+	handler http.Handler
 	checks  []Check
 	role    func() (leader bool, epoch int64)
 	log     zerolog.Logger
@@ -65,11 +71,18 @@ func NewServer(addr string, reg *prometheus.Registry, checks []Check, role func(
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	s.handler = s.mux
 	return s
 }
 
-// Handle mounts an extra handler (ingest's compat entry and read API).
+// Handle mounts an extra handler on the ops listener (the console's pages, which share the ops
+// address; ingest's API has its own listener, NewHandlerServer). Only for servers from NewServer.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// NewHandlerServer serves h alone on addr (ingest's API listener).
+func NewHandlerServer(addr string, h http.Handler, readTimeout time.Duration, log zerolog.Logger) *Server {
+	return &Server{addr: addr, handler: h, log: log, timeout: readTimeout}
+}
 
 type readiness struct {
 	Ready  bool              `json:"ready"`
@@ -86,7 +99,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		out.Role, out.Epoch = "leader", epoch
 	}
 	for _, c := range s.checks {
-		if err := c.Fn(ctx); err != nil {
+		if err := c.Fn(ctx); err != nil && c.Informational {
+			out.Checks[c.Name] = "degraded: " + err.Error()
+		} else if err != nil {
 			out.Ready = false
 			out.Checks[c.Name] = err.Error()
 		} else {
@@ -130,7 +145,7 @@ func (s *Server) Run(ctx context.Context, shutdownTimeout time.Duration) error {
 		}
 	}
 	srv := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       s.timeout,
 		WriteTimeout:      s.timeout + 5*time.Second,
@@ -139,7 +154,6 @@ func (s *Server) Run(ctx context.Context, shutdownTimeout time.Duration) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.listener) }()
-	s.log.Info().Str("addr", s.Addr()).Msg("http: serving /healthz /readyz /metrics")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http serve: %w", err)

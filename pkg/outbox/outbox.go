@@ -13,10 +13,16 @@
 //	   │ ▲
 //	   │ └── failed, attempts < max: next_attempt_at = now + min(base·2^(attempts-1), cap)
 //	   └──── attempts = max, or rejected as non-retryable ──▶ DEAD ──replay──▶ PENDING
-//	                                                          └────skip───▶ SENT (last_error "skipped: …")
+//	                                                          └────skip───▶ SKIPPED (never sent;
+//	                                                                        last_error "skipped by …")
 //
 // A FLID's unsent events (PENDING or DEAD) are delivered in event_id order: a DEAD event keeps
 // holding the FLID's later KAFKA:msg events until it is replayed or skipped.
+//
+// KAFKA:schd events settle differently: when a FLID's state version v reaches the state topic,
+// every unsent KAFKA:schd event of the FLID at or below v becomes SENT (PENDING or DEAD: the
+// newer state represents them), and msg_state_sent remembers v, so no flush ever sends a version
+// at or below it (a replayed older dead letter is settled, not sent).
 //
 // Ordering assumes event_id order is commit order per FLID: every writer holds PIPELINE_LOCK
 // (INV-18), so flight-writing transactions never overlap.
@@ -44,6 +50,7 @@ const (
 	StatusPending = "PENDING"
 	StatusSent    = "SENT"
 	StatusDead    = "DEAD"
+	StatusSkipped = "SKIPPED" // a dead letter an operator gave up on: never sent
 )
 
 // Execer is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
@@ -140,30 +147,24 @@ type Claimed struct {
 	MsgID        int64 // 0: none
 	Payload      []byte
 	Attempts     int
-	// Represents are the event ids a KAFKA:schd record stands for (the FLID's unsent events, this
-	// one included); for KAFKA:msg just this event.
+	CreatedAt    time.Time // when the change committed (the event_time header)
+	// Represents are the event ids a failed attempt is counted against: this event.
 	Represents []int64
 }
 
-func scanClaimed(rows pgx.Rows, target string, withIDs bool) ([]Claimed, error) {
+func scanClaimed(rows pgx.Rows, target string) ([]Claimed, error) {
 	defer rows.Close()
 	var out []Claimed
 	for rows.Next() {
 		c := Claimed{Target: target}
 		var msgID *int64
-		dest := []any{&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts}
-		if withIDs {
-			dest = append(dest, &c.Represents)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt); err != nil {
 			return nil, err
 		}
 		if msgID != nil {
 			c.MsgID = *msgID
 		}
-		if !withIDs {
-			c.Represents = []int64{c.EventID}
-		}
+		c.Represents = []int64{c.EventID}
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -187,7 +188,7 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Cla
 	for rows.Next() {
 		c := Claimed{Target: event.TargetMsg}
 		var msgID *int64
-		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &full); err != nil {
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claim heads: %w", err)
 		}
@@ -223,25 +224,97 @@ func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
-	out, err := scanClaimed(rows, event.TargetMsg, false)
+	out, err := scanClaimed(rows, event.TargetMsg)
 	if err != nil {
 		return nil, fmt.Errorf("claim heads: %w", err)
 	}
 	return out, nil
 }
 
-// ClaimStates returns up to limit due FLIDs of KAFKA:schd, each as its newest event with the
-// ids of every unsent event it represents.
-func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
-	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit)
+// StateClaims is what one KAFKA:schd flush visited.
+type StateClaims struct {
+	// Due are the newest events of the visited FLIDs whose newest event is due and newer than
+	// the version the state topic already holds: one record each.
+	Due []Claimed
+	// Stale are newest events at or below the version already sent (a replayed older dead
+	// letter, a duplicate): settled without sending (MarkStatesSent).
+	Stale []Claimed
+	// Visited is how many FLIDs the claim read (at most its limit).
+	Visited int
+	// Next is the cursor of the next flush: the last visited FLID when the limit stopped the
+	// visit, "" when it reached the end (the next flush starts over).
+	Next string
+}
+
+// ClaimStates visits at most limit FLIDs with unsent KAFKA:schd events, in FLID order after the
+// cursor after ("": from the start), each by index: its cost does not grow with the backlog.
+func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after string) (StateClaims, error) {
+	var out StateClaims
+	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit, after)
 	if err != nil {
-		return nil, fmt.Errorf("claim states: %w", err)
+		return out, fmt.Errorf("claim states: %w", err)
 	}
-	out, err := scanClaimed(rows, event.TargetSchd, true)
-	if err != nil {
-		return nil, fmt.Errorf("claim states: %w", err)
+	defer rows.Close()
+	last := ""
+	for rows.Next() {
+		c := Claimed{Target: event.TargetSchd}
+		var msgID *int64
+		var due bool
+		var sent int64
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &due, &sent); err != nil {
+			return out, fmt.Errorf("claim states: %w", err)
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		c.Represents = []int64{c.EventID}
+		out.Visited++
+		last = c.FLID
+		switch {
+		case c.StateVersion <= sent:
+			out.Stale = append(out.Stale, c)
+		case due:
+			out.Due = append(out.Due, c)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("claim states: %w", err)
+	}
+	if out.Visited >= limit {
+		out.Next = last
 	}
 	return out, nil
+}
+
+// MarkStatesSent records, under the lease, that the state topic holds each claimed state: it
+// raises each FLID's sent version and settles every unsent KAFKA:schd event of the FLID at or
+// below it as SENT (PENDING and DEAD alike). It returns how many events it settled.
+func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time) (int64, error) {
+	if len(states) == 0 {
+		return 0, nil
+	}
+	keys, versions := make([]string, len(states)), make([]int64, len(states))
+	for i, c := range states {
+		keys[i], versions[i] = c.FLID, c.StateVersion
+	}
+	var n int64
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mark states sent: %w", err)
+	}
+	return n, nil
+}
+
+// CheckLease fails (leader.ErrFenced) unless fence is still the role's current lease.
+func (s *Store) CheckLease(ctx context.Context, fence leader.Fence) error {
+	if err := leader.Fenced(ctx, s.pool, fence, func(pgx.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("check lease: %w", err)
+	}
+	return nil
 }
 
 // MarkSent marks the events SENT in one statement, under the lease. It returns how many rows
@@ -269,6 +342,14 @@ type Failure struct {
 	Fatal bool // non-retryable: DEAD at once
 }
 
+// StateFailure is one failed KAFKA:schd record: version Version of FLID.
+type StateFailure struct {
+	FLID    string
+	Version int64
+	Err     string
+	Fatal   bool
+}
+
 // Outcome is what a failure did to one event.
 type Outcome struct {
 	EventID       int64
@@ -291,9 +372,20 @@ func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []F
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	out, err := s.markFailed(ctx, fence, markFailedSQL, ids, msgs, fatal, now)
+	if err != nil {
+		return nil, fmt.Errorf("mark failed: %w", err)
+	}
+	return out, nil
+}
+
+// markFailed runs one of the failure statements ($1..$3 the rows, $4 now, $5, $6 the policy,
+// extra from $7).
+func (s *Store) markFailed(ctx context.Context, fence leader.Fence, sql string, sel, msgs any, fatal []bool, now time.Time, extra ...any) ([]Outcome, error) {
 	var out []Outcome
 	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, markFailedSQL, ids, msgs, fatal, now, s.policy.MaxAttempts, s.delays)
+		args := append([]any{sel, msgs, fatal, now, s.policy.MaxAttempts, s.delays}, extra...)
+		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -311,8 +403,23 @@ func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []F
 		}
 		return rows.Err()
 	})
+	return out, err
+}
+
+// MarkStatesFailed counts a failed attempt for every PENDING KAFKA:schd event each failed
+// record represents (its FLID's, at or below its version), under the lease.
+func (s *Store) MarkStatesFailed(ctx context.Context, fence leader.Fence, failures []StateFailure, now time.Time) ([]Outcome, error) {
+	if len(failures) == 0 {
+		return nil, nil
+	}
+	n := len(failures)
+	keys, msgs, fatal, versions := make([]string, n), make([]string, n), make([]bool, n), make([]int64, n)
+	for i, f := range failures {
+		keys[i], msgs[i], fatal[i], versions[i] = f.FLID, truncate(f.Err, 2000), f.Fatal, f.Version
+	}
+	out, err := s.markFailed(ctx, fence, markStatesFailedSQL, keys, msgs, fatal, now, versions)
 	if err != nil {
-		return nil, fmt.Errorf("mark failed: %w", err)
+		return nil, fmt.Errorf("mark states failed: %w", err)
 	}
 	return out, nil
 }
@@ -368,6 +475,7 @@ type DeadEvent struct {
 	Attempts     int       `json:"attempts"`
 	LastError    string    `json:"last_error"`
 	CreatedAt    time.Time `json:"created_at"`
+	Status       string    `json:"status"`  // DEAD, or SKIPPED (DeadFilter.All)
 	Holding      int64     `json:"holding"` // later PENDING events of the same FLID and target
 }
 
@@ -376,6 +484,7 @@ type DeadFilter struct {
 	Target string
 	FLID   string
 	Limit  int
+	All    bool // the SKIPPED ones too
 }
 
 // ListDead lists dead letters in event order.
@@ -383,7 +492,7 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter) ([]DeadEvent, error)
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
-	rows, err := s.pool.Query(ctx, listDeadSQL, f.Target, f.FLID, f.Limit)
+	rows, err := s.pool.Query(ctx, listDeadSQL, f.Target, f.FLID, f.Limit, f.All)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
@@ -392,7 +501,7 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter) ([]DeadEvent, error)
 	for rows.Next() {
 		var d DeadEvent
 		var msgID *int64
-		if err := rows.Scan(&d.EventID, &d.Target, &d.FLID, &d.Type, &d.StateVersion, &msgID, &d.Attempts, &d.LastError, &d.CreatedAt, &d.Holding); err != nil {
+		if err := rows.Scan(&d.EventID, &d.Target, &d.FLID, &d.Type, &d.StateVersion, &msgID, &d.Attempts, &d.LastError, &d.CreatedAt, &d.Status, &d.Holding); err != nil {
 			return nil, fmt.Errorf("list dead letters: %w", err)
 		}
 		if msgID != nil {
@@ -443,8 +552,9 @@ func (s *Store) Replay(ctx context.Context, sel Selector, who Admin, now time.Ti
 	})
 }
 
-// Skip gives up on the selected DEAD events (they are never sent and stop holding their FLID)
-// and writes a 'dlq-skip' audit row, in one transaction. A reason is required.
+// Skip gives up on the selected DEAD events: they become SKIPPED (never sent, no longer holding
+// their FLID, kept past the SENT retention), and a 'dlq-skip' audit row is written, in one
+// transaction. A reason is required.
 func (s *Store) Skip(ctx context.Context, ids []int64, who Admin, now time.Time) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, errors.New("skip: select ids")
@@ -454,7 +564,7 @@ func (s *Store) Skip(ctx context.Context, ids []int64, who Admin, now time.Time)
 	}
 	note := truncate("skipped by "+who.Actor+": "+who.Reason, 2000)
 	return s.admin(ctx, who, "dlq-skip", fmt.Sprintf("ids=%v", ids), now, func(tx pgx.Tx) (pgx.Rows, error) {
-		return tx.Query(ctx, skipSQL, ids, now, note)
+		return tx.Query(ctx, skipSQL, ids, note)
 	})
 }
 

@@ -170,6 +170,31 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	got, err = b.store.Skip(ctx, []int64{2, 3}, outbox.Admin{Actor: "ops", Reason: "flight cancelled"}, now)
 	require.NoError(t, err)
 	require.Equal(t, []int64{2}, got, "only DEAD rows are skipped")
+	var status string
+	var sentAt *time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status, sent_at FROM msg_event WHERE event_id = 2`).Scan(&status, &sentAt))
+	require.Equal(t, outbox.StatusSkipped, status, "a skip is not a delivery")
+	require.Nil(t, sentAt)
+	dead, err = b.store.ListDead(ctx, outbox.DeadFilter{})
+	require.NoError(t, err)
+	for _, d := range dead {
+		require.NotEqual(t, int64(2), d.EventID, "a skipped event is no dead letter")
+	}
+	all, err := b.store.ListDead(ctx, outbox.DeadFilter{All: true})
+	require.NoError(t, err)
+	var skipped []int64
+	for _, d := range all {
+		if d.Status == outbox.StatusSkipped {
+			skipped = append(skipped, d.EventID)
+			require.Contains(t, d.LastError, "skipped by ops: flight cancelled")
+			require.Zero(t, d.Holding)
+		}
+	}
+	require.Equal(t, []int64{2}, skipped)
+	// A skipped head no longer holds its FLID.
+	heads, err = b.store.ClaimHeads(ctx, now, 10)
+	require.NoError(t, err)
+	require.NotContains(t, ids(heads), int64(2))
 
 	var audits []string
 	rows, err := b.db.Pool.Query(ctx, `SELECT action || ' ' || actor || ' ' || reason || ' ' || selector || ' ' || ids::text FROM replay_audit ORDER BY audit_id`)
@@ -198,7 +223,7 @@ func TestFencedMarkRefused(t *testing.T) {
 	require.Equal(t, 0, heads[0].Attempts)
 }
 
-func TestClaimStatesNewestRepresentsAll(t *testing.T) {
+func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -210,34 +235,65 @@ func TestClaimStatesNewestRepresentsAll(t *testing.T) {
 		event.Event{Target: event.TargetSchd, FLID: 8, Type: event.Tombstone, StateVersion: 2})
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
 
-	got, err := b.store.ClaimStates(ctx, t0, 10)
+	got, err := b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
-	require.Len(t, got, 2)
-	require.Equal(t, "7", got[0].FLID)
-	require.Equal(t, int64(10), got[0].StateVersion)
-	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, got[0].Represents)
-	require.Equal(t, "8", got[1].FLID)
-	require.Equal(t, event.Tombstone, got[1].Type)
-	require.Nil(t, got[1].Payload)
-	require.Equal(t, []int64{11, 12}, got[1].Represents)
+	require.Len(t, got.Due, 2)
+	require.Equal(t, 2, got.Visited)
+	require.Empty(t, got.Next, "the visit reached the end")
+	require.Equal(t, "7", got.Due[0].FLID)
+	require.Equal(t, int64(10), got.Due[0].StateVersion)
+	require.Equal(t, []int64{10}, got.Due[0].Represents)
+	require.Equal(t, "8", got.Due[1].FLID)
+	require.Equal(t, event.Tombstone, got.Due[1].Type)
+	require.Nil(t, got.Due[1].Payload)
 
-	got, err = b.store.ClaimStates(ctx, t0, 1)
+	// The limit bounds the FLIDs visited; the cursor carries on from the last one.
+	got, err = b.store.ClaimStates(ctx, t0, 1, "")
 	require.NoError(t, err)
-	require.Len(t, got, 1)
+	require.Len(t, got.Due, 1)
+	require.Equal(t, "7", got.Next)
+	got, err = b.store.ClaimStates(ctx, t0, 1, got.Next)
+	require.NoError(t, err)
+	require.Len(t, got.Due, 1)
+	require.Equal(t, "8", got.Due[0].FLID)
 
 	// A failure backs off the newest; the FLID waits until it is due or a newer version comes.
-	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, Err: "x"}}, t0)
+	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{10}, Err: "x"}}, t0)
 	require.NoError(t, err)
-	got, err = b.store.ClaimStates(ctx, t0, 10)
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
-	require.Len(t, got, 1)
-	require.Equal(t, "8", got[0].FLID)
+	require.Len(t, got.Due, 1)
+	require.Equal(t, "8", got.Due[0].FLID)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
-	got, err = b.store.ClaimStates(ctx, t0, 10)
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
-	require.Len(t, got, 2)
-	require.Equal(t, int64(11), got[0].StateVersion)
-	require.Len(t, got[0].Represents, 11)
+	require.Len(t, got.Due, 2)
+	require.Equal(t, int64(11), got.Due[0].StateVersion)
+
+	// Sending v11 settles every older unsent event of FLID 7, a DEAD one included.
+	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{3}, Err: "x", Fatal: true}}, t0)
+	require.NoError(t, err)
+	n, err := b.store.MarkStatesSent(ctx, b.lease, got.Due[:1], t0)
+	require.NoError(t, err)
+	require.Equal(t, int64(11), n)
+	var unsent int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE partition_key = '7' AND status <> 'SENT'`).Scan(&unsent))
+	require.Zero(t, unsent)
+
+	// An older version appearing later (a replayed dead letter, a late row) is stale: never due.
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 5, Payload: json.RawMessage(`{"v":5}`)}))
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
+	require.NoError(t, err)
+	require.Len(t, got.Due, 1)
+	require.Equal(t, "8", got.Due[0].FLID)
+	require.Len(t, got.Stale, 1)
+	require.Equal(t, int64(5), got.Stale[0].StateVersion)
+	// Settling it keeps the high-water mark at 11.
+	_, err = b.store.MarkStatesSent(ctx, b.lease, got.Stale, t0)
+	require.NoError(t, err)
+	var hw int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version FROM msg_state_sent WHERE partition_key = '7'`).Scan(&hw))
+	require.Equal(t, int64(11), hw)
 }
 
 func TestStats(t *testing.T) {

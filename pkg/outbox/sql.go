@@ -18,7 +18,7 @@ const claimWindowSQL = `
 WITH win AS (
     SELECT event_id, partition_key, status, next_attempt_at
       FROM msg_event
-     WHERE target = 'KAFKA:msg' AND status <> 'SENT'
+     WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
      ORDER BY event_id
      LIMIT $3
 ), heads AS (
@@ -31,7 +31,7 @@ WITH win AS (
      ORDER BY event_id
      LIMIT $2
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts,
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, e.created_at,
        (SELECT count(*) FROM win) = $3
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
@@ -39,7 +39,7 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.p
 // countWindowSQL counts unsent KAFKA:msg events up to $1.
 const countWindowSQL = `
 SELECT count(*) FROM (
-    SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status <> 'SENT' ORDER BY event_id LIMIT $1) w`
+    SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') ORDER BY event_id LIMIT $1) w`
 
 // claimHeadsSQL returns the due heads of KAFKA:msg, oldest first. A FLID's head is its smallest
 // unsent event_id (PENDING or DEAD): a DEAD head or one still backing off holds every later
@@ -50,7 +50,7 @@ const claimHeadsSQL = `
 WITH RECURSIVE heads AS (
     (SELECT partition_key, event_id, status, next_attempt_at
        FROM msg_event
-      WHERE target = 'KAFKA:msg' AND status <> 'SENT'
+      WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
       ORDER BY partition_key, event_id
       LIMIT 1)
   UNION ALL
@@ -59,7 +59,7 @@ WITH RECURSIVE heads AS (
       CROSS JOIN LATERAL (
             SELECT partition_key, event_id, status, next_attempt_at
               FROM msg_event
-             WHERE target = 'KAFKA:msg' AND status <> 'SENT' AND partition_key > h.partition_key
+             WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND partition_key > h.partition_key
              ORDER BY partition_key, event_id
              LIMIT 1) n
 ), due AS (
@@ -68,36 +68,66 @@ WITH RECURSIVE heads AS (
      ORDER BY event_id
      LIMIT $2
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, e.created_at
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
-// claimStatesSQL returns, for up to $2 FLIDs with unsent KAFKA:schd events, the newest event
-// (highest state_version, then event_id) and every unsent event it represents. A FLID is due
-// when its newest event is PENDING and not backing off; FLIDs waiting longest come first.
-// Older DEAD events are represented too: a newer state supersedes them.
+// claimStatesSQL visits at most $2 FLIDs with unsent KAFKA:schd events, in partition_key
+// order after the cursor $3: a skip scan over msg_event_unsent, one index descent per FLID
+// however long its backlog, then one backward descent for its newest unsent event (highest
+// event_id: commit order, so the highest state_version). It returns one row per visited FLID:
+// the newest event, whether it is due (PENDING and not backing off at $1), and the highest
+// version already sent to the state topic (msg_state_sent; 0: none).
 const claimStatesSQL = `
-WITH unsent AS (
-    SELECT event_id, partition_key, state_version, status, next_attempt_at
-      FROM msg_event
-     WHERE target = 'KAFKA:schd' AND status <> 'SENT'
-), per_flid AS (
-    SELECT partition_key,
-           (array_agg(event_id ORDER BY state_version DESC, event_id DESC))[1] AS newest,
-           array_agg(event_id ORDER BY event_id) AS ids,
-           min(event_id) AS oldest
-      FROM unsent
-     GROUP BY partition_key
-), due AS (
-    SELECT f.newest, f.ids, f.oldest
-      FROM per_flid f JOIN unsent u ON u.event_id = f.newest
-     WHERE u.status = 'PENDING' AND (u.next_attempt_at IS NULL OR u.next_attempt_at <= $1)
-     ORDER BY f.oldest
-     LIMIT $2
+WITH RECURSIVE flids AS (
+    (SELECT partition_key, 1 AS n
+       FROM msg_event
+      WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND partition_key > $3
+      ORDER BY partition_key, event_id
+      LIMIT 1)
+  UNION ALL
+    SELECT nx.partition_key, f.n + 1
+      FROM flids f
+      CROSS JOIN LATERAL (
+            SELECT partition_key
+              FROM msg_event
+             WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND partition_key > f.partition_key
+             ORDER BY partition_key, event_id
+             LIMIT 1) nx
+     WHERE f.n < $2
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, due.ids
-  FROM due JOIN msg_event e ON e.event_id = due.newest
- ORDER BY due.oldest`
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, e.created_at,
+       e.status = 'PENDING' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1),
+       coalesce(s.state_version, 0)
+  FROM flids f
+  CROSS JOIN LATERAL (
+        SELECT event_id
+          FROM msg_event
+         WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND partition_key = f.partition_key
+         ORDER BY partition_key DESC, event_id DESC
+         LIMIT 1) nw
+  JOIN msg_event e ON e.event_id = nw.event_id
+  LEFT JOIN msg_state_sent s ON s.partition_key = f.partition_key
+ ORDER BY f.partition_key`
+
+// markStatesSentSQL records that the state topic holds version $2[i] of FLID $1[i]: it raises
+// the FLID's high-water mark (never lowers it) and settles every unsent KAFKA:schd event of the
+// FLID at or below that version, PENDING or DEAD, as SENT: the newer state represents them.
+const markStatesSentSQL = `
+WITH s AS (
+    SELECT k, max(v) AS v FROM unnest($1::text[], $2::bigint[]) AS u(k, v) GROUP BY k
+), hw AS (
+    INSERT INTO msg_state_sent AS m (partition_key, state_version, sent_at)
+    SELECT k, v, $3 FROM s
+    ON CONFLICT (partition_key) DO UPDATE
+       SET state_version = greatest(m.state_version, EXCLUDED.state_version),
+           sent_at = CASE WHEN EXCLUDED.state_version > m.state_version THEN EXCLUDED.sent_at ELSE m.sent_at END
+)
+UPDATE msg_event e
+   SET status = 'SENT', sent_at = $3, next_attempt_at = NULL
+  FROM s
+ WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD')
+   AND e.partition_key = s.k AND e.state_version <= s.v`
 
 // markSentSQL marks a batch SENT in one statement. Only PENDING rows change: a row an operator
 // skipped meanwhile stays as it is.
@@ -122,6 +152,21 @@ UPDATE msg_event e
  WHERE e.event_id = f.id AND e.status = 'PENDING'
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
+// markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $8[i]
+// counts against every PENDING KAFKA:schd event of FLID $1[i] at or below it (the events it
+// represents), found by index.
+const markStatesFailedSQL = `
+UPDATE msg_event e
+   SET attempts = e.attempts + 1,
+       last_error = f.err,
+       status = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN 'DEAD' ELSE 'PENDING' END,
+       next_attempt_at = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN NULL
+                         ELSE $4::timestamptz + ($6::float8[])[e.attempts + 1] * interval '1 microsecond'
+                         END
+  FROM unnest($1::text[], $2::text[], $3::bool[], $7::bigint[]) AS f(k, err, fatal, v)
+ WHERE e.target = 'KAFKA:schd' AND e.status = 'PENDING' AND e.partition_key = f.k AND e.state_version <= f.v
+RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
+
 // statsSQL feeds the backlog gauges.
 const statsSQL = `
 SELECT target,
@@ -129,18 +174,19 @@ SELECT target,
        count(*) FILTER (WHERE status = 'DEAD'),
        min(created_at) FILTER (WHERE status = 'PENDING')
   FROM msg_event
- WHERE status <> 'SENT'
+ WHERE status IN ('PENDING', 'DEAD')
  GROUP BY target`
 
-// listDeadSQL lists dead letters with the number of later events each holds back.
+// listDeadSQL lists dead letters (with $4 also the skipped ones) with the number of later
+// events each holds back.
 const listDeadSQL = `
 SELECT d.event_id, d.target, d.partition_key, d.event_type, d.state_version, d.msg_id, d.attempts,
-       coalesce(d.last_error, ''), d.created_at,
-       (SELECT count(*) FROM msg_event w
+       coalesce(d.last_error, ''), d.created_at, d.status,
+       CASE WHEN d.status = 'SKIPPED' THEN 0 ELSE (SELECT count(*) FROM msg_event w
          WHERE w.target = d.target AND w.partition_key = d.partition_key
-           AND w.status = 'PENDING' AND w.event_id > d.event_id)
+           AND w.status = 'PENDING' AND w.event_id > d.event_id) END
   FROM msg_event d
- WHERE d.status = 'DEAD'
+ WHERE (d.status = 'DEAD' OR ($4 AND d.status = 'SKIPPED'))
    AND ($1::text = '' OR d.target = $1)
    AND ($2::text = '' OR d.partition_key = $2)
  ORDER BY d.event_id
@@ -155,11 +201,11 @@ UPDATE msg_event
    AND (event_id = ANY($1::bigint[]) OR ($2::text <> '' AND partition_key = $2 AND ($3::text = '' OR target = $3)))
 RETURNING event_id`
 
-// skipSQL gives up on dead letters: they stop holding their FLID and are never sent. The status
-// set has no SKIPPED, so the row becomes SENT (no longer owed) with the reason in last_error.
+// skipSQL gives up on dead letters: they become SKIPPED (never sent, no longer holding their
+// FLID, kept past the SENT retention) with the reason in last_error.
 const skipSQL = `
 UPDATE msg_event
-   SET status = 'SENT', sent_at = $2, next_attempt_at = NULL, last_error = $3
+   SET status = 'SKIPPED', next_attempt_at = NULL, last_error = $2
  WHERE status = 'DEAD' AND event_id = ANY($1::bigint[])
 RETURNING event_id`
 

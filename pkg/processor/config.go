@@ -11,6 +11,7 @@ func (c Config) Validate() error {
 	var p setting.Problems
 	p.Between("MSGX_PUMP_BATCH", int64(c.Batch), 1, 10000)
 	p.Positive("MSGX_HEAD_DEADLINE", c.HeadDeadline)
+	p.Between("MSGX_POISON_CRASHES", int64(c.PoisonCrashes), 1, 100)
 	for _, t := range c.IgnoreTypes {
 		if t == "" || strings.TrimSpace(t) != t {
 			p.Add("MSGX_IGNORE_TYPES", "must be a comma-separated list of TYPEs without blanks, got %q", strings.Join(c.IgnoreTypes, ","))

@@ -3,6 +3,7 @@ package processor_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -47,7 +48,7 @@ func runChild() int {
 	defer pool.Close()
 	cfg := processor.Config{
 		Batch: 50, MaxAttempts: 5, BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
-		HeadDeadline: 10 * time.Minute, IdlePoll: 5 * time.Millisecond, Location: time.UTC,
+		HeadDeadline: 10 * time.Minute, PoisonCrashes: 3, IdlePoll: 5 * time.Millisecond, Location: time.UTC,
 	}
 	lease := leader.Lease{Role: "processor", Epoch: 1}
 	log := zerolog.New(os.Stderr)
@@ -102,8 +103,9 @@ func childCmd(b *bundle, mode string, env ...string) *exec.Cmd {
 	return cmd
 }
 
-// A message that panics the processor on every attempt ends DEAD EXHAUSTED after the head
-// deadline, and the messages behind it then flow. Each attempt is a real process that dies.
+// A message that panics the processor on every attempt is poison: each attempt is a real
+// process that dies, and after PoisonCrashes crashes charged to it (it ran alone) it ends DEAD
+// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23).
 func TestPoisonMessageEndsExhausted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -117,24 +119,92 @@ func TestPoisonMessageEndsExhausted(t *testing.T) {
 		err := cmd.Run()
 		return cmd.ProcessState.ExitCode(), stderr.String() + fmt.Sprint(err)
 	}
-	for _, at := range []time.Time{t0, t0.Add(time.Minute), t0.Add(5 * time.Minute)} {
-		code, out := run(at)
-		require.NotEqual(t, 0, code, "the panic ends the process")
+	// Run 1 panics on 2 inside the batch 1..3 (the dying process charges 2 its first crash), run 2
+	// finishes 1 alone and panics on 2 again, run 3 too; run 4 finds 2 with three crashes and ends
+	// it. The clock does not move: the rule counts crashes, not time.
+	for i := range 3 {
+		code, out := run(t0)
+		require.NotEqual(t, 0, code, "run %d: the panic ends the process", i+1)
 		require.Contains(t, out, `"msg_id":2`)
 		require.Contains(t, out, "processor panicked")
 		require.Equal(t, "PENDING", b.row(t, 2).Status, "a panic is never a business outcome")
 	}
 	require.Equal(t, "SUCCEEDED", b.row(t, 1).Status, "the innocent message before the poison was isolated and done")
 
-	code, out := run(t0.Add(11 * time.Minute))
+	code, out := run(t0)
 	require.Equal(t, 0, code, out)
 	r := b.row(t, 2)
 	require.Equal(t, "DEAD", r.Status)
 	require.Equal(t, "EXHAUSTED", r.Class)
+	require.Contains(t, r.Reason, "crashed the processor 3 times in a row")
 	require.Equal(t, "SUCCEEDED", b.row(t, 3).Status)
 	var v int64
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT version FROM ver WHERE flid = 15`).Scan(&v))
 	require.Equal(t, int64(2), v, "messages 1 and 3 applied once each")
+}
+
+// An attempt interrupted by the engine's context ending (SIGTERM, a lost lease, a lost database)
+// is not a failure of the message: an 11-minute outage later the head is processed normally and
+// in order, by the same engine or by a new process (INV-23).
+func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			interrupted := false
+			b.procs[sis.KindFlightUpdate] = &recorder{fail: func(m processor.Message) error {
+				if m.ID == 2 && !interrupted {
+					interrupted = true
+					cancel()
+					return ctx.Err()
+				}
+				return nil
+			}}
+			b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+			p := b.pump(t)
+			_, err := p.Step(ctx, b.lease)
+			require.Error(t, err)
+			require.Empty(t, effects(t, b), "nothing of the interrupted batch committed")
+
+			b.clock.Advance(11 * time.Minute)
+			if restart {
+				p = b.pump(t)
+			}
+			b.drain(t, p)
+			for id := int64(1); id <= 3; id++ {
+				r := b.row(t, id)
+				require.Equal(t, "SUCCEEDED", r.Status, "msg %d", id)
+				require.Equal(t, 1, r.Attempts, "msg %d: the interrupted attempt is not counted", id)
+			}
+			require.Equal(t, []int64{1, 2, 3}, effects(t, b), "order kept")
+		})
+	}
+}
+
+// A FAILED head whose retries could not run for a long time (an outage) is retried when the
+// engine is back, not expired: the head deadline counts the time its attempts were being made.
+func TestOutageDoesNotExpireAFailedHead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	failed := false
+	b.procs[sis.KindFlightUpdate] = &recorder{fail: func(m processor.Message) error {
+		if m.ID == 1 && !failed {
+			failed = true
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	}}
+	b.enqueueSeq(t, 1, 2, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	res, err := p.Step(context.Background(), b.lease)
+	require.NoError(t, err)
+	require.True(t, res.Failed)
+	b.clock.Advance(11 * time.Minute)
+	b.drain(t, p)
+	require.Equal(t, "SUCCEEDED", b.row(t, 1).Status)
+	require.Equal(t, []int64{1, 2}, effects(t, b))
 }
 
 // SIGKILL the pump process at random points: afterwards every message is terminal exactly once

@@ -28,14 +28,22 @@
 // (INV-8: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
 // epoch check open every batch transaction.
 //
-// Poison messages: before a batch, processing_started_at of its first message is committed in
-// its own transaction. A head found with processing_started_at already set was being processed
-// when the previous attempt ended without an outcome (a crash): the engine then works carefully,
-// one message per transaction with its own processing_started_at, for the next Batch messages,
-// so a message that kills the process is isolated, and after the head deadline (counted from
-// processing_started_at) it ends DEAD EXHAUSTED and the messages behind it flow again. A panic
-// is logged with the message id and re-raised: it is a bug, never a business outcome.
+// Attempts (INV-23, attemptMark): before a batch, the start mark of its first message
+// (processing_started_at and processing_through = the batch's last msg_id) is committed in its
+// own transaction; every other message gets its own start mark with its outcome. A head found
+// with processing_through set was being processed when an attempt ended without an outcome: if
+// this engine saw it end (cancelled, database lost) nothing is charged; otherwise the process died
+// or lost its lease, and a message that ran alone is charged one death. Either way the mark is
+// re-stamped and the engine works carefully, one message per transaction, for the next Batch
+// messages, so a message that kills the process is isolated. A panic is logged with the message
+// id, charged to it (crashes) and re-raised: it is a bug, never a business outcome. PoisonCrashes
+// panics (or 3×PoisonCrashes silent deaths) in a row end the message DEAD EXHAUSTED "poison".
+// HeadDeadline bounds the retries of a FAILED head, counting only time the engine was running.
+// A batch that fails as a whole charges nobody: careful mode finds the message that causes it.
 //
 // After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
-// (only NULL → value, INV-7); anything it leaves owed is the jobs stage's backfill sweep's.
+// (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in
+// flight, else skipped), bounded by MarkerTimeout, so a mailbox row lock or a half-open
+// connection never stalls processing. Anything it leaves owed is the jobs stage's backfill
+// sweep's (the guarantee).
 package processor

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,14 +29,20 @@ type Config struct {
 	MaxAttempts        int           // MSGX_MAX_ATTEMPTS
 	BackoffBase        time.Duration // MSGX_BACKOFF_BASE
 	BackoffMax         time.Duration // MSGX_BACKOFF_MAX
-	HeadDeadline       time.Duration `env:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a head message still open this long after its first processing ends DEAD EXHAUSTED"`
+	HeadDeadline       time.Duration `env:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a FAILED head whose retries have gone on this long (counting only time the engine was running, INV-23) ends DEAD EXHAUSTED"`
+	PoisonCrashes      int           `env:"MSGX_POISON_CRASHES" default:"3" desc:"processor: a message whose attempt, run alone, ended with the process dying this many times in a row is poison: DEAD EXHAUSTED (INV-23)"`
 	IdlePoll           time.Duration // wait when there is no work (ingest's new rows)
 	IgnoreTypes        []string      `env:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`
 	IdentityIncludeDay bool          `env:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN"`
 	Location           *time.Location
-	Shadow             bool   // write nothing to MySQL
-	ProcessedValue     string // also written to CMINMSGS_STATUS with the marker
+	Shadow             bool          // write nothing to MySQL
+	ProcessedValue     string        // also written to CMINMSGS_STATUS with the marker
+	MarkerTimeout      time.Duration // bound of one immediate marker write (0: 10 s)
 }
+
+// markerWriters bounds the immediate marker writes in flight; a batch finding them all busy
+// leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8).
+const markerWriters = 4
 
 // Marker writes the mailbox processed marker (pkg/mailbox): only NULL → at (INV-7). It
 // returns how many rows it changed.
@@ -56,6 +63,13 @@ type Engine struct {
 	// careful counts the messages still to process one per transaction after a head was found
 	// with processing_started_at set (a previous attempt ended without an outcome).
 	careful int
+	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
+	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
+	// charges nothing (INV-23). A mark the engine does not know was left by a process that died.
+	ownMark int64
+
+	markers sync.WaitGroup // immediate marker writes in flight (WaitMarkers)
+	writers chan struct{}  // their slots
 }
 
 // New returns an engine. handlers maps message kinds to their handlers; a kind without one is
@@ -65,10 +79,17 @@ func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker M
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
+	if cfg.MarkerTimeout <= 0 {
+		cfg.MarkerTimeout = 10 * time.Second
+	}
+	if cfg.PoisonCrashes <= 0 {
+		cfg.PoisonCrashes = 3 // tests and tools that build a Config by hand
+	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	return &Engine{cfg: cfg, pool: pool, handlers: handlers, marker: marker, clock: clk, log: log, metrics: metrics}
+	return &Engine{cfg: cfg, pool: pool, handlers: handlers, marker: marker, clock: clk, log: log, metrics: metrics,
+		writers: make(chan struct{}, markerWriters)}
 }
 
 // StepResult says what one Step did.
@@ -83,6 +104,7 @@ type StepResult struct {
 // other errors are logged and retried after a pause (the failure is recorded on the message
 // where it can be).
 func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
+	defer p.WaitMarkers()
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
 	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	pause := p.cfg.BackoffBase
@@ -131,6 +153,9 @@ type headRow struct {
 	attempts   int
 	nextAt     *time.Time
 	startedAt  *time.Time
+	through    *int64 // an attempt started (mark committed) and not ended: the batch's last msg_id
+	crashes    int
+	deaths     int
 	enqueuedAt time.Time
 }
 
@@ -179,13 +204,16 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	if head.status == StatusFailed && head.nextAt != nil && head.nextAt.After(now) {
 		return StepResult{WaitUntil: *head.nextAt}, nil
 	}
-	if head.startedAt != nil && now.Sub(*head.startedAt) >= p.cfg.HeadDeadline {
-		return p.expireHead(ctx, lease, now, head)
+	mark, expired := p.attemptMark(head, now)
+	if expired != "" {
+		return p.expireHead(ctx, lease, now, head, expired)
 	}
 	rows = p.pickBatch(rows)
-	if err := p.markStarted(ctx, head, now); err != nil {
+	mark.through = rows[len(rows)-1].id
+	if err := p.markStarted(ctx, head, mark); err != nil {
 		return StepResult{}, err
 	}
+	p.ownMark = head.id
 	if p.careful > 0 {
 		p.careful--
 	}
@@ -196,8 +224,9 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	}
 	results, failure, err := p.apply(ctx, lease, now, batch)
 	if err != nil {
-		return p.failBatch(ctx, lease, now, batch[0], err)
+		return p.failBatch(ctx, lease, now, batch, err)
 	}
+	p.ownMark = 0
 	if failure != nil {
 		results = append(results, *failure)
 	}
@@ -206,14 +235,69 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	return StepResult{Processed: len(t), Failed: len(t) < len(results)}, nil
 }
 
-// expireHead ends a head whose processing started HeadDeadline ago without an outcome (a
-// message that kills the process): DEAD EXHAUSTED, so the messages behind it flow again.
-func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow) (StepResult, error) {
-	r := result{id: head.id, status: StatusDead, class: ClassExhausted,
-		reason: fmt.Sprintf("head deadline %s passed (processing started %s)", p.cfg.HeadDeadline, head.startedAt.UTC().Format(time.RFC3339))}
+// startMark is the start mark the next attempt of the head commits (markStarted).
+type startMark struct {
+	write   bool      // false: the head's mark stays as it is
+	at      time.Time // processing_started_at
+	through int64     // the batch's last msg_id (set by Step once the batch is picked)
+	deaths  int
+}
+
+// attemptMark applies the attempt rule (INV-23) to the head: it returns the start mark of the
+// next attempt, or the reason the head ends DEAD EXHAUSTED instead.
+//
+//   - A message that panics is charged one crash by the dying process itself (recordPanic):
+//     PoisonCrashes in a row make it poison.
+//   - An attempt that started (processing_through set) and that this engine did not see end was
+//     ended by the process dying without a word (SIGKILL, out of memory, a hang killed by the
+//     liveness probe) or by another leader taking over. If the message ran alone it is charged
+//     one death; 3×PoisonCrashes in a row make it poison (a looser bound: such a death may be the
+//     operator's or the platform's). A batch that died charges nobody: careful mode then runs its
+//     messages alone, so the next death is charged to the culprit.
+//   - An attempt this engine saw end without an outcome (cancelled, database lost) charges
+//     nothing. Either way the mark is re-stamped: the time before is not the message's.
+//   - A FAILED head's retries count from its first attempt, but a stretch in which the engine
+//     could not retry it (due more than BackoffMax ago: an outage) moves the start forward by
+//     that stretch. The head deadline ends a FAILED head only after that much real retrying.
+func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
+	m := startMark{at: now, deaths: head.deaths}
+	if head.startedAt != nil {
+		m.at = *head.startedAt
+	}
+	if head.crashes >= p.cfg.PoisonCrashes {
+		return m, fmt.Sprintf("poison: it crashed the processor %d times in a row (MSGX_POISON_CRASHES)", head.crashes)
+	}
+	switch {
+	case head.through != nil && head.id != p.ownMark:
+		if *head.through == head.id {
+			m.deaths++
+			if m.deaths >= 3*p.cfg.PoisonCrashes {
+				return m, fmt.Sprintf("poison: the processor died %d times in a row while it ran alone (3×MSGX_POISON_CRASHES)", m.deaths)
+			}
+		}
+		m.at, m.write = now, true
+	case head.through != nil:
+		m.at, m.write = now, true
+	case head.startedAt == nil:
+		m.write = true
+	case head.status == StatusFailed && head.nextAt != nil && now.Sub(*head.nextAt) > p.cfg.BackoffMax:
+		m.at, m.write = m.at.Add(now.Sub(*head.nextAt)), true
+	}
+	if head.status == StatusFailed && now.Sub(m.at) >= p.cfg.HeadDeadline {
+		return m, fmt.Sprintf("head deadline %s of retries passed (first attempt %s)", p.cfg.HeadDeadline, m.at.UTC().Format(time.RFC3339))
+	}
+	m.write = true // every attempt names its batch (processing_through)
+	return m, ""
+}
+
+// expireHead ends the head DEAD EXHAUSTED without another attempt (poison, or retried past the
+// head deadline), so the messages behind it flow again.
+func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, reason string) (StepResult, error) {
+	r := result{id: head.id, status: StatusDead, class: ClassExhausted, reason: reason}
 	if err := p.commit(ctx, lease, now, []result{r}, nil); err != nil {
 		return StepResult{}, err
 	}
+	p.ownMark = 0
 	p.afterCommit(ctx, now, []result{r})
 	return StepResult{Processed: 1}, nil
 }
@@ -224,7 +308,7 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 // the process is isolated. After the head, a batch holds only untouched PENDING rows.
 func (p *Engine) pickBatch(rows []headRow) []headRow {
 	head := rows[0]
-	if head.startedAt != nil || head.status == StatusFailed {
+	if head.through != nil || head.status == StatusFailed {
 		if head.status == StatusPending && p.careful == 0 {
 			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
 		}
@@ -240,33 +324,40 @@ func (p *Engine) pickBatch(rows []headRow) []headRow {
 	return rows
 }
 
-// markStarted commits processing_started_at of the head in its own transaction, before the
-// batch runs: the head deadline counts from it.
-func (p *Engine) markStarted(ctx context.Context, head headRow, now time.Time) error {
-	if head.startedAt != nil {
-		return nil
-	}
-	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, now); err != nil {
+// markStarted commits the head's start mark in its own transaction, before the batch runs:
+// processing_started_at, the batch's last msg_id and the crashes charged (INV-23). The other
+// messages of the batch get their own start mark (the same time) when their outcome is written.
+func (p *Engine) markStarted(ctx context.Context, head headRow, m startMark) error {
+	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths); err != nil {
 		return fmt.Errorf("mark processing started: %w", err)
 	}
 	return nil
 }
 
-// failBatch records on the head a batch transaction that failed as a whole (not attributable
-// to one message, e.g. a Flush): the head is FAILED (or DEAD EXHAUSTED at the attempt limit).
-// Fencing and cancellation are returned as they are.
-func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, head work, err error) (StepResult, error) {
+// failBatch handles a batch transaction that failed as a whole (e.g. a Flush). A batch of several
+// messages charges nobody: the engine goes on one message per transaction (careful mode), so the
+// message that causes it fails alone. A message alone is charged: FAILED (or DEAD EXHAUSTED at
+// the attempt limit). Fencing and cancellation are returned as they are (the attempt was
+// interrupted, INV-23).
+func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, batch []work, err error) (StepResult, error) {
 	if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
 		return StepResult{}, err
+	}
+	if len(batch) > 1 {
+		p.careful = max(p.careful, p.cfg.Batch)
+		p.log.Warn().Err(err).Int64("from", batch[0].row.id).Int64("to", batch[len(batch)-1].row.id).
+			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
+		return StepResult{Failed: true}, nil
 	}
 	class, reason := classify(err)
 	if class.permanent() {
 		class = ClassInfra
 	}
-	f := p.failure(head, class, reason, now)
+	f := p.failure(batch[0], class, reason, now)
 	if cerr := p.commit(ctx, lease, now, nil, &f); cerr != nil {
 		return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
 	}
+	p.ownMark = 0
 	p.afterCommit(ctx, now, []result{f})
 	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed}, nil
 }
@@ -282,7 +373,7 @@ func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (headRow, error) {
 		var h headRow
-		err := r.Scan(&h.id, &h.raw, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.enqueuedAt)
+		err := r.Scan(&h.id, &h.raw, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt)
 		return h, err
 	})
 	if err != nil {
@@ -498,15 +589,28 @@ func (p *Engine) outcome(r result, out Outcome, err error) result {
 	return r
 }
 
-// applyOne calls the processor; a panic is logged with the message id and re-raised.
+// applyOne calls the processor; a panic is logged with the message id, charged to the message
+// (recordPanic) and re-raised.
 func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
+			p.recordPanic(m.ID, m.Now)
 			panic(v)
 		}
 	}()
 	return apply()
+}
+
+// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23), on its own
+// connection with a short deadline, before the process dies. The batch's transaction is still
+// open and will be rolled back by the death; the charge is the only write that survives.
+func (p *Engine) recordPanic(id int64, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := p.pool.Exec(ctx, recordPanicSQL, id, now); err != nil {
+		p.log.Error().Err(err).Int64("msg_id", id).Msg("pump: could not record the panic on the message")
+	}
 }
 
 // failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
@@ -547,7 +651,7 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, results []
 	}
 	if failure != nil && failure.status == StatusFailed {
 		if _, err := tx.Exec(ctx, failSQL, failure.id, string(failure.class), failure.reason, failure.nextAt,
-			failure.identity, failure.typ, failure.styp); err != nil {
+			failure.identity, failure.typ, failure.styp, now); err != nil {
 			return fmt.Errorf("record failure: %w", err)
 		}
 	}
@@ -562,8 +666,8 @@ func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, 
 	})
 }
 
-// afterCommit counts outcomes, logs them and makes the one immediate marker attempt.
-func (p *Engine) afterCommit(ctx context.Context, now time.Time, results []result) {
+// afterCommit counts outcomes, logs them and starts the one immediate marker attempt.
+func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result) {
 	var ids []int64
 	for _, r := range results {
 		if r.status == StatusFailed {
@@ -581,7 +685,31 @@ func (p *Engine) afterCommit(ctx context.Context, now time.Time, results []resul
 	if len(ids) == 0 || p.cfg.Shadow || p.marker == nil {
 		return
 	}
+	select {
+	case p.writers <- struct{}{}:
+	default:
+		p.log.Debug().Int("count", len(ids)).Msg("pump: every immediate marker writer is busy; the sweep writes these")
+		return
+	}
+	p.markers.Add(1)
+	go func() {
+		defer func() { <-p.writers; p.markers.Done() }()
+		p.mark(ids, now)
+	}()
+}
+
+// WaitMarkers waits for the immediate marker writes in flight (each bounded by MarkerTimeout).
+func (p *Engine) WaitMarkers() { p.markers.Wait() }
+
+// mark is the immediate marker attempt for a committed batch's terminal rows. It runs off the
+// FIFO path (afterCommit starts it), bounded by MarkerTimeout, so a mailbox row lock or a
+// half-open MySQL connection never stalls processing; what it leaves owed is the sweep's.
+func (p *Engine) mark(ids []int64, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
+	defer cancel()
 	n, err := p.marker.MarkProcessed(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
+	ctx, cancel = context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
+	defer cancel()
 	switch {
 	case err != nil:
 		p.log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")

@@ -314,7 +314,9 @@ func TestArchivedIdentityStillCounts(t *testing.T) {
 	// Archive as the jobs stage does: the row moves to proc_state_hst.
 	_, err := b.db.Pool.Exec(context.Background(), `
 		WITH moved AS (DELETE FROM proc_state WHERE msg_id = 1 RETURNING *)
-		INSERT INTO proc_state_hst SELECT *, $1 FROM moved`, t0)
+		INSERT INTO proc_state_hst
+		SELECT (jsonb_populate_record(NULL::proc_state_hst, to_jsonb(m) || jsonb_build_object('archived_at', $1::timestamptz))).*
+		  FROM moved m`, t0)
 	require.NoError(t, err)
 	b.enqueueSeq(t, 2, 2, func(int64) string { return flop(11, 15, "S1") })
 	b.drain(t, b.pump(t))
@@ -439,7 +441,9 @@ func TestImmediateMarker(t *testing.T) {
 	_, err := b.mb.SQL.ExecContext(ctx, `UPDATE cminmsgs SET CMINMSGS_DATE_PROCESSED = '2020-01-01 00:00:00' WHERE CMINMSGS_ID = 2`)
 	require.NoError(t, err)
 	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
-	b.drain(t, b.pump(t))
+	p := b.pump(t)
+	b.drain(t, p)
+	p.WaitMarkers()
 
 	rows, err := b.mb.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED, CMINMSGS_STATUS FROM cminmsgs ORDER BY 1`)
 	require.NoError(t, err)
@@ -461,4 +465,67 @@ func TestImmediateMarker(t *testing.T) {
 // child runs the pump in a separate process for the crash tests (see crash_test.go).
 func child() int {
 	return runChild()
+}
+
+// lockHold is how long TestMarkerNeverBlocksFIFO holds the mailbox row lock
+// (MSGX_TEST_LOCK_HOLD, e.g. 60s for the issue's scenario; the assertion is about progress).
+func lockHold(t *testing.T) time.Duration {
+	if v := os.Getenv("MSGX_TEST_LOCK_HOLD"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err)
+		return d
+	}
+	return 3 * time.Second
+}
+
+// A row lock held on a mailbox row by another session (the AODB) never stalls processing: the
+// immediate marker write runs off the FIFO path with a bounded time, and the marker is written
+// after the lock goes.
+func TestMarkerNeverBlocksFIFO(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.mb = mailboxtest.New(t)
+	b.cfg.ProcessedValue = "DONE"
+	b.procs[sis.KindFlightUpdate] = &recorder{}
+	ctx := context.Background()
+	for i := 1; i <= 6; i++ {
+		_, err := b.mb.SQL.ExecContext(ctx, `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (?, 'VALID')`, flop(i, 15, "S"))
+		require.NoError(t, err)
+	}
+	hold := lockHold(t)
+	conn, err := b.mb.SQL.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `BEGIN`)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `SELECT CMINMSGS_ID FROM cminmsgs WHERE CMINMSGS_ID = 2 FOR UPDATE`)
+	require.NoError(t, err)
+	locked := time.Now()
+
+	p := b.pump(t)
+	defer p.WaitMarkers()
+	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	b.drain(t, p)
+	b.enqueueSeq(t, 4, 6, func(id int64) string { return flop(int(id), 15, "S") })
+	b.drain(t, p)
+	require.Less(t, time.Since(locked), hold, "processing did not wait for the lock")
+	for id := int64(1); id <= 6; id++ {
+		require.Equal(t, "SUCCEEDED", b.row(t, id).Status)
+	}
+	marked := func(id int64) bool {
+		var at *time.Time
+		require.NoError(t, b.mb.SQL.QueryRowContext(ctx, `SELECT CMINMSGS_DATE_PROCESSED FROM cminmsgs WHERE CMINMSGS_ID = ?`, id).Scan(&at))
+		return at != nil
+	}
+	require.Eventually(t, func() bool { return marked(5) }, 10*time.Second, 10*time.Millisecond, "a later batch is marked while the lock is held")
+	require.False(t, marked(2), "the locked row cannot be marked yet")
+
+	time.Sleep(time.Until(locked.Add(hold))) // the other session's hold, not a wait for our code
+	_, err = conn.ExecContext(ctx, `ROLLBACK`)
+	require.NoError(t, err)
+	p.WaitMarkers()
+	if !marked(2) {
+		// The immediate attempt gave up within its bound: the sweep owes it (INV-8).
+		require.True(t, b.row(t, 2).Owed, "the marker is still owed")
+	}
 }

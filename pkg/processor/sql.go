@@ -8,8 +8,8 @@ const (
 	// and about $2 bytes of stored text (the first row always), so a run of large schedule
 	// messages cannot blow up the batch's memory.
 	headSQL = `
-SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, enqueued_at
-  FROM (SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, enqueued_at,
+SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at
+  FROM (SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at,
                sum(COALESCE(pg_column_size(raw), 0)) OVER (ORDER BY msg_id) - COALESCE(pg_column_size(raw), 0) AS before
           FROM proc_state
          WHERE status IN ('PENDING', 'FAILED')
@@ -20,8 +20,14 @@ SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, en
  ORDER BY msg_id`
 
 	markStartedSQL = `
-UPDATE proc_state SET processing_started_at = $2
- WHERE msg_id = $1 AND processing_started_at IS NULL AND status IN ('PENDING', 'FAILED')`
+UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
+ WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
+
+	// recordPanicSQL charges a panic to its message; the attempt is over (no death to charge).
+	recordPanicSQL = `
+UPDATE proc_state SET crashes = crashes + 1, processing_through = NULL,
+       processing_started_at = COALESCE(processing_started_at, $2)
+ WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
 
 	// bindIdentitiesSQL binds every identity of a batch and returns every key's owner, in one
 	// statement: keys inserted now come from RETURNING (keys repeated inside the batch bind to the
@@ -50,6 +56,7 @@ UPDATE proc_state p
        identity_key = NULLIF(u.identity, ''), content_differs = u.differs,
        msg_type = NULLIF(u.typ, ''), msg_styp = NULLIF(u.styp, ''),
        attempts = p.attempts + 1, next_attempt_at = NULL,
+       processing_started_at = COALESCE(p.processing_started_at, $9), processing_through = NULL,
        finished_at = $9, backfill_next_at = $9
   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[])
        AS u(id, status, class, reason, identity, differs, typ, styp)
@@ -59,7 +66,8 @@ UPDATE proc_state p
 UPDATE proc_state
    SET status = 'FAILED', error_class = $2, reason = $3, attempts = attempts + 1,
        next_attempt_at = $4, identity_key = COALESCE(NULLIF($5, ''), identity_key),
-       msg_type = COALESCE(NULLIF($6, ''), msg_type), msg_styp = COALESCE(NULLIF($7, ''), msg_styp)
+       msg_type = COALESCE(NULLIF($6, ''), msg_type), msg_styp = COALESCE(NULLIF($7, ''), msg_styp),
+       processing_started_at = COALESCE(processing_started_at, $8), processing_through = NULL, crashes = 0, deaths = 0
  WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
 
 	// The marker updates join the id array (primary key lookups whatever the plan's estimates).
@@ -105,6 +113,7 @@ ORDER BY 1`
 	requeueSQL = `
 UPDATE proc_state
    SET status = 'PENDING', attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
+       processing_through = NULL, crashes = 0, deaths = 0,
        finished_at = NULL, backfill_next_at = NULL, backfill_attempts = 0, backfill_error = NULL,
        backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL
  WHERE msg_id = ANY($1::bigint[]) AND status IN ('FAILED', 'DEAD')

@@ -4,7 +4,7 @@
 // transactions, so it runs on every ingest replica, leader or standby.
 //
 //	GET /flights/{flid}            200 the state (ETag "<state_version>"), 304, 400, 404
-//	GET /all/flights?day=YYYY-MM-DD 200 a JSON array of the day's states by FLID, 400
+//	GET /all/flights?day=YYYY-MM-DD 200 a JSON array of the day's states by FLID (streamed), 400
 //
 // A DELETED flight is still served (200, "state":"DELETED") until the history sweep purges it;
 // after the purge it is unknown (404). docs/api.md has examples.
@@ -120,8 +120,10 @@ func (h *Handler) flight(w http.ResponseWriter, r *http.Request) {
 }
 
 // day serves GET /all/flights?day=YYYY-MM-DD: the day's FLIDs in one statement, their states
-// in chunks of cfg.Chunk, all in one snapshot. The answer is built before it is sent, so a
-// failure midway is a 503, never a truncated array.
+// in chunks of cfg.Chunk, all in one snapshot, streamed: each chunk is written (and flushed) as
+// soon as it is loaded, so memory holds one chunk, never the whole day. A failure before the
+// first byte is a 503; a failure midway aborts the response (the connection is cut without the
+// closing chunk), so a client never takes a truncated array for a whole day.
 func (h *Handler) day(w http.ResponseWriter, r *http.Request) {
 	day, err := parseDay(r.URL.Query()["day"])
 	if err != nil {
@@ -130,15 +132,16 @@ func (h *Handler) day(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DBTimeout)
 	defer cancel()
-	var body []byte
+	started := false
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 0, 64<<10)
 	err = pgx.BeginTxFunc(ctx, h.db, readOnly, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, dayFlidsSQL, day)
 		flids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
 			return fmt.Errorf("list the flights of %s: %w", day, err)
 		}
-		body = make([]byte, 0, 1+len(flids)*2048)
-		body = append(body, '[')
+		buf = append(buf, '[')
 		n := 0
 		for chunk := range slices.Chunk(flids, h.cfg.Chunk) {
 			l, err := flightstore.Load(ctx, tx, chunk)
@@ -151,21 +154,43 @@ func (h *Handler) day(w http.ResponseWriter, r *http.Request) {
 					continue
 				}
 				if n > 0 {
-					body = append(body, ',')
+					buf = append(buf, ',')
 				}
-				body = s.AppendJSON(body)
+				buf = s.AppendJSON(buf)
 				n++
 			}
+			if !started {
+				started = true
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("X-Content-Type-Options", "nosniff")
+				w.Header().Set("Cache-Control", "no-cache")
+				w.WriteHeader(http.StatusOK)
+			}
+			if _, err := w.Write(buf); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			buf = buf[:0]
+			_ = rc.Flush()
 		}
-		body = append(body, ']')
+		buf = append(buf, ']')
 		return nil
 	})
+	if err != nil && started {
+		if r.Context().Err() == nil {
+			h.log.Error().Err(err).Str("day", day).Msg("readapi: day listing failed midway; response aborted")
+		}
+		panic(http.ErrAbortHandler) // cut the connection: the array stays visibly unterminated
+	}
 	if err != nil {
 		h.unavailable(w, r, err, zerolog.Dict().Str("day", day))
 		return
 	}
-	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, body)
+	if !started {
+		w.Header().Set("Cache-Control", "no-cache")
+		writeJSON(w, buf)
+		return
+	}
+	_, _ = w.Write(buf)
 }
 
 // unavailable answers a database failure or timeout with 503 (the client may retry) and logs it,

@@ -3,6 +3,7 @@ package readapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -394,4 +395,83 @@ func TestDatabaseDown(t *testing.T) {
 		require.Equal(t, "1", resp.Header.Get("Retry-After"))
 		require.Contains(t, string(body), "retry later")
 	}
+}
+
+// failingDB fails every statement once fail is set (the test sets it when the first bytes of an
+// answer have been written).
+type failingDB struct {
+	pool *pgxpool.Pool
+	fail *atomic.Bool
+}
+
+func (d failingDB) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	tx, err := d.pool.BeginTx(ctx, opts)
+	return failingTx{Tx: tx, fail: d.fail}, err
+}
+
+type failingTx struct {
+	pgx.Tx
+	fail *atomic.Bool
+}
+
+func (t failingTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.fail.Load() {
+		return nil, errors.New("database gone")
+	}
+	return t.Tx.Query(ctx, sql, args...)
+}
+
+func (t failingTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.fail.Load() {
+		_ = t.Tx.Conn().Close(ctx) // the batch then fails like a lost connection
+	}
+	return t.Tx.SendBatch(ctx, b)
+}
+
+// writeSpy sets fail at the handler's first Write.
+type writeSpy struct {
+	http.ResponseWriter
+	fail *atomic.Bool
+}
+
+func (w writeSpy) Write(p []byte) (int, error) { w.fail.Store(true); return w.ResponseWriter.Write(p) }
+func (w writeSpy) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestDayStreamed: a day listing is sent chunk by chunk (no Content-Length: nothing is built
+// whole), and a failure after the first chunk cuts the connection rather than ending the array:
+// the client sees an error, never a shorter valid day.
+func TestDayStreamed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.run(t, schd("DNLD", fltr(300, "CA300", "23JAN210800", ""), fltr(101, "MU101", "23JAN210900", ""),
+		fltr(205, "CA205", "23JAN211000", ""), fltr(206, "CA206", "23JAN211100", ""), fltr(207, "CA207", "23JAN211200", "")))
+
+	resp, err := b.client.Get(b.base + "/all/flights?day=" + day1)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, int64(-1), resp.ContentLength, "streamed: no Content-Length")
+	require.Equal(t, []string{"chunked"}, resp.TransferEncoding)
+	var all []json.RawMessage
+	require.NoError(t, json.Unmarshal(body, &all))
+	require.Len(t, all, 5)
+
+	var fail atomic.Bool
+	h := readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2}, failingDB{pool: b.db.Pool, fail: &fail}, zerolog.Nop())
+	mux := http.NewServeMux()
+	mux.Handle(readapi.DayPattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(writeSpy{ResponseWriter: w, fail: &fail}, r)
+	}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	resp, err = srv.Client().Get(srv.URL + "/all/flights?day=" + day1)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the first chunk went out")
+	body, err = io.ReadAll(resp.Body)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the connection is cut, not the array closed")
+	require.NoError(t, resp.Body.Close())
+	require.True(t, strings.HasPrefix(string(body), "["))
+	require.Error(t, json.Unmarshal(body, &all), "what arrived is not a valid array: %s", body)
 }

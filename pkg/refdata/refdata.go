@@ -5,6 +5,7 @@
 //	ADD, UPD   upsert the records (an UPD for an unknown key inserts)
 //	DEL        remove the records' keys (unknown key: no-op)
 //	DNLD, RESP upsert every record, then remove every stored key of that list not in the message
+//	           (a RESP only under a matching open request: the RESP guard, docs/requests.md)
 //	SCHS       one row per season: rkey = APCD|SDAT|EDAT, the season header and its patterns
 //
 // A row's version grows by one when its fields change; an unchanged record writes nothing.
@@ -20,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -39,13 +41,38 @@ ON CONFLICT (rtype, rkey) DO UPDATE
 
 // Handler is the reference-data plug-in of the processor stage: it applies reference-list
 // messages (KindRefList) and seasonal schedules (KindSeason).
-type Handler struct{}
+type Handler struct {
+	// Requests, when set, is the RESP guard (docs/requests.md): a list RESP is applied (and
+	// deletes the keys it does not carry) only under a matching open RQRD, which it closes DONE;
+	// otherwise it is SKIPPED no-open-request and changes nothing. cmd/processor always sets it;
+	// without it (tests of the list rules) a RESP is applied like a DNLD.
+	Requests *request.Hooks
+}
 
 var _ processor.Handler = Handler{}
 
 // Apply applies one reference message.
-func (Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+func (h Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
 	switch {
+	case m.Decoded.RefList != nil && m.Decoded.RefList.Action == "RESP" && h.Requests != nil:
+		var out processor.Outcome
+		a, err := h.Requests.Answer(ctx, tx, request.ListResponse(m.Decoded), m.ID, m.Now, func() error {
+			var err error
+			out, err = applyList(ctx, tx, m, m.Decoded.RefList)
+			return err
+		})
+		switch {
+		case err != nil:
+			return processor.Outcome{}, err
+		case a.Skip != "":
+			return processor.Outcome{Skipped: true, Reason: a.Skip}, nil
+		}
+		if out.Reason != "" {
+			out.Reason = a.Note() + "; " + out.Reason
+		} else {
+			out.Reason = a.Note()
+		}
+		return out, nil
 	case m.Decoded.RefList != nil:
 		return applyList(ctx, tx, m, m.Decoded.RefList)
 	case m.Decoded.Season != nil:

@@ -32,6 +32,24 @@ const (
 // NewMetrics creates the request metrics and registers them on reg when it is not nil. Every
 // series exists from the start (at 0), so alerts on increases see the first event.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := newMetrics()
+	if reg != nil {
+		reg.MustRegister(m.Open, m.OldestOpen, m.Outcomes, m.Responses, m.Triggers)
+	}
+	return m
+}
+
+// NewProcessorMetrics creates the request metrics and registers only the counters the processor
+// moves (RESP guard, triggers, outcomes) on reg: the open-request gauges are the jobs stage's.
+func NewProcessorMetrics(reg prometheus.Registerer) *Metrics {
+	m := newMetrics()
+	if reg != nil {
+		reg.MustRegister(m.Outcomes, m.Responses, m.Triggers)
+	}
+	return m
+}
+
+func newMetrics() *Metrics {
 	m := &Metrics{
 		Open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "msgx_requests_open", Help: "Open requests to the AODB (REGISTERED, SENT, WAITING) by kind (RQFD, RQRD).",
@@ -63,9 +81,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		for _, r := range []string{TriggerFired, TriggerRateLimited, TriggerShadow} {
 			m.Triggers.WithLabelValues(string(t), r)
 		}
-	}
-	if reg != nil {
-		reg.MustRegister(m.Open, m.OldestOpen, m.Outcomes, m.Responses, m.Triggers)
 	}
 	return m
 }

@@ -33,10 +33,12 @@ RETURNING req_id`
 
 	listStatusSQL = `SELECT ` + reqCols + ` FROM req_track WHERE status = $1 ORDER BY req_id LIMIT $2`
 
-	// openForMatchSQL are the open requests of a kind, locked for the RESP guard's transaction
-	// (the expiry sweep waits for it, or it sees the sweep's result).
+	// openForMatchSQL are the answerable (SENT, WAITING) requests of a kind, locked for the RESP
+	// guard's transaction (the expiry sweep skips them, or the guard sees the sweep's result). A
+	// REGISTERED request cannot be answered, and is not locked: the guard never waits for a sender
+	// that holds one during its MySQL insert.
 	openForMatchSQL = `SELECT ` + reqCols + ` FROM req_track
- WHERE req_type = $1 AND status IN ('REGISTERED', 'SENT', 'WAITING')
+ WHERE req_type = $1 AND status IN ('SENT', 'WAITING')
  ORDER BY req_id FOR UPDATE`
 
 	markSentSQL = `UPDATE req_track SET status = 'SENT', out_msg_id = $2, sent_at = $3

@@ -205,7 +205,8 @@ func (s *Store) ByStatus(ctx context.Context, st Status, limit int) ([]Request, 
 	return s.list(ctx, s.pool, listStatusSQL, st, limit)
 }
 
-// OpenTx returns the open requests of kind, locked until tx ends (the RESP guard).
+// OpenTx returns the answerable (SENT, WAITING) requests of kind, locked until tx ends (the RESP
+// guard; a REGISTERED request was never seen by the AODB).
 func (s *Store) OpenTx(ctx context.Context, tx pgx.Tx, kind Kind) ([]Request, error) {
 	return s.list(ctx, tx, openForMatchSQL, kind)
 }

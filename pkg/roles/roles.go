@@ -72,7 +72,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
-	"inbox_cursor", "inbox_gap", "msg_event", "msg_identity", "ref_master", "req_track",
+	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
 	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
@@ -112,8 +112,9 @@ var pgGrants = []pgGrant{
 	{Processor, "SELECT, UPDATE", []string{"req_seqn"}},
 	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
-	// dispatcher: the outbox, status only.
+	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
+	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_sent"}},
 
 	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
 	// retention and archive, request timeouts, job bookkeeping.

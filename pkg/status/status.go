@@ -83,7 +83,7 @@ SELECT count(*) FROM proc_state
 	outboxSQL  = `
 SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
        min(created_at) FILTER (WHERE status = 'PENDING')
-  FROM msg_event WHERE status <> 'SENT' GROUP BY target ORDER BY target`
+  FROM msg_event WHERE status IN ('PENDING', 'DEAD') GROUP BY target ORDER BY target`
 	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
 )
 

@@ -6,6 +6,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -36,6 +37,11 @@ func ClientConfig(brokers []string) kafka.Config {
 		DialTimeout:    5 * time.Second,
 		IOTimeout:      10 * time.Second,
 		ProduceTimeout: 10 * time.Second,
+		SendTimeout:    30 * time.Second,
+		TxnTimeout:     30 * time.Second,
+		TxnIDPrefix:    "msgx-dev",
+		CheckTimeout:   time.Second,
+		Compression:    "lz4",
 		TopicChanges:   TopicChanges,
 		TopicState:     TopicState,
 	}
@@ -74,7 +80,15 @@ type Options struct {
 	// DataDir keeps the cluster's topics and records on disk and reloads them at start, so a
 	// restarted broker is the same cluster; empty: memory only.
 	DataDir string
+	// TLS, when set, makes every listener speak only TLS with this configuration.
+	TLS *tls.Config
+	// SCRAMUser and SCRAMPassword, when set, require SASL authentication: this one superuser
+	// with SCRAM-SHA-512 (as production Kafka is configured for msgx).
+	SCRAMUser, SCRAMPassword string
 }
+
+// SCRAMMechanism is the SASL mechanism of a broker with Options.SCRAMUser.
+const SCRAMMechanism = "SCRAM-SHA-512"
 
 // kfakeOpts turns o into kfake options.
 func (o Options) kfakeOpts() ([]kfake.Opt, error) {
@@ -84,6 +98,15 @@ func (o Options) kfakeOpts() ([]kfake.Opt, error) {
 	var opts []kfake.Opt
 	if o.DataDir != "" {
 		opts = append(opts, kfake.DataDir(o.DataDir))
+	}
+	if o.TLS != nil {
+		opts = append(opts, kfake.TLS(o.TLS))
+	}
+	if (o.SCRAMUser == "") != (o.SCRAMPassword == "") {
+		return nil, fmt.Errorf("broker: a SCRAM user needs a password and a password a user")
+	}
+	if o.SCRAMUser != "" {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(SCRAMMechanism, o.SCRAMUser, o.SCRAMPassword))
 	}
 	if len(o.Listen) == 0 {
 		return append(opts, kfake.NumBrokers(1)), nil

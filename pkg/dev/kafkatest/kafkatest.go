@@ -31,6 +31,11 @@ func Config(brokers []string) kafka.Config {
 		DialTimeout:    5 * time.Second,
 		IOTimeout:      10 * time.Second,
 		ProduceTimeout: 5 * time.Second,
+		SendTimeout:    20 * time.Second,
+		TxnTimeout:     20 * time.Second,
+		TxnIDPrefix:    "msgx-test",
+		CheckTimeout:   time.Second,
+		Compression:    "lz4",
 		TopicChanges:   "msgx.flight.changes",
 		TopicState:     "msgx.flight.state",
 	}
@@ -63,8 +68,10 @@ func (r Record) Int(header string) int64 {
 	return v
 }
 
-// Consume reads topic from the start until it has at least n records, or fails the test after
-// timeout. Records of one partition are in offset order; partitions are interleaved.
+// Consume reads topic from the start as docs/events.md tells consumers to
+// (isolation.level=read_committed: records of aborted or open transactions are never returned)
+// until it has at least n records, or fails the test after timeout. Records of one partition
+// are in offset order; partitions are interleaved.
 func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.Duration) []Record {
 	t.Helper()
 	cl, err := kgo.NewClient(
@@ -72,6 +79,7 @@ func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.D
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	)
 	require.NoError(t, err)
 	defer cl.Close()
@@ -97,28 +105,67 @@ func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.D
 	return out
 }
 
-// ConsumeAll reads everything the topic holds now (its end offsets when called).
+// ConsumeAll reads, read_committed, every committed record the topic holds now: up to each
+// partition's last stable offset when called.
 func ConsumeAll(t testing.TB, brokers []string, topic string, timeout time.Duration) []Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	total := 0
-	for _, p := range endOffsets(ctx, t, cl, topic) {
-		total += int(p)
+	lcl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	ends := endOffsets(ctx, t, lcl, topic)
+	lcl.Close()
+	// Transaction markers take offsets too: keep them while reading to know where each
+	// partition stands, and drop them from the result.
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	)
+	require.NoError(t, err)
+	defer cl.Close()
+	next := make([]int64, Partitions)
+	done := func() bool {
+		for p, end := range ends {
+			if next[p] < end {
+				return false
+			}
+		}
+		return true
 	}
-	cl.Close()
-	if total == 0 {
-		return nil
+	var out []Record
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			require.FailNowf(t, "consume", "topic %s: not read up to %v within %s (at %v)", topic, ends, timeout, next)
+		}
+		for _, fe := range fs.Errors() {
+			require.NoError(t, fe.Err, "fetch %s/%d", fe.Topic, fe.Partition)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			if r.Attrs.IsControl() {
+				return
+			}
+			rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: r.Value, Headers: map[string]string{}}
+			for _, h := range r.Headers {
+				rec.Headers[h.Key] = string(h.Value)
+			}
+			out = append(out, rec)
+		})
 	}
-	return Consume(t, brokers, topic, total, timeout)
+	return out
 }
 
-// endOffsets returns the high watermark of each partition of topic (created with Partitions).
+// endOffsets returns the last stable offset of each partition of topic (created with
+// Partitions): the end of what a read_committed consumer can read.
 func endOffsets(ctx context.Context, t testing.TB, cl *kgo.Client, topic string) []int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 1 // read_committed
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	for p := int32(0); p < Partitions; p++ {

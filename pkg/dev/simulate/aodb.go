@@ -345,3 +345,32 @@ func restamp(raw []byte, at time.Time) []byte {
 	copy(out[i+len("<DTTM>"):], stamp(at))
 	return out
 }
+
+// RunningAODB is a simulated AODB polling in the background (StartAODB).
+type RunningAODB struct {
+	*AODB
+	db     *sql.DB
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartAODB opens the mailbox at dsn and runs a simulated AODB answering from model, polling
+// every interval, until Stop (the dev stack, make demo).
+func StartAODB(dsn string, model AODBModel, cfg AODBConfig, interval time.Duration) (*RunningAODB, error) {
+	db, err := OpenMailbox(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("aodb: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &RunningAODB{AODB: NewAODB(db, model, cfg), db: db, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- r.Run(ctx, interval) }()
+	return r, nil
+}
+
+// Stop ends the polling and closes the mailbox connection; it returns the error that stopped
+// the polling early, if any.
+func (r *RunningAODB) Stop() error {
+	r.cancel()
+	err := <-r.done
+	return errors.Join(err, r.db.Close())
+}

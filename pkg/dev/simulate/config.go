@@ -97,3 +97,12 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// Today returns c with Date set to today's date in its airport zone (the default zone when
+// unset): the day a processor's bootstrap request asks for.
+func (c Config) Today() Config {
+	loc := c.withDefaults().Location
+	y, m, d := time.Now().In(loc).Date()
+	c.Location, c.Date = loc, time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return c
+}

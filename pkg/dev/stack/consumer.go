@@ -2,12 +2,20 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/msgx/msgx/pkg/kafka"
 )
 
 // Record is one Kafka record as a downstream consumer sees it.
@@ -33,10 +41,45 @@ type Consumer struct {
 	onRec   func(Record)
 }
 
-// Consume starts reading topics on brokers. onRecord, when set, is called for every record.
+// Consume starts reading topics on brokers (plaintext, no SASL) with
+// isolation.level=read_committed, as docs/events.md tells consumers to. onRecord, when set, is
+// called for every record.
 func Consume(brokers []string, topics []string, onRecord func(Record)) (*Consumer, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
+	return ConsumeWith(kafka.Config{Brokers: brokers}, topics, onRecord)
+}
+
+// ConsumeWith is Consume on the brokers of cfg with its TLS and SASL (SCRAM-SHA-256/512, PLAIN).
+func ConsumeWith(cfg kafka.Config, topics []string, onRecord func(Record)) (*Consumer, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50 * time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+	if cfg.TLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.TLSCAFile != "" {
+			pem, err := os.ReadFile(cfg.TLSCAFile)
+			if err != nil {
+				return nil, fmt.Errorf("consumer: read the CA: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("consumer: no certificate in %s", cfg.TLSCAFile)
+			}
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	auth := scram.Auth{User: cfg.SASLUser, Pass: cfg.SASLPassword}
+	switch cfg.SASLMechanism {
+	case "":
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(auth.AsSha256Mechanism()))
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: cfg.SASLUser, Pass: cfg.SASLPassword}.AsMechanism()))
+	default:
+		return nil, fmt.Errorf("consumer: SASL mechanism %q", cfg.SASLMechanism)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ type Backlog struct {
 const backlogSQL = `
 SELECT (SELECT watermark FROM inbox_cursor),
        EXISTS (SELECT 1 FROM proc_state WHERE status IN ('PENDING', 'FAILED')),
-       EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status <> 'SENT')`
+       EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD'))`
 
 // ReadBacklog reads the backlog.
 func ReadBacklog(ctx context.Context, pool *pgxpool.Pool) (Backlog, error) {
@@ -216,9 +216,10 @@ func PGBenchCeiling(ctx context.Context, pgURL string, d time.Duration) (float64
 
 // RawProduceRate sends n records of size bytes (keys spread over keys values, the headers the
 // dispatcher sets) to cfg.TopicChanges with the sarama producer of pkg/kafka, in batches of
-// batch, and returns the acknowledged records per second: the broker ceiling of the dispatcher.
+// batch, without transactions, and returns the acknowledged records per second: the broker
+// ceiling of the dispatcher.
 func RawProduceRate(ctx context.Context, cfg kafka.Config, n, batch, size, keys int) (float64, error) {
-	p, err := kafka.Dial(cfg)
+	p, err := kafka.DialNonTransactional(cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/migrate"
 )
@@ -133,8 +134,8 @@ func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err erro
 type Options struct {
 	BinDir string
 	LogDir string   // each binary logs to LogDir/<name>.log
-	PGURL  string   // MSGX_PG_URL of every binary
-	MySQL  string   // MSGX_MYSQL_DSN
+	PGURL  string   // MSGX_PG_URL of every binary (empty: RoleEnv gives each its own)
+	MySQL  string   // MSGX_MYSQL_DSN (empty: RoleEnv gives each its own)
 	Env    []string // extra MSGX_ settings for every binary
 	// KafkaPort fixes the broker's port on 127.0.0.1 (0: any free port).
 	KafkaPort int
@@ -143,6 +144,19 @@ type Options struct {
 	// RandomPorts lets each binary pick a free HTTP port (tests); otherwise each serves on its
 	// role's default address (127.0.0.1:8081 … 8084).
 	RandomPorts bool
+	// RoleEnv are extra settings of one binary (by name), after Env: its own database role's
+	// MSGX_PG_URL and MSGX_MYSQL_DSN, the way production runs each binary.
+	RoleEnv map[string][]string
+	// KafkaAuth, when set, makes the broker speak only TLS and require SASL/SCRAM-SHA-512, and
+	// gives every binary (and Stack.Kafka) the matching settings.
+	KafkaAuth *KafkaAuth
+}
+
+// KafkaAuth is the broker's TLS certificate and its one SCRAM-SHA-512 user.
+type KafkaAuth struct {
+	CertFile, KeyFile string // the broker's server certificate and key (PEM)
+	CAFile            string // the CA clients verify the broker with
+	User, Password    string
 }
 
 // Stack is a running local msgx.
@@ -151,6 +165,10 @@ type Stack struct {
 	broker  *Proc
 	Brokers []string
 	Kafka   kafka.Config
+	// APIToken is a bearer token with scopes send and read for ingest's API, made at Start (its
+	// hash is in every binary's MSGX_API_TOKENS as client "stack").
+	APIToken string
+	apiEntry httpauth.Client
 
 	mu    sync.Mutex
 	procs map[string]*Proc
@@ -163,11 +181,19 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s := &Stack{opts: opts, procs: map[string]*Proc{}}
+	var err error
+	if s.APIToken, s.apiEntry, err = httpauth.NewToken("stack", httpauth.ScopeSend, httpauth.ScopeRead); err != nil {
+		return nil, err
+	}
 	if err := s.StartBroker(ctx); err != nil {
 		return nil, err
 	}
 	s.Kafka = broker.ClientConfig(s.Brokers)
 	s.Kafka.ClientID = "msgx-stack"
+	if a := opts.KafkaAuth; a != nil {
+		s.Kafka.TLS, s.Kafka.TLSCAFile = true, a.CAFile
+		s.Kafka.SASLMechanism, s.Kafka.SASLUser, s.Kafka.SASLPassword = broker.SCRAMMechanism, a.User, a.Password
+	}
 	for _, b := range Binaries {
 		if _, err := s.StartProc(ctx, b); err != nil {
 			s.Close()
@@ -188,6 +214,13 @@ func (s *Stack) StartBroker(ctx context.Context) error {
 	args := []string{"-listen", listen}
 	if s.opts.KafkaDataDir != "" {
 		args = append(args, "-data-dir", s.opts.KafkaDataDir)
+	}
+	if a := s.opts.KafkaAuth; a != nil {
+		pw := filepath.Join(s.opts.LogDir, Broker+".sasl-password")
+		if err := os.WriteFile(pw, []byte(a.Password), 0o600); err != nil {
+			return err
+		}
+		args = append(args, "-tls-cert", a.CertFile, "-tls-key", a.KeyFile, "-sasl-user", a.User, "-sasl-password-file", pw)
 	}
 	p, err := s.spawn(ctx, Broker, args, "kafka: serving")
 	if err != nil {
@@ -215,12 +248,22 @@ func (s *Stack) StopBroker() error {
 // Env is the environment every binary of this stack gets.
 func (s *Stack) Env() []string {
 	env := []string{
-		"MSGX_PG_URL=" + s.opts.PGURL,
-		"MSGX_MYSQL_DSN=" + s.opts.MySQL,
 		"MSGX_KAFKA_BROKERS=" + strings.Join(s.Brokers, ","),
+		"MSGX_API_TOKENS=" + s.apiEntry.String(),
+	}
+	// Empty: each binary gets its own in RoleEnv (no shared administrator credentials).
+	if s.opts.PGURL != "" {
+		env = append(env, "MSGX_PG_URL="+s.opts.PGURL)
+	}
+	if s.opts.MySQL != "" {
+		env = append(env, "MSGX_MYSQL_DSN="+s.opts.MySQL)
 	}
 	if s.opts.RandomPorts {
-		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0")
+		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0")
+	}
+	if a := s.opts.KafkaAuth; a != nil {
+		env = append(env, "MSGX_KAFKA_TLS=true", "MSGX_KAFKA_TLS_CA_FILE="+a.CAFile,
+			"MSGX_KAFKA_SASL_MECHANISM="+broker.SCRAMMechanism, "MSGX_KAFKA_SASL_USER="+a.User, "MSGX_KAFKA_SASL_PASSWORD="+a.Password)
 	}
 	return append(env, s.opts.Env...)
 }
@@ -228,7 +271,8 @@ func (s *Stack) Env() []string {
 // Proc is one running binary.
 type Proc struct {
 	Name    string
-	Addr    string   // host:port of its HTTP server (the four binaries)
+	Addr    string   // host:port of its ops HTTP server (the four binaries)
+	APIAddr string   // host:port of its API server (ingest)
 	Brokers []string // the brokers' addresses (the broker)
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -264,7 +308,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(s.opts.BinDir, name), args...)
-	cmd.Env = append(cleanEnv(), s.Env()...)
+	cmd.Env = append(append(cleanEnv(), s.Env()...), s.opts.RoleEnv[name]...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logf.Close()
@@ -279,6 +323,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 	type readyLine struct {
 		Message string   `json:"message"`
 		Addr    string   `json:"addr"`
+		APIAddr string   `json:"api_addr"`
 		Brokers []string `json:"brokers"`
 	}
 	readyc := make(chan readyLine, 1)
@@ -303,7 +348,7 @@ func (s *Stack) spawn(ctx context.Context, name string, args []string, ready str
 	}()
 	select {
 	case l := <-readyc:
-		p.Addr, p.Brokers = l.Addr, l.Brokers
+		p.Addr, p.APIAddr, p.Brokers = l.Addr, l.APIAddr, l.Brokers
 	case <-p.done:
 		return nil, fmt.Errorf("%s exited at start: %v (see %s)", name, p.err, filepath.Join(s.opts.LogDir, name+".log"))
 	case <-time.After(30 * time.Second):

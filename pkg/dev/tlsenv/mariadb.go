@@ -21,8 +21,9 @@ import (
 	"github.com/msgx/msgx/pkg/mailbox"
 )
 
-// TLSConfigName is the go-sql-driver TLS configuration (tls=<name>) that trusts only the CA.
-const TLSConfigName = "msgx-tlsenv"
+// TLSConfigName is the go-sql-driver TLS configuration (tls=<name>) that trusts only the CA: the
+// name the binaries register for MSGX_MYSQL_TLS_CA_FILE, so a test DSN works in a binary too.
+const TLSConfigName = mailbox.TLSConfigCA
 
 // MariaDB is the private TLS instance: require_secure_transport refuses plaintext TCP.
 type MariaDB struct {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"github.com/msgx/msgx/pkg/dev/corpus"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/corpus"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/corpus.md from the corpus run")
@@ -23,7 +24,9 @@ var seqnRE = regexp.MustCompile(`<SEQN>\s*[0-9]*\s*</SEQN>`)
 
 // TestCorpus runs every sample of testdata/sis-samples in INDEX.tsv order through the real
 // pump (each with a unique SEQN) after a schedule that creates the sample FLIDs, and checks the
-// terminal state of each against docs/corpus.md (-update rewrites it).
+// terminal state of each against docs/corpus.md (-update rewrites it). It runs the way
+// production connects: over TLS (verify-full), the pump as the processor role, the enqueue as
+// the ingest role.
 func TestCorpus(t *testing.T) {
 	t.Parallel()
 	dir := samplesDir()
@@ -42,7 +45,7 @@ func TestCorpus(t *testing.T) {
 	require.NoError(t, sc.Err())
 	require.NotEmpty(t, files)
 
-	e := setup(t, 100)
+	e := setupProduction(t, 100)
 	setupID := e.run(t, schd("ADFT", fltr(15, "YG9028", "23JAN210535", ""),
 		fltr(16, "YG9061", "23JAN210325", ""),
 		fltr(121112312, "CA101", "10AUG181345", `<PSDT PSNO="1"><PSST>504</PSST></PSDT>`),

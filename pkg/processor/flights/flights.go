@@ -23,11 +23,18 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
 // Handler applies every flight message.
-type Handler struct{}
+type Handler struct {
+	// Requests, when set, is the request rules (docs/requests.md): a SCHD RESP is applied only
+	// under a matching open RQFD, which it closes DONE; a FLOP for an unknown flight feeds the
+	// self-healing trigger. cmd/processor always sets it; without it (tests of the merge rules)
+	// a SCHD RESP is applied like a DNLD.
+	Requests *request.Hooks
+}
 
 var (
 	_ processor.Handler = Handler{}
@@ -35,8 +42,8 @@ var (
 )
 
 // Apply applies one message in its own session.
-func (Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
-	s := NewSession(tx, m.Now)
+func (h Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+	s := h.session(tx, m.Now)
 	out, err := s.Apply(ctx, m)
 	if err != nil {
 		return out, err
@@ -45,11 +52,11 @@ func (Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (proce
 }
 
 // Begin starts the session of a batch and loads every flight its messages name.
-func (Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
+func (h Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
 	if len(msgs) == 0 {
-		return NewSession(tx, time.Time{}), nil
+		return h.session(tx, time.Time{}), nil
 	}
-	s := NewSession(tx, msgs[0].Now)
+	s := h.session(tx, msgs[0].Now)
 	var flids []int64
 	for _, m := range msgs {
 		switch {
@@ -66,6 +73,12 @@ func (Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message) (
 	return s, s.batch.Preload(ctx, flids)
 }
 
+func (h Handler) session(tx pgx.Tx, now time.Time) *Session {
+	s := NewSession(tx, now)
+	s.requests = h.Requests
+	return s
+}
+
 // Session is the flight messages of one engine batch: the batch rules' state (flight.Batch),
 // the events and snapshot-log rows of the messages applied so far, written at Flush. A message
 // that fails leaves no trace in the session.
@@ -75,6 +88,8 @@ type Session struct {
 	batch  *flight.Batch
 	events []event.Event
 	logs   []flightstore.SnapshotLog
+	// requests: the RESP guard and the self-healing trigger (nil: none).
+	requests *request.Hooks
 }
 
 // NewSession starts an empty session in tx.
@@ -102,7 +117,14 @@ func (s *Session) flop(ctx context.Context, m processor.Message) (processor.Outc
 	if err != nil {
 		return processor.Outcome{}, err
 	}
-	return outcome(r), nil
+	out := outcome(r)
+	if out.Skipped && out.Reason == flight.ErrNoFlight.Error() && s.requests != nil {
+		// A FLOP for an unknown flight counts for its operation day (self-healing trigger).
+		if _, err := s.requests.UnknownFlightTx(ctx, s.tx, op.FFID, m.Now); err != nil {
+			return processor.Outcome{}, err
+		}
+	}
+	return out, nil
 }
 
 // schedule validates the whole package, then applies every record.
@@ -134,8 +156,25 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 	for i := range sch.Records {
 		inputs[i] = flight.Input{Record: &sch.Records[i], Delete: del}
 	}
-	r, err := s.apply(ctx, m, inputs)
-	if err != nil {
+	var r flight.Result
+	apply := func() error {
+		var err error
+		r, err = s.apply(ctx, m, inputs)
+		return err
+	}
+	var answered request.Answered
+	if snapshot && m.Decoded.Meta.STYP == "RESP" && s.requests != nil {
+		// The RESP guard: applied only under a matching open RQFD, closed DONE here (the
+		// flights are written at Flush, in the same transaction).
+		var err error
+		answered, err = s.requests.Answer(ctx, s.tx, request.ScheduleResponse(m.Decoded, s.requests.Location()), m.ID, m.Now, apply)
+		if err != nil {
+			return processor.Outcome{}, err
+		}
+		if answered.Skip != "" {
+			return processor.Outcome{Skipped: true, Reason: answered.Skip}, nil
+		}
+	} else if err := apply(); err != nil {
 		return processor.Outcome{}, err
 	}
 	if snapshot {
@@ -145,7 +184,18 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 	if del {
 		return outcome(r), nil
 	}
-	return processor.Outcome{Reason: notes(r)}, nil
+	return processor.Outcome{Reason: join(answered.Note(), notes(r))}, nil
+}
+
+// join joins the non-empty parts of an outcome reason.
+func join(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // scope is the operation-day range of a schedule package.

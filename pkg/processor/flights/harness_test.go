@@ -10,22 +10,31 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks for leaked goroutines, then stops the private TLS servers (pkg/dev/tlsenv)
+// the corpus test started.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(tlsRun{m}) }
+
+type tlsRun struct{ m *testing.M }
+
+func (r tlsRun) Run() int { return tlsenv.Run(r.m) }
 
 var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 
@@ -50,6 +59,7 @@ func processors() map[sis.Kind]processor.Handler {
 // env is one test's pipeline: a fresh schema, the real pump with the real processors.
 type env struct {
 	db    *testdb.DB
+	queue *pgxpool.Pool // enqueues as ingest does (db.Pool, or the ingest role's pool)
 	clock *clock.Fake
 	lease leader.Lease
 	pump  *processor.Engine
@@ -59,14 +69,28 @@ type env struct {
 func setup(t testing.TB, batch int) *env {
 	t.Helper()
 	db := testdb.New(t)
+	return setupOn(t, db, db.Pool, db.Pool, batch)
+}
+
+// setupProduction is setup the way production connects: the private TLS cluster (sslmode
+// verify-full), the pump as the processor role and the enqueue as the ingest role (pkg/roles).
+func setupProduction(t testing.TB, batch int) *env {
+	t.Helper()
+	db := tlsenv.PG(t).NewDB(t)
+	r := db.Roles(t)
+	return setupOn(t, db, r.Pool(t, roles.Processor), r.Pool(t, roles.Ingest), batch)
+}
+
+func setupOn(t testing.TB, db *testdb.DB, pumpPool, queue *pgxpool.Pool, batch int) *env {
+	t.Helper()
 	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
-	e := &env{db: db, clock: clock.NewFake(t0), lease: leader.Lease{Role: "processor", Epoch: 1}}
+	e := &env{db: db, queue: queue, clock: clock.NewFake(t0), lease: leader.Lease{Role: "processor", Epoch: 1}}
 	e.pump = processor.New(processor.Config{
 		Batch: batch, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: airport,
-	}, db.Pool, processors(), nil, e.clock, nil, zerolog.Nop())
+	}, pumpPool, processors(), nil, e.clock, nil, zerolog.Nop())
 	return e
 }
 
@@ -80,10 +104,10 @@ func (e *env) enqueue(t testing.TB, raws ...string) []int64 {
 		e.next++
 		ids[i] = e.next
 	}
-	_, err := e.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at)
+	_, err := e.queue.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at)
 		SELECT id, raw, sha256(convert_to(raw, 'UTF8')), $3 FROM unnest($1::bigint[], $2::text[]) AS u(id, raw)`, ids, raws, e.clock.Now())
 	require.NoError(t, err)
-	_, err = e.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = GREATEST(watermark, $1)`, e.next)
+	_, err = e.queue.Exec(ctx, `UPDATE inbox_cursor SET watermark = GREATEST(watermark, $1)`, e.next)
 	require.NoError(t, err)
 	return ids
 }

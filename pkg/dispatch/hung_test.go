@@ -1,0 +1,168 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/outbox"
+)
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHungBroker (issue 16): a broker that holds a produce request (its request loop frozen, as
+// a SIGSTOPped broker's is) fails the readiness probe within its timeout, the blocked send is
+// logged as a warning, and the oldest-unacknowledged-send gauge grows; once the broker answers
+// the batch is delivered, nothing lost.
+func TestHungBroker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	reg := prometheus.NewRegistry()
+	disp, err := dispatch.New(dispatch.Config{
+		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500, SendWarn: 50 * time.Millisecond,
+		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+	}, b.store, b.sender, b.clock, reg, zerolog.New(logs))
+	require.NoError(t, err)
+	var evs []event.Event
+	for f := int64(1); f <= 10; f++ {
+		evs = append(evs, msgEvent(f, 1))
+	}
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+	require.NoError(t, kafka.Probe(ctx, b.kcfg, 500*time.Millisecond), "a healthy broker answers the probe")
+
+	release := make(chan struct{})
+	held := make(chan struct{})
+	b.broker.Cluster().ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		close(held)
+		<-release // the broker's request loop is frozen
+		return nil, nil, false
+	})
+	type stepped struct {
+		res dispatch.Result
+		err error
+	}
+	done := make(chan stepped, 1)
+	go func() {
+		res, err := disp.StepMsg(ctx, b.lease)
+		done <- stepped{res, err}
+	}()
+	<-held
+
+	start := time.Now()
+	perr := kafka.Probe(ctx, b.kcfg, 300*time.Millisecond)
+	require.Error(t, perr, "a hung broker fails the readiness probe")
+	require.Less(t, time.Since(start), 3*time.Second, "within the check timeout (dial, write, read)")
+	require.Eventually(t, func() bool { return bytes.Contains([]byte(logs.String()), []byte("kafka send blocked")) },
+		10*time.Second, 10*time.Millisecond, "a warning while the send waits")
+	b.clock.Advance(7 * time.Second)
+	require.InDelta(t, 7.0, gaugeValue(t, reg, "msgx_dispatch_oldest_unacked_send_age_seconds"), 0.001)
+
+	close(release)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 10, r.res.Sent)
+	require.Zero(t, gaugeValue(t, reg, "msgx_dispatch_oldest_unacked_send_age_seconds"))
+	require.NoError(t, kafka.Probe(ctx, b.kcfg, 500*time.Millisecond), "ready again")
+	require.Len(t, kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicChanges, time.Minute), 10)
+}
+
+// gaugeValue reads an unlabelled gauge from reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			require.Len(t, mf.Metric, 1)
+			return mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	require.FailNow(t, "no such metric", name)
+	return 0
+}
+
+// TestReplayOfDeadStateAfterNewerPublishesNothingOlder (issue 16): v5 of a FLID dies, v6 is
+// sent and settles it; a replay finds nothing. A dead v4 left from before (not settled) that an
+// operator replays is settled by the next flush without being sent: the state topic holds v6
+// only.
+func TestReplayOfDeadStateAfterNewerPublishesNothingOlder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	b.sender.setPoison(func(r kafka.Record) error {
+		if header(r, "state_version") == "5" {
+			return &kafka.Error{Op: "produce", Err: errors.New("kafka server: Message was too large")}
+		}
+		return nil
+	})
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 5, event.Upsert)))
+	res, err := b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Retried)
+	for i := 0; i < 3 && res.Dead == 0; i++ {
+		b.clock.Advance(time.Minute)
+		res, err = b.disp.FlushStates(ctx, b.lease)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, res.Dead)
+	b.sender.setPoison(nil)
+
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 6, event.Upsert)))
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Sent, "v6 sent, the dead v5 settled with it")
+	replayed, err := b.store.Replay(ctx, outbox.Selector{FLID: "9"}, outbox.Admin{Actor: "ops"}, t0)
+	require.NoError(t, err)
+	require.Empty(t, replayed)
+
+	// A dead v4 the old code left DEAD: replayed, then settled, never sent.
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, attempts, created_at)
+VALUES ('KAFKA:schd', '9', 'UPSERT', 4, '{"flid":9,"state_version":4}', 'DEAD', 3, $1)`, t0)
+	require.NoError(t, err)
+	replayed, err = b.store.Replay(ctx, outbox.Selector{FLID: "9"}, outbox.Admin{Actor: "ops"}, t0)
+	require.NoError(t, err)
+	require.Len(t, replayed, 1)
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed, "nothing produced")
+	require.Equal(t, 1, res.Sent, "the replayed v4 is settled")
+	require.Zero(t, countStatus(t, b, outbox.StatusPending)+countStatus(t, b, outbox.StatusDead))
+
+	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicState, time.Minute)
+	var versions []string
+	for _, r := range recs {
+		versions = append(versions, strconv.FormatInt(r.Int("state_version"), 10))
+	}
+	require.Equal(t, []string{"6"}, versions)
+}
