@@ -23,11 +23,11 @@ func deps(t *testing.T, name string) []string {
 	return strings.Fields(string(out))
 }
 
-// The four service binaries and msgxctl link no development-only package (pkg/dev/…: the
+// The four service binaries, the console and msgxctl link no development-only package (pkg/dev/…: the
 // development broker, the stack, the simulator, test databases) and no test machinery.
 func TestServiceBinariesLinkNoDevelopmentCode(t *testing.T) {
 	t.Parallel()
-	for _, bin := range append(append([]string{}, binaries...), "msgxctl") {
+	for _, bin := range append(append([]string{}, binaries...), "msgxctl", "console") {
 		t.Run(bin, func(t *testing.T) {
 			t.Parallel()
 			var bad []string

@@ -1083,6 +1083,20 @@ CREATE INDEX inbox_gap_reprobe ON public.inbox_gap USING btree (reprobe_until) W
 
 
 --
+-- Name: msg_event_flight; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_flight ON public.msg_event USING btree (partition_key, state_version);
+
+
+--
+-- Name: msg_event_msg; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_msg ON public.msg_event USING btree (msg_id) WHERE (msg_id IS NOT NULL);
+
+
+--
 -- Name: msg_event_sent; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1340,5 +1354,6 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261202170000'),
     ('20261210120000'),
     ('20261211120000'),
+    ('20261212120000'),
     ('20261215120000'),
     ('20261215130000');

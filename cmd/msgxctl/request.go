@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -125,14 +124,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 	if *reason == "" {
 		return fmt.Errorf("request %s: --reason is required (audit)", sub)
 	}
-	var reg request.Registration
-	err := pgx.BeginFunc(ctx, env.pool, func(tx pgx.Tx) error {
-		var err error
-		if reg, err = env.store.RegisterTx(ctx, tx, spec, now); err != nil {
-			return err
-		}
-		return request.AuditTx(ctx, tx, *actor, *reason, string(spec.Kind)+" "+spec.Scope(), []int64{reg.Request.ID}, now)
-	})
+	reg, err := env.store.RegisterAudited(ctx, spec, *actor, *reason, now)
 	if err != nil {
 		return err
 	}

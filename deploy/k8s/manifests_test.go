@@ -31,8 +31,9 @@ const repoRoot = "../.."
 
 var overlays = []string{"dev", "production"}
 
-// roles are the four Deployments; each runs the binary of the same name.
-var roles = []string{"ingest", "processor", "dispatcher", "jobs"}
+// roles are the Deployments (the four stages and the console); each runs the binary of the same
+// name.
+var roles = []string{"ingest", "processor", "dispatcher", "jobs", "console"}
 
 // devBroker is the component of the development Kafka broker (cmd/devbroker): one Deployment,
 // dev overlay only, behind the Service the dispatcher's MSGX_KAFKA_BROKERS names.
@@ -46,11 +47,12 @@ var egressPorts = map[string][]int32{
 	"dispatcher": {53, 5432, 9092, 9093},
 	"jobs":       {53, 3306, 5432},
 	"migrate":    {53, 5432},
+	"console":    {53, 5432},
 	devBroker:    {},
 }
 
 // secretSettings must come from a Secret, never from a ConfigMap or a literal.
-var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD"}
+var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD", "MSGX_CONSOLE_SESSION_KEY", "MSGX_CONSOLE_TOKENS"}
 
 // rolePasswordEnv are the password variables of msgxctl roles apply (MSGX_ROLE_PASSWORD_<ROLE>).
 var rolePasswordEnv = regexp.MustCompile(`^MSGX_ROLE_PASSWORD_([A-Z]+)$`)
@@ -573,7 +575,21 @@ func checkIngestService(t *testing.T, r *rendered) {
 			ours = append(ours, s)
 		}
 	}
-	require.Len(t, ours, 1, r.overlay+": only ingest serves clients")
+	require.Len(t, ours, 2, r.overlay+": only ingest and the console serve clients")
+	slices.SortFunc(ours, func(a, b *corev1.Service) int { return strings.Compare(b.Name, a.Name) }) // msgx-ingest first
+	for _, s := range ours[1:] {
+		require.Equal(t, "msgx-console", s.Name)
+		var hits []*appsv1.Deployment
+		for _, d := range r.deployments {
+			if selects(t, &metav1.LabelSelector{MatchLabels: s.Spec.Selector}, &d.Spec.Template) {
+				hits = append(hits, d)
+			}
+		}
+		require.Len(t, hits, 1, "%s: Service msgx-console selects %d Deployments", r.overlay, len(hits))
+		require.Equal(t, "msgx-console", hits[0].Name)
+		require.Len(t, s.Spec.Ports, 1)
+		require.Equal(t, int32(8080), containerPort(t, "Service msgx-console", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
+	}
 	s := ours[0]
 	require.Equal(t, "msgx-ingest", s.Name)
 	var hits []*appsv1.Deployment

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/ingest"
@@ -38,6 +39,8 @@ const (
 	RoleProcessor  Role = "processor"
 	RoleDispatcher Role = "dispatcher"
 	RoleJobs       Role = "jobs"
+	// RoleConsole is the operator console (cmd/console): it elects no leader.
+	RoleConsole Role = "console"
 )
 
 // DefaultHTTPAddr is each role's default MSGX_HTTP_ADDR, distinct so that all four binaries
@@ -47,6 +50,7 @@ var DefaultHTTPAddr = map[Role]string{
 	RoleProcessor:  "127.0.0.1:8082",
 	RoleDispatcher: "127.0.0.1:8083",
 	RoleJobs:       "127.0.0.1:8084",
+	RoleConsole:    "127.0.0.1:8085",
 }
 
 // Config is every setting of every binary (and msgxctl): each binary reads and validates all of
@@ -67,6 +71,7 @@ type Config struct {
 	Jobs      jobs.Config
 	Requests  request.Config
 	Triggers  request.TriggerConfig
+	Console   console.Config
 }
 
 // Process are the settings of every process: environment, logs, HTTP server, PostgreSQL, the
@@ -75,7 +80,7 @@ type Process struct {
 	Env      string `env:"MSGX_ENV" default:"development" desc:"development or production; production refuses unsafe combinations"`
 	LogLevel string `env:"MSGX_LOG_LEVEL" default:"info" desc:"zerolog level: debug, info, warn, error"`
 	// HTTPAddr's default depends on the role (DefaultHTTPAddr).
-	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics only (ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084"`
+	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and the console's pages; ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
 	HTTPReadTimeout time.Duration `env:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
 	ShutdownTimeout time.Duration `env:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
 
@@ -183,6 +188,7 @@ func (c Config) Validate() error {
 	p.Join(jc.Validate())
 	p.Join(c.RequestConfig().Validate())
 	p.Join(c.TriggerConfig().Validate())
+	p.Join(c.Console.Validate())
 	if c.Env == "production" {
 		p.Join(c.productionRefusals())
 	}

@@ -75,6 +75,10 @@ func NewServer(addr string, reg *prometheus.Registry, checks []Check, role func(
 	return s
 }
 
+// Handle mounts an extra handler on the ops listener (the console's pages, which share the ops
+// address; ingest's API has its own listener, NewHandlerServer). Only for servers from NewServer.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // NewHandlerServer serves h alone on addr (ingest's API listener).
 func NewHandlerServer(addr string, h http.Handler, readTimeout time.Duration, log zerolog.Logger) *Server {
 	return &Server{addr: addr, handler: h, log: log, timeout: readTimeout}

@@ -298,6 +298,20 @@ func (s *Store) OldestOpen(ctx context.Context) (map[Kind]time.Time, error) {
 	return out, nil
 }
 
+// RegisterAudited registers an operator's request and writes its audit row in one transaction
+// (msgxctl request and the console call it).
+func (s *Store) RegisterAudited(ctx context.Context, spec Spec, actor, reason string, now time.Time) (Registration, error) {
+	var reg Registration
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if reg, err = s.RegisterTx(ctx, tx, spec, now); err != nil {
+			return err
+		}
+		return AuditTx(ctx, tx, actor, reason, string(spec.Kind)+" "+spec.Scope(), []int64{reg.Request.ID}, now)
+	})
+	return reg, err
+}
+
 // AuditTx writes the audit row of an operator's request (replay_audit action 'request').
 func AuditTx(ctx context.Context, tx pgx.Tx, actor, reason, selector string, ids []int64, now time.Time) error {
 	if _, err := tx.Exec(ctx, auditSQL, actor, reason, selector, ids, now); err != nil {

@@ -221,3 +221,33 @@ func mysqlExec(t *testing.T, dsn, stmt string) error {
 	_, err = db.ExecContext(ctx, stmt)
 	return err
 }
+
+// TestConsoleActsOnlyThroughItsFunctions: the console's role replays a message (the audited
+// function) but changes nothing else: no watermark, gap, job, history or mailbox-side table.
+func TestConsoleActsOnlyThroughItsFunctions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seedFlight(t)
+	pool := b.pools[roles.Console]
+	_, err := status.Read(ctx, pool, t0)
+	require.NoError(t, err, "the console reads the status")
+	for _, stmt := range []string{
+		`UPDATE inbox_cursor SET watermark = 100`,
+		`INSERT INTO inbox_gap (msg_id, first_seen_at, skipped_at, reprobe_until) VALUES (99, now(), now(), now())`,
+		`UPDATE job_state SET requested_at = now()`,
+		`DELETE FROM proc_state`,
+		`DELETE FROM flight`,
+		`UPDATE flight SET flno = 'X'`,
+		`INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES (50, 'x', 'PENDING', now())`,
+		`UPDATE replay_audit SET actor = 'someone else'`,
+		`DELETE FROM replay_audit`,
+	} {
+		requireDenied(t, exec(pool, stmt), stmt)
+	}
+	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{IDs: []int64{1}, Actor: "console:op", Reason: "role test", Now: t0})
+	require.NoError(t, err, "the console replays through processor.Replay")
+	require.Len(t, rep.Items, 1)
+	var actor string
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor FROM replay_audit WHERE action = 'replay'`).Scan(&actor))
+	require.Equal(t, "console:op", actor)
+}

@@ -26,10 +26,11 @@ const (
 	Jobs       Role = "jobs"       // cmd/jobs
 	Reader     Role = "reader"     // msgxctl status and show: reads, never writes
 	Admin      Role = "admin"      // msgxctl operators: replay, dlq, backfill retry, history
+	Console    Role = "console"    // cmd/console: reads what it shows; replay, dlq, requests
 )
 
 // PGRoles are the PostgreSQL roles in the order ApplyPG creates them.
-var PGRoles = []Role{Owner, Ingest, Processor, Dispatcher, Jobs, Reader, Admin}
+var PGRoles = []Role{Owner, Ingest, Processor, Dispatcher, Jobs, Reader, Admin, Console}
 
 // MySQLRoles are the mailbox users: the binaries that read or mark cminmsgs or write coutmsgs.
 var MySQLRoles = []Role{Ingest, Processor, Jobs}
@@ -137,6 +138,17 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT, UPDATE", []string{"req_track"}}, // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
+
+	// console (cmd/console): reads every table it shows; writes only through the functions
+	// msgxctl uses, each with its audit row: processor.Replay (proc_state), outbox Replay/Skip
+	// (msg_event), request RegisterAudited (req_track, req_seqn). No backfill, gap or history
+	// action, no DELETE.
+	{Console, "SELECT", allTables},
+	{Console, "UPDATE", []string{"proc_state", "msg_event"}},
+	{Console, "INSERT", []string{"replay_audit"}},
+	{Console, "INSERT, UPDATE", []string{"req_track"}},
+	{Console, "UPDATE", []string{"req_seqn"}},
+	{Console, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 }
 
 // mysqlGrant is one GRANT on a mailbox table; columns empty means the whole table.

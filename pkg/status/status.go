@@ -77,12 +77,17 @@ const (
 SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, '') FROM proc_state
  WHERE status IN ('PENDING', 'FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)
  ORDER BY msg_id LIMIT 1`
-	deadSQL    = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
+	deadSQL = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
+	// markersSQL and abandonedSQL each read through their partial index (proc_state_marker_owed,
+	// proc_state_marker_abandoned), so they cost the same with any history.
 	markersSQL = `
-SELECT count(*) FILTER (WHERE backfill_abandoned_at IS NULL),
-       count(*) FILTER (WHERE backfill_abandoned_at IS NOT NULL),
-       min(finished_at) FILTER (WHERE backfill_abandoned_at IS NULL)
-  FROM proc_state WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL`
+SELECT count(*), min(finished_at) FROM proc_state
+ WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+	abandonedSQL = `
+SELECT count(*) FROM proc_state
+ WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_next_at IS NOT NULL`
+	// openSQL counts the open messages through proc_state_open (Options.OpenOnly).
+	openSQL    = `SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
 	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
 	outboxSQL  = `
 SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
@@ -91,8 +96,21 @@ SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHER
 	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
 )
 
+// Options tune ReadWith.
+type Options struct {
+	// OpenOnly counts only PENDING, FAILED and DEAD messages (through their partial indexes),
+	// not the finished ones, so the snapshot costs the same with any history (the console
+	// refreshes it every few seconds).
+	OpenOnly bool
+}
+
 // Read takes a snapshot; now is the caller's clock.
 func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, error) {
+	return ReadWith(ctx, pool, now, Options{})
+}
+
+// ReadWith is Read with options.
+func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Options) (Snapshot, error) {
 	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
 	var gapSeen *time.Time
 	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen); err != nil {
@@ -115,19 +133,31 @@ func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, err
 	default:
 		return s, fmt.Errorf("read head: %w", err)
 	}
-	byStatus, err := processor.CountByStatus(ctx, pool)
-	if err != nil {
-		return s, err
-	}
-	for st, n := range byStatus {
-		s.ByStatus[string(st)] = n
-	}
 	if err := counts(ctx, pool, deadSQL, s.DeadByClass); err != nil {
 		return s, fmt.Errorf("count dead letters: %w", err)
 	}
+	if opt.OpenOnly {
+		if err := counts(ctx, pool, openSQL, s.ByStatus); err != nil {
+			return s, fmt.Errorf("count open messages: %w", err)
+		}
+		for _, n := range s.DeadByClass {
+			s.ByStatus["DEAD"] += n
+		}
+	} else {
+		byStatus, err := processor.CountByStatus(ctx, pool)
+		if err != nil {
+			return s, err
+		}
+		for st, n := range byStatus {
+			s.ByStatus[string(st)] = n
+		}
+	}
 	var oldest *time.Time
-	if err := pool.QueryRow(ctx, markersSQL).Scan(&s.MarkersOwed, &s.MarkersAbandoned, &oldest); err != nil {
+	if err := pool.QueryRow(ctx, markersSQL).Scan(&s.MarkersOwed, &oldest); err != nil {
 		return s, fmt.Errorf("count markers: %w", err)
+	}
+	if err := pool.QueryRow(ctx, abandonedSQL).Scan(&s.MarkersAbandoned); err != nil {
+		return s, fmt.Errorf("count abandoned markers: %w", err)
 	}
 	if oldest != nil {
 		a := now.Sub(*oldest).Seconds()

@@ -1,0 +1,87 @@
+// Command console is msgx's operator web console (pkg/console): the pipeline, a flight's story,
+// a message's history, dead letters and replay, requests to the AODB. PostgreSQL only; it elects
+// no leader (any number of replicas serve). See docs/console.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/request"
+)
+
+func main() {
+	cfg, err := config.Load(config.RoleConsole)
+	if err == nil {
+		err = productionChecks(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "console: bad configuration: %v\n", err)
+		os.Exit(2)
+	}
+	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "console")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, log, nil); err != nil {
+		log.Error().Err(err).Msg("console failed")
+		os.Exit(1)
+	}
+}
+
+// productionChecks are the console's own refusals (the shared Config is every binary's).
+func productionChecks(cfg config.Config) error {
+	if cfg.Env == "production" && cfg.Console.SessionKey == "" {
+		return errors.New("MSGX_CONSOLE_SESSION_KEY: must be set in production (sessions signed by a per-process random key end at every restart and differ between replicas)")
+	}
+	return nil
+}
+
+// run is the whole binary; tests call it. started, when set, is told the HTTP server.
+func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg, config.RoleConsole)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ob, err := outbox.New(pool, cfg.OutboxPolicy())
+	if err != nil {
+		return err
+	}
+	reqs, err := request.NewStore(pool, cfg.RequestConfig())
+	if err != nil {
+		return err
+	}
+	reg := obs.NewRegistry()
+	c, err := console.New(console.Deps{
+		Pool: pool, Config: cfg.Console, Location: cfg.Location(), Outbox: ob, Requests: reqs,
+		Shadow: cfg.Shadow, Log: log, Metrics: console.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	srv := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
+		func() (bool, int64) { return false, 0 }, cfg.HTTPReadTimeout, log)
+	srv.Handle("/", c.Handler())
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	if started != nil {
+		started(srv)
+	}
+	log.Info().Str("addr", srv.Addr()).Msg("console serving")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx, cfg.ShutdownTimeout) })
+	return g.Wait()
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/setting"
+)
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestRunServesProbesMetricsAndPages runs the binary's run: probes, metrics and the login page
+// on one address, and a clean stop when the context ends.
+func TestRunServesProbesMetricsAndPages(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	var cfg config.Config
+	setting.Defaults(&cfg)
+	cfg.PGURL, cfg.HTTPAddr = db.URL, "127.0.0.1:0"
+	require.NoError(t, cfg.Validate())
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, zerolog.Nop(), func(s *obs.Server) { addr <- s.Addr() }) }()
+	base := "http://" + <-addr
+	code, _ := httpGet(t, base+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+	code, body := httpGet(t, base+"/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = httpGet(t, base+"/login")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `name="token"`)
+	resp, err := http.PostForm(base+"/login", map[string][]string{"token": {"not a token"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token configured: nobody logs in")
+	code, body = httpGet(t, base+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `msgx_console_logins_total{outcome="refused"} 1`)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestProductionNeedsASessionKey(t *testing.T) {
+	t.Parallel()
+	var cfg config.Config
+	setting.Defaults(&cfg)
+	cfg.Env = "production"
+	require.ErrorContains(t, productionChecks(cfg), "MSGX_CONSOLE_SESSION_KEY")
+	cfg.Console.SessionKey = strings.Repeat("k", 32)
+	require.NoError(t, productionChecks(cfg))
+}

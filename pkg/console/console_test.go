@@ -1,0 +1,271 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/processor/flights"
+	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/request"
+	"github.com/msgx/msgx/pkg/roles"
+	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+var ctx = context.Background()
+
+// The day's messages have ids from firstID; the DEAD message is older.
+const (
+	firstID = 1001
+	deadID  = 500
+)
+
+// Tokens of the tests' two users.
+const (
+	operatorToken = "op-token-0123456789abcdef"
+	viewerToken   = "viewer-token-0123456789abcdef"
+	// hostile is a message text that must render as inert text.
+	hostile = `<script>document.title='pwned'</script><a href="javascript:alert(1)">click</a><b>bold</b>`
+)
+
+// world is one test's console over a simulated day processed by the real processor.
+type world struct {
+	db     *testdb.DB
+	srv    *httptest.Server
+	day    simulate.Day
+	loc    *time.Location
+	deadID int64 // a DEAD CODEC_ERROR message carrying hostile text, touching a known flight
+	deadFL int64
+	lastID int64
+}
+
+// setup processes a small simulated day with the real processor and serves the console as its
+// own database role.
+func setup(t testing.TB) *world {
+	t.Helper()
+	db := testdb.New(t)
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(t, err)
+	day := simulate.Generate(simulate.Config{Flights: 15, Additions: 1, BadShare: 0, Location: loc})
+	t0 := day.Messages[0].At
+	clk := clock.NewFake(t0)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
+	require.NoError(t, err)
+	for i, m := range day.Messages {
+		_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, received_at, enqueued_at)
+			VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), $3, $4)`, firstID+int64(i), string(m.Raw), m.At.In(loc), m.At)
+		require.NoError(t, err)
+	}
+	n := firstID + int64(len(day.Messages)) - 1
+	_, err = db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
+	require.NoError(t, err)
+	fl, ref := flights.Handler{}, refdata.Handler{}
+	eng := processor.New(processor.Config{
+		Batch: 200, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
+		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
+		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
+	}, db.Pool, map[sis.Kind]processor.Handler{
+		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
+		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
+		sis.KindRefList: ref, sis.KindSeason: ref,
+	}, nil, clk, nil, zerolog.Nop())
+	lease := leader.Lease{Role: "processor", Epoch: 1}
+	idle := false
+	for range 100000 {
+		res, err := eng.Step(ctx, lease)
+		require.NoError(t, err)
+		if res.Idle {
+			idle = true
+			break
+		}
+		if !res.WaitUntil.IsZero() {
+			clk.Set(res.WaitUntil)
+		}
+		if res.Failed {
+			clk.Advance(2 * time.Second)
+		}
+	}
+	require.True(t, idle, "the processor drained the day")
+
+	w := &world{db: db, day: day, loc: loc, lastID: n}
+	// A message the processor gave up on (as after a codec bug), older than the day's messages
+	// so that they all came later, about a flight of the day, with hostile text in it.
+	var tmpl simulate.Message
+	for _, m := range day.Messages {
+		if m.Type == "FLOP" && m.FLID != 0 && !strings.Contains(string(m.Raw), "<REMC>") {
+			tmpl = m
+		}
+	}
+	require.NotZero(t, tmpl.FLID, "the day has a FLOP")
+	w.deadFL, w.deadID = tmpl.FLID, deadID
+	raw := strings.Replace(string(tmpl.Raw), "</FLOP>", "<REMC>"+escapeXML(hostile)+"</REMC></FLOP>", 1)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, error_class, reason, attempts, msg_type, msg_styp, enqueued_at, finished_at)
+		VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), 'DEAD', 'CODEC_ERROR', $3, 1, 'FLOP', $4, $5, $5)`,
+		w.deadID, raw, "decode REMC: "+hostile, tmpl.Subtype, t0)
+	require.NoError(t, err)
+
+	pool := db.Roles(t).Pool(t, roles.Console)
+	ob, err := outbox.New(pool, outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute})
+	require.NoError(t, err)
+	rcfg := request.Config{Location: loc}
+	setting.Defaults(&rcfg)
+	reqs, err := request.NewStore(pool, rcfg)
+	require.NoError(t, err)
+	var tokens console.Clients
+	require.NoError(t, tokens.UnmarshalText([]byte("op:view+operate:"+console.HashToken(operatorToken)+",vi:view:"+console.HashToken(viewerToken))))
+	c, err := console.New(console.Deps{
+		Pool: pool, Location: loc, Outbox: ob, Requests: reqs, Log: zerolog.Nop(), Now: clk.Now,
+		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
+	})
+	require.NoError(t, err)
+	w.srv = httptest.NewServer(c.Handler())
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func escapeXML(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	return r.Replace(s)
+}
+
+// client is a cookie-keeping HTTP client that does not follow redirects.
+func client(t testing.TB) *http.Client {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (w *world) login(t testing.TB, token string) *http.Client {
+	t.Helper()
+	c := client(t)
+	resp, err := c.PostForm(w.srv.URL+"/login", url.Values{"token": {token}, "next": {"/"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	return c
+}
+
+func get(t testing.TB, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func csrfOf(t testing.TB, body string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(body)
+	require.NotNil(t, m, "the page carries a CSRF token")
+	return m[1]
+}
+
+func (w *world) count(t testing.TB, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, w.db.Pool.QueryRow(ctx, sql, args...).Scan(&n))
+	return n
+}
+
+func TestLoginSessionAndScopes(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+
+	anon := client(t)
+	code, _ := get(t, anon, w.srv.URL+"/flights/1")
+	require.Equal(t, http.StatusSeeOther, code, "a page without a session sends to the login page")
+	resp, err := anon.PostForm(w.srv.URL+"/login", url.Values{"token": {"wrong"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	op := w.login(t, operatorToken)
+	u, _ := url.Parse(w.srv.URL)
+	cookies := op.Jar.Cookies(u)
+	require.Len(t, cookies, 1)
+	resp, err = client(t).PostForm(w.srv.URL+"/login", url.Values{"token": {operatorToken}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	setCookie := resp.Header.Get("Set-Cookie")
+	require.Contains(t, setCookie, "HttpOnly")
+	require.Contains(t, setCookie, "SameSite=Strict")
+
+	// An action without the CSRF token is refused and changes nothing.
+	resp, err = op.PostForm(w.srv.URL+"/dead/replay", url.Values{"id": {itoa(w.deadID)}, "mode": {"replay"}, "reason": {"r"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	// The viewer reads but is refused the action, even with a valid CSRF token.
+	vi := w.login(t, viewerToken)
+	code, body := get(t, vi, w.srv.URL+"/messages/"+itoa(w.deadID))
+	require.Equal(t, http.StatusOK, code)
+	resp, err = vi.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {itoa(w.deadID)}, "mode": {"replay"}, "reason": {"viewer tries"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Zero(t, w.count(t, `SELECT count(*) FROM replay_audit`), "nothing audited: nothing done")
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'DEAD'`, w.deadID))
+
+	// The operator replays, audited with the user.
+	_, body = get(t, op, w.srv.URL+"/messages/"+itoa(w.deadID))
+	resp, err = op.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {itoa(w.deadID)}, "mode": {"replay"}, "reason": {"codec fixed"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE actor = 'console:op' AND reason = 'codec fixed' AND $1 = ANY(ids)`, w.deadID))
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'PENDING'`, w.deadID))
+}
+
+func TestHostileMessageRendersAsText(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	code, body := get(t, op, w.srv.URL+"/messages/"+itoa(w.deadID))
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, "<script>document.title")
+	require.NotContains(t, body, `href="javascript:`)
+	require.Contains(t, body, "&lt;script&gt;document.title=")
+}
+
+func TestPagesRender(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	for _, p := range []string{"/", "/flights", "/flights/" + itoa(w.deadFL), "/messages/1001", "/dead", "/dead?class=CODEC_ERROR", "/requests", "/healthz-not-here"} {
+		code, body := get(t, op, w.srv.URL+p)
+		if p == "/healthz-not-here" {
+			require.Equal(t, http.StatusNotFound, code)
+			continue
+		}
+		require.Equal(t, http.StatusOK, code, "%s: %s", p, body)
+		require.Contains(t, body, "Asia/Shanghai (UTC&#43;08:00)", "%s shows the airport zone", p)
+	}
+	code, _ := get(t, op, w.srv.URL+"/flights/99999999")
+	require.Equal(t, http.StatusNotFound, code)
+}

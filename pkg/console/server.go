@@ -1,0 +1,284 @@
+// Package console is msgx's operator web console (cmd/console): server-rendered pages over
+// PostgreSQL — the pipeline, a flight's story, a message's history, dead letters and replay,
+// requests to the AODB. Reading needs a view token; acting (replay, skip, request) needs an
+// operate token, a CSRF token, and goes through the functions msgxctl uses, which write the
+// audit rows (actor "console:<user>"). Pages are html/template (every value escaped), embedded
+// with the stylesheet; no JavaScript is needed, the pipeline page refreshes itself with
+// <meta http-equiv="refresh">.
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/request"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Deps is what the console needs.
+type Deps struct {
+	Pool     *pgxpool.Pool
+	Config   Config
+	Location *time.Location // airport time zone: every time is shown in it
+	Outbox   *outbox.Store
+	Requests *request.Store
+	Shadow   bool // MSGX_SHADOW: requests are refused (nothing is sent)
+	Now      func() time.Time
+	Log      zerolog.Logger
+	Metrics  *Metrics // nil: a private registry
+}
+
+// Server serves the console.
+type Server struct {
+	d     Deps
+	sess  *sessions
+	pages map[string]*template.Template
+}
+
+// New builds the server.
+func New(d Deps) (*Server, error) {
+	if err := d.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Location == nil {
+		d.Location = time.UTC
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	sess, err := newSessions(d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{d: d, sess: sess, pages: map[string]*template.Template{}}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("list templates: %w", err)
+	}
+	for _, n := range names {
+		base := n[len("templates/") : len(n)-len(".html")]
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(s.funcs()).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("parse template %s: %w", n, err)
+		}
+		s.pages[base] = t
+	}
+	return s, nil
+}
+
+// Handler returns the console's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.login)
+	mux.Handle("POST /logout", s.act(s.logout, false))
+	mux.Handle("GET /{$}", s.view(s.pipeline))
+	mux.Handle("GET /flights", s.view(s.flightSearch))
+	mux.Handle("GET /flights/{flid}", s.view(s.flight))
+	mux.Handle("GET /messages", s.view(s.messageLookup))
+	mux.Handle("GET /messages/{id}", s.view(s.message))
+	mux.Handle("GET /dead", s.view(s.dead))
+	mux.Handle("POST /dead/replay", s.act(s.replay, true))
+	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
+	mux.Handle("GET /requests", s.view(s.requests))
+	mux.Handle("POST /requests", s.act(s.sendRequest, true))
+	return secureHeaders(mux)
+}
+
+// secureHeaders forbids scripts, framing and sniffing: even a template mistake cannot run a
+// message's script.
+func secureHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+type sessionKey struct{}
+
+func sessionOf(r *http.Request) Session {
+	s, _ := r.Context().Value(sessionKey{}).(Session)
+	return s
+}
+
+// view lets a logged-in user in; others go to the login page (and come back after).
+func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.sess.read(r, s.d.Now())
+		if !ok {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+		start := time.Now()
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+		s.d.Metrics.pages.WithLabelValues(r.Pattern).Observe(time.Since(start).Seconds())
+	})
+}
+
+// act is view for actions: a POST with the session's CSRF token, and (operate) an operator.
+func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.sess.read(r, s.d.Now())
+		if !ok {
+			s.refuse(w, r, http.StatusUnauthorized, "Your session has ended: log in again.")
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+		if !s.sess.checkCSRF(sess, r.PostFormValue("csrf")) {
+			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
+			s.refuse(w, r, http.StatusForbidden, "This form has expired (CSRF token missing or wrong): reload the page and try again.")
+			return
+		}
+		if operate && !sess.CanOperate() {
+			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
+			s.d.Log.Warn().Str("user", sess.User).Str("path", r.URL.Path).Msg("viewer refused an action")
+			s.refuse(w, r, http.StatusForbidden, "Your token has the view scope: only an operator (operate scope) may act.")
+			return
+		}
+		if err := h(w, r); err != nil {
+			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "failed").Inc()
+			s.fail(w, r, err)
+			return
+		}
+		outcome := "done"
+		if r.PostFormValue("mode") == "dry" || r.PostFormValue("dry") != "" {
+			outcome = "dry_run"
+		}
+		s.d.Metrics.actions.WithLabelValues(r.URL.Path, outcome).Inc()
+	})
+}
+
+// errNotFound makes a 404 page.
+var errNotFound = errors.New("not found")
+
+// userError is a request the user can correct (400 with the message shown).
+type userError struct{ msg string }
+
+func (e userError) Error() string { return e.msg }
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ue userError
+	switch {
+	case errors.Is(err, errNotFound):
+		s.refuse(w, r, http.StatusNotFound, "Not found.")
+	case errors.As(err, &ue):
+		s.refuse(w, r, http.StatusBadRequest, ue.msg)
+	default:
+		s.d.Log.Error().Err(err).Str("path", r.URL.Path).Msg("console page failed")
+		s.refuse(w, r, http.StatusInternalServerError, "The page could not be built: "+err.Error())
+	}
+}
+
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s.render(w, r, code, "error", "Refused", map[string]any{"Code": code, "Message": msg})
+}
+
+// page is what every template receives.
+type page struct {
+	Title   string
+	Session Session
+	CSRF    string
+	Zone    string
+	Refresh int // seconds; 0: no refresh
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+	p := page{Title: title, Session: sessionOf(r), Zone: s.zone(), Data: data}
+	if p.Session.User != "" {
+		p.CSRF = s.sess.csrf(p.Session)
+	}
+	if name == "pipeline" {
+		p.Refresh = int(s.d.Config.Refresh.Seconds())
+	}
+	var buf bytes.Buffer
+	t := s.pages[name]
+	if t == nil {
+		http.Error(w, "no template "+name, http.StatusInternalServerError)
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		s.d.Log.Error().Err(err).Str("template", name).Msg("render")
+		http.Error(w, "render failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// zone names the airport zone with its current offset: "Asia/Shanghai (UTC+08:00)".
+func (s *Server) zone() string {
+	return s.d.Location.String() + " (UTC" + s.d.Now().In(s.d.Location).Format("-07:00") + ")"
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "login", "Log in", map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+// safeNext keeps a redirect inside the console.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" || u.IsAbs() || u.Host != "" || len(next) < 1 || next[0] != '/' || (len(next) > 1 && (next[1] == '/' || next[1] == '\\')) {
+		return "/"
+	}
+	return next
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	token := r.PostFormValue("token")
+	next := safeNext(r.PostFormValue("next"))
+	cl, ok := s.d.Config.Tokens.Authenticate(token)
+	if !ok || len(cl.Scopes) == 0 {
+		s.d.Metrics.logins.WithLabelValues("refused").Inc()
+		s.d.Log.Warn().Str("remote", r.RemoteAddr).Msg("console login refused")
+		s.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Next": next, "Error": "Unknown token."})
+		return
+	}
+	s.d.Metrics.logins.WithLabelValues("ok").Inc()
+	http.SetCookie(w, s.sess.issue(cl, s.d.Now()))
+	s.d.Log.Info().Str("user", cl.Name).Msg("console login")
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	http.SetCookie(w, s.sess.clear())
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return nil
+}
+
+// actor names a console user in audit rows.
+func actor(r *http.Request) string { return "console:" + sessionOf(r).User }

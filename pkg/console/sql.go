@@ -1,0 +1,99 @@
+package console
+
+// The console's queries. Each page reads through an index or a small table, so a page costs the
+// same with a long history (the benchmark seeds 1,000,000 messages).
+
+const (
+	// leaders with renewal age.
+	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
+
+	// flightSQL is the current row of one flight, as JSON (the page lists its fields).
+	flightSQL = `SELECT to_jsonb(f) FROM flight f WHERE flid = $1`
+
+	// flightPurgedSQL is a purged flight's final state.
+	flightPurgedSQL = `SELECT final_state, purge_reason, purged_at FROM flight_history WHERE flid = $1 ORDER BY state_version DESC LIMIT 1`
+
+	// maflSQL is the master's MAFL, derived (docs/spec.md: ACTIVE children, no self-reference).
+	maflSQL = `SELECT flid, COALESCE(flno, '') FROM flight WHERE maid = $1 AND flid <> $1 AND state = 'ACTIVE' ORDER BY flid`
+
+	// flightSearchSQL finds flights by flight number (with or without the airline code) and
+	// operation day.
+	flightSearchSQL = `
+SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operation_day, state, state_version, sodt
+  FROM flight
+ WHERE (upper(flno) = upper($1) OR upper(COALESCE(alcd, '') || flno) = upper($1))
+   AND ($2::date IS NULL OR operation_day = $2)
+ ORDER BY operation_day DESC NULLS LAST, flid LIMIT 50`
+
+	// flightEventsSQL is a flight's version history: every event enqueued for it (key = FLID),
+	// with the message that caused it and its Kafka acknowledgement.
+	flightEventsSQL = `
+SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, e.payload, e.status, e.attempts,
+       e.created_at, e.sent_at, COALESCE(e.last_error, ''), COALESCE(p.msg_type, ''), COALESCE(p.msg_styp, '')
+  FROM msg_event e LEFT JOIN proc_state p ON p.msg_id = e.msg_id
+ WHERE e.partition_key = $1
+ ORDER BY e.state_version DESC, e.target LIMIT $2`
+
+	// messageSQL is one message (live or archived).
+	messageSQL = `
+SELECT msg_id, COALESCE(raw, ''), COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
+       COALESCE(reason, ''), attempts, next_attempt_at, COALESCE(identity_key, ''), content_differs,
+       COALESCE(msg_type, ''), COALESCE(msg_styp, ''), received_at, enqueued_at, late, processing_started_at,
+       finished_at, backfill_next_at, backfill_attempts, COALESCE(backfill_error, ''), COALESCE(backfill_outcome, ''),
+       backfill_done_at, backfill_abandoned_at, false
+  FROM proc_state WHERE msg_id = $1
+UNION ALL
+SELECT msg_id, COALESCE(raw, ''), COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
+       COALESCE(reason, ''), attempts, next_attempt_at, COALESCE(identity_key, ''), content_differs,
+       COALESCE(msg_type, ''), COALESCE(msg_styp, ''), received_at, enqueued_at, late, processing_started_at,
+       finished_at, backfill_next_at, backfill_attempts, COALESCE(backfill_error, ''), COALESCE(backfill_outcome, ''),
+       backfill_done_at, backfill_abandoned_at, true
+  FROM proc_state_hst WHERE msg_id = $1
+ LIMIT 1`
+
+	// attemptsSQL lists a message's attempts. Until the attempt history table lands, the only
+	// attempt recorded is the last one (its class and reason on proc_state); this is the one query
+	// to extend to the history table.
+	attemptsSQL = `
+SELECT attempts, COALESCE(error_class, ''), COALESCE(reason, ''), COALESCE(finished_at, processing_started_at)
+  FROM proc_state WHERE msg_id = $1 AND (attempts > 0 OR error_class IS NOT NULL)`
+
+	// duplicatesSQL are the other messages of the same identity.
+	duplicatesSQL = `
+SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 AND msg_id <> $2
+ ORDER BY msg_id LIMIT 50`
+
+	// identityOwnerSQL is the message an identity is bound to.
+	identityOwnerSQL = `SELECT msg_id, bound_at FROM msg_identity WHERE identity_key = $1`
+
+	// messageEventsSQL are the events a message caused.
+	messageEventsSQL = `
+SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, COALESCE(last_error, '')
+  FROM msg_event WHERE msg_id = $1 ORDER BY event_id`
+
+	// messageAuditSQL are the audit rows naming a message (dlq-* rows name event ids).
+	messageAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
+ WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
+
+	// deadMessagesSQL lists DEAD and FAILED messages of the given classes, each half through its
+	// partial index (proc_state_dead, proc_state_open).
+	deadMessagesSQL = `
+(SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
+        COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
+   FROM proc_state WHERE status = 'DEAD' AND error_class = ANY($1::text[]) ORDER BY msg_id LIMIT $2)
+UNION ALL
+(SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
+        COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
+   FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND status = 'FAILED' AND error_class = ANY($1::text[])
+  ORDER BY msg_id LIMIT $2)
+ORDER BY 1 LIMIT $2`
+
+	// recentAuditSQL is the latest audit rows (the dead letters page shows what was done).
+	recentAuditSQL = `SELECT action, actor, reason, selector, ids, at FROM replay_audit ORDER BY audit_id DESC LIMIT $1`
+
+	// closedRequestsSQL are the latest closed requests.
+	closedRequestsSQL = `
+SELECT req_id, req_type, scope, status, origin, COALESCE(actor, ''), COALESCE(reason, ''), registered_at, closed_at,
+       COALESCE(close_reason, '')
+  FROM req_track WHERE closed_at IS NOT NULL ORDER BY req_id DESC LIMIT $1`
+)
