@@ -36,7 +36,7 @@ test-race: ## go test -race over everything (real PostgreSQL and MariaDB); pkg/d
 	$(GO) test -count=1 -timeout 12m ./pkg/dispatch/
 
 .PHONY: test
-test: lint verify test-race k8s-test ## what CI runs: lint, migration verify, race tests, manifest checks
+test: lint verify test-race k8s-test rules-test ## what CI runs: lint, migration verify, race tests, manifest checks, alert rule tests
 
 .PHONY: bench
 bench: ## benchmarks (separate from make test): package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md
@@ -86,6 +86,15 @@ image-devbroker: ## development Kafka broker image for the dev Kubernetes overla
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
 	printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_CTX)/group
 	buildah bud -f deploy/image/Containerfile.scratch -t $(DEVBROKER_IMAGE) $(IMAGE_CTX)
+
+.PHONY: rules-test
+# promtool comes from Debian's prometheus package, pinned in scripts/ensure-tools.sh: building it
+# from Go source (github.com/prometheus/prometheus/cmd/promtool) compiles most of Prometheus and
+# would blow make test's 10-minute cold-cache budget on 2 cores.
+rules-test: ## promtool test rules on deploy/observability (series labelled as a Prometheus scrape labels them)
+	@command -v promtool >/dev/null || { echo "promtool missing: run scripts/ensure-tools.sh"; exit 1; }
+	promtool check rules deploy/observability/alerts.yaml
+	cd deploy/observability && promtool test rules alerts_test.yaml
 
 .PHONY: k8s-test
 k8s-test: ## render the Kubernetes overlays and check them (separate module deploy/k8s)

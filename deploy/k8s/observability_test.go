@@ -174,7 +174,7 @@ func TestDashboard(t *testing.T) {
 		"msgx_pump_head_age_seconds", "msgx_pump_backlog", // head age and backlog
 		"msgx_pump_processed_total",                                         // outcomes and dead letters by class
 		"msgx_dispatch_pending", "msgx_dispatch_oldest_pending_age_seconds", // per target
-		"msgx_pipeline_backfill_oldest_unmarked_seconds", "msgx_pipeline_backfill_abandoned", // backfill
+		"msgx_pipeline_backfill_oldest_unmarked_seconds", "msgx_pipeline_backfill_abandoned_markers", // backfill
 		"msgx_pipeline_job_heartbeat_age_seconds", // job heartbeats
 		"msgx_leader",                                                                    // leader per role
 		"msgx_requests_open", "msgx_requests_oldest_open_seconds", "msgx_requests_total", // requests to the AODB

@@ -43,7 +43,7 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 			Name: "msgx_dispatch_outage_total", Help: "Batches that failed whole while no broker answered (no attempt counted).",
 		}),
 		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "msgx_dispatch_batch_size", Help: "Records per produce batch.",
+			Name: "msgx_dispatch_batch_records", Help: "Records per produce batch.",
 			Buckets: []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
 		}, target),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{

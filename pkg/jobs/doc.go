@@ -61,8 +61,8 @@
 //
 // # Metrics
 //
-// msgx_pipeline_job_heartbeat_age_seconds{job}, msgx_pipeline_job_ticks_total{job},
-// msgx_pipeline_job_failures_total{job}, msgx_pipeline_job_last_sweep_selected{job},
-// msgx_pipeline_job_rows_total{job,task}, msgx_pipeline_backfill_oldest_unmarked_seconds,
-// msgx_pipeline_backfill_abandoned (gauge) and msgx_pipeline_backfill_abandoned_total{outcome}.
+// msgx_pipeline_job_heartbeat_age_seconds{task}, msgx_pipeline_job_ticks_total{task},
+// msgx_pipeline_job_failures_total{task}, msgx_pipeline_job_last_sweep_selected{task},
+// msgx_pipeline_job_rows_total{task,step}, msgx_pipeline_backfill_oldest_unmarked_seconds,
+// msgx_pipeline_backfill_abandoned_markers (gauge) and msgx_pipeline_backfill_abandoned_total{outcome}.
 package jobs

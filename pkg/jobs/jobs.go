@@ -17,7 +17,7 @@ import (
 	"github.com/msgx/msgx/pkg/mailbox"
 )
 
-// Job names (the {job} label of the metrics and the job_state rows).
+// Job names (the {task} label of the metrics and the job_state rows).
 const (
 	Backfill  = "backfill"
 	History   = "history"
@@ -305,25 +305,25 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		heartbeat: map[string]time.Time{Backfill: now, History: now, Retention: now},
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_pipeline_job_ticks_total", Help: "Runs of each job.",
-		}, []string{"job"}),
+		}, []string{"task"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_pipeline_job_failures_total", Help: "Runs of each job that ended with an error.",
-		}, []string{"job"}),
+		}, []string{"task"}),
 		selected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "msgx_pipeline_job_last_sweep_selected", Help: "Rows (flights for history) the job's last run selected.",
-		}, []string{"job"}),
+		}, []string{"task"}),
 		oldestUnmarked: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "msgx_pipeline_backfill_oldest_unmarked_seconds", Help: "Age since finished_at of the oldest terminal row whose mailbox marker is still owed (abandoned rows excluded); 0 when none.",
 		}),
 		abandoned: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "msgx_pipeline_backfill_abandoned", Help: "Markers abandoned (MISSING_ROW, OVERDUE) and not yet reconciled, in proc_state and proc_state_hst.",
+			Name: "msgx_pipeline_backfill_abandoned_markers", Help: "Markers abandoned (MISSING_ROW, OVERDUE) and not yet reconciled, in proc_state and proc_state_hst.",
 		}),
 		abandonedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_pipeline_backfill_abandoned_total", Help: "Markers abandoned by the backfill sweep, by outcome (MISSING_ROW alerts at once).",
 		}, []string{"outcome"}),
 		purged: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "msgx_pipeline_job_rows_total", Help: "Rows each job settled, purged, archived or deleted, by job and task.",
-		}, []string{"job", "task"}),
+			Name: "msgx_pipeline_job_rows_total", Help: "Rows each job settled, purged, archived or deleted, by job (label task; Prometheus owns the label job) and step.",
+		}, []string{"task", "step"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ticks, m.failures, m.selected, m.oldestUnmarked, m.abandoned, m.abandonedTotal, m.purged)
@@ -338,7 +338,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		for _, job := range []string{Backfill, History, Retention} {
 			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "msgx_pipeline_job_heartbeat_age_seconds", Help: "Seconds since the job's last successful run.",
-				ConstLabels: prometheus.Labels{"job": job},
+				ConstLabels: prometheus.Labels{"task": job},
 			}, func() float64 { return m.HeartbeatAge(job).Seconds() }))
 		}
 	}

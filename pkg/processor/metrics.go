@@ -23,7 +23,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "msgx_pump_processed_total", Help: "Messages processed, by outcome status and error class.",
 		}, []string{"status", "class"}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "msgx_pump_batch_size", Help: "Messages committed per pump transaction.",
+			Name: "msgx_pump_batch_messages", Help: "Messages committed per pump transaction.",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
 		}),
 		txSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
