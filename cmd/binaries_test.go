@@ -94,7 +94,7 @@ type instance struct {
 func start(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, bin))
-	cmd.Env = append(cleanEnv(), append([]string{"MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0", "MSGX_LEADER_RETRY=200ms", "MSGX_LEADER_SESSION_TIMEOUT=2s"}, env...)...)
+	cmd.Env = append(cleanEnv(), append([]string{"MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0", "MSGX_SHUTDOWN_DRAIN=0s", "MSGX_LEADER_RETRY=200ms", "MSGX_LEADER_SESSION_TIMEOUT=2s"}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

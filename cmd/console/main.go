@@ -12,8 +12,8 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/daemon"
@@ -81,7 +81,5 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		started(srv)
 	}
 	log.Info().Str("addr", srv.Addr()).Msg("console serving")
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return srv.Run(gctx, cfg.ShutdownTimeout) })
-	return g.Wait()
+	return daemon.Serve(ctx, cfg, clock.System{}, log, []*obs.Server{srv}, nil)
 }

@@ -33,7 +33,7 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	db := testdb.New(t)
 	var cfg config.Config
 	setting.Defaults(&cfg)
-	cfg.PGURL, cfg.HTTPAddr = db.URL, "127.0.0.1:0"
+	cfg.PGURL, cfg.HTTPAddr, cfg.ShutdownDrain = db.URL, "127.0.0.1:0", 0
 	require.NoError(t, cfg.Validate())
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)

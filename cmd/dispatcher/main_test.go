@@ -51,7 +51,7 @@ func testConfig(t *testing.T, db *testdb.DB, brokers []string) config.Config {
 	cfg, err := config.Load(config.RoleDispatcher)
 	require.NoError(t, err)
 	cfg.PGURL = db.URL
-	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.HTTPAddr, cfg.ShutdownDrain = "127.0.0.1:0", 0
 	cfg.Kafka.Brokers = brokers
 	cfg.Leader.Retry = 100 * time.Millisecond
 	cfg.Dispatch.FlushPeriod = 100 * time.Millisecond

@@ -51,7 +51,7 @@ func startAPI(t *testing.T, tune func(*config.Config)) *api {
 	cfg.PGURL, cfg.MySQLDSN = pg.Roles(t).URL(roles.Ingest), dsn.FormatDSN()
 	cfg.HTTPAddr, cfg.API.Addr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Ingest.PollInterval = 20 * time.Millisecond
-	cfg.ShutdownTimeout, cfg.DBTimeout = 5*time.Second, 3*time.Second
+	cfg.ShutdownTimeout, cfg.ShutdownDrain, cfg.DBTimeout = 5*time.Second, 0, 3*time.Second
 	a := &api{pg: pg, mb: mb, proxy: p}
 	for _, c := range []struct {
 		name   string

@@ -95,7 +95,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		API:    apiSrv,
 		Work: func(ctx context.Context, lease leader.Lease) error {
 			ing, err := ingest.New(cfg.IngestConfig(), ingest.Deps{
-				DB: pool, Mailbox: mb, Fence: lease, Clock: clk, Metrics: metrics,
+				DB: pool, Mailbox: mb, Fence: lease, Beat: lease.Tick, Clock: clk, Metrics: metrics,
 				Log: log.With().Int64("epoch", lease.Epoch).Logger(),
 			})
 			if err != nil {

@@ -47,7 +47,7 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	require.NoError(t, err)
 	cfg.API.Access.Tokens = httpauth.Clients{entry}
 	cfg.Ingest.PollInterval = 20 * time.Millisecond
-	cfg.ShutdownTimeout = 5 * time.Second
+	cfg.ShutdownTimeout, cfg.ShutdownDrain = 5*time.Second, 0
 
 	for _, text := range []string{"<MSG>1</MSG>", "<MSG>2</MSG>"} {
 		_, err := mb.SQL.Exec(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG) VALUES (?)`, text)

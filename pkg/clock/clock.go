@@ -4,6 +4,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -21,8 +22,9 @@ func (System) Now() time.Time { return time.Now() }
 
 // Fake is a manually advanced clock, safe for concurrent use.
 type Fake struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	changed chan struct{} // closed and replaced whenever the time moves (Sleep waits on it)
 }
 
 // NewFake returns a Fake set to t.
@@ -40,6 +42,7 @@ func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.now = f.now.Add(d)
+	f.moved()
 }
 
 // Set moves the fake time to t.
@@ -47,6 +50,52 @@ func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.now = t
+	f.moved()
+}
+
+// moved wakes the sleepers; f.mu is held.
+func (f *Fake) moved() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
+}
+
+// next is the time and a channel closed when the time next moves.
+func (f *Fake) next() (time.Time, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.now, f.changed
+}
+
+// Sleep waits until d has passed on clk or ctx ends; it reports whether d passed. On a Fake it
+// returns once the fake time has been moved d past the call (tests move it; nothing sleeps).
+func Sleep(ctx context.Context, clk Clock, d time.Duration) bool {
+	f, ok := clk.(*Fake)
+	if !ok {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	now, changed := f.next()
+	until := now.Add(d)
+	for now.Before(until) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+		now, changed = f.next()
+	}
+	return true
 }
 
 // WallClock is t read on the wall clock of loc (nil: t's own location), to the second, labelled

@@ -83,6 +83,8 @@ type Process struct {
 	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and the console's pages; ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
 	HTTPReadTimeout time.Duration `env:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
 	ShutdownTimeout time.Duration `env:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
+	ShutdownDrain   time.Duration `env:"MSGX_SHUTDOWN_DRAIN" default:"5s" desc:"after SIGTERM /readyz answers 503 for this long before the HTTP servers shut down, so that Services stop routing to the pod first (0: no wait)"`
+	LivenessStall   time.Duration `env:"MSGX_LIVENESS_STALL" default:"5m" desc:"/healthz answers 503 when a stage loop of the leader has not ticked for this long (a hung loop), so that the kubelet restarts the pod; longer than the slowest normal iteration"`
 
 	PGURL      string        `env:"MSGX_PG_URL" default:"postgres://postgres@127.0.0.1:5432/msgx?sslmode=disable" desc:"PostgreSQL URL (pgx); set search_path in it to use another schema; sslmode etc. for TLS"`
 	PGMaxConns int32         `env:"MSGX_PG_MAX_CONNS" default:"8" desc:"maximum connections in the binary's pool (the leader lock uses one more, dedicated)"`
@@ -242,6 +244,10 @@ func (c Process) Validate() error {
 	}
 	p.Positive("MSGX_HTTP_READ_TIMEOUT", c.HTTPReadTimeout)
 	p.Positive("MSGX_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	if c.ShutdownDrain < 0 {
+		p.Add("MSGX_SHUTDOWN_DRAIN", "must not be negative, got %s", c.ShutdownDrain)
+	}
+	p.Positive("MSGX_LIVENESS_STALL", c.LivenessStall)
 	if u, err := url.Parse(c.PGURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		p.Add("MSGX_PG_URL", "must be a postgres:// URL")
 	}

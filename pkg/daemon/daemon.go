@@ -1,7 +1,12 @@
 // Package daemon is the one lifecycle shared by the four binaries: open PostgreSQL, serve
 // /healthz /readyz /metrics, campaign for the role's leadership and run the stage loop only while
-// leader, and shut down cleanly on SIGTERM (the loop stops, the lock is released, the server
-// drains).
+// leader, and shut down cleanly on SIGTERM.
+//
+// Liveness: /healthz fails when a stage loop of the leader has not ticked for
+// MSGX_LIVENESS_STALL (Liveness). Shutdown on SIGTERM: /readyz answers 503 at once and the stage
+// loop stops (the leader lock is released, a standby takes over); the HTTP servers keep serving
+// for MSGX_SHUTDOWN_DRAIN, so that Services stop routing to the pod before its listeners close,
+// then shut down gracefully within MSGX_SHUTDOWN_TIMEOUT.
 package daemon
 
 import (
@@ -15,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
@@ -34,6 +40,8 @@ type Spec struct {
 	Work func(ctx context.Context, lease leader.Lease) error // the stage loop, leader only
 	// Started, when set, receives the HTTP server once it listens (tests learn its address).
 	Started func(s *obs.Server)
+	// Clock times the liveness heartbeat and the shutdown drain (nil: the system clock).
+	Clock clock.Clock
 }
 
 // OpenPool opens the binary's PostgreSQL pool. Transactions left idle (a paused process) are
@@ -105,8 +113,21 @@ func Run(ctx context.Context, spec Spec) error {
 		epochGauge.WithLabelValues(string(spec.Role)).Set(float64(epoch))
 	}
 
+	clk := spec.Clock
+	if clk == nil {
+		clk = clock.System{}
+	}
+	live := NewLiveness(clk, cfg.LivenessStall)
+	work := func(ctx context.Context, lease leader.Lease) error {
+		live.begin()
+		defer live.end()
+		lease.Beat = live.Beat
+		return spec.Work(ctx, lease)
+	}
+
 	checks := append([]obs.Check{{Name: "postgres", Fn: spec.Pool.Ping}}, spec.Checks...)
 	srv := obs.NewServer(cfg.HTTPAddr, spec.Registry, checks, elector.IsLeader, cfg.HTTPReadTimeout, spec.Log)
+	srv.SetLiveness(live.Check)
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -122,21 +143,53 @@ func Run(ctx context.Context, spec Spec) error {
 		spec.Started(srv)
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return srv.Run(gctx, cfg.ShutdownTimeout) })
-	if spec.API != nil {
-		g.Go(func() error { return spec.API.Run(gctx, cfg.ShutdownTimeout) })
-	}
-	g.Go(func() error {
-		err := elector.Run(gctx, spec.Work)
-		if err != nil {
+	start := time.Now()
+	err = Serve(ctx, cfg, clk, spec.Log, []*obs.Server{srv, spec.API}, func(ctx context.Context) error {
+		if err := elector.Run(ctx, work); err != nil {
 			return fmt.Errorf("leader: %w", err)
 		}
 		// The elector ends only when ctx ends; returning an error would hide the real cause.
 		return nil
 	})
-	start := time.Now()
-	err = g.Wait()
 	spec.Log.Info().Dur("uptime", time.Since(start)).Err(err).Msg("stopped")
 	return err
+}
+
+// Serve runs the listening servers (nil entries skipped) and work (nil: none) until ctx ends or
+// one of them fails. A failure stops everything at once. The end of ctx (SIGTERM) is the
+// graceful shutdown: the servers' /readyz answer 503 and work's context ends at once; the
+// servers keep serving for cfg.ShutdownDrain (timed on clk), then shut down within
+// cfg.ShutdownTimeout.
+func Serve(ctx context.Context, cfg config.Config, clk clock.Clock, log zerolog.Logger, servers []*obs.Server, work func(ctx context.Context) error) error {
+	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
+	serveCtx, stopServing := context.WithCancel(gctx)
+	defer stopServing()
+	workCtx, stopWork := context.WithCancel(gctx)
+	defer stopWork()
+	g.Go(func() error {
+		select {
+		case <-gctx.Done():
+			return nil
+		case <-ctx.Done():
+		}
+		for _, s := range servers {
+			if s != nil {
+				s.Drain()
+			}
+		}
+		stopWork()
+		log.Info().Stringer("drain", cfg.ShutdownDrain).Msg("shutdown: /readyz answers 503 and the work stops; serving until the drain ends")
+		clock.Sleep(gctx, clk, cfg.ShutdownDrain)
+		stopServing()
+		return nil
+	})
+	for _, s := range servers {
+		if s != nil {
+			g.Go(func() error { return s.Run(serveCtx, cfg.ShutdownTimeout) })
+		}
+	}
+	if work != nil {
+		g.Go(func() error { return work(workCtx) })
+	}
+	return g.Wait()
 }

@@ -24,16 +24,19 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	outboxWake := wake.Listen(gctx, d.store.ConnConfig(), wake.Outbox, log)
 	g.Go(func() error {
 		return d.loop(gctx, event.TargetMsg, d.cfg.Idle, d.cfg.Batch, outboxWake.Wait, func(ctx context.Context) (Result, error) {
+			lease.Tick(event.TargetMsg)
 			return d.StepMsg(ctx, lease)
 		})
 	})
 	g.Go(func() error {
 		return d.loop(gctx, event.TargetSchd, d.cfg.FlushPeriod, d.cfg.FlushLimit, sleep, func(ctx context.Context) (Result, error) {
+			lease.Tick(event.TargetSchd)
 			return d.FlushStates(ctx, lease)
 		})
 	})
 	g.Go(func() error {
 		for {
+			lease.Tick("stats")
 			if err := d.RefreshStats(gctx); err != nil && gctx.Err() == nil {
 				log.Warn().Err(err).Msg("dispatcher: backlog gauges not refreshed")
 			}

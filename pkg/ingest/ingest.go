@@ -29,7 +29,8 @@ var _ Source = (*mailbox.Mailbox)(nil)
 type Deps struct {
 	DB      DB
 	Mailbox Source
-	Fence   leader.Fence // checked by every ingest transaction before its writes
+	Fence   leader.Fence      // checked by every ingest transaction before its writes
+	Beat    func(loop string) // optional: told of every poll-loop iteration (liveness, leader.Lease.Tick)
 	Clock   clock.Clock
 	Metrics *Metrics
 	Log     zerolog.Logger
@@ -70,6 +71,9 @@ func New(cfg Config, d Deps) (*Ingester, error) {
 func (i *Ingester) Run(ctx context.Context) error {
 	failures := 0
 	for {
+		if i.d.Beat != nil {
+			i.d.Beat("poll")
+		}
 		_, err := i.Step(ctx)
 		switch {
 		case ctx.Err() != nil:

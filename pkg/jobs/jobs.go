@@ -87,6 +87,7 @@ func (j *Jobs) Run(ctx context.Context, lease leader.Lease) error {
 	t := time.NewTicker(j.cfg.Tick)
 	defer t.Stop()
 	for {
+		lease.Tick("scheduler")
 		if err := j.tick(ctx, lease); err != nil {
 			if ctx.Err() != nil {
 				return nil

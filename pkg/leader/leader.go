@@ -79,6 +79,16 @@ RETURNING epoch`
 type Lease struct {
 	Role  string
 	Epoch int64
+	// Beat, when set, records that the named stage loop of this term ticked (pkg/daemon's
+	// liveness: /healthz fails when a loop stops ticking). Loops call Tick.
+	Beat func(loop string)
+}
+
+// Tick records one iteration of the named stage loop (no-op without Beat).
+func (l Lease) Tick(loop string) {
+	if l.Beat != nil {
+		l.Beat(loop)
+	}
 }
 
 // Check fails with ErrFenced unless the lease is still the role's current term. Call it inside

@@ -1,5 +1,6 @@
-// Package obs serves each binary's operational HTTP surface — /healthz (process alive), /readyz
-// (dependencies reachable, leader or standby) and /metrics (Prometheus, injected registry) — on
+// Package obs serves each binary's operational HTTP surface — /healthz (process alive and, when
+// the binary sets a liveness check, its stage loop ticking), /readyz (dependencies reachable,
+// leader or standby; 503 once draining for shutdown) and /metrics (Prometheus, injected registry) — on
 // its own listener, and builds the zerolog root logger. The same Server type serves ingest's API
 // on another listener (NewHandlerServer), so that the monitoring network never reaches the API.
 package obs
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,15 +62,14 @@ type Server struct {
 
 	mu       sync.Mutex
 	listener net.Listener
+	live     func() error // nil: alive while the process serves
+	draining atomic.Bool
 }
 
 // NewServer builds the server. role reports leadership for /readyz.
 func NewServer(addr string, reg *prometheus.Registry, checks []Check, role func() (bool, int64), readTimeout time.Duration, log zerolog.Logger) *Server {
 	s := &Server{addr: addr, mux: http.NewServeMux(), checks: checks, role: role, log: log, timeout: readTimeout}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
+	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.handler = s.mux
@@ -84,11 +85,32 @@ func NewHandlerServer(addr string, h http.Handler, readTimeout time.Duration, lo
 	return &Server{addr: addr, handler: h, log: log, timeout: readTimeout}
 }
 
+// SetLiveness makes /healthz answer 503 with live's error while it fails (pkg/daemon: a stage
+// loop of the leader stopped ticking). Call before Run.
+func (s *Server) SetLiveness(live func() error) { s.live = live }
+
+// Drain makes /readyz answer 503 from now on: the process is shutting down, and Services stop
+// routing to it while it still serves (pkg/daemon waits MSGX_SHUTDOWN_DRAIN, then stops).
+func (s *Server) Drain() { s.draining.Store(true) }
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if s.live != nil {
+		if err := s.live(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "unhealthy: "+err.Error()+"\n")
+			return
+		}
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}
+
 type readiness struct {
-	Ready  bool              `json:"ready"`
-	Role   string            `json:"role"`
-	Epoch  int64             `json:"epoch,omitempty"`
-	Checks map[string]string `json:"checks"`
+	Ready    bool              `json:"ready"`
+	Draining bool              `json:"draining,omitempty"`
+	Role     string            `json:"role"`
+	Epoch    int64             `json:"epoch,omitempty"`
+	Checks   map[string]string `json:"checks"`
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +119,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	out := readiness{Ready: true, Role: "standby", Checks: map[string]string{}}
 	if leader, epoch := s.role(); leader {
 		out.Role, out.Epoch = "leader", epoch
+	}
+	if s.draining.Load() {
+		out.Ready, out.Draining = false, true
 	}
 	for _, c := range s.checks {
 		if err := c.Fn(ctx); err != nil && c.Informational {

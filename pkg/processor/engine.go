@@ -110,6 +110,7 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 	pause := p.cfg.BackoffBase
 	var refreshed time.Time
 	for {
+		lease.Tick("pump")
 		if time.Since(refreshed) > 5*time.Second {
 			if err := p.RefreshGauges(ctx); err != nil && ctx.Err() == nil {
 				p.log.Warn().Err(err).Msg("pump: refresh gauges")

@@ -298,6 +298,8 @@ func (s *Stack) Env() []string {
 	env := []string{
 		"MSGX_KAFKA_BROKERS=" + strings.Join(s.Brokers, ","),
 		"MSGX_API_TOKENS=" + s.apiEntry.String(),
+		// No Service routes to a local stack: nothing to drain on SIGTERM.
+		"MSGX_SHUTDOWN_DRAIN=0s",
 	}
 	// Empty: each binary gets its own in RoleEnv (no shared administrator credentials).
 	if s.opts.PGURL != "" {
