@@ -342,8 +342,9 @@ func typeCheck(def, v string) error {
 }
 
 // checkContainers: env names are real settings, credentials come from Secrets, resources and
-// securityContext are set, probes hit /healthz and /readyz on the port of MSGX_HTTP_ADDR, and
-// the grace period outlasts MSGX_SHUTDOWN_TIMEOUT.
+// securityContext are set, probes (startup, liveness, readiness) hit /healthz and /readyz on the
+// port of MSGX_HTTP_ADDR, a preStop sleep lets the endpoints drop the pod before SIGTERM, and the
+// grace period outlasts the preStop sleep, MSGX_SHUTDOWN_DRAIN and MSGX_SHUTDOWN_TIMEOUT.
 func checkContainers(t *testing.T, r *rendered, known map[string]string, paths []string) {
 	pgSecrets := map[string]string{}
 	for _, w := range r.workloads() {
@@ -400,10 +401,14 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 			host, port, err := net.SplitHostPort(env["MSGX_HTTP_ADDR"])
 			require.NoError(t, err, "%s: MSGX_HTTP_ADDR=%q", id, env["MSGX_HTTP_ADDR"])
 			require.NotContains(t, []string{"127.0.0.1", "localhost", "::1"}, host, "%s: MSGX_HTTP_ADDR listens on loopback; the kubelet and Prometheus cannot reach it", id)
-			for name, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
-				require.NotNil(t, p, "%s: probe %s missing", id, name)
-				require.NotNil(t, p.HTTPGet, "%s: probe %s is not an HTTP GET", id, name)
-				require.Equal(t, name, p.HTTPGet.Path, "%s: liveness must be /healthz, readiness /readyz", id)
+			for _, pr := range []struct {
+				kind, path string
+				p          *corev1.Probe
+			}{{"startup", "/healthz", c.StartupProbe}, {"liveness", "/healthz", c.LivenessProbe}, {"readiness", "/readyz", c.ReadinessProbe}} {
+				name, p := pr.kind, pr.p
+				require.NotNil(t, p, "%s: %s probe missing", id, name)
+				require.NotNil(t, p.HTTPGet, "%s: %s probe is not an HTTP GET", id, name)
+				require.Equal(t, pr.path, p.HTTPGet.Path, "%s: startup and liveness must be /healthz, readiness /readyz", id)
 				require.Contains(t, paths, p.HTTPGet.Path, "%s: pkg/obs does not serve %s", id, p.HTTPGet.Path)
 				require.Equal(t, port, strconv.Itoa(int(containerPort(t, id, c, p.HTTPGet.Port))), "%s: probe %s port ≠ MSGX_HTTP_ADDR's port", id, name)
 			}
@@ -411,11 +416,17 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 			require.Equal(t, "/metrics", w.pod.Annotations["prometheus.io/path"], id)
 			require.Contains(t, paths, "/metrics")
 
+			require.True(t, c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil,
+				"%s: a preStop sleep lets the Service drop the pod before SIGTERM (the image has no shell)", id)
+			preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+			require.Positive(t, preStop, id)
 			shutdown, err := time.ParseDuration(env["MSGX_SHUTDOWN_TIMEOUT"])
+			require.NoError(t, err, id)
+			drain, err := time.ParseDuration(env["MSGX_SHUTDOWN_DRAIN"])
 			require.NoError(t, err, id)
 			require.NotNil(t, spec.TerminationGracePeriodSeconds, id)
 			grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
-			require.Greater(t, grace, shutdown, "%s: terminationGracePeriodSeconds must outlast MSGX_SHUTDOWN_TIMEOUT", id)
+			require.Greater(t, grace, preStop+drain+shutdown, "%s: terminationGracePeriodSeconds must outlast preStop + MSGX_SHUTDOWN_DRAIN + MSGX_SHUTDOWN_TIMEOUT", id)
 		}
 	}
 }
