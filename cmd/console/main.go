@@ -64,6 +64,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	reg := obs.NewRegistry()
+	if err := obs.RegisterPool(reg, string(config.RoleConsole), pool); err != nil {
+		return err
+	}
 	c, err := console.New(console.Deps{
 		Pool: pool, Config: cfg.Console, Location: cfg.Location(), Outbox: ob, Requests: reqs,
 		Shadow: cfg.Shadow, Log: log, Metrics: console.NewMetrics(reg),

@@ -58,6 +58,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	reg := obs.NewRegistry()
+	reg.MustRegister(kafka.NewCollector())
 	disp, err := dispatch.New(cfg.DispatchConfig(), store, link, clock.System{}, reg, log)
 	if err != nil {
 		return err

@@ -61,6 +61,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 
 	clk := clock.System{}
 	reg := obs.NewRegistry()
+	if err := obs.RegisterPool(reg, "ingest-api", apiPool); err != nil {
+		return err
+	}
 	metrics := ingest.NewMetrics(reg, clk)
 	compat := ingest.NewCompat(cfg.CompatConfig(), mb, apiPool, clk, metrics, log)
 	// The read API only reads PostgreSQL: it serves on every replica, leader or standby, and
@@ -75,11 +78,12 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		log.Warn().Msg("api: no MSGX_API_TOKENS: every API request is refused (401)")
 	}
 	mux := http.NewServeMux()
+	timed := obs.NewHTTPMetrics(reg)
 	if cfg.Compat.Enabled {
-		mux.Handle(ingest.CompatPattern, gate.Require(httpauth.ScopeSend, compat))
+		mux.Handle(ingest.CompatPattern, timed.Wrap(ingest.CompatPattern, gate.Require(httpauth.ScopeSend, compat)))
 	}
 	for _, p := range readapi.Patterns {
-		mux.Handle(p, gate.Require(httpauth.ScopeRead, read))
+		mux.Handle(p, timed.Wrap(p, gate.Require(httpauth.ScopeRead, read)))
 	}
 	apiSrv := obs.NewHandlerServer(cfg.API.Addr, mux, cfg.HTTPReadTimeout, log)
 

@@ -96,6 +96,9 @@ func Run(ctx context.Context, spec Spec) error {
 		Name: "msgx_leader_epoch", Help: "Epoch of this instance's current leadership term (0 when standby).",
 	}, []string{"role"})
 	spec.Registry.MustRegister(leaderGauge, epochGauge)
+	if err := obs.RegisterPool(spec.Registry, string(spec.Role), spec.Pool); err != nil {
+		return fmt.Errorf("pool metrics: %w", err)
+	}
 	leaderGauge.WithLabelValues(string(spec.Role)).Set(0)
 
 	lc := cfg.Leader

@@ -174,6 +174,7 @@ func NewSaramaConfig(c Config) (*sarama.Config, error) {
 
 	sc := sarama.NewConfig()
 	sc.ClientID = c.ClientID
+	sc.MetricRegistry = clientMetrics // NewCollector exports them
 	sc.Version = version
 
 	sc.Net.DialTimeout = c.DialTimeout
