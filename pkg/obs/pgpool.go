@@ -43,7 +43,9 @@ func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.pool.Stat()
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
 	gauge(c.acquired, float64(s.AcquiredConns()))
 	gauge(c.idle, float64(s.IdleConns()))
 	gauge(c.total, float64(s.TotalConns()))
