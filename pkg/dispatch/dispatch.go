@@ -312,6 +312,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	}
 
 	now := d.clock.Now()
+	d.observeLag(ctx, target, sentStates, now)
 	if target == event.TargetSchd && len(sentStates) > 0 {
 		n, err := d.store.MarkStatesSent(ctx, lease, sentStates, now)
 		if err != nil {
@@ -378,4 +379,30 @@ func allRetryable(fs []outbox.Failure) bool {
 		}
 	}
 	return true
+}
+
+// observeLag records the end-to-end lag of the acknowledged records: from ingest's enqueue of
+// each record's message to now (the acknowledgement), with one query for the batch. Events
+// without a message (purges) are not observed; a failed look-up only loses the observation.
+func (d *Dispatcher) observeLag(ctx context.Context, target string, acked []outbox.Claimed, now time.Time) {
+	ids := make([]int64, 0, len(acked))
+	for _, c := range acked {
+		if c.MsgID != 0 {
+			ids = append(ids, c.MsgID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	origin, err := d.store.OriginTimes(ctx, ids)
+	if err != nil {
+		d.log.Warn().Err(err).Str("target", target).Msg("dispatcher: end-to-end lag not observed")
+		return
+	}
+	h := d.m.lag.WithLabelValues(target)
+	for _, c := range acked {
+		if at, ok := origin[c.MsgID]; ok && c.MsgID != 0 {
+			h.Observe(max(0, now.Sub(at).Seconds()))
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -591,4 +592,59 @@ func TestRunDrainsAndStops(t *testing.T) {
 	require.Eventually(t, func() bool { return countStatus(t, b, outbox.StatusSent) == n+2 }, 30*time.Second, 20*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestEndToEndLag: each acknowledged record is observed from its message's enqueue (its
+// proc_state row) to the acknowledgement on the clock; an event whose message is not in
+// proc_state (archived, or none) is not observed.
+func TestEndToEndLag(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	// Messages 1001 and 1002 were enqueued at t0 and t0+10s; message 1003 is not in proc_state.
+	for i, id := range []int64{1001, 1002} {
+		_, err := b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES ($1, 'x', 'PENDING', $2)`,
+			id, t0.Add(time.Duration(i)*10*time.Second))
+		require.NoError(t, err)
+	}
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(1, 1), msgEvent(2, 2), msgEvent(3, 3), stateEvent(1, 1, event.Upsert)))
+	b.clock.Advance(30 * time.Second)
+
+	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Sent)
+	lag := gatheredHistogram(t, b, "msgx_end_to_end_lag_seconds", event.TargetMsg)
+	require.Equal(t, uint64(2), lag.GetSampleCount(), "1003 has no proc_state row")
+	require.Equal(t, 30.0+20.0, lag.GetSampleSum())
+
+	// The state record (stateEvent: message 2001, enqueued at t0+25s), acknowledged at t0+35s.
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES (2001, 'x', 'PENDING', $1)`, t0.Add(25*time.Second))
+	require.NoError(t, err)
+	b.clock.Advance(5 * time.Second)
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Sent)
+	lag = gatheredHistogram(t, b, "msgx_end_to_end_lag_seconds", event.TargetSchd)
+	require.Equal(t, uint64(1), lag.GetSampleCount())
+	require.Equal(t, 10.0, lag.GetSampleSum())
+}
+
+func gatheredHistogram(t *testing.T, b *bundle, name, target string) *dto.Histogram {
+	t.Helper()
+	mfs, err := b.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "target" && l.GetValue() == target {
+					return m.GetHistogram()
+				}
+			}
+		}
+	}
+	require.FailNow(t, "no such series", "%s{target=%q}", name, target)
+	return nil
 }

@@ -16,6 +16,7 @@ type metrics struct {
 	outages   prometheus.Counter
 	batchSize *prometheus.HistogramVec
 	latency   *prometheus.HistogramVec
+	lag       *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metrics, error) {
@@ -50,12 +51,17 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 			Name: "msgx_dispatch_produce_seconds", Help: "Time to produce one batch until every record is answered.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, target),
+		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "msgx_end_to_end_lag_seconds",
+			Help:    "From ingest's enqueue of the mailbox message (its first sight of the committed row) to the broker's acknowledgement of the record it caused, per target.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+		}, target),
 	}
 	unacked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "msgx_dispatch_oldest_unacked_send_age_seconds",
 		Help: "Age of the oldest send still waiting for the broker's answer (0 when none): grows while a broker hangs.",
 	}, oldestUnacked)
-	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency} {
+	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency, m.lag} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

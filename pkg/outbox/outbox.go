@@ -335,6 +335,32 @@ func (s *Store) MarkSent(ctx context.Context, fence leader.Fence, ids []int64, n
 	return n, nil
 }
 
+// OriginTimes returns when ingest enqueued each of the messages (proc_state.enqueued_at), for
+// the end-to-end lag: one query for a batch. Messages not in proc_state are left out.
+func (s *Store) OriginTimes(ctx context.Context, msgIDs []int64) (map[int64]time.Time, error) {
+	out := make(map[int64]time.Time, len(msgIDs))
+	if len(msgIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, originTimesSQL, msgIDs)
+	if err != nil {
+		return nil, fmt.Errorf("origin times: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, fmt.Errorf("origin times: %w", err)
+		}
+		out[id] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("origin times: %w", err)
+	}
+	return out, nil
+}
+
 // Failure is one failed attempt of the events in IDs.
 type Failure struct {
 	IDs   []int64

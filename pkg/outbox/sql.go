@@ -212,3 +212,8 @@ RETURNING event_id`
 const auditSQL = `
 INSERT INTO replay_audit (action, actor, reason, selector, ids, at)
 VALUES ($1, $2, $3, $4, $5, $6)`
+
+// originTimesSQL is when ingest enqueued each message — its first sight of the committed
+// mailbox row, at most one poll interval after the commit: the start of the end-to-end lag.
+// Messages already archived to proc_state_hst are not looked up (the lag is not observed).
+const originTimesSQL = `SELECT msg_id, enqueued_at FROM proc_state WHERE msg_id = ANY($1::bigint[])`
