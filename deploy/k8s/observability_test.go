@@ -178,6 +178,10 @@ func TestDashboard(t *testing.T) {
 		"msgx_pipeline_job_heartbeat_age_seconds", // job heartbeats
 		"msgx_leader",                                                                    // leader per role
 		"msgx_requests_open", "msgx_requests_oldest_open_seconds", "msgx_requests_total", // requests to the AODB
+		"msgx_end_to_end_lag_seconds_bucket",                                     // mailbox → Kafka ack
+		"msgx_pg_pool_acquired_connections", "msgx_pg_pool_empty_acquires_total", // PostgreSQL pools
+		"msgx_kafka_request_latency_seconds", "msgx_kafka_outgoing_bytes_total", // Kafka client
+		"msgx_http_request_duration_seconds_bucket", // API latency
 	} {
 		require.True(t, used[m], "the dashboard does not show %s", m)
 	}

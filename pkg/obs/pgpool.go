@@ -16,19 +16,17 @@ type poolCollector struct {
 // binary's main pool (pkg/daemon) and ingest's API pool.
 func RegisterPool(reg prometheus.Registerer, name string, pool *pgxpool.Pool) error {
 	l := prometheus.Labels{"pool": name}
-	d := func(metric, help string) *prometheus.Desc {
-		return prometheus.NewDesc("msgx_pg_pool_"+metric, help, nil, l)
-	}
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, l) }
 	return reg.Register(poolCollector{
 		pool:           pool,
-		acquired:       d("acquired_connections", "PostgreSQL connections in use."),
-		idle:           d("idle_connections", "PostgreSQL connections idle in the pool."),
-		total:          d("total_connections", "PostgreSQL connections open (acquired, idle and being opened)."),
-		max:            d("max_connections", "Size limit of the pool (MSGX_PG_MAX_CONNS, MSGX_API_PG_MAX_CONNS)."),
-		acquires:       d("acquires_total", "Connections acquired from the pool."),
-		acquireSeconds: d("acquire_duration_seconds_total", "Time spent acquiring connections (waits included)."),
-		empty:          d("empty_acquires_total", "Acquires that had to wait for a connection (the pool was empty): a pool too small or connections held too long."),
-		cancelled:      d("canceled_acquires_total", "Acquires cancelled by their context while waiting."),
+		acquired:       d("msgx_pg_pool_acquired_connections", "PostgreSQL connections in use."),
+		idle:           d("msgx_pg_pool_idle_connections", "PostgreSQL connections idle in the pool."),
+		total:          d("msgx_pg_pool_total_connections", "PostgreSQL connections open (acquired, idle and being opened)."),
+		max:            d("msgx_pg_pool_max_connections", "Size limit of the pool (MSGX_PG_MAX_CONNS, MSGX_API_PG_MAX_CONNS)."),
+		acquires:       d("msgx_pg_pool_acquires_total", "Connections acquired from the pool."),
+		acquireSeconds: d("msgx_pg_pool_acquire_duration_seconds_total", "Time spent acquiring connections (waits included)."),
+		empty:          d("msgx_pg_pool_empty_acquires_total", "Acquires that had to wait for a connection (the pool was empty): a pool too small or connections held too long."),
+		cancelled:      d("msgx_pg_pool_canceled_acquires_total", "Acquires cancelled by their context while waiting."),
 	})
 }
 
