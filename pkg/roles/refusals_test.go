@@ -117,6 +117,8 @@ func TestDispatcherRefusals(t *testing.T) {
 		requireDenied(t, exec(p, stmt), stmt)
 	}
 	require.NoError(t, exec(p, `UPDATE msg_event SET attempts = attempts + 1 WHERE partition_key = '15'`))
+	// The end-to-end lag reads when each message was enqueued, nothing else of proc_state.
+	require.NoError(t, exec(p, `SELECT msg_id, enqueued_at FROM proc_state`))
 }
 
 // TestLeaderLeaseOwnRowOnly: no role can take, bump or lock another role's leader_lease row —

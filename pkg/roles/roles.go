@@ -115,8 +115,9 @@ var pgGrants = []pgGrant{
 	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
 	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_sent"}},
-	// dispatcher: proc_state.enqueued_at of the sent events' messages (msgx_end_to_end_lag_seconds).
-	{Dispatcher, "SELECT", []string{"proc_state"}},
+	// dispatcher: enqueued_at of the sent events' messages (msgx_end_to_end_lag_seconds), those
+	// two columns only (never raw).
+	{Dispatcher, "SELECT (msg_id, enqueued_at)", []string{"proc_state"}},
 
 	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
 	// retention and archive, request timeouts, job bookkeeping.
