@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/mailboxdb"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/roles"
+)
+
+// TestDemoFailsOnOneDifferentFlight runs the demo on a small day in its own databases and roles,
+// changes one field of one flight in PostgreSQL after the pipeline drained and before the
+// summary, and requires the demo to fail (main exits 1 on any error of demo) with the flight,
+// the field and both values printed. Then the hints it printed are run as printed, after the
+// demo stopped everything: msgxctl status and replay --dry-run, as the roles the hints name.
+func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	root, err := stack.Root()
+	require.NoError(t, err)
+	binDir := t.TempDir()
+	require.NoError(t, stack.Build(ctx, binDir))
+
+	suffix := testdb.RandomSuffix()
+	admin, err := url.Parse(testdb.AdminURL())
+	require.NoError(t, err)
+	admin.Path, admin.RawQuery = "", ""
+	o := options{flights: 20, rate: 400, seed: 7, bad: 0.05,
+		pgServer: admin.String(), mysqlServer: mailboxdb.ServerDSN(),
+		pgDB: "demo_" + suffix, mailDB: "demo_" + suffix + "_mailbox", rolePrefix: "t_" + suffix + "_",
+		root: root, binDir: binDir, prebuilt: true, logDir: t.TempDir()}
+	t.Cleanup(func() { dropDemo(t, o) })
+
+	var changed int64
+	o.beforeSummary = func(ctx context.Context, pool *pgxpool.Pool) error {
+		return pool.QueryRow(ctx, `UPDATE flight SET stnd = 'Z99'
+			WHERE flid = (SELECT min(flid) FROM flight WHERE state = 'ACTIVE') RETURNING flid`).Scan(&changed)
+	}
+	var out bytes.Buffer
+	err = demo(ctx, o, &out)
+	text := out.String()
+	require.ErrorIs(t, err, errMismatch, text)
+	require.NotZero(t, changed)
+	require.Regexp(t, `flights = model +\d+ flights compared .*: MISMATCH`, text)
+	require.Contains(t, text, "FLID "+strconv.FormatInt(changed, 10)+` stnd: want `, "the flight and the field")
+	require.Contains(t, text, `got "Z99"`, "the stored value")
+	require.Contains(t, text, "verdict                    MISMATCH")
+	// Only the injected difference (and the state topic, which carries the true state) differ.
+	require.Regexp(t, `intended outcomes .*: ok`, text)
+	require.Regexp(t, `msgx.flight.changes \d+ events \(expected \d+: .*\): ok`, text)
+
+	// The hints, run as printed after the demo ended (nothing of it runs any more).
+	for _, cmd := range []string{"status", "replay --dry-run --class EXHAUSTED"} {
+		m := regexp.MustCompile(`(?m)^  (MSGX_PG_URL='[^']+' \S+/msgxctl ` + regexp.QuoteMeta(cmd) + `)$`).FindStringSubmatch(text)
+		require.NotNil(t, m, "a hint runs msgxctl %s:\n%s", cmd, text)
+		require.Contains(t, m[1], "/"+o.pgDB+"?", "the hint names the demo's database")
+		sh := exec.CommandContext(ctx, "sh", "-c", m[1])
+		sh.Dir = root
+		sh.Env = stack.CleanEnv() // the hint's own settings decide
+		got, err := sh.CombinedOutput()
+		require.NoError(t, err, "%s:\n%s", m[1], got)
+		require.NotEmpty(t, got)
+		if cmd == "status" {
+			require.Regexp(t, `(?i)watermark`, string(got))
+		}
+	}
+}
+
+// dropDemo drops what the demo left: its two databases, its roles and mailbox users.
+func dropDemo(t *testing.T, o options) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, o.pgServer+"/postgres?sslmode=disable")
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{o.pgDB}.Sanitize()+" WITH (FORCE)")
+	require.NoError(t, err)
+	for _, r := range roles.PGRoles {
+		_, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{roles.Name(o.rolePrefix, r)}.Sanitize())
+		require.NoError(t, err)
+	}
+	db, err := sql.Open("mysql", o.mysqlServer)
+	if err == nil {
+		defer db.Close()
+		for _, r := range roles.MySQLRoles {
+			_, err := db.ExecContext(ctx, "DROP USER IF EXISTS "+roles.MySQLUser(roles.MySQLOptions{Prefix: o.rolePrefix}, r))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, err)
+	require.NoError(t, mailboxdb.DropDatabase(ctx, o.mysqlServer, o.mailDB))
+}
