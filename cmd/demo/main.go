@@ -295,4 +295,3 @@ func progress(out io.Writer, el time.Duration, written, total int, s status.Snap
 		el.Seconds(), written, total, s.Watermark, done, s.ByStatus["PENDING"]+s.ByStatus["FAILED"], head, dead,
 		c.Count("msgx.flight.changes"), c.Count("msgx.flight.state"))
 }
-
