@@ -1,8 +1,9 @@
 // Command devstack brings up a local msgx: PostgreSQL database msgx (migrated), the mailbox
 // database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
 // 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
-// its own process (logs in .devstack/logs), and the simulated AODB answering msgx's requests
-// (-aodb). It supervises the binaries like Kubernetes would: one that exits is reported (exit
+// its own process (logs in .devstack/logs) connected as its own least-privilege PostgreSQL role
+// and MariaDB user (pkg/roles, production names msgx_ingest, …, fresh passwords at each start),
+// its API behind a bearer token, and the simulated AODB answering msgx's requests (-aodb). It supervises the binaries like Kubernetes would: one that exits is reported (exit
 // code or signal, its last log lines) and started again after a delay that doubles while it
 // keeps crashing. It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started
 // by scripts/ensure-db.sh (make up runs it first).
@@ -21,6 +22,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/roles"
 )
 
 func main() {
@@ -64,9 +66,13 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	access, err := stack.ApplyRoles(ctx, pgURL, mysqlDSN, roles.DefaultPrefix)
+	if err != nil {
+		return err
+	}
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "logs"),
-		PGURL: pgURL, MySQL: mysqlDSN, KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,
+		RoleEnv: access.RoleEnv(), KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,
 		Env: []string{"MSGX_POLL_INTERVAL=200ms"},
 		Supervise: &stack.Supervision{
 			Delay:  *restartDelay,
@@ -79,15 +85,17 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("devstack: up\n  PostgreSQL  %s\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
-		pgURL, mysqlDSN, s.Brokers, kafkaDir, filepath.Join(dir, "logs", stack.Broker+".log"))
+	fmt.Printf("devstack: up (each binary logs in as its own role %s<binary>)\n  PostgreSQL  %s   (administrator: migrations and roles)\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
+		roles.DefaultPrefix, pgURL, mysqlDSN, s.Brokers, kafkaDir, filepath.Join(dir, "logs", stack.Broker+".log"))
 	for _, b := range stack.Binaries {
 		fmt.Printf("  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(dir, "logs", b+".log"))
 	}
 	fmt.Printf("  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
 	fmt.Printf("  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
 	fmt.Printf("  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
-	fmt.Printf("  status:       MSGX_PG_URL='%s' %s status\n", pgURL, filepath.Join(dir, "bin", "msgxctl"))
+	ctl := filepath.Join(dir, "bin", "msgxctl")
+	fmt.Printf("  status:       MSGX_PG_URL='%s' %s status   (read-only role)\n", access.PG[roles.Reader], ctl)
+	fmt.Printf("  operator:     export MSGX_PG_URL='%s'   (msgxctl replay, dlq, request …)\n", access.PG[roles.Admin])
 	if *aodb {
 		cfg := simulate.DefaultConfig().Today()
 		a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
@@ -99,8 +107,8 @@ func run(ctx context.Context, args []string) error {
 				fmt.Println("devstack: simulated AODB:", err)
 			}
 		}()
-		fmt.Printf("  AODB:         simulated, answers coutmsgs requests for %s (%d flights): %s request schedule --from %s --to %s --reason try\n",
-			cfg.Date.Format(time.DateOnly), cfg.Flights, filepath.Join(dir, "bin", "msgxctl"), cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
+		fmt.Printf("  AODB:         simulated, answers coutmsgs requests for %s (%d flights): MSGX_PG_URL='%s' %s request schedule --from %s --to %s --reason try\n",
+			cfg.Date.Format(time.DateOnly), cfg.Flights, access.PG[roles.Admin], ctl, cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
 	}
 	fmt.Println("devstack: Ctrl-C stops everything")
 	<-ctx.Done()
