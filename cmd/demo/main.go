@@ -234,7 +234,7 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	ok, err := summary(ctx, out, summaryInput{day: day, written: *wr, answers: aodb.Stats().Answers, snap: snap,
-		consumer: consumer, lat: lat, mailbox: db, pool: pool, bootOK: bootOK})
+		consumer: consumer, lat: lat, mailbox: db, pool: pool, bootOK: bootOK, prefix: o.rolePrefix})
 	if err != nil {
 		return err
 	}

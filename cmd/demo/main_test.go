@@ -60,6 +60,7 @@ func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
 	require.Contains(t, text, "verdict                    MISMATCH")
 	// Only the injected difference (and the state topic, which carries the true state) differ.
 	require.Regexp(t, `intended outcomes .*: ok`, text)
+	require.Regexp(t, `database sessions +every binary's PostgreSQL session as its own role t_\w+_<binary>: ok; mailbox accounts connected: .*t_\w+_ingest`, text)
 	require.Regexp(t, `msgx.flight.changes \d+ events \(expected \d+: .*\): ok`, text)
 
 	// The hints, run as printed after the demo ended (nothing of it runs any more).

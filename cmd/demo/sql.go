@@ -14,6 +14,12 @@ const (
 	sentByTargetSQL = `SELECT target, count(*) FROM msg_event WHERE status = 'SENT' GROUP BY 1`
 	// enqueuedSQL: when ingest enqueued each message (its watermark passed the id).
 	enqueuedSQL = `SELECT msg_id, enqueued_at FROM proc_state`
+	// sessionsSQL lists the binaries' PostgreSQL sessions (application_name msgx-<binary>[-…])
+	// with the role each logged in as.
+	sessionsSQL = `SELECT DISTINCT application_name, usename::text FROM pg_stat_activity
+ WHERE datname = current_database() AND application_name LIKE 'msgx-%'`
+	// mailboxUsersSQL lists the accounts connected to the mailbox server (MySQL).
+	mailboxUsersSQL = `SELECT DISTINCT USER FROM information_schema.PROCESSLIST WHERE DB = DATABASE()`
 	// mailboxIDsSQL lists every row of the mailbox (MySQL): the day's messages and the AODB's
 	// answers.
 	mailboxIDsSQL = `SELECT CMINMSGS_ID FROM cminmsgs`

@@ -30,6 +30,7 @@ type summaryInput struct {
 	mailbox  *sql.DB
 	pool     *pgxpool.Pool
 	bootOK   bool
+	prefix   string // the binaries' role names: <prefix>ingest, …
 }
 
 // shownProblems is how many differences a failed check prints.
@@ -133,6 +134,15 @@ func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) 
 	check("", "versions never decrease", "no FLID's state_version goes down on a topic")
 	check("", "records = sent events", "every record is a SENT outbox event, every SENT KAFKA:msg event is on its topic")
 
+	pgWrong, myUsers, err := sessions(ctx, in)
+	if err != nil {
+		return false, err
+	}
+	line("database sessions", "every binary's PostgreSQL session as its own role %s<binary>: %s; mailbox accounts connected: %s (root: the simulator, writer and AODB)",
+		in.prefix, ok(len(pgWrong) == 0), strings.Join(myUsers, ", "))
+	for _, w := range pgWrong {
+		fmt.Fprintf(out, "%-26s   %s\n", "", w)
+	}
 	if err := latency(ctx, out, in); err != nil {
 		return false, err
 	}
@@ -175,6 +185,47 @@ func latency(ctx context.Context, out io.Writer, in summaryInput) error {
 	fmt.Fprintf(out, "%-26s %-33s only after MSGX_MAX_COMMIT_DELAY=%s) or a lower id committed later (%d out-of-order commits)\n", "", "", maxCommitDelay, in.written.OutOfOrder)
 	fmt.Fprintf(out, "%-26s %s processing and delivery (enqueued → on Kafka): the latency without those waits\n", "", text(stack.Quantiles(deliver, ps...)))
 	return nil
+}
+
+// sessions lists the binaries' PostgreSQL sessions not logged in as their own role (none: each
+// binary runs as its least-privilege role), and the accounts connected to the mailbox.
+func sessions(ctx context.Context, in summaryInput) (wrong, mailboxUsers []string, err error) {
+	rows, err := in.pool.Query(ctx, sessionsSQL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read sessions: %w", err)
+	}
+	var app, user string
+	seen := map[string]bool{}
+	if _, err := pgx.ForEachRow(rows, []any{&app, &user}, func() error {
+		bin, _, _ := strings.Cut(strings.TrimPrefix(app, "msgx-"), "-")
+		seen[bin] = true
+		if want := roles.Name(in.prefix, roles.Role(bin)); user != want {
+			wrong = append(wrong, fmt.Sprintf("%s connects as %s, not %s", app, user, want))
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("read sessions: %w", err)
+	}
+	for _, b := range stack.Binaries {
+		if !seen[b] {
+			wrong = append(wrong, b+": no session")
+		}
+	}
+	myRows, err := in.mailbox.QueryContext(ctx, mailboxUsersSQL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read mailbox sessions: %w", err)
+	}
+	defer myRows.Close()
+	for myRows.Next() {
+		var u string
+		if err := myRows.Scan(&u); err != nil {
+			return nil, nil, err
+		}
+		mailboxUsers = append(mailboxUsers, u)
+	}
+	slices.Sort(mailboxUsers)
+	slices.Sort(wrong)
+	return wrong, mailboxUsers, myRows.Err()
 }
 
 // answers returns the mailbox rows besides the day's messages (the AODB's answers), each
