@@ -92,18 +92,15 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 	}
-	pgURL, mysqlDSN, err := stack.Prepare(ctx, stack.Databases{
-		PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB, Fresh: true,
-	})
-	if err != nil {
-		return err
-	}
 	// Each binary logs in as its own least-privilege role and mailbox user (pkg/roles), as in
 	// production; the demo itself observes as the administrator.
-	access, err := stack.ApplyRoles(ctx, pgURL, mysqlDSN, o.rolePrefix)
+	db, err := stack.PrepareRoles(ctx, stack.Databases{
+		PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB, Fresh: true,
+	}, o.rolePrefix)
 	if err != nil {
 		return err
 	}
+	pgURL, mysqlDSN, access := db.PGURL, db.MySQLDSN, db.Access
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: o.binDir, LogDir: o.logDir, RoleEnv: access.RoleEnv(), RandomPorts: true,
 		Env: []string{"MSGX_POLL_INTERVAL=100ms", "MSGX_BACKFILL_INTERVAL=2s", "MSGX_SCHD_FLUSH_PERIOD=1s", "MSGX_MAX_COMMIT_DELAY=" + maxCommitDelay.String(),
@@ -157,12 +154,12 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 
-	db, err := simulate.OpenMailbox(mysqlDSN)
+	mailbox, err := simulate.OpenMailbox(mysqlDSN)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	w, err := simulate.NewWriter(db, simulate.WriterConfig{
+	defer mailbox.Close()
+	w, err := simulate.NewWriter(mailbox, simulate.WriterConfig{
 		Conns: 4, Pace: simulate.PaceSteady, Rate: o.rate, HoldShare: 0.05, RollbackShare: 0.003, Seed: o.seed,
 		Committed: lat.Commit,
 	})
@@ -234,7 +231,7 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	ok, err := summary(ctx, out, summaryInput{day: day, written: *wr, answers: aodb.Stats().Answers, snap: snap,
-		consumer: consumer, lat: lat, mailbox: db, pool: pool, bootOK: bootOK, prefix: o.rolePrefix})
+		consumer: consumer, lat: lat, mailbox: mailbox, pool: pool, bootOK: bootOK, prefix: o.rolePrefix})
 	if err != nil {
 		return err
 	}

@@ -60,16 +60,13 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	pgURL, mysqlDSN, err := stack.Prepare(ctx, stack.Databases{
+	db, err := stack.PrepareRoles(ctx, stack.Databases{
 		PGServer: *pgServer, PGDatabase: "msgx", MySQLServer: *myServer, MySQLDB: "msgx_mailbox", Fresh: *fresh,
-	})
+	}, roles.DefaultPrefix)
 	if err != nil {
 		return err
 	}
-	access, err := stack.ApplyRoles(ctx, pgURL, mysqlDSN, roles.DefaultPrefix)
-	if err != nil {
-		return err
-	}
+	pgURL, mysqlDSN, access := db.PGURL, db.MySQLDSN, db.Access
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "logs"),
 		RoleEnv: access.RoleEnv(), KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,

@@ -22,6 +22,23 @@ type Access struct {
 	MySQL  map[roles.Role]string // MSGX_MYSQL_DSN per mailbox user (roles.MySQLRoles)
 }
 
+// Prepared are a stack's databases with msgx's roles applied.
+type Prepared struct {
+	PGURL, MySQLDSN string // the administrator's logins (Prepare's)
+	Access          Access // the roles' logins
+}
+
+// PrepareRoles is Prepare, then ApplyRoles under prefix: the production way to run the binaries
+// (Access.RoleEnv), each as its own least-privilege role.
+func PrepareRoles(ctx context.Context, d Databases, prefix string) (Prepared, error) {
+	pgURL, mysqlDSN, err := Prepare(ctx, d)
+	if err != nil {
+		return Prepared{}, err
+	}
+	a, err := ApplyRoles(ctx, pgURL, mysqlDSN, prefix)
+	return Prepared{PGURL: pgURL, MySQLDSN: mysqlDSN, Access: a}, err
+}
+
 // ApplyRoles creates (or updates) the PostgreSQL roles of pkg/roles over the public schema of
 // pgURL's database and the mailbox users over mysqlDSN's database, under prefix, with fresh
 // random passwords, exactly as `msgxctl roles apply --mysql` does. PostgreSQL roles and MySQL
