@@ -193,8 +193,9 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 				return fmt.Errorf("simulator: %w", r.err)
 			}
 			wr = &r.w
-			fmt.Fprintf(out, "demo: all %d messages written in %s (%d out-of-order commits; %d rolled-back inserts consumed ids %v, so W ends %d above the messages' count, plus the AODB's answers)\n",
-				len(r.w.IDs), time.Since(start).Round(time.Millisecond), r.w.OutOfOrder, len(r.w.Gaps), r.w.Gaps, len(r.w.Gaps))
+			fmt.Fprintf(out, "demo: all %d messages written in %s (%d out-of-order commits; %d rolled-back inserts consumed ids %v without a row:\n"+
+				"      W ends at %d messages + %d rolled-back ids + the AODB's answers)\n",
+				len(r.w.IDs), time.Since(start).Round(time.Millisecond), r.w.OutOfOrder, len(r.w.Gaps), r.w.Gaps, len(r.w.IDs), len(r.w.Gaps))
 		case <-tick.C:
 		}
 		snap, err := status.Read(ctx, pool, time.Now())

@@ -178,12 +178,15 @@ func latency(ctx context.Context, out io.Writer, in summaryInput) error {
 			behind++
 		}
 	}
-	fmt.Fprintf(out, "%-26s %s (%d messages: mailbox commit → their first record on msgx.flight.changes), made of\n",
+	pad := strings.Repeat(" ", 27+35+2) // under the explanation
+	fmt.Fprintf(out, "%-26s %s  mailbox commit → first record on msgx.flight.changes (%d messages with a record), made of\n",
 		"end-to-end latency", text(in.lat.Percentiles(ps...)), arrived)
-	fmt.Fprintf(out, "%-26s %s waiting to be ingested (commit → enqueued): ingest takes rows only in id order, so a row\n", "", text(stack.Quantiles(wait, ps...)))
-	fmt.Fprintf(out, "%-26s %-33s waits while a lower id is missing: %d messages waited over 1s — behind the %d rolled-back ids (W skips one\n", "", "", behind, len(in.written.Gaps))
-	fmt.Fprintf(out, "%-26s %-33s only after MSGX_MAX_COMMIT_DELAY=%s) or a lower id committed later (%d out-of-order commits)\n", "", "", maxCommitDelay, in.written.OutOfOrder)
-	fmt.Fprintf(out, "%-26s %s processing and delivery (enqueued → on Kafka): the latency without those waits\n", "", text(stack.Quantiles(deliver, ps...)))
+	fmt.Fprintf(out, "%-26s %s  commit → enqueued. Ingest takes rows in id order: a row waits while a lower id is\n",
+		"  waiting to be ingested", text(stack.Quantiles(wait, ps...)))
+	fmt.Fprintf(out, "%smissing. %d messages waited over 1 s, behind the %d rolled-back ids (W skips one only\n", pad, behind, len(in.written.Gaps))
+	fmt.Fprintf(out, "%safter MSGX_MAX_COMMIT_DELAY=%s) or behind the %d commits out of id order\n", pad, maxCommitDelay, in.written.OutOfOrder)
+	fmt.Fprintf(out, "%-26s %s  enqueued → on Kafka: the pipeline's latency without those waits\n",
+		"  processing and delivery", text(stack.Quantiles(deliver, ps...)))
 	return nil
 }
 
