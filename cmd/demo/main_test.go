@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"net/url"
 	"os/exec"
 	"regexp"
@@ -11,14 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/roles"
 )
 
 // TestDemoFailsOnOneDifferentFlight runs the demo on a small day in its own databases and roles,
@@ -42,7 +39,11 @@ func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
 		pgServer: admin.String(), mysqlServer: mailboxdb.ServerDSN(),
 		pgDB: "demo_" + suffix, mailDB: "demo_" + suffix + "_mailbox", rolePrefix: "t_" + suffix + "_",
 		root: root, binDir: binDir, prebuilt: true, logDir: t.TempDir()}
-	t.Cleanup(func() { dropDemo(t, o) })
+	t.Cleanup(func() {
+		d := stack.Databases{PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB}
+		require.NoError(t, stack.Drop(context.Background(), d))
+		require.NoError(t, stack.DropRoles(context.Background(), d, o.rolePrefix))
+	})
 
 	var changed int64
 	o.beforeSummary = func(ctx context.Context, pool *pgxpool.Pool) error {
@@ -78,28 +79,4 @@ func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
 			require.Regexp(t, `(?i)watermark`, string(got))
 		}
 	}
-}
-
-// dropDemo drops what the demo left: its two databases, its roles and mailbox users.
-func dropDemo(t *testing.T, o options) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, o.pgServer+"/postgres?sslmode=disable")
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{o.pgDB}.Sanitize()+" WITH (FORCE)")
-	require.NoError(t, err)
-	for _, r := range roles.PGRoles {
-		_, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{roles.Name(o.rolePrefix, r)}.Sanitize())
-		require.NoError(t, err)
-	}
-	db, err := sql.Open("mysql", o.mysqlServer)
-	if err == nil {
-		defer db.Close()
-		for _, r := range roles.MySQLRoles {
-			_, err := db.ExecContext(ctx, "DROP USER IF EXISTS "+roles.MySQLUser(roles.MySQLOptions{Prefix: o.rolePrefix}, r))
-			require.NoError(t, err)
-		}
-	}
-	require.NoError(t, err)
-	require.NoError(t, mailboxdb.DropDatabase(ctx, o.mysqlServer, o.mailDB))
 }

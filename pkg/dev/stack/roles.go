@@ -112,3 +112,29 @@ func password() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// DropRoles drops the roles and mailbox users ApplyRoles made under prefix (after Drop: a role
+// that still holds privileges in a database cannot be dropped).
+func DropRoles(ctx context.Context, d Databases, prefix string) error {
+	conn, err := pgx.Connect(ctx, d.PGServer+"/postgres?sslmode=disable")
+	if err != nil {
+		return fmt.Errorf("connect PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, r := range roles.PGRoles {
+		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{roles.Name(prefix, r)}.Sanitize()); err != nil {
+			return fmt.Errorf("drop role: %w", err)
+		}
+	}
+	db, err := sql.Open("mysql", d.MySQLServer)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, r := range roles.MySQLRoles {
+		if _, err := db.ExecContext(ctx, "DROP USER IF EXISTS "+roles.MySQLUser(roles.MySQLOptions{Prefix: prefix}, r)); err != nil {
+			return fmt.Errorf("drop mailbox user: %w", err)
+		}
+	}
+	return nil
+}
