@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/url"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -13,9 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/stack"
-	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/stack/stacktest"
 )
 
 // TestDemoFailsOnOneDifferentFlight runs the demo on a small day in its own databases and roles,
@@ -31,19 +29,10 @@ func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
 	binDir := t.TempDir()
 	require.NoError(t, stack.Build(ctx, binDir))
 
-	suffix := testdb.RandomSuffix()
-	admin, err := url.Parse(testdb.AdminURL())
-	require.NoError(t, err)
-	admin.Path, admin.RawQuery = "", ""
+	d, prefix := stacktest.Scratch(t, "demo")
 	o := options{flights: 20, rate: 400, seed: 7, bad: 0.05,
-		pgServer: admin.String(), mysqlServer: mailboxdb.ServerDSN(),
-		pgDB: "demo_" + suffix, mailDB: "demo_" + suffix + "_mailbox", rolePrefix: "t_" + suffix + "_",
+		pgServer: d.PGServer, mysqlServer: d.MySQLServer, pgDB: d.PGDatabase, mailDB: d.MySQLDB, rolePrefix: prefix,
 		root: root, binDir: binDir, prebuilt: true, logDir: t.TempDir()}
-	t.Cleanup(func() {
-		d := stack.Databases{PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB}
-		require.NoError(t, stack.Drop(context.Background(), d))
-		require.NoError(t, stack.DropRoles(context.Background(), d, o.rolePrefix))
-	})
 
 	var changed int64
 	o.beforeSummary = func(ctx context.Context, pool *pgxpool.Pool) error {

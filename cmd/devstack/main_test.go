@@ -1,44 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"net/http"
-	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/stack"
-	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dev/stack/stacktest"
 	"github.com/msgx/msgx/pkg/roles"
 )
-
-// syncBuffer is devstack's output: the supervisor writes from its own goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDevstackRunsEachBinaryAsItsRole brings the local stack up on its own databases, roles and
 // ports, and checks what `make up` promises: every binary's PostgreSQL sessions are its own
@@ -50,36 +29,34 @@ func TestDevstackRunsEachBinaryAsItsRole(t *testing.T) {
 	binDir := t.TempDir()
 	require.NoError(t, stack.Build(ctx, binDir))
 
-	suffix := testdb.RandomSuffix()
-	admin, err := url.Parse(testdb.AdminURL())
-	require.NoError(t, err)
-	admin.Path, admin.RawQuery = "", ""
-	o := options{fresh: true, pgServer: admin.String(), mysqlServer: mailboxdb.ServerDSN(),
-		pgDB: "devstack_" + suffix, mailDB: "devstack_" + suffix + "_mailbox", rolePrefix: "t_" + suffix + "_",
-		restartDelay: time.Second, binDir: binDir, prebuilt: true, randomPorts: true,
+	d, prefix := stacktest.Scratch(t, "devstack")
+	o := options{fresh: true, pgServer: d.PGServer, mysqlServer: d.MySQLServer, pgDB: d.PGDatabase, mailDB: d.MySQLDB,
+		rolePrefix: prefix, restartDelay: time.Second, binDir: binDir, prebuilt: true, randomPorts: true,
 		logDir: t.TempDir(), dataDir: t.TempDir()}
-	d := stack.Databases{PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB}
-	t.Cleanup(func() {
-		require.NoError(t, stack.Drop(context.Background(), d))
-		require.NoError(t, stack.DropRoles(context.Background(), d, o.rolePrefix))
-	})
 
 	up := make(chan *stack.Stack, 1)
 	o.up = func(s *stack.Stack) { up <- s }
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	out := &syncBuffer{}
+	out, err := os.CreateTemp(t.TempDir(), "out") // the supervisor writes from its own goroutines
+	require.NoError(t, err)
+	defer out.Close()
+	output := func() string {
+		b, err := os.ReadFile(out.Name())
+		require.NoError(t, err)
+		return string(b)
+	}
 	done := make(chan error, 1)
 	go func() { done <- devstack(runCtx, o, out) }()
 	var s *stack.Stack
 	select {
 	case s = <-up:
 	case err := <-done:
-		t.Fatalf("devstack ended before it was up: %v\n%s", err, out)
+		t.Fatalf("devstack ended before it was up: %v\n%s", err, output())
 	case <-ctx.Done():
-		t.Fatalf("devstack not up:\n%s", out)
+		t.Fatalf("devstack not up:\n%s", output())
 	}
-	text := out.String()
+	text := output()
 
 	// Every binary's pools (its main pool, the leader session, ingest's API pool) as its role.
 	conn, err := pgx.Connect(ctx, o.pgServer+"/"+o.pgDB+"?sslmode=disable")
@@ -136,6 +113,6 @@ func TestDevstackRunsEachBinaryAsItsRole(t *testing.T) {
 	require.Regexp(t, `(?m)^watermark +0$`, string(got))
 
 	stop()
-	require.NoError(t, <-done, out.String())
-	require.Contains(t, out.String(), "devstack: stopping")
+	require.NoError(t, <-done, output())
+	require.Contains(t, output(), "devstack: stopping")
 }
