@@ -124,7 +124,7 @@ func Run(ctx context.Context, spec Spec) error {
 	work := func(ctx context.Context, lease leader.Lease) error {
 		live.begin()
 		defer live.end()
-		lease.Beat = live.Beat
+		lease.Beat, lease.Quit = live.Beat, live.Quit
 		return spec.Work(ctx, lease)
 	}
 

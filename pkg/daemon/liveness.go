@@ -10,16 +10,17 @@ import (
 )
 
 // Liveness is the heartbeat of the leader's stage loops, behind /healthz: every loop ticks once
-// per iteration (leader.Lease.Tick), and Check fails when one of them has not ticked for the
-// stall threshold (MSGX_LIVENESS_STALL) — a hung loop, which the kubelet then restarts — or when
-// none has ticked that long since the term started. A standby runs no loop and is alive.
+// per iteration (leader.Lease.Tick), and Check fails when a running loop has not ticked for the
+// stall threshold (MSGX_LIVENESS_STALL) — a hung loop, which the kubelet then restarts. A loop
+// that ended (leader.Lease.Stopped; all of them when the term ends) is not expected to tick:
+// the dispatcher waiting for a broker between its Kafka terms, or a standby, is alive. Waiting
+// on a dependency is not a hang, and a restart would not fix it.
 type Liveness struct {
 	clock clock.Clock
 	stall time.Duration
 
 	mu    sync.Mutex
 	term  bool
-	start time.Time
 	beats map[string]time.Time
 }
 
@@ -32,7 +33,7 @@ func NewLiveness(clk clock.Clock, stall time.Duration) *Liveness {
 func (l *Liveness) begin() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.term, l.start, l.beats = true, l.clock.Now(), map[string]time.Time{}
+	l.term, l.beats = true, map[string]time.Time{}
 }
 
 // end ends the term: the loops are gone, and a standby is alive.
@@ -51,7 +52,14 @@ func (l *Liveness) Beat(loop string) {
 	}
 }
 
-// Check is nil while every loop of the term ticked within the threshold.
+// Quit records that the named loop ended.
+func (l *Liveness) Quit(loop string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.beats, loop)
+}
+
+// Check is nil while every running loop of the term ticked within the threshold.
 func (l *Liveness) Check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -59,12 +67,6 @@ func (l *Liveness) Check() error {
 		return nil
 	}
 	now := l.clock.Now()
-	if len(l.beats) == 0 {
-		if age := now.Sub(l.start); age > l.stall {
-			return fmt.Errorf("no stage loop has ticked in the %s since the leadership term started (MSGX_LIVENESS_STALL %s)", age, l.stall)
-		}
-		return nil
-	}
 	loops := make([]string, 0, len(l.beats))
 	for loop := range l.beats {
 		loops = append(loops, loop)

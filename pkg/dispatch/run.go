@@ -23,18 +23,21 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	// The processor's commits wake the KAFKA:msg loop at once; polling stays the fallback.
 	outboxWake := wake.Listen(gctx, d.store.ConnConfig(), wake.Outbox, log)
 	g.Go(func() error {
+		defer lease.Stopped(event.TargetMsg)
 		return d.loop(gctx, event.TargetMsg, d.cfg.Idle, d.cfg.Batch, outboxWake.Wait, func(ctx context.Context) (Result, error) {
 			lease.Tick(event.TargetMsg)
 			return d.StepMsg(ctx, lease)
 		})
 	})
 	g.Go(func() error {
+		defer lease.Stopped(event.TargetSchd)
 		return d.loop(gctx, event.TargetSchd, d.cfg.FlushPeriod, d.cfg.FlushLimit, sleep, func(ctx context.Context) (Result, error) {
 			lease.Tick(event.TargetSchd)
 			return d.FlushStates(ctx, lease)
 		})
 	})
 	g.Go(func() error {
+		defer lease.Stopped("stats")
 		for {
 			lease.Tick("stats")
 			if err := d.RefreshStats(gctx); err != nil && gctx.Err() == nil {

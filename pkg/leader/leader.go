@@ -79,15 +79,25 @@ RETURNING epoch`
 type Lease struct {
 	Role  string
 	Epoch int64
-	// Beat, when set, records that the named stage loop of this term ticked (pkg/daemon's
-	// liveness: /healthz fails when a loop stops ticking). Loops call Tick.
+	// Beat and Quit, when set, record that the named stage loop of this term ticked, or ended
+	// (pkg/daemon's liveness: /healthz fails when a running loop stops ticking). Loops call
+	// Tick once per iteration, and Stopped when they end before the term does.
 	Beat func(loop string)
+	Quit func(loop string)
 }
 
 // Tick records one iteration of the named stage loop (no-op without Beat).
 func (l Lease) Tick(loop string) {
 	if l.Beat != nil {
 		l.Beat(loop)
+	}
+}
+
+// Stopped records that the named loop ended: it is no longer expected to tick (no-op without
+// Quit).
+func (l Lease) Stopped(loop string) {
+	if l.Quit != nil {
+		l.Quit(loop)
 	}
 }
 
