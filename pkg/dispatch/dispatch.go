@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +48,10 @@ type Config struct {
 	// SendWarn is how long a send may stay unanswered before a warning is logged (and again
 	// each time as long again passes).
 	SendWarn time.Duration `env:"MSGX_DISPATCH_SEND_WARN" default:"5s" desc:"dispatcher: log a warning when a send has been waiting for the broker this long"`
+	// HoldFile is a test hook (the real-process zombie test, issue 16): while this file exists,
+	// every send waits after its batch was read and before it reaches Kafka. Empty (the default)
+	// it is inert; MSGX_ENV=production refuses it.
+	HoldFile string `env:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
 }
 
 // Validate reports every bad value of the stage's settings, one line each.
@@ -150,11 +155,43 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 		})
 	}
 	arm()
+	d.hold(ctx, target, len(recs))
 	errs := d.sender.Send(ctx, recs)
 	wmu.Lock()
 	warn.Stop()
 	wmu.Unlock()
 	return errs
+}
+
+// holdPoll is how often a held send looks at its hold file.
+const holdPoll = 20 * time.Millisecond
+
+// hold is the HoldFile test hook: while the file exists it waits (ctx ending releases it too),
+// then the send goes on whatever the reason, as a paused process that resumes would.
+func (d *Dispatcher) hold(ctx context.Context, target string, records int) {
+	if d.cfg.HoldFile == "" {
+		return
+	}
+	if _, err := os.Stat(d.cfg.HoldFile); err != nil {
+		return
+	}
+	d.log.Warn().Str("target", target).Int("records", records).Str("hold_file", d.cfg.HoldFile).Msg("dev hold: send held")
+	t := time.NewTicker(holdPoll)
+	defer t.Stop()
+	reason := "hold file removed"
+	for {
+		if _, err := os.Stat(d.cfg.HoldFile); err != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			reason = "context ended"
+		case <-t.C:
+			continue
+		}
+		break
+	}
+	d.log.Warn().Str("target", target).Int("records", records).Str("reason", reason).Msg("dev hold: released; sending")
 }
 
 // Result is what one step did.
