@@ -155,8 +155,23 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 		})
 	}
 	arm()
-	d.hold(ctx, target, len(recs))
+	held := d.hold(ctx, target, len(recs))
+	if held {
+		// The held batch goes out even if the lease loss was noticed meanwhile: the hook stands
+		// for a send already on its way when the process was paused, the case Kafka must fence.
+		ctx = context.WithoutCancel(ctx)
+	}
 	errs := d.sender.Send(ctx, recs)
+	if held {
+		ev := d.log.Warn().Str("target", target).Int("records", len(recs))
+		for _, err := range errs {
+			if err != nil {
+				ev = ev.AnErr("answer", err)
+				break
+			}
+		}
+		ev.Msg("dev hold: the held send was answered")
+	}
 	wmu.Lock()
 	warn.Stop()
 	wmu.Unlock()
@@ -167,13 +182,14 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 const holdPoll = 20 * time.Millisecond
 
 // hold is the HoldFile test hook: while the file exists it waits (ctx ending releases it too),
-// then the send goes on whatever the reason, as a paused process that resumes would.
-func (d *Dispatcher) hold(ctx context.Context, target string, records int) {
+// then the send goes on whatever the reason, as a paused process that resumes would. It reports
+// whether it held.
+func (d *Dispatcher) hold(ctx context.Context, target string, records int) bool {
 	if d.cfg.HoldFile == "" {
-		return
+		return false
 	}
 	if _, err := os.Stat(d.cfg.HoldFile); err != nil {
-		return
+		return false
 	}
 	d.log.Warn().Str("target", target).Int("records", records).Str("hold_file", d.cfg.HoldFile).Msg("dev hold: send held")
 	t := time.NewTicker(holdPoll)
@@ -192,6 +208,7 @@ func (d *Dispatcher) hold(ctx context.Context, target string, records int) {
 		break
 	}
 	d.log.Warn().Str("target", target).Int("records", records).Str("reason", reason).Msg("dev hold: released; sending")
+	return true
 }
 
 // Result is what one step did.
