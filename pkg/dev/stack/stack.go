@@ -475,7 +475,7 @@ func (s *Stack) spawn(ctx context.Context, name, key string, args, env []string,
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(s.opts.BinDir, name), args...)
-	cmd.Env = append(append(append(cleanEnv(), s.Env()...), s.opts.RoleEnv[name]...), env...)
+	cmd.Env = append(append(append(CleanEnv(), s.Env()...), s.opts.RoleEnv[name]...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logf.Close()
@@ -608,7 +608,8 @@ func isSignalExit(err error) bool {
 	return ok && st.Signaled() && st.Signal() == syscall.SIGKILL
 }
 
-func cleanEnv() []string {
+// CleanEnv is the process environment without MSGX_ settings.
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "MSGX_") {
