@@ -131,6 +131,12 @@ func (d *Dispatcher) oldestUnacked() float64 {
 // send sends recs, tracking the send for the unacknowledged-age gauge and warning each
 // SendWarn while it waits.
 func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Record) []error {
+	held := d.hold(ctx, target, len(recs))
+	if held {
+		// The held batch goes out even if the lease loss was noticed meanwhile: the hook stands
+		// for a send already on its way when the process was paused, the case Kafka must fence.
+		ctx = context.WithoutCancel(ctx)
+	}
 	d.mu.Lock()
 	d.nextSend++
 	id := d.nextSend
@@ -155,12 +161,6 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 		})
 	}
 	arm()
-	held := d.hold(ctx, target, len(recs))
-	if held {
-		// The held batch goes out even if the lease loss was noticed meanwhile: the hook stands
-		// for a send already on its way when the process was paused, the case Kafka must fence.
-		ctx = context.WithoutCancel(ctx)
-	}
 	errs := d.sender.Send(ctx, recs)
 	if held {
 		ev := d.log.Warn().Str("target", target).Int("records", len(recs))
