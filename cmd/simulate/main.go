@@ -21,8 +21,8 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 // env is read once (the binaries' own MSGX_ variables and defaults); flags override it.
@@ -42,7 +42,7 @@ type options struct {
 
 func main() {
 	var e env
-	if err := setting.Load(&e, os.LookupEnv); err != nil {
+	if err := envconf.Process(&e); err != nil {
 		fmt.Fprintf(os.Stderr, "simulate: bad environment: %v\n", err)
 		os.Exit(2)
 	}

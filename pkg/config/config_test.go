@@ -46,6 +46,42 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	}
 }
 
+// Several bad values, some that do not parse and some that are refused, are all reported at once,
+// one line each, in declaration order.
+func TestEveryBadValueIsReportedAtOnce(t *testing.T) {
+	for k, v := range map[string]string{
+		"MSGX_POLL_INTERVAL":    "soon",
+		"MSGX_CLAIM_BATCH":      "many",
+		"MSGX_PG_MAX_CONNS":     "99999999999",
+		"MSGX_SHADOW":           "maybe",
+		"MSGX_MAX_ATTEMPTS":     "0",
+		"MSGX_AIRPORT_TZ":       "Mars/Olympus",
+		"MSGX_HISTORY_SWEEP_AT": "25:99",
+		"MSGX_KAFKA_ACKS":       "1",
+	} {
+		t.Setenv(k, v)
+	}
+	_, err := Load(RoleIngest)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Equal(t, []string{
+		`MSGX_PG_MAX_CONNS: cannot parse "99999999999" as int32`,
+		`MSGX_SHADOW: cannot parse "maybe" as bool`,
+		`MSGX_POLL_INTERVAL: cannot parse "soon" as Duration`,
+		`MSGX_CLAIM_BATCH: cannot parse "many" as int`,
+	}, lines[:4], "values that do not parse come first, in declaration order")
+	rest := strings.Join(lines[4:], "\n")
+	for _, want := range []string{
+		"MSGX_KAFKA_ACKS: producer rule D3",
+		`MSGX_AIRPORT_TZ: must be an IANA time zone, got "Mars/Olympus"`,
+		"MSGX_MAX_ATTEMPTS: must be between 1 and 100, got 0",
+		`MSGX_HISTORY_SWEEP_AT: must be HH:MM (airport time), got "25:99"`,
+	} {
+		require.Contains(t, rest, want)
+	}
+	require.Len(t, lines, 8, "one line per bad variable, nothing about the ones that do not parse (they are validated as their defaults): %s", err)
+}
+
 // productionEnv is a production configuration every refusal accepts: PostgreSQL verify-full,
 // MySQL tls=true, Kafka TLS with SCRAM, API tokens.
 var productionEnv = map[string]string{
