@@ -99,6 +99,20 @@ func (f *FlagSet) Parse(args []string) ([]string, error) {
 	return pos, nil
 }
 
+// AsksHelp reports whether args ask for the help or the version (before any "--"): a command
+// that must do something before it parses its flags (load its configuration) checks it first.
+func AsksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "-version", "--version":
+			return true
+		}
+	}
+	return false
+}
+
 // PrintUsage writes the usage line, the description and the flags to the help output.
 func (f *FlagSet) PrintUsage() {
 	fmt.Fprintf(f.out, "usage: %s %s\n", f.name, f.synopsis)

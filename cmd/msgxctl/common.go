@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/cmdline"
+	"github.com/msgx/msgx/pkg/config"
+)
+
+func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, cfg.PGURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect PostgreSQL: %w", err)
+	}
+	return pool, nil
+}
+
+// noArgs parses the flags of a command that takes no positional argument.
+func noArgs(fs *cmdline.FlagSet, args []string) error {
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fs.Usagef("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
+// parseIDs reads a comma-separated list of positive ids (flag --ids).
+func parseIDs(fs *cmdline.FlagSet, s string) ([]int64, error) {
+	var ids []int64
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(part, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fs.Refusef("--ids: %q is not an id", part)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// defaultActor names who runs msgxctl in audit rows: user@host, or "unknown".
+func defaultActor() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		h, _ := os.Hostname()
+		return u.Username + "@" + h
+	}
+	return "unknown"
+}
