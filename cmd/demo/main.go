@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/status"
@@ -28,11 +28,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "demo", run(ctx, os.Args[1:], os.Stdout))
+	stop()
+	os.Exit(code)
 }
 
 // latencies records mailbox commit times and Kafka arrival times.
@@ -81,12 +79,12 @@ func (l *latencies) percentiles(ps ...float64) []time.Duration {
 const maxCommitDelay = 3 * time.Second
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := cmdline.New("demo", "[--flights N] [--rate R] [--seed S] [--bad F]", "Runs a simulated airport day through a local stack and compares the outcome with the model.", os.Stdout)
 	flights := fs.Int("flights", 300, "flights in the simulated day")
 	rate := fs.Float64("rate", 150, "messages per second written to the mailbox")
 	seed := fs.Uint64("seed", 1, "simulation seed")
 	bad := fs.Float64("bad", 0.02, "share of bad messages (malformed, protocol errors, duplicates)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	root, err := stack.Root()

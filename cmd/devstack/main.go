@@ -11,7 +11,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,28 +18,27 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "devstack", run(ctx, os.Args[1:]))
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	fs := cmdline.New("devstack", "[--fresh] [flags]", "Runs msgx locally the way production runs it (make up): databases, broker, the binaries, supervised.", os.Stdout)
 	fresh := fs.Bool("fresh", false, "drop and recreate both databases (and empty the broker) first")
 	pgServer := fs.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
 	myServer := fs.String("mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
 	kafkaPort := fs.Int("kafka-port", 9092, "port of the development Kafka broker")
 	restartDelay := fs.Duration("restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
 	aodb := fs.Bool("aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	root, err := stack.Root()

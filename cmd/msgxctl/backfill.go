@@ -34,7 +34,7 @@ func backfillCmd(ctx context.Context, cfg config.Config, args []string, out io.W
 func backfillList(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs, asJSON := flags("backfill list-abandoned", "[--limit N] [--json]", "Lists the abandoned mailbox markers.", out)
 	limit := fs.Int("limit", 1000, "at most this many rows")
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	pool, err := openPool(ctx, cfg)
@@ -68,7 +68,7 @@ func backfillRetry(ctx context.Context, cfg config.Config, args []string, out io
 	idList := fs.String("ids", "", "comma-separated msg_ids of abandoned markers (required)")
 	reason := fs.String("reason", "", "why (audit; required)")
 	actor := fs.String("actor", defaultActor(), "who (audit)")
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	ids, err := parseIDs(fs, *idList)

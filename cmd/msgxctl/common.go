@@ -22,18 +22,6 @@ func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// noArgs parses the flags of a command that takes no positional argument.
-func noArgs(fs *cmdline.FlagSet, args []string) error {
-	pos, err := fs.Parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fs.Usagef("unexpected argument %q", pos[0])
-	}
-	return nil
-}
-
 // parseIDs reads a comma-separated list of positive ids (flag --ids).
 func parseIDs(fs *cmdline.FlagSet, s string) ([]int64, error) {
 	var ids []int64

@@ -52,7 +52,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 	limit := fs.Int("limit", 100, "list at most this many")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	all := fs.Bool("all", false, "list: the SKIPPED events too")
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	if *target != "" && *target != event.TargetMsg && *target != event.TargetSchd {

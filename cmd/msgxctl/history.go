@@ -43,7 +43,7 @@ func historySweep(ctx context.Context, cfg config.Config, args []string, out io.
 	wait := fs.Bool("wait", false, "wait until the jobs leader completed the sweep")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long --wait waits")
 	actor := fs.String("actor", defaultActor(), "who asked (recorded in job_state)")
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	pool, err := openPool(ctx, cfg)

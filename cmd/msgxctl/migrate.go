@@ -20,7 +20,7 @@ func init() {
 
 func migrateCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs, asJSON := flags("migrate", "[--json]", "Applies the PostgreSQL migrations msgx embeds to the database of MSGX_PG_URL (safe when two run at once).", out)
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	conn, err := pgx.Connect(ctx, cfg.PGURL)

@@ -27,7 +27,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	dry := fs.Bool("dry-run", false, "only report what would be requeued and which later messages touched the same flights")
 	reason := fs.String("reason", "", "why (audit; required unless --dry-run)")
 	actor := fs.String("actor", defaultActor(), "who (audit)")
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	ids, err := parseIDs(fs, *idList)

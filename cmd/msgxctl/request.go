@@ -163,7 +163,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 
 func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
 	fs, asJSON := flags("request list-open", "[--json]", "Lists the requests not answered yet.", out)
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	list, err := env.store.ListOpen(ctx)

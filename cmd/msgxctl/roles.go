@@ -45,7 +45,7 @@ unset variable leaves that role's password as it is.`
 	withPG := fs.Bool("pg", true, "the PostgreSQL roles, through MSGX_PG_URL (a role that may create roles and grant)")
 	withMySQL := fs.Bool("mysql", false, "also the mailbox users, through MSGX_MYSQL_DSN (an account that may create users and grant)")
 	mysqlHost := fs.String("mysql-host", "%", "host pattern of the mailbox accounts (narrow it to the pod network)")
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	var rep rolesReport

@@ -17,7 +17,7 @@ func init() {
 
 func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs, asJSON := flags("status", "[--json]", "Shows the pipeline at a glance: watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag.", out)
-	if err := noArgs(fs, args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	pool, err := openPool(ctx, cfg)

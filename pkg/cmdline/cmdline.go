@@ -99,6 +99,15 @@ func (f *FlagSet) Parse(args []string) ([]string, error) {
 	return pos, nil
 }
 
+// NoArgs parses the flags of a command that takes no positional argument.
+func (f *FlagSet) NoArgs(args []string) error {
+	pos, err := f.Parse(args)
+	if err == nil && len(pos) > 0 {
+		err = f.Usagef("unexpected argument %q", pos[0])
+	}
+	return err
+}
+
 // AsksHelp reports whether args ask for the help or the version (before any "--"): a command
 // that must do something before it parses its flags (load its configuration) checks it first.
 func AsksHelp(args []string) bool {
@@ -148,4 +157,15 @@ func Exit(stderr io.Writer, name string, err error) int {
 		fmt.Fprintln(stderr, msg)
 		return 1
 	}
+}
+
+// Service parses the command line of a service binary, which has no flags or arguments of its
+// own (its MSGX_ variables configure it). start reports whether the binary should start; when
+// not, code is its exit code, the help, the version or the usage error printed.
+func Service(name, about string, args []string, stdout, stderr io.Writer) (code int, start bool) {
+	fs := New(name, "[-h | --version]", about+"\n\nConfigured by its MSGX_ environment variables (docs/configuration.md).", stdout)
+	if err := fs.NoArgs(args); err != nil {
+		return Exit(stderr, name, err), false
+	}
+	return 0, true
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/envconf"
@@ -164,6 +166,55 @@ func Load(role Role) (Config, error) {
 		errs = append(errs, errors.New("MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new); without them every API request is refused"))
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// redacted is what the start-up log shows of a secret.
+const redacted = "[redacted]"
+
+// Redacted returns every variable's effective value by name, for the start-up log: passwords in
+// MSGX_PG_URL and MSGX_MYSQL_DSN, and every password, token and key variable, are redacted.
+func (c Config) Redacted() map[string]string {
+	vals := envconf.Values(c)
+	for name, v := range vals {
+		switch {
+		case v == "":
+		case name == "MSGX_PG_URL":
+			vals[name] = redactURL(v)
+		case name == "MSGX_MYSQL_DSN":
+			vals[name] = redactDSN(v)
+		case strings.Contains(name, "PASSWORD"), strings.Contains(name, "TOKEN"), strings.HasSuffix(name, "_KEY"), strings.Contains(name, "SECRET"):
+			vals[name] = redacted
+		}
+	}
+	return vals
+}
+
+// redactURL hides the password of a PostgreSQL URL, in its user info or its query.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return redacted // cannot tell where the password is
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", redacted)
+		u.RawQuery = q.Encode()
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), redacted)
+	}
+	return u.String()
+}
+
+// redactDSN hides the password of a go-sql-driver/mysql DSN.
+func redactDSN(s string) string {
+	dc, err := mysql.ParseDSN(s)
+	if err != nil {
+		return redacted
+	}
+	if dc.Passwd != "" {
+		dc.Passwd = redacted
+	}
+	return dc.FormatDSN()
 }
 
 // Validate checks every value and returns one line per bad one.

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/buildinfo"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
@@ -137,6 +138,14 @@ func Run(ctx context.Context, spec Spec) error {
 	})
 	start := time.Now()
 	err = g.Wait()
-	spec.Log.Info().Dur("uptime", time.Since(start)).Err(err).Msg("stopped")
+	spec.Log.Info().Float64("uptime_seconds", time.Since(start).Seconds()).Err(err).Msg("stopped")
 	return err
+}
+
+// LogStart is every binary's first log line: its build and the configuration it runs with,
+// secrets redacted (config.Config.Redacted).
+func LogStart(log zerolog.Logger, cfg config.Config) {
+	in := buildinfo.Read()
+	log.Info().Str("version", in.Version).Str("revision", in.Revision).Bool("modified", in.Modified).
+		Str("go_version", in.GoVersion).Interface("config", cfg.Redacted()).Msg("starting")
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -48,6 +49,37 @@ func Fields(v any) []Field {
 		}
 	})
 	return out
+}
+
+// Values returns the value of every variable of the struct v (or pointer to it) as text, by
+// variable name: what the process runs with. Lists are comma-separated.
+func Values(v any) map[string]string {
+	out := map[string]string{}
+	walk(reflect.Indirect(reflect.ValueOf(v)), func(f reflect.StructField, fv reflect.Value) {
+		if name := f.Tag.Get("envconfig"); name != "" {
+			out[name] = text(fv)
+		}
+	})
+	return out
+}
+
+func text(v reflect.Value) string {
+	if v.Kind() == reflect.Slice && v.Len() == 0 {
+		return ""
+	}
+	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+		if b, err := m.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
+	if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String {
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = v.Index(i).String()
+		}
+		return strings.Join(items, ",")
+	}
+	return fmt.Sprint(v.Interface())
 }
 
 // Process sets every field of *dst from the environment (a variable that is set) or its default

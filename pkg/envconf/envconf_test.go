@@ -120,3 +120,12 @@ func TestProblems(t *testing.T) {
 	p.Join(nil)
 	require.EqualError(t, p.Err(), "A: must be a positive duration, got 0s\nC: must be between 1 and 10, got 0\nE: must be set")
 }
+
+func TestValues(t *testing.T) {
+	t.Parallel()
+	o := outer{Wait: 1500 * time.Millisecond, On: true, List: []string{"A", "B"}, Conns: 8, Inner: inner{Batch: 50, Code: "AB", Tune: 7}}
+	require.Equal(t, map[string]string{
+		"T_WAIT": "1.5s", "T_ON": "true", "T_LIST": "A,B", "T_EMPTY": "", "T_CONNS": "8",
+		"T_BATCH": "50", "T_CODE": "AB", "T_LEVEL": "",
+	}, envconf.Values(&o), "variables only (no tuning values), effective values as text")
+}

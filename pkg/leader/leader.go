@@ -30,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/migrate"
 )
 
 // ErrFenced means the lease's epoch is no longer the role's current one: another instance took
@@ -205,7 +206,11 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 			if errors.Is(err, ErrPooler) {
 				return err
 			}
-			e.log.Warn().Err(err).Msg("leader campaign failed; retrying")
+			ev := e.log.Warn().Err(err)
+			if hint := migrate.Hint(err); hint != "" {
+				ev = ev.Str("hint", hint)
+			}
+			ev.Msg("leader campaign failed; retrying")
 			if !sleep(ctx, e.cfg.Retry) {
 				return nil
 			}
