@@ -164,7 +164,11 @@ func Exit(stderr io.Writer, name string, err error) int {
 // not, code is its exit code, the help, the version or the usage error printed.
 func Service(name, about string, args []string, stdout, stderr io.Writer) (code int, start bool) {
 	fs := New(name, "[-h | --version]", about+"\n\nConfigured by its MSGX_ environment variables (docs/configuration.md).", stdout)
-	if err := fs.NoArgs(args); err != nil {
+	pos, err := fs.Parse(args)
+	if err == nil && len(pos) > 0 {
+		err = fs.Usagef("unexpected argument %q (configure it with MSGX_ variables)", pos[0])
+	}
+	if err != nil {
 		return Exit(stderr, name, err), false
 	}
 	return 0, true
