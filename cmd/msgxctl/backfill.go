@@ -65,13 +65,9 @@ func backfillList(ctx context.Context, cfg config.Config, args []string, out io.
 func backfillRetry(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs, asJSON := flags("backfill retry", "--ids 1,2 --reason why [--actor A] [--json]",
 		"Makes abandoned markers due again; the backfill sweep retries them at its next run. Writes an audit row.", out)
-	idList := fs.String("ids", "", "comma-separated msg_ids of abandoned markers (required)")
-	reason := fs.String("reason", "", "why (audit; required)")
-	actor := fs.String("actor", defaultActor(), "who (audit)")
-	if err := fs.NoArgs(args); err != nil {
-		return err
-	}
-	ids, err := parseIDs(fs, *idList)
+	change := newChangeFlags(fs, "comma-separated msg_ids of abandoned markers (required)", "why (audit; required)")
+	reason, actor := change.reason, change.actor
+	ids, err := change.parse(args)
 	if err != nil {
 		return err
 	}

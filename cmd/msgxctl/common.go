@@ -22,6 +22,26 @@ func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// changeFlags are the flags of a command that changes rows by id, with an audit row: --ids,
+// --reason and --actor (default: who runs msgxctl).
+type changeFlags struct {
+	fs                    *cmdline.FlagSet
+	idList, reason, actor *string
+}
+
+func newChangeFlags(fs *cmdline.FlagSet, idsHelp, reasonHelp string) changeFlags {
+	return changeFlags{fs: fs, idList: fs.String("ids", "", idsHelp), reason: fs.String("reason", "", reasonHelp),
+		actor: fs.String("actor", defaultActor(), "who (audit)")}
+}
+
+// parse parses the command line (no positional arguments) and returns the --ids.
+func (c changeFlags) parse(args []string) ([]int64, error) {
+	if err := c.fs.NoArgs(args); err != nil {
+		return nil, err
+	}
+	return parseIDs(c.fs, *c.idList)
+}
+
 // parseIDs reads a comma-separated list of positive ids (flag --ids).
 func parseIDs(fs *cmdline.FlagSet, s string) ([]int64, error) {
 	var ids []int64

@@ -46,21 +46,17 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 	fs, asJSON := flags("dlq "+sub, dlqSynopsis[sub], dlqUsage, out)
 	target := fs.String("target", "", "KAFKA:msg or KAFKA:schd (default: both)")
 	flid := fs.String("flid", "", "select one FLID")
-	idList := fs.String("ids", "", "comma-separated event ids")
-	reason := fs.String("reason", "", "why (written to the audit row)")
-	actor := fs.String("actor", defaultActor(), "who (written to the audit row)")
+	change := newChangeFlags(fs, "comma-separated event ids", "why (written to the audit row)")
+	reason, actor := change.reason, change.actor
 	limit := fs.Int("limit", 100, "list at most this many")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	all := fs.Bool("all", false, "list: the SKIPPED events too")
-	if err := fs.NoArgs(args); err != nil {
+	ids, err := change.parse(args)
+	if err != nil {
 		return err
 	}
 	if *target != "" && *target != event.TargetMsg && *target != event.TargetSchd {
 		return fs.Refusef("--target must be %s or %s, got %q", event.TargetMsg, event.TargetSchd, *target)
-	}
-	ids, err := parseIDs(fs, *idList)
-	if err != nil {
-		return err
 	}
 	switch {
 	case sub == "replay" && (len(ids) == 0) == (*flid == ""):

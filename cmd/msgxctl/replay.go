@@ -23,14 +23,10 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	fs, asJSON := flags("replay", "(--class C | --ids 1,2,…) [--dry-run] [--reason R] [--actor A] [--json]",
 		"Requeues FAILED/DEAD messages as PENDING with a fresh attempt budget and an audit row. Run it with --dry-run first: it shows which later messages already changed the same flights.", out)
 	class := fs.String("class", "", fmt.Sprintf("replay every FAILED/DEAD message of this class (%s)", classList(processor.ReplayableClasses)))
-	idList := fs.String("ids", "", "comma-separated msg_ids")
 	dry := fs.Bool("dry-run", false, "only report what would be requeued and which later messages touched the same flights")
-	reason := fs.String("reason", "", "why (audit; required unless --dry-run)")
-	actor := fs.String("actor", defaultActor(), "who (audit)")
-	if err := fs.NoArgs(args); err != nil {
-		return err
-	}
-	ids, err := parseIDs(fs, *idList)
+	change := newChangeFlags(fs, "comma-separated msg_ids", "why (audit; required unless --dry-run)")
+	reason, actor := change.reason, change.actor
+	ids, err := change.parse(args)
 	if err != nil {
 		return err
 	}
