@@ -78,8 +78,15 @@ func historySweep(ctx context.Context, cfg config.Config, args []string, out io.
 		}
 		rep.Result = &st
 	}
+	var failed error
+	if rep.Result != nil && rep.Result.LastError != "" {
+		failed = fmt.Errorf("history sweep: %s", rep.Result.LastError)
+	}
 	if *asJSON {
-		return writeJSON(out, rep)
+		if err := writeJSON(out, rep); err != nil {
+			return err
+		}
+		return failed
 	}
 	if rep.HistoryOffCLI {
 		fmt.Fprintln(out, "note: MSGX_HISTORY_ENABLED=false here; if the jobs leader has it off too, the sweep deletes nothing")
@@ -88,8 +95,8 @@ func historySweep(ctx context.Context, cfg config.Config, args []string, out io.
 		fmt.Fprintf(out, "%s (msgxctl history sweep --wait to follow)\n", rep.Note)
 		return nil
 	}
-	if rep.Result.LastError != "" {
-		return fmt.Errorf("history sweep: %s", rep.Result.LastError)
+	if failed != nil {
+		return failed
 	}
 	fmt.Fprintf(out, "history sweep complete; its last run selected %d flight(s)\n", rep.Result.LastSelected)
 	return nil
