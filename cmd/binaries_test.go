@@ -24,8 +24,17 @@ import (
 )
 
 var (
-	binDir   string
+	binDir string
+	// binaries are the four service binaries.
 	binaries = []string{"ingest", "processor", "dispatcher", "jobs"}
+	// others are every other binary of cmd/.
+	others = []string{"console", "msgxctl", "devbroker", "devstack", "demo", "simulate", "chaos"}
+)
+
+// The version the test binaries are linked with (-ldflags -X, pkg/buildinfo).
+const (
+	testVersion  = "v0.0.0-cmdtest"
+	testRevision = "cmdtest0rev"
 )
 
 func TestMain(m *testing.M) {
@@ -34,9 +43,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	args := append([]string{"build", "-o", dir + "/"}, func() []string {
+	ldflags := "-X github.com/msgx/msgx/pkg/buildinfo.Version=" + testVersion + " -X github.com/msgx/msgx/pkg/buildinfo.Revision=" + testRevision
+	args := append([]string{"build", "-ldflags", ldflags, "-o", dir + "/"}, func() []string {
 		var pkgs []string
-		for _, b := range binaries {
+		for _, b := range append(append([]string{}, binaries...), others...) {
 			pkgs = append(pkgs, "./"+b)
 		}
 		return pkgs

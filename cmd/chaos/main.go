@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,26 +14,25 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/dev/chaos"
 	"github.com/msgx/msgx/pkg/dev/stack"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "chaos", run(ctx, os.Args[1:]))
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs := cmdline.New("chaos", "[--short] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
 	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
 	only := fs.String("run", "", "run only the scenarios whose name contains this")
 	write := fs.String("write", "", "append the run's section to this file (docs/reliability.md)")
 	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	scenarios := chaos.Full()

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/daemon"
@@ -23,6 +24,9 @@ import (
 )
 
 func main() {
+	if code, start := cmdline.Service("console", "msgx's operator web console on MSGX_HTTP_ADDR (with /healthz /readyz /metrics).", os.Args[1:], os.Stdout, os.Stderr); !start {
+		os.Exit(code)
+	}
 	cfg, err := config.Load(config.RoleConsole)
 	if err == nil {
 		err = productionChecks(cfg)
@@ -32,6 +36,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "console")
+	daemon.LogStart(log, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -32,7 +32,7 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	var cfg config.Config
-	setting.Defaults(&cfg)
+	envconf.Defaults(&cfg)
 	cfg.PGURL, cfg.HTTPAddr, cfg.ShutdownDrain = db.URL, "127.0.0.1:0", 0
 	require.NoError(t, cfg.Validate())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +61,7 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 func TestProductionNeedsASessionKey(t *testing.T) {
 	t.Parallel()
 	var cfg config.Config
-	setting.Defaults(&cfg)
+	envconf.Defaults(&cfg)
 	cfg.Env = "production"
 	require.ErrorContains(t, productionChecks(cfg), "MSGX_CONSOLE_SESSION_KEY")
 	cfg.Console.SessionKey = strings.Repeat("k", 32)

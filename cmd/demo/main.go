@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/verify"
@@ -30,11 +30,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "demo", run(ctx, os.Args[1:], os.Stdout))
+	stop()
+	os.Exit(code)
 }
 
 // maxCommitDelay is the demo's gap window: short, so rolled-back inserts are visible but brief.
@@ -64,14 +62,14 @@ type options struct {
 var errMismatch = errors.New("the summary found differences (lines marked MISMATCH)")
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := cmdline.New("demo", "[--flights N] [--rate R] [--seed S] [--bad F]", "Runs a simulated airport day through a local stack and compares every flight with the model; exits 1 on any mismatch.", out)
 	o := options{pgServer: "postgres://postgres@127.0.0.1:5432", mysqlServer: "root@tcp(127.0.0.1:3306)/",
 		pgDB: "msgx_demo", mailDB: "msgx_demo_mailbox", rolePrefix: "msgx_demo_"}
 	fs.IntVar(&o.flights, "flights", 300, "flights in the simulated day")
 	fs.Float64Var(&o.rate, "rate", 150, "messages per second written to the mailbox")
 	fs.Uint64Var(&o.seed, "seed", 1, "simulation seed")
 	fs.Float64Var(&o.bad, "bad", 0.02, "share of bad messages (malformed, protocol errors, duplicates)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	root, err := stack.Root()

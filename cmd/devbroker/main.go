@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,22 +15,20 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/obs"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "devbroker:", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "devbroker", run(ctx, os.Args[1:], os.Stderr))
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string, logw io.Writer) error {
-	fs := flag.NewFlagSet("devbroker", flag.ContinueOnError)
-	fs.SetOutput(logw)
+	fs := cmdline.New("devbroker", "[--listen ADDR] [--data-dir DIR] [flags]", "The development Kafka broker (kfake) as its own process.", os.Stdout)
 	listen := fs.String("listen", "127.0.0.1:9092", "comma-separated host:port to listen on, one broker each (port 0: a free port)")
 	advertise := fs.String("advertise", "", "comma-separated host:port clients are told to use, one per -listen address (default: the listen addresses; set it when listening on 0.0.0.0)")
 	dataDir := fs.String("data-dir", "", "keep topics and records in this directory and reload them at start (default: memory only)")
@@ -43,7 +40,7 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	keyFile := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	saslUser := fs.String("sasl-user", "", "require SASL SCRAM-SHA-512 with this user (a superuser; with -sasl-password-file)")
 	saslPasswordFile := fs.String("sasl-password-file", "", "file holding the -sasl-user's password (not a flag: flags show in ps)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	log := obs.NewLogger(logw, *level, "devbroker")

@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/roles"
@@ -28,11 +28,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "devstack", run(ctx, os.Args[1:], os.Stdout))
+	stop()
+	os.Exit(code)
 }
 
 // options are one devstack's settings: the flags, and where it keeps its state (tests give
@@ -53,7 +51,7 @@ type options struct {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	fs := cmdline.New("devstack", "[--fresh] [flags]", "Runs msgx locally the way production runs it (make up): databases, broker, the binaries, supervised.", out)
 	o := options{pgDB: "msgx", mailDB: "msgx_mailbox", rolePrefix: roles.DefaultPrefix}
 	fs.BoolVar(&o.fresh, "fresh", false, "drop and recreate both databases (and empty the broker) first")
 	fs.StringVar(&o.pgServer, "pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
@@ -61,7 +59,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&o.kafkaPort, "kafka-port", 9092, "port of the development Kafka broker")
 	fs.DurationVar(&o.restartDelay, "restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
 	fs.BoolVar(&o.aodb, "aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	root, err := stack.Root()

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/dispatch"
@@ -23,12 +24,16 @@ import (
 )
 
 func main() {
+	if code, start := cmdline.Service("dispatcher", "msgx's dispatcher stage: sends the flight events to Kafka while it leads the dispatcher role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
+		os.Exit(code)
+	}
 	cfg, err := config.Load(config.RoleDispatcher)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dispatcher: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "dispatcher")
+	daemon.LogStart(log, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {

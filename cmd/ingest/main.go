@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/httpauth"
@@ -23,12 +24,16 @@ import (
 )
 
 func main() {
+	if code, start := cmdline.Service("ingest", "msgx's ingest stage: polls the legacy mailbox into PostgreSQL while it leads the ingest role; serves the compat entry and the read API (MSGX_API_ADDR) and /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
+		os.Exit(code)
+	}
 	cfg, err := config.Load(config.RoleIngest)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ingest: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "ingest")
+	daemon.LogStart(log, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {

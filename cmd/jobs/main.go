@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/jobs"
@@ -21,12 +22,16 @@ import (
 )
 
 func main() {
+	if code, start := cmdline.Service("jobs", "msgx's jobs stage: backfill, history, retention and request sweeps while it leads the jobs role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
+		os.Exit(code)
+	}
 	cfg, err := config.Load(config.RoleJobs)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "jobs: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "jobs")
+	daemon.LogStart(log, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,24 +16,25 @@ func init() {
 	register("backfill", command{summary: "abandoned mailbox markers: list-abandoned, retry --ids … --reason …", run: backfillCmd})
 }
 
+const backfillAbout = `Mailbox markers the backfill sweep gave up on (abandoned after MSGX_OVERDUE_BACKFILL):
+  msgxctl backfill list-abandoned [--limit N] [--json]
+  msgxctl backfill retry --ids 1,2 --reason why [--actor A] [--json]   (due again; audited)`
+
 func backfillCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: msgxctl backfill list-abandoned [--json] | retry --ids 1,2 --reason why")
+	sub, args, err := subcommand("backfill", backfillAbout, []string{"list-abandoned", "retry"}, args, out)
+	if err != nil {
+		return err
 	}
-	switch args[0] {
-	case "list-abandoned":
-		return backfillList(ctx, cfg, args[1:], out)
-	case "retry":
-		return backfillRetry(ctx, cfg, args[1:], out)
+	if sub == "retry" {
+		return backfillRetry(ctx, cfg, args, out)
 	}
-	return fmt.Errorf("backfill: unknown sub-command %q (list-abandoned, retry)", args[0])
+	return backfillList(ctx, cfg, args, out)
 }
 
 func backfillList(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("backfill list-abandoned", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs, asJSON := flags("backfill list-abandoned", "[--limit N] [--json]", "Lists the abandoned mailbox markers.", out)
 	limit := fs.Int("limit", 1000, "at most this many rows")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	pool, err := openPool(ctx, cfg)
@@ -64,27 +63,19 @@ func backfillList(ctx context.Context, cfg config.Config, args []string, out io.
 }
 
 func backfillRetry(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("backfill retry", flag.ContinueOnError)
-	idList := fs.String("ids", "", "comma-separated msg_ids of abandoned markers")
-	reason := fs.String("reason", "", "why (audit; required)")
-	actor := fs.String("actor", defaultActor(), "who (audit)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	fs, asJSON := flags("backfill retry", "--ids 1,2 --reason why [--actor A] [--json]",
+		"Makes abandoned markers due again; the backfill sweep retries them at its next run. Writes an audit row.", out)
+	change := newChangeFlags(fs, "comma-separated msg_ids of abandoned markers (required)", "why (audit; required)")
+	reason, actor := change.reason, change.actor
+	ids, err := change.parse(args)
+	if err != nil {
 		return err
 	}
-	var ids []int64
-	for _, s := range strings.Split(*idList, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		id, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("--ids: %q is not a msg_id", s)
-		}
-		ids = append(ids, id)
+	if len(ids) == 0 {
+		return fs.Usagef("--ids is required")
 	}
-	if len(ids) == 0 || *reason == "" {
-		return fmt.Errorf("usage: msgxctl backfill retry --ids 1,2 --reason why")
+	if strings.TrimSpace(*reason) == "" {
+		return fs.Refusef("--reason is required (audit)")
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,7 +22,13 @@ func init() {
 	})
 }
 
-const dlqUsage = `usage:
+var dlqSynopsis = map[string]string{
+	"list":   "[--target KAFKA:msg|KAFKA:schd] [--flid F] [--limit N] [--all] [--json]",
+	"replay": "(--ids 1,2,… | --flid F [--target T]) [--reason R] [--actor A] [--dry-run] [--json]",
+	"skip":   "--ids 1,2,… --reason R [--actor A] [--dry-run] [--json]",
+}
+
+const dlqUsage = `Dead-lettered Kafka events:
   msgxctl dlq list   [--target KAFKA:msg|KAFKA:schd] [--flid F] [--limit N] [--all] [--json]
   msgxctl dlq replay (--ids 1,2,… | --flid F [--target T]) [--reason R] [--actor A] [--dry-run] [--json]
   msgxctl dlq skip   --ids 1,2,… --reason R [--actor A] [--dry-run] [--json]
@@ -37,37 +39,34 @@ in their FLID's order before the later events they hold. skip gives up on DEAD e
 past the SENT retention and listed with list --all. Both write an audit row (replay_audit).`
 
 func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(out, dlqUsage)
-		if len(args) == 0 {
-			return errors.New("dlq: no sub-command")
-		}
-		return nil
-	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("dlq "+sub, flag.ContinueOnError)
-	fs.SetOutput(out)
-	target := fs.String("target", "", "KAFKA:msg or KAFKA:schd (default: both)")
-	flid := fs.String("flid", "", "select one FLID")
-	idList := fs.String("ids", "", "comma-separated event ids")
-	reason := fs.String("reason", "", "why (written to the audit row)")
-	actor := fs.String("actor", defaultActor(), "who (written to the audit row)")
-	limit := fs.Int("limit", 100, "list at most this many")
-	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
-	asJSON := fs.Bool("json", false, "JSON output")
-	all := fs.Bool("all", false, "list: the SKIPPED events too")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("dlq %s: unexpected arguments %v", sub, fs.Args())
-	}
-	if *target != "" && *target != event.TargetMsg && *target != event.TargetSchd {
-		return fmt.Errorf("dlq: --target must be %s or %s", event.TargetMsg, event.TargetSchd)
-	}
-	ids, err := dlqParseIDs(*idList)
+	sub, args, err := subcommand("dlq", dlqUsage, []string{"list", "replay", "skip"}, args, out)
 	if err != nil {
 		return err
+	}
+	fs, asJSON := flags("dlq "+sub, dlqSynopsis[sub], dlqUsage, out)
+	target := fs.String("target", "", "KAFKA:msg or KAFKA:schd (default: both)")
+	flid := fs.String("flid", "", "select one FLID")
+	change := newChangeFlags(fs, "comma-separated event ids", "why (written to the audit row)")
+	reason, actor := change.reason, change.actor
+	limit := fs.Int("limit", 100, "list at most this many")
+	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
+	all := fs.Bool("all", false, "list: the SKIPPED events too")
+	ids, err := change.parse(args)
+	if err != nil {
+		return err
+	}
+	if *target != "" && *target != event.TargetMsg && *target != event.TargetSchd {
+		return fs.Refusef("--target must be %s or %s, got %q", event.TargetMsg, event.TargetSchd, *target)
+	}
+	switch {
+	case sub == "replay" && (len(ids) == 0) == (*flid == ""):
+		return fs.Usagef("give exactly one of --ids or --flid")
+	case sub == "replay" && len(ids) > 0 && *target != "":
+		return fs.Usagef("--target goes with --flid")
+	case sub == "skip" && (len(ids) == 0 || *flid != ""):
+		return fs.Usagef("give --ids (skipping is per event)")
+	case sub == "skip" && strings.TrimSpace(*reason) == "":
+		return fs.Refusef("--reason is required (audit)")
 	}
 
 	pool, err := pgxpool.New(ctx, cfg.PGURL)
@@ -92,7 +91,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 			if dead == nil {
 				dead = []outbox.DeadEvent{}
 			}
-			return json.NewEncoder(out).Encode(dead)
+			return writeJSON(out, dead)
 		}
 		if len(dead) == 0 {
 			fmt.Fprintln(out, "no dead letters")
@@ -106,32 +105,17 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 		}
 		return tw.Flush()
 	case "replay":
-		if (len(ids) == 0) == (*flid == "") {
-			return errors.New("dlq replay: give exactly one of --ids or --flid")
-		}
-		if len(ids) > 0 && *target != "" {
-			return errors.New("dlq replay: --target goes with --flid")
-		}
 		done, err := store.Replay(ctx, outbox.Selector{IDs: ids, FLID: *flid, Target: *target}, who, now)
 		if err != nil {
 			return err
 		}
 		return dlqReport(out, "replayed", "back to PENDING", done, ids, who.DryRun, *asJSON)
-	case "skip":
-		if len(ids) == 0 || *flid != "" {
-			return errors.New("dlq skip: give --ids (skipping is per event)")
-		}
-		if strings.TrimSpace(*reason) == "" {
-			return errors.New("dlq skip: --reason is required")
-		}
+	default: // skip
 		done, err := store.Skip(ctx, ids, who, now)
 		if err != nil {
 			return err
 		}
 		return dlqReport(out, "skipped", "never sent", done, ids, who.DryRun, *asJSON)
-	default:
-		fmt.Fprintln(out, dlqUsage)
-		return fmt.Errorf("dlq: unknown sub-command %q", sub)
 	}
 }
 
@@ -146,8 +130,15 @@ func dlqReport(out io.Writer, verb, effect string, done, asked []int64, dryRun, 
 			notDead = append(notDead, id)
 		}
 	}
+	var refused error
+	if len(done) == 0 && len(asked) > 0 {
+		refused = fmt.Errorf("dlq: none of the events asked for is DEAD: nothing %s", verb)
+	}
 	if asJSON {
-		return json.NewEncoder(out).Encode(map[string]any{verb: dlqNonNil(done), "not_dead": dlqNonNil(notDead), "dry_run": dryRun})
+		if err := writeJSON(out, map[string]any{verb: dlqNonNil(done), "not_dead": dlqNonNil(notDead), "dry_run": dryRun}); err != nil {
+			return err
+		}
+		return refused
 	}
 	prefix := ""
 	if dryRun {
@@ -157,7 +148,7 @@ func dlqReport(out io.Writer, verb, effect string, done, asked []int64, dryRun, 
 	if len(notDead) > 0 {
 		fmt.Fprintf(out, "not DEAD, left as they are: %v\n", notDead)
 	}
-	return nil
+	return refused
 }
 
 func dlqNonNil(ids []int64) []int64 {
@@ -165,21 +156,6 @@ func dlqNonNil(ids []int64) []int64 {
 		return []int64{}
 	}
 	return ids
-}
-
-func dlqParseIDs(s string) ([]int64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var ids []int64
-	for _, part := range strings.Split(s, ",") {
-		id, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
-		if err != nil || id <= 0 {
-			return nil, fmt.Errorf("dlq: bad event id %q in --ids", part)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 func dlqOneLine(s string, n int) string {

@@ -1,21 +1,28 @@
 // Command msgxctl is msgx's admin CLI. Each command lives in its own file and registers itself
-// in commands; human-readable output by default, --json for scripts where a command offers it.
+// in commands. Every command behaves alike (pkg/cmdline): -h/--help prints its usage and does
+// nothing else, --version the build, flags go anywhere on the line, human-readable output by
+// default and --json for scripts; exit 0 on success, 1 on a refusal or failure, 2 on a command
+// line that does not parse.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/mailbox"
 )
 
-// command is one msgxctl sub-command. args excludes the command's name.
+// command is one msgxctl sub-command. args excludes the command's name. run parses its flags
+// (cmdline.New) before it opens anything, so that -h starts nothing.
 type command struct {
 	summary string
 	run     func(ctx context.Context, cfg config.Config, args []string, out io.Writer) error
@@ -33,46 +40,87 @@ func register(name string, c command) {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "msgxctl: %v\n", err)
-		os.Exit(1)
-	}
+	code := cmdline.Exit(os.Stderr, "msgxctl", run(ctx, os.Args[1:], os.Stdout))
+	stop()
+	os.Exit(code)
 }
 
-func usage(out io.Writer) {
-	fmt.Fprintln(out, "usage: msgxctl <command> [flags]   (msgxctl <command> -h for its flags)")
-	fmt.Fprintln(out, "\ncommands:")
+const about = `commands:
+%s
+msgxctl <command> -h shows a command's flags. msgxctl reads the same MSGX_ variables as the
+binaries (docs/configuration.md).`
+
+func overview() string {
+	var b strings.Builder
+	for _, n := range commandNames() {
+		fmt.Fprintf(&b, "  %-10s %s\n", n, commands[n].summary)
+	}
+	return fmt.Sprintf(about, b.String())
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
+		fs := cmdline.New("msgxctl", "<command> [flags] [arguments]", overview(), out)
+		if len(args) > 0 && args[0] == "help" {
+			fs.PrintUsage()
+			return nil
+		}
+		if _, err := fs.Parse(args); err != nil {
+			return err
+		}
+		return fs.Usagef("no command (one of %s)", strings.Join(commandNames(), ", "))
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return &cmdline.UsageError{Msg: fmt.Sprintf("msgxctl: unknown command %q (one of %s)", args[0], strings.Join(commandNames(), ", ")), Hint: "msgxctl -h"}
+	}
+	cfg, err := config.Load(config.RoleJobs)
+	if err != nil && !cmdline.AsksHelp(args[1:]) {
+		return fmt.Errorf("bad configuration: %w", err)
+	}
+	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil && !cmdline.AsksHelp(args[1:]) {
+		return err
+	}
+	return c.run(ctx, cfg, args[1:], out)
+}
+
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(out, "  %-10s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(out, "\nmsgxctl reads the same MSGX_ variables as the binaries (docs/configuration.md).")
+	return names
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(out)
-		if len(args) == 0 {
-			return fmt.Errorf("no command")
+// subcommand splits off the sub-command of a command that has them (the first argument). Without
+// one, -h/--help prints the command's usage and --version the build (cmdline.Done); anything else
+// is a usage error.
+func subcommand(name, usage string, subs []string, args []string, out io.Writer) (string, []string, error) {
+	fs := cmdline.New("msgxctl "+name, "<"+strings.Join(subs, "|")+"> [flags]", usage, out)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if _, err := fs.Parse(args); err != nil {
+			return "", nil, err
 		}
-		return nil
+		return "", nil, fs.Usagef("missing sub-command (one of %s)", strings.Join(subs, ", "))
 	}
-	c, ok := commands[args[0]]
-	if !ok {
-		usage(out)
-		return fmt.Errorf("unknown command %q", args[0])
+	for _, s := range subs {
+		if args[0] == s {
+			return s, args[1:], nil
+		}
 	}
-	cfg, err := config.Load(config.RoleJobs)
-	if err != nil {
-		return fmt.Errorf("bad configuration: %w", err)
-	}
-	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
-		return err
-	}
-	return c.run(ctx, cfg, args[1:], out)
+	return "", nil, fs.Usagef("unknown sub-command %q (one of %s)", args[0], strings.Join(subs, ", "))
+}
+
+// flags is the FlagSet of "msgxctl <name>" with --json, the flag every command has.
+func flags(name, synopsis, about string, out io.Writer) (*cmdline.FlagSet, *bool) {
+	fs := cmdline.New("msgxctl "+name, synopsis, about, out)
+	return fs, fs.Bool("json", false, "print JSON (snake_case keys) instead of text")
+}
+
+// writeJSON prints v indented; every command's --json goes through it.
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -18,13 +18,26 @@ func init() {
 	})
 }
 
-func migrateCmd(ctx context.Context, cfg config.Config, _ []string, out io.Writer) error {
+func migrateCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	fs, asJSON := flags("migrate", "[--json]", "Applies the PostgreSQL migrations msgx embeds to the database of MSGX_PG_URL (safe when two run at once).", out)
+	if err := fs.NoArgs(args); err != nil {
+		return err
+	}
 	conn, err := pgx.Connect(ctx, cfg.PGURL)
 	if err != nil {
 		return fmt.Errorf("connect PostgreSQL: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	applied, err := migrate.Up(ctx, conn)
+	if *asJSON {
+		if applied == nil {
+			applied = []string{}
+		}
+		if jerr := writeJSON(out, map[string]any{"applied": applied}); err == nil {
+			err = jerr
+		}
+		return err
+	}
 	for _, v := range applied {
 		fmt.Fprintf(out, "applied %s\n", v)
 	}

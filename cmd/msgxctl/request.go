@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/request"
 )
@@ -21,10 +21,13 @@ func init() {
 	register("request", command{summary: "ask the AODB: schedule --from DAY --to DAY | list NAME | list-open | show ID (docs/requests.md)", run: requestCmd})
 }
 
-const requestUsage = `usage: msgxctl request schedule --from YYYY-MM-DD --to YYYY-MM-DD --reason why [--dry-run] [--json]
-       msgxctl request list NAME --reason why [--dry-run] [--json]     (NAME: one of the 23 list codes)
-       msgxctl request list-open [--json]
-       msgxctl request show ID [--json]`
+const requestUsage = `Asks the AODB for data (docs/requests.md):
+  msgxctl request schedule --from YYYY-MM-DD --to YYYY-MM-DD --reason why [--dry-run] [--wait D] [--json]
+  msgxctl request list NAME --reason why [--dry-run] [--wait D] [--json]     (NAME: one of the 23 list codes)
+  msgxctl request list-open [--json]
+  msgxctl request show ID [--json]`
+
+var requestSubs = []string{"schedule", "list", "list-open", "show"}
 
 // requestEnv is what the request commands use; tests build it over their own databases.
 // msgxctl only registers: the jobs stage's request sweep writes coutmsgs (the one mailbox user
@@ -39,8 +42,8 @@ type requestEnv struct {
 }
 
 func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(requestUsage)
+	if len(args) == 0 || cmdline.AsksHelp(args) {
+		return runRequest(ctx, requestEnv{}, args, out) // prints the usage; opens nothing
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
@@ -56,47 +59,54 @@ func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 }
 
 func runRequest(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
-	switch args[0] {
-	case "schedule", "list":
-		return requestAsk(ctx, env, args[0], args[1:], out)
-	case "list-open":
-		return requestListOpen(ctx, env, args[1:], out)
-	case "show":
-		return requestShow(ctx, env, args[1:], out)
+	sub, args, err := subcommand("request", requestUsage, requestSubs, args, out)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("request: unknown sub-command %q\n%s", args[0], requestUsage)
+	switch sub {
+	case "list-open":
+		return requestListOpen(ctx, env, args, out)
+	case "show":
+		return requestShow(ctx, env, args, out)
+	}
+	return requestAsk(ctx, env, sub, args, out)
 }
 
 // requestAsk registers one request with its audit row in one transaction; the jobs stage sends
 // it at its next request sweep. --wait follows it until it leaves REGISTERED (docs/requests.md).
 func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("request "+sub, flag.ContinueOnError)
+	synopsis := "--from YYYY-MM-DD --to YYYY-MM-DD --reason why [--dry-run] [--wait D] [--json]"
+	if sub == "list" {
+		synopsis = "NAME --reason why [--dry-run] [--wait D] [--json]"
+	}
+	fs, asJSON := flags("request "+sub, synopsis, requestUsage, out)
 	fromS := fs.String("from", "", "first operation day (YYYY-MM-DD, airport calendar)")
 	toS := fs.String("to", "", "last operation day (YYYY-MM-DD)")
 	reason := fs.String("reason", "", "why (audit; required unless --dry-run)")
 	actor := fs.String("actor", defaultActor(), "who (audit)")
 	dry := fs.Bool("dry-run", false, "show the request and what it would supersede; write and send nothing")
-	asJSON := fs.Bool("json", false, "print JSON")
 	wait := fs.Duration("wait", 0, "wait up to this long until the jobs stage has sent the request (0: do not wait)")
-	var listCode string
-	if sub == "list" {
-		if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-			return errors.New(requestUsage)
-		}
-		listCode, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := fs.Parse(args)
+	if err != nil {
 		return err
+	}
+	var listCode string
+	switch {
+	case sub == "list" && len(pos) != 1:
+		return fs.Usagef("want one list NAME, got %d argument(s)", len(pos))
+	case sub == "list":
+		listCode = pos[0]
+	case len(pos) > 0:
+		return fs.Usagef("unexpected argument %q", pos[0])
 	}
 	spec := request.Spec{Kind: request.List, ListCode: listCode, Origin: request.Operator, Actor: *actor, Reason: *reason}
 	if sub == "schedule" {
 		spec.Kind = request.Schedule
-		var err error
 		if spec.From, err = time.Parse(time.DateOnly, *fromS); err != nil {
-			return fmt.Errorf("request schedule: --from: want YYYY-MM-DD, got %q", *fromS)
+			return fs.Refusef("--from: want YYYY-MM-DD, got %q", *fromS)
 		}
 		if spec.To, err = time.Parse(time.DateOnly, *toS); err != nil {
-			return fmt.Errorf("request schedule: --to: want YYYY-MM-DD, got %q", *toS)
+			return fs.Refusef("--to: want YYYY-MM-DD, got %q", *toS)
 		}
 	}
 	now := env.clock.Now()
@@ -122,7 +132,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		return errors.New("request: shadow mode (MSGX_SHADOW=true) sends nothing to the AODB")
 	}
 	if *reason == "" {
-		return fmt.Errorf("request %s: --reason is required (audit)", sub)
+		return fs.Refusef("--reason is required (audit)")
 	}
 	reg, err := env.store.RegisterAudited(ctx, spec, *actor, *reason, now)
 	if err != nil {
@@ -152,9 +162,8 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 }
 
 func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("request list-open", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	fs, asJSON := flags("request list-open", "[--json]", "Lists the requests not answered yet.", out)
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	list, err := env.store.ListOpen(ctx)
@@ -179,17 +188,17 @@ func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.
 }
 
 func requestShow(ctx context.Context, env requestEnv, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("request show", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if len(args) == 0 {
-		return errors.New(requestUsage)
-	}
-	id, err := strconv.ParseInt(args[0], 10, 64)
+	fs, asJSON := flags("request show", "ID [--json]", "Shows one request, its outbound message and its answer.", out)
+	pos, err := fs.Parse(args)
 	if err != nil {
-		return fmt.Errorf("request show: bad id %q", args[0])
-	}
-	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if len(pos) != 1 {
+		return fs.Usagef("want one request ID, got %d argument(s)", len(pos))
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil {
+		return fs.Refusef("bad request id %q", pos[0])
 	}
 	r, err := env.store.Get(ctx, id)
 	if err != nil {

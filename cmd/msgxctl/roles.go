@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,58 +32,95 @@ const (
 )
 
 func rolesCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer, lookup func(string) (string, bool)) error {
-	if len(args) == 0 || args[0] != "apply" {
-		return fmt.Errorf("usage: msgxctl roles apply [--prefix msgx_] [--schema S] [--pg=false] [--mysql] [--mysql-host %%]")
+	const about = `Creates msgx's database roles and sets exactly their grants (pkg/roles). Passwords come from
+MSGX_ROLE_PASSWORD_<ROLE> (PostgreSQL) and MSGX_MYSQL_ROLE_PASSWORD_<ROLE> (mailbox users); an
+unset variable leaves that role's password as it is.`
+	_, args, err := subcommand("roles", about, []string{"apply"}, args, out)
+	if err != nil {
+		return err
 	}
-	fs := flag.NewFlagSet("roles apply", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs, asJSON := flags("roles apply", "[--prefix msgx_] [--schema S] [--pg=false] [--mysql] [--mysql-host %] [--json]", about, out)
 	prefix := fs.String("prefix", roles.DefaultPrefix, "role name prefix (msgx_ingest, …)")
 	schema := fs.String("schema", "", "schema of msgx's tables (default: MSGX_PG_URL's search_path)")
 	withPG := fs.Bool("pg", true, "the PostgreSQL roles, through MSGX_PG_URL (a role that may create roles and grant)")
 	withMySQL := fs.Bool("mysql", false, "also the mailbox users, through MSGX_MYSQL_DSN (an account that may create users and grant)")
 	mysqlHost := fs.String("mysql-host", "%", "host pattern of the mailbox accounts (narrow it to the pod network)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
+	var rep rolesReport
 	if *withPG {
-		if err := applyPG(ctx, cfg, *schema, *prefix, out, lookup); err != nil {
+		pg, err := applyPG(ctx, cfg, *schema, *prefix, lookup)
+		if err != nil {
+			return err
+		}
+		rep.PG = &pg
+	}
+	if *withMySQL {
+		if rep.MySQLDatabase, err = applyMySQL(ctx, cfg, *prefix, *mysqlHost, lookup); err != nil {
 			return err
 		}
 	}
-	if !*withMySQL {
-		return nil
+	if *asJSON {
+		return writeJSON(out, rep)
 	}
-	db, name, err := mailbox.OpenAdmin(cfg.MySQLDSN)
-	if err != nil {
-		return err
+	if rep.PG != nil {
+		for _, r := range rep.PG.Created {
+			fmt.Fprintf(out, "created role %s\n", r)
+		}
+		if len(rep.PG.Missing) > 0 {
+			fmt.Fprintf(out, "not there yet (run again after msgxctl migrate): %s\n", strings.Join(rep.PG.Missing, ", "))
+		}
+		fmt.Fprintf(out, "PostgreSQL roles %s* applied\n", *prefix)
 	}
-	defer db.Close()
-	if err := roles.ApplyMySQL(ctx, db, roles.MySQLOptions{Database: name, Prefix: *prefix, Host: *mysqlHost,
-		Passwords: passwords(roles.MySQLRoles, mysqlPasswordEnv, lookup)}); err != nil {
-		return err
+	if rep.MySQLDatabase != "" {
+		fmt.Fprintf(out, "mailbox users %s* applied on %s\n", *prefix, rep.MySQLDatabase)
 	}
-	fmt.Fprintf(out, "mailbox users %s* applied on %s\n", *prefix, name)
 	return nil
 }
 
-func applyPG(ctx context.Context, cfg config.Config, schema, prefix string, out io.Writer, lookup func(string) (string, bool)) error {
+// rolesReport is what roles apply did (--json).
+type rolesReport struct {
+	PG            *pgRoles `json:"postgres,omitempty"`
+	MySQLDatabase string   `json:"mysql_database,omitempty"`
+}
+
+type pgRoles struct {
+	Created []string `json:"created"`
+	Missing []string `json:"missing"`
+}
+
+func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, lookup func(string) (string, bool)) (string, error) {
+	db, name, err := mailbox.OpenAdmin(cfg.MySQLDSN)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if err := roles.ApplyMySQL(ctx, db, roles.MySQLOptions{Database: name, Prefix: prefix, Host: host,
+		Passwords: passwords(roles.MySQLRoles, mysqlPasswordEnv, lookup)}); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func applyPG(ctx context.Context, cfg config.Config, schema, prefix string, lookup func(string) (string, bool)) (pgRoles, error) {
 	conn, err := pgx.Connect(ctx, cfg.PGURL)
 	if err != nil {
-		return fmt.Errorf("connect PostgreSQL: %w", err)
+		return pgRoles{}, fmt.Errorf("connect PostgreSQL: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	rep, err := roles.ApplyPG(ctx, conn, roles.PGOptions{Schema: schema, Prefix: prefix, Passwords: passwords(roles.PGRoles, pgPasswordEnv, lookup)})
 	if err != nil {
-		return err
+		return pgRoles{}, err
 	}
-	for _, r := range rep.Created {
-		fmt.Fprintf(out, "created role %s\n", r)
+	return pgRoles{Created: nonNil(rep.Created), Missing: nonNil(rep.Missing)}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
 	}
-	if len(rep.Missing) > 0 {
-		fmt.Fprintf(out, "not there yet (run again after msgxctl migrate): %s\n", strings.Join(rep.Missing, ", "))
-	}
-	fmt.Fprintf(out, "PostgreSQL roles %s* applied\n", prefix)
-	return nil
+	return s
 }
 
 func passwords(rs []roles.Role, env string, lookup func(string) (string, bool)) map[roles.Role]string {

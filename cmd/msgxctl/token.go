@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -21,22 +20,24 @@ func init() {
 // tokenCmd prints a new token (for the client's Secret) and the entry to add to
 // MSGX_API_TOKENS (msgx's Secret holds only the hash). Nothing is stored anywhere.
 func tokenCmd(_ context.Context, _ config.Config, args []string, out io.Writer) error {
-	const usage = "usage: msgxctl token new CLIENT --scope read[,send]"
-	if len(args) < 2 || args[0] != "new" || strings.HasPrefix(args[1], "-") {
-		return fmt.Errorf("%s", usage)
-	}
-	client := args[1]
-	fs := flag.NewFlagSet("token new", flag.ContinueOnError)
-	fs.SetOutput(out)
-	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights)")
-	if err := fs.Parse(args[2:]); err != nil {
+	const about = `Makes an API bearer token for CLIENT: prints the token (for the client's Secret) and the
+MSGX_API_TOKENS entry holding its SHA-256 hash (msgx's Secret). Nothing is stored anywhere.`
+	_, args, err := subcommand("token", about, []string{"new"}, args, out)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; %s", fs.Arg(0), usage)
+	fs, asJSON := flags("token new", "CLIENT --scope read[,send] [--json]", about, out)
+	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights)")
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return err
 	}
+	if len(pos) != 1 {
+		return fs.Usagef("want one CLIENT, got %d argument(s)", len(pos))
+	}
+	client := pos[0]
 	if *scope == "" {
-		return fmt.Errorf("--scope is required (send, read or send,read); %s", usage)
+		return fs.Usagef("--scope is required (send, read or send,read)")
 	}
 	var scopes []httpauth.Scope
 	for s := range strings.SplitSeq(*scope, ",") {
@@ -49,6 +50,9 @@ func tokenCmd(_ context.Context, _ config.Config, args []string, out io.Writer) 
 	token, entry, err := httpauth.NewToken(client, scopes...)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return writeJSON(out, map[string]string{"client": client, "token": token, "api_tokens_entry": fmt.Sprint(entry)})
 	}
 	fmt.Fprintf(out, "token (give it to %s only; msgx does not keep it):\n  %s\n", client, token)
 	fmt.Fprintf(out, "MSGX_API_TOKENS entry (append with a comma; docs/security.md):\n  %s\n", entry)

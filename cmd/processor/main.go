@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/leader"
@@ -41,12 +42,16 @@ func handlers(requests *request.Hooks) map[sis.Kind]processor.Handler {
 }
 
 func main() {
+	if code, start := cmdline.Service("processor", "msgx's processor stage: processes the messages in mailbox order into flight state while it leads the processor role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
+		os.Exit(code)
+	}
 	cfg, err := config.Load(config.RoleProcessor)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "processor: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "processor")
+	daemon.LogStart(log, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {

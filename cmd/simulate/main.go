@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,11 +17,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 // env is read once (the binaries' own MSGX_ variables and defaults); flags override it.
@@ -42,14 +42,13 @@ type options struct {
 
 func main() {
 	var e env
-	if err := setting.Load(&e, os.LookupEnv); err != nil {
+	if err := envconf.Process(&e); err != nil && !cmdline.AsksHelp(os.Args[1:]) {
 		fmt.Fprintf(os.Stderr, "simulate: bad environment: %v\n", err)
 		os.Exit(2)
 	}
 	opts, err := parseFlags(os.Args[1:], e)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "simulate: %v\n", err)
-		os.Exit(2)
+		os.Exit(cmdline.Exit(os.Stderr, "simulate", err))
 	}
 	log := obs.NewLogger(os.Stderr, e.LogLevel, "simulate")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -61,7 +60,7 @@ func main() {
 }
 
 func parseFlags(args []string, e env) (options, error) {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs := cmdline.New("simulate", "[--seed S] [--flights N] [--pace fast|steady|timeline] [flags]", "Writes a deterministic simulated airport day in SIS XML into the mailbox.", os.Stdout)
 	def := simulate.DefaultConfig()
 	var o options
 	var date, tz, pace string
@@ -83,11 +82,8 @@ func parseFlags(args []string, e env) (options, error) {
 	fs.Float64Var(&o.writer.HoldShare, "hold", 0.05, "share of transactions held open while later ids commit")
 	fs.IntVar(&o.writer.HoldFor, "hold-for", 5, "most later commits a held transaction waits for")
 	fs.Float64Var(&o.writer.RollbackShare, "rollback", 0.01, "share of inserts first attempted and rolled back (id gaps)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.NoArgs(args); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package config composes msgx's settings: it reads the environment (prefix MSGX_) into one
 // Config made of each component's own configuration, and validates it. A stage's settings are
 // declared once, in the stage's package, as tagged fields of its Config (variable, default,
-// description: pkg/setting): ingest.Config and ingest.CompatConfig, processor.Config,
+// description: pkg/envconf, parsed by envconfig): ingest.Config and ingest.CompatConfig, processor.Config,
 // kafka.Config, dispatch.Config, jobs.Config, leader.Config. The settings every process shares
 // (environment, HTTP server, databases, airport time zone, retry policy) are declared here.
 // Adding a setting is one tagged field where it is used, plus `go test ./pkg/config -update`
@@ -17,8 +17,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/jobs"
@@ -27,7 +30,6 @@ import (
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/request"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 // Role names a binary; each role elects its own leader.
@@ -77,34 +79,34 @@ type Config struct {
 // Process are the settings of every process: environment, logs, HTTP server, PostgreSQL, the
 // airport's time zone.
 type Process struct {
-	Env      string `env:"MSGX_ENV" default:"development" desc:"development or production; production refuses unsafe combinations"`
-	LogLevel string `env:"MSGX_LOG_LEVEL" default:"info" desc:"zerolog level: debug, info, warn, error"`
+	Env      string `envconfig:"MSGX_ENV" default:"development" desc:"development or production; production refuses unsafe combinations"`
+	LogLevel string `envconfig:"MSGX_LOG_LEVEL" default:"info" desc:"zerolog level: debug, info, warn, error"`
 	// HTTPAddr's default depends on the role (DefaultHTTPAddr).
-	HTTPAddr        string        `env:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and the console's pages; ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
-	HTTPReadTimeout time.Duration `env:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
-	ShutdownTimeout time.Duration `env:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
-	ShutdownDrain   time.Duration `env:"MSGX_SHUTDOWN_DRAIN" default:"5s" desc:"after SIGTERM /readyz answers 503 for this long before the HTTP servers shut down, so that Services stop routing to the pod first (0: no wait)"`
-	LivenessStall   time.Duration `env:"MSGX_LIVENESS_STALL" default:"5m" desc:"/healthz answers 503 when a stage loop of the leader has not ticked for this long (a hung loop), so that the kubelet restarts the pod; longer than the slowest normal iteration"`
+	HTTPAddr        string        `envconfig:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (and the console's pages; ingest's API listens on MSGX_API_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
+	HTTPReadTimeout time.Duration `envconfig:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
+	ShutdownTimeout time.Duration `envconfig:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
+	ShutdownDrain   time.Duration `envconfig:"MSGX_SHUTDOWN_DRAIN" default:"5s" desc:"after SIGTERM /readyz answers 503 for this long before the HTTP servers shut down, so that Services stop routing to the pod first (0: no wait)"`
+	LivenessStall   time.Duration `envconfig:"MSGX_LIVENESS_STALL" default:"5m" desc:"/healthz answers 503 when a stage loop of the leader has not ticked for this long (a hung loop), so that the kubelet restarts the pod; longer than the slowest normal iteration"`
 
-	PGURL      string        `env:"MSGX_PG_URL" default:"postgres://postgres@127.0.0.1:5432/msgx?sslmode=disable" desc:"PostgreSQL URL (pgx); set search_path in it to use another schema; sslmode etc. for TLS"`
-	PGMaxConns int32         `env:"MSGX_PG_MAX_CONNS" default:"8" desc:"maximum connections in the binary's pool (the leader lock uses one more, dedicated)"`
-	DBTimeout  time.Duration `env:"MSGX_DB_TIMEOUT" default:"10s" desc:"upper bound of one database statement or transaction round trip"`
-	AirportTZ  string        `env:"MSGX_AIRPORT_TZ" default:"Asia/Shanghai" desc:"airport time zone (IANA): operation days and local times"`
+	PGURL      string        `envconfig:"MSGX_PG_URL" default:"postgres://postgres@127.0.0.1:5432/msgx?sslmode=disable" desc:"PostgreSQL URL (pgx); set search_path in it to use another schema; sslmode etc. for TLS"`
+	PGMaxConns int32         `envconfig:"MSGX_PG_MAX_CONNS" default:"8" desc:"maximum connections in the binary's pool (the leader lock uses one more, dedicated)"`
+	DBTimeout  time.Duration `envconfig:"MSGX_DB_TIMEOUT" default:"10s" desc:"upper bound of one database statement or transaction round trip"`
+	AirportTZ  string        `envconfig:"MSGX_AIRPORT_TZ" default:"Asia/Shanghai" desc:"airport time zone (IANA): operation days and local times"`
 }
 
 // API are the settings of ingest's API listener (compat entry and read API): its address, who may
 // call it (pkg/httpauth) and the read API's own PostgreSQL pool, so that reads never take the
 // connections of ingest's poll loop.
 type API struct {
-	Addr             string          `env:"MSGX_API_ADDR" default:"127.0.0.1:8091" desc:"ingest: listen address of the authenticated API (POST /cminmsgs/send, GET /flights/{flid}, GET /all/flights); the ops endpoints stay on MSGX_HTTP_ADDR"`
+	Addr             string          `envconfig:"MSGX_API_ADDR" default:"127.0.0.1:8091" desc:"ingest: listen address of the authenticated API (POST /cminmsgs/send, GET /flights/{flid}, GET /all/flights); the ops endpoints stay on MSGX_HTTP_ADDR"`
 	Access           httpauth.Config // tokens, rate and concurrency limits
-	PGMaxConns       int32           `env:"MSGX_API_PG_MAX_CONNS" default:"4" desc:"ingest: connections of the API's own PostgreSQL pool (read API and compat enqueue)"`
-	StatementTimeout time.Duration   `env:"MSGX_API_STATEMENT_TIMEOUT" default:"5s" desc:"ingest: PostgreSQL statement_timeout of the API's pool"`
+	PGMaxConns       int32           `envconfig:"MSGX_API_PG_MAX_CONNS" default:"4" desc:"ingest: connections of the API's own PostgreSQL pool (read API and compat enqueue)"`
+	StatementTimeout time.Duration   `envconfig:"MSGX_API_STATEMENT_TIMEOUT" default:"5s" desc:"ingest: PostgreSQL statement_timeout of the API's pool"`
 }
 
 // Validate reports every bad value, one line each.
 func (c API) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		p.Add("MSGX_API_ADDR", "must be host:port, got %q", c.Addr)
 	}
@@ -116,17 +118,17 @@ func (c API) Validate() error {
 
 // Mailbox are the settings of the legacy MySQL mailbox, shared by ingest, processor and jobs.
 type Mailbox struct {
-	MySQLDSN           string `env:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format); TLS: tls=true (system roots) or tls=msgx-ca (MSGX_MYSQL_TLS_CA_FILE); production requires one of them"`
-	MySQLTLSCAFile     string `env:"MSGX_MYSQL_TLS_CA_FILE" default:"" desc:"PEM CA bundle that verifies the mailbox server for DSNs with tls=msgx-ca"`
-	Shadow             bool   `env:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
-	MailboxProcessedAs string `env:"MSGX_MAILBOX_PROCESSED_VALUE" default:"" desc:"when set, also written to CMINMSGS_STATUS with the processed marker (empty: STATUS untouched)"`
+	MySQLDSN           string `envconfig:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format); TLS: tls=true (system roots) or tls=msgx-ca (MSGX_MYSQL_TLS_CA_FILE); production requires one of them"`
+	MySQLTLSCAFile     string `envconfig:"MSGX_MYSQL_TLS_CA_FILE" default:"" desc:"PEM CA bundle that verifies the mailbox server for DSNs with tls=msgx-ca"`
+	Shadow             bool   `envconfig:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
+	MailboxProcessedAs string `envconfig:"MSGX_MAILBOX_PROCESSED_VALUE" default:"" desc:"when set, also written to CMINMSGS_STATUS with the processed marker (empty: STATUS untouched)"`
 }
 
 // Retry is the retry policy of processing and of delivery (processor and dispatcher).
 type Retry struct {
-	MaxAttempts int           `env:"MSGX_MAX_ATTEMPTS" default:"5" desc:"processor and dispatcher: attempts before DEAD EXHAUSTED"`
-	BackoffBase time.Duration `env:"MSGX_BACKOFF_BASE" default:"1s" desc:"processor and dispatcher: first retry delay, doubled per attempt"`
-	BackoffMax  time.Duration `env:"MSGX_BACKOFF_MAX" default:"60s" desc:"processor and dispatcher: retry delay cap"`
+	MaxAttempts int           `envconfig:"MSGX_MAX_ATTEMPTS" default:"5" desc:"processor and dispatcher: attempts before DEAD EXHAUSTED"`
+	BackoffBase time.Duration `envconfig:"MSGX_BACKOFF_BASE" default:"1s" desc:"processor and dispatcher: first retry delay, doubled per attempt"`
+	BackoffMax  time.Duration `envconfig:"MSGX_BACKOFF_MAX" default:"60s" desc:"processor and dispatcher: retry delay cap"`
 }
 
 // d3Overrides are variables someone might set to weaken producer rule D3. They do not exist:
@@ -142,24 +144,20 @@ var removed = map[string]string{
 	"MSGX_KAFKA_INPROCESS": "the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address",
 }
 
-// Load reads the environment for role and validates it. The error is one line per bad value.
+// Load reads the environment for role (envconfig, pkg/envconf) and validates it. The error is one
+// line per bad value, all of them at once: every value that does not parse (validation then sees
+// that variable's default) and every one that is refused.
 func Load(role Role) (Config, error) {
-	return load(role, os.LookupEnv)
-}
-
-func load(role Role, lookup func(string) (string, bool)) (Config, error) {
 	cfg := Config{Process: Process{HTTPAddr: DefaultHTTPAddr[role]}}
-	if err := setting.Load(&cfg, lookup); err != nil {
-		return Config{}, err
-	}
-	var errs []error
+	parseErr := envconf.Process(&cfg)
+	errs := []error{parseErr}
 	for _, name := range d3Overrides {
-		if _, ok := lookup(name); ok {
+		if _, ok := os.LookupEnv(name); ok {
 			errs = append(errs, fmt.Errorf("%s: producer rule D3 (idempotent, acks=all, one request in flight) is not configurable; unset it", name))
 		}
 	}
 	for name, instead := range removed {
-		if _, ok := lookup(name); ok {
+		if _, ok := os.LookupEnv(name); ok {
 			errs = append(errs, fmt.Errorf("%s: removed; %s", name, instead))
 		}
 	}
@@ -172,9 +170,58 @@ func load(role Role, lookup func(string) (string, bool)) (Config, error) {
 	return cfg, errors.Join(errs...)
 }
 
+// redacted is what the start-up log shows of a secret.
+const redacted = "[redacted]"
+
+// Redacted returns every variable's effective value by name, for the start-up log: passwords in
+// MSGX_PG_URL and MSGX_MYSQL_DSN, and every password, token and key variable, are redacted.
+func (c Config) Redacted() map[string]string {
+	vals := envconf.Values(c)
+	for name, v := range vals {
+		switch {
+		case v == "":
+		case name == "MSGX_PG_URL":
+			vals[name] = redactURL(v)
+		case name == "MSGX_MYSQL_DSN":
+			vals[name] = redactDSN(v)
+		case strings.Contains(name, "PASSWORD"), strings.Contains(name, "TOKEN"), strings.HasSuffix(name, "_KEY"), strings.Contains(name, "SECRET"):
+			vals[name] = redacted
+		}
+	}
+	return vals
+}
+
+// redactURL hides the password of a PostgreSQL URL, in its user info or its query.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return redacted // cannot tell where the password is
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", redacted)
+		u.RawQuery = q.Encode()
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), redacted)
+	}
+	return u.String()
+}
+
+// redactDSN hides the password of a go-sql-driver/mysql DSN.
+func redactDSN(s string) string {
+	dc, err := mysql.ParseDSN(s)
+	if err != nil {
+		return redacted
+	}
+	if dc.Passwd != "" {
+		dc.Passwd = redacted
+	}
+	return dc.FormatDSN()
+}
+
 // Validate checks every value and returns one line per bad one.
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Join(c.Process.Validate())
 	p.Join(c.Leader.Validate())
 	p.Join(c.Mailbox.Validate())
@@ -201,7 +248,7 @@ func (c Config) Validate() error {
 // mode with the compat entry, and every connection that is plaintext or does not verify its
 // server (docs/security.md).
 func (c Config) productionRefusals() error {
-	var p setting.Problems
+	var p envconf.Problems
 	if c.Shadow && c.Compat.Enabled {
 		p.Add("MSGX_COMPAT_ENTRY", "must be false in production shadow mode (MSGX_SHADOW=true writes nothing to MySQL)")
 	}
@@ -231,7 +278,7 @@ func (c Config) productionRefusals() error {
 
 // Validate reports every bad value, one line each.
 func (c Process) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	switch c.Env {
 	case "development", "production":
 	default:
@@ -275,7 +322,7 @@ func (c Process) Location() *time.Location {
 
 // Validate reports every bad value, one line each.
 func (c Mailbox) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	if c.MySQLDSN == "" {
 		p.Add("MSGX_MYSQL_DSN", "must be set")
 	}
@@ -287,7 +334,7 @@ func (c Mailbox) Validate() error {
 
 // Validate reports every bad value, one line each.
 func (c Retry) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Between("MSGX_MAX_ATTEMPTS", int64(c.MaxAttempts), 1, 100)
 	p.Positive("MSGX_BACKOFF_BASE", c.BackoffBase)
 	p.Positive("MSGX_BACKOFF_MAX", c.BackoffMax)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/jobs"
 )
 
@@ -44,6 +45,42 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 			require.NotContains(t, err.Error(), "\n", "one bad value, one line")
 		})
 	}
+}
+
+// Several bad values, some that do not parse and some that are refused, are all reported at once,
+// one line each, in declaration order.
+func TestEveryBadValueIsReportedAtOnce(t *testing.T) {
+	for k, v := range map[string]string{
+		"MSGX_POLL_INTERVAL":    "soon",
+		"MSGX_CLAIM_BATCH":      "many",
+		"MSGX_PG_MAX_CONNS":     "99999999999",
+		"MSGX_SHADOW":           "maybe",
+		"MSGX_MAX_ATTEMPTS":     "0",
+		"MSGX_AIRPORT_TZ":       "Mars/Olympus",
+		"MSGX_HISTORY_SWEEP_AT": "25:99",
+		"MSGX_KAFKA_ACKS":       "1",
+	} {
+		t.Setenv(k, v)
+	}
+	_, err := Load(RoleIngest)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Equal(t, []string{
+		`MSGX_PG_MAX_CONNS: cannot parse "99999999999" as int32`,
+		`MSGX_SHADOW: cannot parse "maybe" as bool`,
+		`MSGX_POLL_INTERVAL: cannot parse "soon" as Duration`,
+		`MSGX_CLAIM_BATCH: cannot parse "many" as int`,
+	}, lines[:4], "values that do not parse come first, in declaration order")
+	rest := strings.Join(lines[4:], "\n")
+	for _, want := range []string{
+		"MSGX_KAFKA_ACKS: producer rule D3",
+		`MSGX_AIRPORT_TZ: must be an IANA time zone, got "Mars/Olympus"`,
+		"MSGX_MAX_ATTEMPTS: must be between 1 and 100, got 0",
+		`MSGX_HISTORY_SWEEP_AT: must be HH:MM (airport time), got "25:99"`,
+	} {
+		require.Contains(t, rest, want)
+	}
+	require.Len(t, lines, 8, "one line per bad variable, nothing about the ones that do not parse (they are validated as their defaults): %s", err)
 }
 
 // productionEnv is a production configuration every refusal accepts: PostgreSQL verify-full,
@@ -192,4 +229,31 @@ func TestEveryBadValueOneLineEach(t *testing.T) {
 		"MSGX_LEADER_SESSION_TIMEOUT", "MSGX_HTTP_MAX_BODY", "MSGX_KAFKA_SASL_MECHANISM", "MSGX_REQUEST_SNDR", "MSGX_BACKOFF_BASE"} {
 		require.Contains(t, err.Error(), name+": ")
 	}
+}
+
+// The start-up log's configuration shows every variable, with the passwords and tokens hidden.
+func TestRedacted(t *testing.T) {
+	t.Setenv("MSGX_PG_URL", "postgres://msgx:pg-secret@db:5432/msgx?sslmode=disable")
+	t.Setenv("MSGX_MYSQL_DSN", "msgx:my-secret@tcp(aodb:3306)/msgx_mailbox?parseTime=true")
+	t.Setenv("MSGX_KAFKA_SASL_PASSWORD", "kafka-secret")
+	t.Setenv("MSGX_API_TOKENS", "aodb:send:"+strings.Repeat("ab", 32))
+	t.Setenv("MSGX_CONSOLE_SESSION_KEY", strings.Repeat("k", 32))
+	cfg, err := Load(RoleIngest)
+	require.NoError(t, err)
+	r := cfg.Redacted()
+	require.Len(t, r, len(envconf.Fields(Config{})), "every variable")
+	require.Equal(t, "postgres://msgx:%5Bredacted%5D@db:5432/msgx?sslmode=disable", r["MSGX_PG_URL"])
+	require.Equal(t, "msgx:[redacted]@tcp(aodb:3306)/msgx_mailbox?parseTime=true", r["MSGX_MYSQL_DSN"])
+	require.Equal(t, "[redacted]", r["MSGX_KAFKA_SASL_PASSWORD"])
+	require.Equal(t, "[redacted]", r["MSGX_API_TOKENS"])
+	require.Equal(t, "[redacted]", r["MSGX_CONSOLE_SESSION_KEY"])
+	require.Equal(t, "30s", r["MSGX_MAX_COMMIT_DELAY"])
+	require.Equal(t, "127.0.0.1:8081", r["MSGX_HTTP_ADDR"])
+	require.Empty(t, r["MSGX_CONSOLE_TOKENS"], "empty stays empty")
+	for name, v := range r {
+		for _, secret := range []string{"pg-secret", "my-secret", "kafka-secret", "abab", "kkkk"} {
+			require.NotContains(t, v, secret, name)
+		}
+	}
+	require.Equal(t, "postgres://u:%5Bredacted%5D@h/d?password=%5Bredacted%5D", redactURL("postgres://u:p@h/d?password=q"))
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md from the Config struct")
@@ -44,7 +44,7 @@ is generated from those declarations (` + "`go test ./pkg/config -update`" + `);
 func renderDoc() string {
 	var b strings.Builder
 	b.WriteString(docHead)
-	for _, f := range setting.Fields(Config{}) {
+	for _, f := range envconf.Fields(Config{}) {
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", f.Name, f.Doc, f.Desc)
 	}
 	return b.String()
@@ -64,7 +64,7 @@ func TestDocMatchesStruct(t *testing.T) {
 func TestEveryVariableIsDeclaredOnceAndDescribed(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
-	for _, f := range setting.Fields(Config{}) {
+	for _, f := range envconf.Fields(Config{}) {
 		require.True(t, strings.HasPrefix(f.Name, "MSGX_"), f.Name)
 		require.False(t, seen[f.Name], "%s is declared twice", f.Name)
 		seen[f.Name] = true

@@ -12,9 +12,9 @@ import (
 
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/request"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 // seedHistory gives a schema a long history: 1,000,000 messages (one in a thousand DEAD), 20,000
@@ -55,7 +55,7 @@ func BenchmarkPages(b *testing.B) {
 	ob, err := outbox.New(db.Pool, outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute})
 	require.NoError(b, err)
 	rcfg := request.Config{Location: time.UTC}
-	setting.Defaults(&rcfg)
+	envconf.Defaults(&rcfg)
 	reqs, err := request.NewStore(db.Pool, rcfg)
 	require.NoError(b, err)
 	var tokens console.Clients

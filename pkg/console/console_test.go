@@ -20,6 +20,7 @@ import (
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -27,7 +28,6 @@ import (
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/roles"
-	"github.com/msgx/msgx/pkg/setting"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -127,7 +127,7 @@ func setup(t testing.TB) *world {
 	ob, err := outbox.New(pool, outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute})
 	require.NoError(t, err)
 	rcfg := request.Config{Location: loc}
-	setting.Defaults(&rcfg)
+	envconf.Defaults(&rcfg)
 	reqs, err := request.NewStore(pool, rcfg)
 	require.NoError(t, err)
 	var tokens console.Clients

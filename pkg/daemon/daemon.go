@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/buildinfo"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/leader"
@@ -154,7 +155,7 @@ func Run(ctx context.Context, spec Spec) error {
 		// The elector ends only when ctx ends; returning an error would hide the real cause.
 		return nil
 	})
-	spec.Log.Info().Dur("uptime", time.Since(start)).Err(err).Msg("stopped")
+	spec.Log.Info().Float64("uptime_seconds", time.Since(start).Seconds()).Err(err).Msg("stopped")
 	return err
 }
 
@@ -195,4 +196,12 @@ func Serve(ctx context.Context, cfg config.Config, clk clock.Clock, log zerolog.
 		g.Go(func() error { return work(workCtx) })
 	}
 	return g.Wait()
+}
+
+// LogStart is every binary's first log line: its build and the configuration it runs with,
+// secrets redacted (config.Config.Redacted).
+func LogStart(log zerolog.Logger, cfg config.Config) {
+	in := buildinfo.Read()
+	log.Info().Str("version", in.Version).Str("revision", in.Revision).Bool("modified", in.Modified).
+		Str("go_version", in.GoVersion).Interface("config", cfg.Redacted()).Msg("starting")
 }

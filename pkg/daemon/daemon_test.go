@@ -17,9 +17,9 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
@@ -54,7 +54,7 @@ func start(t *testing.T, ctx context.Context, clk clock.Clock, drain time.Durati
 	t.Helper()
 	db := testdb.New(t)
 	var cfg config.Config
-	setting.Defaults(&cfg)
+	envconf.Defaults(&cfg)
 	cfg.PGURL, cfg.HTTPAddr = db.URL, "127.0.0.1:0"
 	cfg.ShutdownDrain, cfg.LivenessStall = drain, time.Minute
 	cfg.Leader.Retry = 100 * time.Millisecond

@@ -13,20 +13,20 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
 // Config are the API's access settings (ingest).
 type Config struct {
-	Tokens      Clients `env:"MSGX_API_TOKENS" default:"" doc:"(none)" desc:"ingest API: the clients' bearer tokens as client:scope+scope:sha256hex, comma-separated (scopes send, read; only SHA-256 hashes; msgxctl token new makes a token and its entry); none: every API request is 401; required in production"`
-	Rate        int     `env:"MSGX_API_RATE" default:"20" desc:"ingest API: requests per second each client may make (token bucket; beyond it 429 with Retry-After)"`
-	Burst       int     `env:"MSGX_API_BURST" default:"40" desc:"ingest API: requests a client may make at once above its rate"`
-	MaxInFlight int     `env:"MSGX_API_MAX_IN_FLIGHT" default:"16" desc:"ingest API: requests served at once over all clients (beyond it 429 with Retry-After: 1)"`
+	Tokens      Clients `envconfig:"MSGX_API_TOKENS" default:"" doc:"(none)" desc:"ingest API: the clients' bearer tokens as client:scope+scope:sha256hex, comma-separated (scopes send, read; only SHA-256 hashes; msgxctl token new makes a token and its entry); none: every API request is 401; required in production"`
+	Rate        int     `envconfig:"MSGX_API_RATE" default:"20" desc:"ingest API: requests per second each client may make (token bucket; beyond it 429 with Retry-After)"`
+	Burst       int     `envconfig:"MSGX_API_BURST" default:"40" desc:"ingest API: requests a client may make at once above its rate"`
+	MaxInFlight int     `envconfig:"MSGX_API_MAX_IN_FLIGHT" default:"16" desc:"ingest API: requests served at once over all clients (beyond it 429 with Retry-After: 1)"`
 }
 
 // Validate reports every bad value, one line each.
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Between("MSGX_API_RATE", int64(c.Rate), 1, 100000)
 	p.Between("MSGX_API_BURST", int64(c.Burst), 1, 100000)
 	p.Between("MSGX_API_MAX_IN_FLIGHT", int64(c.MaxInFlight), 1, 10000)
@@ -46,7 +46,7 @@ type Gate struct {
 
 // NewGate returns the gate of cfg; now is the clock of the rate limits (time.Now in production).
 func NewGate(cfg Config, now func() time.Time) *Gate {
-	setting.FillZero(&cfg)
+	envconf.FillZero(&cfg)
 	g := &Gate{clients: cfg.Tokens, inFlight: make(chan struct{}, cfg.MaxInFlight), now: now}
 	byName := map[string]*rate.Limiter{}
 	for _, c := range cfg.Tokens {

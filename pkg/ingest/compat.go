@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/setting"
 )
 
 // CompatPattern is the compat entry's route (obs.Server.Handle).
@@ -38,8 +38,8 @@ var _ Inserter = (*mailbox.Mailbox)(nil)
 // (MSGX_SHADOW, MSGX_AIRPORT_TZ, MSGX_DB_TIMEOUT), set by the binary; zero fields with a default
 // take it.
 type CompatConfig struct {
-	Enabled   bool           `env:"MSGX_COMPAT_ENTRY" default:"true" desc:"ingest: serve POST /cminmsgs/send (inserts into the mailbox)"`
-	MaxBody   int64          `env:"MSGX_HTTP_MAX_BODY" default:"1048576" desc:"ingest: maximum body of POST /cminmsgs/send in bytes (larger → 413)"`
+	Enabled   bool           `envconfig:"MSGX_COMPAT_ENTRY" default:"true" desc:"ingest: serve POST /cminmsgs/send (inserts into the mailbox)"`
+	MaxBody   int64          `envconfig:"MSGX_HTTP_MAX_BODY" default:"1048576" desc:"ingest: maximum body of POST /cminmsgs/send in bytes (larger → 413)"`
 	Shadow    bool           // refuse every write with 503
 	Location  *time.Location // airport time zone: DATE_RECEIVED is written as its wall clock
 	DBTimeout time.Duration  `default:"10s"` // bounds the mailbox insert and the PostgreSQL enqueue each
@@ -47,7 +47,7 @@ type CompatConfig struct {
 
 // Validate reports every bad value, one line each.
 func (c CompatConfig) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	if c.MaxBody < 1024 || c.MaxBody > 16<<20 {
 		p.Add("MSGX_HTTP_MAX_BODY", "must be between 1024 and 16777216 bytes (MEDIUMTEXT), got %d", c.MaxBody)
 	}
@@ -71,7 +71,7 @@ func NewCompat(cfg CompatConfig, mb Inserter, db DB, clk clock.Clock, m *Metrics
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
-	setting.FillZero(&cfg)
+	envconf.FillZero(&cfg)
 	return &Compat{cfg: cfg, mailbox: mb, db: db, clock: clk, metrics: m, log: log.With().Str("stage", "compat").Logger()}
 }
 

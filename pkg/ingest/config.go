@@ -3,17 +3,17 @@ package ingest
 import (
 	"time"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
-// Config tunes the poll loop. Each setting's variable and default are in its tags (pkg/setting,
+// Config tunes the poll loop. Each setting's variable and default are in its tags (pkg/envconf,
 // docs/configuration.md); zero fields take the defaults (docs/spec.md §4). DBTimeout is the process's
 // MSGX_DB_TIMEOUT, set by the binary.
 type Config struct {
-	PollInterval   time.Duration `env:"MSGX_POLL_INTERVAL" default:"1s" desc:"ingest: wait between mailbox polls when the last poll was not a full batch"`
-	ClaimBatch     int           `env:"MSGX_CLAIM_BATCH" default:"50" desc:"ingest: mailbox rows read per poll"`
-	MaxCommitDelay time.Duration `env:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped"`
-	ReprobeWindow  time.Duration `env:"MSGX_GAP_REPROBE_WINDOW" default:"24h" desc:"ingest: how long skipped ids are re-probed for a late commit"`
+	PollInterval   time.Duration `envconfig:"MSGX_POLL_INTERVAL" default:"1s" desc:"ingest: wait between mailbox polls when the last poll was not a full batch"`
+	ClaimBatch     int           `envconfig:"MSGX_CLAIM_BATCH" default:"50" desc:"ingest: mailbox rows read per poll"`
+	MaxCommitDelay time.Duration `envconfig:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped"`
+	ReprobeWindow  time.Duration `envconfig:"MSGX_GAP_REPROBE_WINDOW" default:"24h" desc:"ingest: how long skipped ids are re-probed for a late commit"`
 	// ReprobeEvery is the period of the re-probe of skipped ids.
 	ReprobeEvery time.Duration `default:"10s"`
 	// ReprobeRanges bounds the id ranges (islands of skipped ids) probed at once.
@@ -26,14 +26,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	setting.FillZero(&c)
+	envconf.FillZero(&c)
 	return c
 }
 
 // Validate reports every bad value, one line each (New fills zero fields with their defaults
 // first; the binary's configuration is validated as read).
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Positive("MSGX_POLL_INTERVAL", c.PollInterval)
 	p.Between("MSGX_CLAIM_BATCH", int64(c.ClaimBatch), 1, 10000)
 	p.Positive("MSGX_MAX_COMMIT_DELAY", c.MaxCommitDelay)

@@ -5,37 +5,37 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
 // Config tunes the jobs. Fields with an env tag are the stage's settings; fields with only a
-// default are tuning values without a variable; both defaults live in the tags (pkg/setting,
+// default are tuning values without a variable; both defaults live in the tags (pkg/envconf,
 // docs/configuration.md). Shadow, ProcessedValue, MarkTimeout and Location are the process's,
 // set by the binary. Zero values are not defaults: start from Defaults().
 type Config struct {
-	BackfillInterval time.Duration `env:"MSGX_BACKFILL_INTERVAL" default:"30s" desc:"jobs: backfill sweep period"`
-	BackoffBase      time.Duration `env:"MSGX_BACKFILL_BACKOFF_BASE" default:"30s" desc:"jobs: first marker retry delay, doubled per attempt"`
-	BackoffMax       time.Duration `env:"MSGX_BACKFILL_BACKOFF_MAX" default:"15m" desc:"jobs: marker retry delay cap"`
-	Overdue          time.Duration `env:"MSGX_OVERDUE_BACKFILL" default:"24h" desc:"jobs: a marker still failing this long after enqueued_at is abandoned and listed for reconciliation (R)"`
+	BackfillInterval time.Duration `envconfig:"MSGX_BACKFILL_INTERVAL" default:"30s" desc:"jobs: backfill sweep period"`
+	BackoffBase      time.Duration `envconfig:"MSGX_BACKFILL_BACKOFF_BASE" default:"30s" desc:"jobs: first marker retry delay, doubled per attempt"`
+	BackoffMax       time.Duration `envconfig:"MSGX_BACKFILL_BACKOFF_MAX" default:"15m" desc:"jobs: marker retry delay cap"`
+	Overdue          time.Duration `envconfig:"MSGX_OVERDUE_BACKFILL" default:"24h" desc:"jobs: a marker still failing this long after enqueued_at is abandoned and listed for reconciliation (R)"`
 	Shadow           bool          // write nothing to MySQL: the backfill sweep does nothing
 	ProcessedValue   string        // also written to CMINMSGS_STATUS with the marker
 	MarkTimeout      time.Duration `default:"2s"` // bound of one mailbox call (keep it under the PG idle-in-transaction timeout)
 
-	HistoryEnabled   bool          `env:"MSGX_HISTORY_ENABLED" default:"true" desc:"jobs: history store on; when false the history sweep deletes nothing"`
-	HistorySweepAt   TimeOfDay     `env:"MSGX_HISTORY_SWEEP_AT" default:"03:30" desc:"jobs: airport-time HH:MM of the daily history sweep"`
-	HistoryRetention time.Duration `env:"MSGX_HISTORY_RETENTION" default:"72h" desc:"jobs: flights whose operation day is older than this are purged into flight_history"`
-	HistoryQuiet     time.Duration `env:"MSGX_HISTORY_QUIET" default:"24h" desc:"jobs: an ACTIVE flight is purged only when not updated for this long"`
+	HistoryEnabled   bool          `envconfig:"MSGX_HISTORY_ENABLED" default:"true" desc:"jobs: history store on; when false the history sweep deletes nothing"`
+	HistorySweepAt   TimeOfDay     `envconfig:"MSGX_HISTORY_SWEEP_AT" default:"03:30" desc:"jobs: airport-time HH:MM of the daily history sweep"`
+	HistoryRetention time.Duration `envconfig:"MSGX_HISTORY_RETENTION" default:"72h" desc:"jobs: flights whose operation day is older than this are purged into flight_history"`
+	HistoryQuiet     time.Duration `envconfig:"MSGX_HISTORY_QUIET" default:"24h" desc:"jobs: an ACTIVE flight is purged only when not updated for this long"`
 	HistoryBatch     int           `default:"100"` // flights per transaction (PIPELINE_LOCK is held for one of them)
 
 	RetentionInterval      time.Duration `default:"1m"` // period of the retention/archive job
-	EventRetention         time.Duration `env:"MSGX_EVENT_RETENTION" default:"168h" desc:"jobs: SENT msg_event rows are deleted after this"`
-	ProcStateRetention     time.Duration `env:"MSGX_PROC_STATE_RETENTION" default:"720h" desc:"jobs: terminal proc_state rows with a settled marker move to proc_state_hst after this"`
-	RawRetention           time.Duration `env:"MSGX_RAW_RETENTION" default:"2160h" desc:"jobs: the raw text copy of archived messages is cleared after this"`
-	SnapLogRetention       time.Duration `env:"MSGX_SNAP_LOG_RETENTION" default:"2160h" desc:"jobs: schd_snap_log rows are deleted after this"`
-	ReqTrackRetention      time.Duration `env:"MSGX_REQ_TRACK_RETENTION" default:"720h" desc:"jobs: closed req_track rows are deleted after this"`
-	FlightHistoryRetention time.Duration `env:"MSGX_FLIGHT_HISTORY_RETENTION" default:"8760h" desc:"jobs: flight_history rows are deleted after this"`
+	EventRetention         time.Duration `envconfig:"MSGX_EVENT_RETENTION" default:"168h" desc:"jobs: SENT msg_event rows are deleted after this"`
+	ProcStateRetention     time.Duration `envconfig:"MSGX_PROC_STATE_RETENTION" default:"720h" desc:"jobs: terminal proc_state rows with a settled marker move to proc_state_hst after this"`
+	RawRetention           time.Duration `envconfig:"MSGX_RAW_RETENTION" default:"2160h" desc:"jobs: the raw text copy of archived messages is cleared after this"`
+	SnapLogRetention       time.Duration `envconfig:"MSGX_SNAP_LOG_RETENTION" default:"2160h" desc:"jobs: schd_snap_log rows are deleted after this"`
+	ReqTrackRetention      time.Duration `envconfig:"MSGX_REQ_TRACK_RETENTION" default:"720h" desc:"jobs: closed req_track rows are deleted after this"`
+	FlightHistoryRetention time.Duration `envconfig:"MSGX_FLIGHT_HISTORY_RETENTION" default:"8760h" desc:"jobs: flight_history rows are deleted after this"`
 
-	Batch     int           `env:"MSGX_JOB_BATCH" default:"1000" desc:"jobs: rows per job transaction (bounds every run)"`
+	Batch     int           `envconfig:"MSGX_JOB_BATCH" default:"1000" desc:"jobs: rows per job transaction (bounds every run)"`
 	RunTxs    int           `default:"20"`  // transactions per task and run (with Batch: the run's row bound)
 	RunBudget time.Duration `default:"10s"` // wall time of one run of one job; a run stops after the transaction that passes it
 	Tick      time.Duration `default:"1s"`  // how often the scheduler wakes up to look at the (injected) clock
@@ -46,7 +46,7 @@ type Config struct {
 // Defaults returns the documented defaults (the tags; docs/spec.md §10, §12), in UTC.
 func Defaults() Config {
 	var c Config
-	setting.Defaults(&c)
+	envconf.Defaults(&c)
 	c.Location = time.UTC
 	return c
 }
@@ -72,7 +72,7 @@ func (t TimeOfDay) String() string {
 
 // Validate reports every bad value, one line each (naming the variable of a setting).
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	for _, s := range []struct {
 		name string
 		d    time.Duration

@@ -40,7 +40,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
 // MaxTimeout bounds every D3 timeout.
@@ -53,31 +53,31 @@ const MaxProducerRetries = 10
 const producerRetries = 3
 
 // Config is what the adapter needs. Its fields are the dispatcher's Kafka settings: variable,
-// default and description in the tags (pkg/setting, docs/configuration.md).
+// default and description in the tags (pkg/envconf, docs/configuration.md).
 type Config struct {
-	Brokers        []string      `env:"MSGX_KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"dispatcher: Kafka bootstrap brokers"`
-	ClientID       string        `env:"MSGX_KAFKA_CLIENT_ID" default:"msgx-dispatcher" desc:"dispatcher: Kafka client id"`
-	Version        string        `env:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version (at least 0.11.0 for idempotence)"`
-	TopicChanges   string        `env:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
-	TopicState     string        `env:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
-	DialTimeout    time.Duration `env:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
-	IOTimeout      time.Duration `env:"MSGX_KAFKA_IO_TIMEOUT" default:"30s" desc:"dispatcher: broker read and write timeout (bounded, D3)"`
-	ProduceTimeout time.Duration `env:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3)"`
-	SendTimeout    time.Duration `env:"MSGX_KAFKA_SEND_TIMEOUT" default:"30s" desc:"dispatcher: bound of one send (a Kafka transaction: begin, produce, commit; D3)"`
-	TxnTimeout     time.Duration `env:"MSGX_KAFKA_TXN_TIMEOUT" default:"30s" desc:"dispatcher: transaction timeout the broker enforces (an abandoned transaction aborts after it; D3)"`
-	CheckTimeout   time.Duration `env:"MSGX_KAFKA_CHECK_TIMEOUT" default:"1s" desc:"dispatcher: readiness check: a metadata request must be answered within this (at most 2s, the readiness budget)"`
-	TxnIDPrefix    string        `env:"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX" default:"msgx-dispatcher" desc:"dispatcher: transactional.id prefix; the id of each topic's producer is <prefix>.<topic> (one per deployment: a second deployment sharing it would fence the first)"`
-	Compression    string        `env:"MSGX_KAFKA_COMPRESSION" default:"lz4" desc:"dispatcher: record batch compression: none, lz4 or zstd (zstd needs MSGX_KAFKA_VERSION ≥ 2.1.0)"`
-	TLS            bool          `env:"MSGX_KAFKA_TLS" default:"false" desc:"dispatcher: connect to brokers with TLS"`
-	TLSCAFile      string        `env:"MSGX_KAFKA_TLS_CA_FILE" default:"" desc:"dispatcher: PEM CA bundle for broker TLS (empty: system roots)"`
-	SASLMechanism  string        `env:"MSGX_KAFKA_SASL_MECHANISM" default:"" desc:"dispatcher: empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"`
-	SASLUser       string        `env:"MSGX_KAFKA_SASL_USER" default:"" desc:"dispatcher: SASL user (from a Secret)"`
-	SASLPassword   string        `env:"MSGX_KAFKA_SASL_PASSWORD" default:"" desc:"dispatcher: SASL password (from a Secret)"`
+	Brokers        []string      `envconfig:"MSGX_KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"dispatcher: Kafka bootstrap brokers"`
+	ClientID       string        `envconfig:"MSGX_KAFKA_CLIENT_ID" default:"msgx-dispatcher" desc:"dispatcher: Kafka client id"`
+	Version        string        `envconfig:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version (at least 0.11.0 for idempotence)"`
+	TopicChanges   string        `envconfig:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
+	TopicState     string        `envconfig:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
+	DialTimeout    time.Duration `envconfig:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
+	IOTimeout      time.Duration `envconfig:"MSGX_KAFKA_IO_TIMEOUT" default:"30s" desc:"dispatcher: broker read and write timeout (bounded, D3)"`
+	ProduceTimeout time.Duration `envconfig:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3)"`
+	SendTimeout    time.Duration `envconfig:"MSGX_KAFKA_SEND_TIMEOUT" default:"30s" desc:"dispatcher: bound of one send (a Kafka transaction: begin, produce, commit; D3)"`
+	TxnTimeout     time.Duration `envconfig:"MSGX_KAFKA_TXN_TIMEOUT" default:"30s" desc:"dispatcher: transaction timeout the broker enforces (an abandoned transaction aborts after it; D3)"`
+	CheckTimeout   time.Duration `envconfig:"MSGX_KAFKA_CHECK_TIMEOUT" default:"1s" desc:"dispatcher: readiness check: a metadata request must be answered within this (at most 2s, the readiness budget)"`
+	TxnIDPrefix    string        `envconfig:"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX" default:"msgx-dispatcher" desc:"dispatcher: transactional.id prefix; the id of each topic's producer is <prefix>.<topic> (one per deployment: a second deployment sharing it would fence the first)"`
+	Compression    string        `envconfig:"MSGX_KAFKA_COMPRESSION" default:"lz4" desc:"dispatcher: record batch compression: none, lz4 or zstd (zstd needs MSGX_KAFKA_VERSION ≥ 2.1.0)"`
+	TLS            bool          `envconfig:"MSGX_KAFKA_TLS" default:"false" desc:"dispatcher: connect to brokers with TLS"`
+	TLSCAFile      string        `envconfig:"MSGX_KAFKA_TLS_CA_FILE" default:"" desc:"dispatcher: PEM CA bundle for broker TLS (empty: system roots)"`
+	SASLMechanism  string        `envconfig:"MSGX_KAFKA_SASL_MECHANISM" default:"" desc:"dispatcher: empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"`
+	SASLUser       string        `envconfig:"MSGX_KAFKA_SASL_USER" default:"" desc:"dispatcher: SASL user (from a Secret)"`
+	SASLPassword   string        `envconfig:"MSGX_KAFKA_SASL_PASSWORD" default:"" desc:"dispatcher: SASL password (from a Secret)"`
 }
 
 // Validate reports every bad setting, one line each naming its variable.
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	if len(c.Brokers) == 0 {
 		p.Add("MSGX_KAFKA_BROKERS", "must list at least one broker")
 	}

@@ -29,7 +29,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/migrate"
 )
 
 // ErrFenced means the lease's epoch is no longer the role's current one: another instance took
@@ -144,20 +145,20 @@ func Fenced(ctx context.Context, db Beginner, fence Fence, fn func(tx pgx.Tx) er
 }
 
 // Config tunes an Elector. SessionTimeout and Retry are settings (variable, default:
-// pkg/setting, docs/configuration.md); the binary sets Role and Holder.
+// pkg/envconf, docs/configuration.md); the binary sets Role and Holder.
 type Config struct {
 	Role   string
 	Holder string // who we are, for leader_lease and logs (pod name, host:pid)
 	// SessionTimeout is the idle_session_timeout of the lock session: the lease.
-	SessionTimeout time.Duration `env:"MSGX_LEADER_SESSION_TIMEOUT" default:"5s" desc:"the leader's lock session is ended by PostgreSQL when silent this long (a paused or cut-off leader loses the lock); standbys take over after it"`
+	SessionTimeout time.Duration `envconfig:"MSGX_LEADER_SESSION_TIMEOUT" default:"5s" desc:"the leader's lock session is ended by PostgreSQL when silent this long (a paused or cut-off leader loses the lock); standbys take over after it"`
 	// Retry is the standby's lock attempt period.
-	Retry time.Duration `env:"MSGX_LEADER_RETRY" default:"1s" desc:"how often a standby tries to take the leader lock; also the leader's lock ping period (capped at a third of the session timeout)"`
+	Retry time.Duration `envconfig:"MSGX_LEADER_RETRY" default:"1s" desc:"how often a standby tries to take the leader lock; also the leader's lock ping period (capped at a third of the session timeout)"`
 	Now   func() time.Time
 }
 
 // Validate reports every bad setting, one line each.
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Positive("MSGX_LEADER_SESSION_TIMEOUT", c.SessionTimeout)
 	if c.SessionTimeout > 0 && c.SessionTimeout < time.Second {
 		p.Add("MSGX_LEADER_SESSION_TIMEOUT", "must be at least 1s, got %s", c.SessionTimeout)
@@ -225,7 +226,11 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 			if errors.Is(err, ErrPooler) {
 				return err
 			}
-			e.log.Warn().Err(err).Msg("leader campaign failed; retrying")
+			ev := e.log.Warn().Err(err)
+			if hint := migrate.Hint(err); hint != "" {
+				ev = ev.Str("hint", hint)
+			}
+			ev.Msg("leader campaign failed; retrying")
 			if !sleep(ctx, e.cfg.Retry) {
 				return nil
 			}

@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/buildinfo"
 )
 
 // NewLogger returns the JSON root logger with the binary's component name.
@@ -37,7 +39,18 @@ func NewLogger(w io.Writer, level, component string) zerolog.Logger {
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(buildInfo(buildinfo.Read()))
 	return reg
+}
+
+// buildInfo is the gauge msgx_build_info{version,revision,go_version} 1 of this binary's build.
+func buildInfo(in buildinfo.Info) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "msgx_build_info",
+		Help: "Always 1; the labels name the binary's build (module version, VCS revision, Go version).",
+	}, []string{"version", "revision", "go_version"})
+	g.WithLabelValues(in.Version, in.Revision, in.GoVersion).Set(1)
+	return g
 }
 
 // Check is one readiness dependency.

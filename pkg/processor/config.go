@@ -3,12 +3,12 @@ package processor
 import (
 	"strings"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
 // Validate reports every bad value of the stage's settings, one line each.
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Between("MSGX_PUMP_BATCH", int64(c.Batch), 1, 10000)
 	p.Positive("MSGX_HEAD_DEADLINE", c.HeadDeadline)
 	p.Between("MSGX_POISON_CRASHES", int64(c.PoisonCrashes), 1, 100)

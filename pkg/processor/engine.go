@@ -22,18 +22,18 @@ import (
 )
 
 // Config tunes the engine. The tagged fields are the stage's settings (variable, default:
-// pkg/setting, docs/configuration.md; Validate in config.go); the others are the process's,
+// pkg/envconf, docs/configuration.md; Validate in config.go); the others are the process's,
 // set by the binary. Zero values are not defaults.
 type Config struct {
-	Batch              int           `env:"MSGX_PUMP_BATCH" default:"500" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
+	Batch              int           `envconfig:"MSGX_PUMP_BATCH" default:"500" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
 	MaxAttempts        int           // MSGX_MAX_ATTEMPTS
 	BackoffBase        time.Duration // MSGX_BACKOFF_BASE
 	BackoffMax         time.Duration // MSGX_BACKOFF_MAX
-	HeadDeadline       time.Duration `env:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a FAILED head whose retries have gone on this long (counting only time the engine was running, INV-23) ends DEAD EXHAUSTED"`
-	PoisonCrashes      int           `env:"MSGX_POISON_CRASHES" default:"3" desc:"processor: a message whose attempt, run alone, ended with the process dying this many times in a row is poison: DEAD EXHAUSTED (INV-23)"`
+	HeadDeadline       time.Duration `envconfig:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a FAILED head whose retries have gone on this long (counting only time the engine was running, INV-23) ends DEAD EXHAUSTED"`
+	PoisonCrashes      int           `envconfig:"MSGX_POISON_CRASHES" default:"3" desc:"processor: a message whose attempt, run alone, ended with the process dying this many times in a row is poison: DEAD EXHAUSTED (INV-23)"`
 	IdlePoll           time.Duration // wait when there is no work (ingest's new rows)
-	IgnoreTypes        []string      `env:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`
-	IdentityIncludeDay bool          `env:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN"`
+	IgnoreTypes        []string      `envconfig:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`
+	IdentityIncludeDay bool          `envconfig:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN"`
 	Location           *time.Location
 	Shadow             bool          // write nothing to MySQL
 	ProcessedValue     string        // also written to CMINMSGS_STATUS with the marker

@@ -143,31 +143,32 @@ func DayScope(from, to time.Time) string {
 // Day returns t's calendar date at UTC midnight (the representation of an operation day).
 func Day(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC) }
 
-// Request is one req_track row.
+// Request is one req_track row (JSON: msgxctl request … --json).
 type Request struct {
-	ID       int64
-	Kind     Kind
-	Scope    string
-	From, To time.Time // RQFD days (zero for RQRD)
-	Status   Status
-	Origin   Origin
-	Actor    string
-	Reason   string
+	ID     int64     `json:"req_id"`
+	Kind   Kind      `json:"kind"`
+	Scope  string    `json:"scope"`
+	From   time.Time `json:"from"` // RQFD days (zero for RQRD)
+	To     time.Time `json:"to"`
+	Status Status    `json:"status"`
+	Origin Origin    `json:"origin"`
+	Actor  string    `json:"actor"`
+	Reason string    `json:"reason"`
 
-	Sender    string
-	RoutingID string
-	SEQN      int
-	DTTM      time.Time // META DTTM, airport wall clock
-	XML       string    // the outbound message, built once
+	Sender    string    `json:"sndr"`
+	RoutingID string    `json:"routing_id"`
+	SEQN      int       `json:"seqn"`
+	DTTM      time.Time `json:"dttm"` // META DTTM, airport wall clock
+	XML       string    `json:"xml"`  // the outbound message, built once
 
-	RegisteredAt time.Time
-	SentAt       time.Time // zero until SENT
-	WaitingAt    time.Time
-	ClosedAt     time.Time
-	OutMsgID     int64 // COUTMSGS_ID, 0 until SENT
-	ResponseID   int64 // msg_id of the applied response
-	CloseReason  string
-	MatchKind    string
+	RegisteredAt time.Time `json:"registered_at"`
+	SentAt       time.Time `json:"sent_at"` // zero until SENT
+	WaitingAt    time.Time `json:"waiting_at"`
+	ClosedAt     time.Time `json:"closed_at"`
+	OutMsgID     int64     `json:"coutmsgs_id"`     // COUTMSGS_ID, 0 until SENT
+	ResponseID   int64     `json:"response_msg_id"` // msg_id of the applied response
+	CloseReason  string    `json:"close_reason"`
+	MatchKind    string    `json:"match_kind"`
 }
 
 // ListCode is the list of an RQRD (its scope).

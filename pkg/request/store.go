@@ -11,23 +11,23 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// Config is the requests' settings (pkg/setting tags, docs/configuration.md); Location is the
+// Config is the requests' settings (pkg/envconf tags, docs/configuration.md); Location is the
 // process's airport zone, set by the binary.
 type Config struct {
-	Timeout       time.Duration  `env:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
-	Sender        string         `env:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
-	RoutingID     string         `env:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
-	SweepInterval time.Duration  `env:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
+	Timeout       time.Duration  `envconfig:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
+	Sender        string         `envconfig:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
+	RoutingID     string         `envconfig:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
+	SweepInterval time.Duration  `envconfig:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
 	Location      *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
 }
 
 // Validate reports every bad value, one line each.
 func (c Config) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Positive("MSGX_REQUEST_TIMEOUT", c.Timeout)
 	p.Positive("MSGX_REQUEST_SWEEP_INTERVAL", c.SweepInterval)
 	if len(c.Sender) < 1 || len(c.Sender) > 4 || strings.Trim(c.Sender, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != "" {

@@ -8,19 +8,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
-	"github.com/msgx/msgx/pkg/setting"
+	"github.com/msgx/msgx/pkg/envconf"
 )
 
 // TriggerConfig switches and limits the automatic requests (docs/requests.md). Each trigger is
 // off unless enabled; nothing is ever registered in shadow mode.
 type TriggerConfig struct {
-	Bootstrap         bool           `env:"MSGX_REQUEST_BOOTSTRAP" default:"false" desc:"processor: at start, an empty flight table requests the schedule of today..today+MSGX_REQUEST_BOOTSTRAP_DAYS"`
-	BootstrapDays     int            `env:"MSGX_REQUEST_BOOTSTRAP_DAYS" default:"1" desc:"processor: days after today the bootstrap request covers (0..30)"`
-	SelfHeal          bool           `env:"MSGX_REQUEST_SELF_HEAL" default:"false" desc:"processor: FLOPs for unknown flights of one operation day beyond the threshold request that day's schedule"`
-	SelfHealThreshold int            `env:"MSGX_REQUEST_SELF_HEAL_THRESHOLD" default:"5" desc:"processor: unknown-flight FLOPs of one operation day within the window that trigger self-healing"`
-	SelfHealWindow    time.Duration  `env:"MSGX_REQUEST_SELF_HEAL_WINDOW" default:"10m" desc:"processor: window in which the self-healing threshold is counted"`
-	Cooldown          time.Duration  `env:"MSGX_REQUEST_TRIGGER_COOLDOWN" default:"24h" desc:"processor: an automatic trigger asks for one scope at most once per cooldown"`
-	MaxPerHour        int            `env:"MSGX_REQUEST_TRIGGER_MAX_PER_HOUR" default:"6" desc:"processor: at most this many requests per trigger and hour, all scopes"`
+	Bootstrap         bool           `envconfig:"MSGX_REQUEST_BOOTSTRAP" default:"false" desc:"processor: at start, an empty flight table requests the schedule of today..today+MSGX_REQUEST_BOOTSTRAP_DAYS"`
+	BootstrapDays     int            `envconfig:"MSGX_REQUEST_BOOTSTRAP_DAYS" default:"1" desc:"processor: days after today the bootstrap request covers (0..30)"`
+	SelfHeal          bool           `envconfig:"MSGX_REQUEST_SELF_HEAL" default:"false" desc:"processor: FLOPs for unknown flights of one operation day beyond the threshold request that day's schedule"`
+	SelfHealThreshold int            `envconfig:"MSGX_REQUEST_SELF_HEAL_THRESHOLD" default:"5" desc:"processor: unknown-flight FLOPs of one operation day within the window that trigger self-healing"`
+	SelfHealWindow    time.Duration  `envconfig:"MSGX_REQUEST_SELF_HEAL_WINDOW" default:"10m" desc:"processor: window in which the self-healing threshold is counted"`
+	Cooldown          time.Duration  `envconfig:"MSGX_REQUEST_TRIGGER_COOLDOWN" default:"24h" desc:"processor: an automatic trigger asks for one scope at most once per cooldown"`
+	MaxPerHour        int            `envconfig:"MSGX_REQUEST_TRIGGER_MAX_PER_HOUR" default:"6" desc:"processor: at most this many requests per trigger and hour, all scopes"`
 	Shadow            bool           // nothing is registered in shadow mode (set by the binary)
 	Location          *time.Location // airport zone (set by the binary)
 }
@@ -28,14 +28,14 @@ type TriggerConfig struct {
 // DefaultTriggerConfig returns the defaults (the tags): both triggers off, UTC.
 func DefaultTriggerConfig() TriggerConfig {
 	var c TriggerConfig
-	setting.Defaults(&c)
+	envconf.Defaults(&c)
 	c.Location = time.UTC
 	return c
 }
 
 // Validate reports every bad value, one line each.
 func (c TriggerConfig) Validate() error {
-	var p setting.Problems
+	var p envconf.Problems
 	p.Between("MSGX_REQUEST_BOOTSTRAP_DAYS", int64(c.BootstrapDays), 0, MaxDays-1)
 	p.Between("MSGX_REQUEST_SELF_HEAL_THRESHOLD", int64(c.SelfHealThreshold), 1, 1_000_000)
 	p.Positive("MSGX_REQUEST_SELF_HEAL_WINDOW", c.SelfHealWindow)

@@ -57,6 +57,24 @@ type Leader struct {
 	RenewalAge float64   `json:"renewal_age_seconds"`
 }
 
+// Leaders reads every role's current term (leader_lease), renewal ages as of now.
+func Leaders(ctx context.Context, pool *pgxpool.Pool, now time.Time) ([]Leader, error) {
+	rows, err := pool.Query(ctx, leadersSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read leaders: %w", err)
+	}
+	var out []Leader
+	var l Leader
+	if _, err := pgx.ForEachRow(rows, []any{&l.Role, &l.Epoch, &l.Holder, &l.AcquiredAt, &l.RenewedAt}, func() error {
+		l.RenewalAge = now.Sub(l.RenewedAt).Seconds()
+		out = append(out, l)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read leaders: %w", err)
+	}
+	return out, nil
+}
+
 // Stale reports whether the last renewal is older than sessionTimeout.
 func (l Leader) Stale(sessionTimeout time.Duration) bool {
 	return l.RenewalAge > sessionTimeout.Seconds()
@@ -163,19 +181,12 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 		a := now.Sub(*oldest).Seconds()
 		s.OldestOwed = &a
 	}
-	rows, err := pool.Query(ctx, leadersSQL)
+	leaders, err := Leaders(ctx, pool, now)
 	if err != nil {
-		return s, fmt.Errorf("read leaders: %w", err)
+		return s, err
 	}
-	var l Leader
-	if _, err := pgx.ForEachRow(rows, []any{&l.Role, &l.Epoch, &l.Holder, &l.AcquiredAt, &l.RenewedAt}, func() error {
-		l.RenewalAge = now.Sub(l.RenewedAt).Seconds()
-		s.Leaders = append(s.Leaders, l)
-		return nil
-	}); err != nil {
-		return s, fmt.Errorf("read leaders: %w", err)
-	}
-	rows, err = pool.Query(ctx, outboxSQL)
+	s.Leaders = leaders
+	rows, err := pool.Query(ctx, outboxSQL)
 	if err != nil {
 		return s, fmt.Errorf("read outbox: %w", err)
 	}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/processor"
+)
+
+func init() {
+	register("replay", command{summary: "requeue FAILED/DEAD messages by --class or --ids (--dry-run first)", run: replayCmd})
+}
+
+// knownClasses are the error classes a message can have; replay accepts the replayable ones.
+var knownClasses = append(slices.Clone(processor.ReplayableClasses), processor.ClassMalformed, processor.ClassProtocol)
+
+func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	fs, asJSON := flags("replay", "(--class C | --ids 1,2,…) [--dry-run] [--reason R] [--actor A] [--json]",
+		"Requeues FAILED/DEAD messages as PENDING with a fresh attempt budget and an audit row. Run it with --dry-run first: it shows which later messages already changed the same flights.", out)
+	class := fs.String("class", "", fmt.Sprintf("replay every FAILED/DEAD message of this class (%s)", classList(processor.ReplayableClasses)))
+	dry := fs.Bool("dry-run", false, "only report what would be requeued and which later messages touched the same flights")
+	change := newChangeFlags(fs, "comma-separated msg_ids", "why (audit; required unless --dry-run)")
+	reason, actor := change.reason, change.actor
+	ids, err := change.parse(args)
+	if err != nil {
+		return err
+	}
+	c := processor.Class(strings.ToUpper(*class))
+	switch {
+	case (c == "") == (len(ids) == 0):
+		return fs.Usagef("give exactly one of --class or --ids")
+	case c != "" && !slices.Contains(knownClasses, c):
+		return fs.Refusef("unknown class %s (one of %s)", *class, classList(processor.ReplayableClasses))
+	case c != "" && !slices.Contains(processor.ReplayableClasses, c):
+		return fs.Refusef("class %s is never replayed (only %s): the same bytes would fail the same way", c, classList(processor.ReplayableClasses))
+	case !*dry && strings.TrimSpace(*reason) == "":
+		return fs.Refusef("--reason is required (audit; --actor defaults to %s)", defaultActor())
+	case !*dry && strings.TrimSpace(*actor) == "":
+		return fs.Refusef("--actor must not be empty (audit)")
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{
+		Class: c, IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(out, rep)
+	}
+	verb := "requeued"
+	if rep.DryRun {
+		verb = "would requeue"
+	}
+	fmt.Fprintf(out, "%s %d message(s)\n", verb, len(rep.Items))
+	for _, it := range rep.Items {
+		fmt.Fprintf(out, "  %d %s %s flights %v: %s\n", it.MsgID, it.Status, it.Class, it.FLIDs, it.Reason)
+		if len(it.LaterTouches) > 0 {
+			fmt.Fprintf(out, "    later messages already changed these flights: %v\n", it.LaterTouches)
+		}
+	}
+	for _, r := range rep.Refused {
+		fmt.Fprintf(out, "  refused %d: %s\n", r.MsgID, r.Why)
+	}
+	if len(rep.Refused) > 0 && len(rep.Items) == 0 {
+		return fmt.Errorf("replay: every message asked for was refused")
+	}
+	return nil
+}
+
+func classList(cs []processor.Class) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}

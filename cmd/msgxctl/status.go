@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/status"
+)
+
+func init() {
+	register("status", command{summary: "watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag", run: statusCmd})
+}
+
+func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	fs, asJSON := flags("status", "[--json]", "Shows the pipeline at a glance: watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag.", out)
+	if err := fs.NoArgs(args); err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := status.Read(ctx, pool, time.Now())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(out, s)
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "watermark\t%d\n", s.Watermark)
+	if s.GapStart != nil {
+		fmt.Fprintf(w, "open gap\tat %d, %.0fs old\n", *s.GapStart, *s.GapAge)
+	} else {
+		fmt.Fprintf(w, "open gap\tnone\n")
+	}
+	fmt.Fprintf(w, "skipped ids\t%d (late rows found later: %d)\n", s.SkippedIDs, s.LateFound)
+	if s.Head != nil {
+		fmt.Fprintf(w, "head\t%d %s, attempts %d, %.1fs old %s\n", s.Head.MsgID, s.Head.Status, s.Head.Attempts, s.Head.Age, s.Head.Reason)
+	} else {
+		fmt.Fprintf(w, "head\tnone (idle)\n")
+	}
+	fmt.Fprintf(w, "messages\t%s\n", status.Counts(s.ByStatus))
+	fmt.Fprintf(w, "dead by class\t%s\n", status.Counts(s.DeadByClass))
+	fmt.Fprintf(w, "markers owed\t%d (abandoned %d)\n", s.MarkersOwed, s.MarkersAbandoned)
+	fmt.Fprintf(w, "flights\t%s\n", status.Counts(s.Flights))
+	for _, t := range s.Outbox {
+		age := "-"
+		if t.Oldest != nil {
+			age = fmt.Sprintf("%.1fs", *t.Oldest)
+		}
+		fmt.Fprintf(w, "outbox %s\tpending %d, dead %d, oldest pending %s\n", t.Target, t.Pending, t.Dead, age)
+	}
+	for _, l := range s.Leaders {
+		stale := ""
+		if l.Stale(cfg.Leader.SessionTimeout) {
+			stale = fmt.Sprintf(" STALE (not renewed within the session timeout %s: holder gone or paused)", cfg.Leader.SessionTimeout)
+		}
+		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s, renewed %.1fs ago%s\n", l.Role, l.Epoch, l.Holder, l.AcquiredAt.Format(time.RFC3339), l.RenewalAge, stale)
+	}
+	return w.Flush()
+}
