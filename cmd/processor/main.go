@@ -13,6 +13,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
@@ -62,6 +63,13 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer pool.Close()
+	// The identity rule is the database's (pkg/identity): a disagreeing configuration refuses
+	// to start with one line naming the msgxctl command that changes the rule.
+	clk := clock.System{}
+	pc := cfg.ProcessorConfig()
+	if err := identity.Ensure(ctx, pool, pc.Rule(), "processor", clk.Now()); err != nil {
+		return err
+	}
 	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
 		return err
 	}
@@ -71,7 +79,6 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	clk := clock.System{}
 	store, err := request.NewStore(pool, cfg.RequestConfig())
 	if err != nil {
 		return err
@@ -80,7 +87,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
-	p := processor.New(cfg.ProcessorConfig(), pool, handlers(hooks), mb, clk, processor.NewMetrics(reg), log)
+	p := processor.New(pc, pool, handlers(hooks), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,
