@@ -141,7 +141,7 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
 	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
-	{Admin, "INSERT, UPDATE", []string{"req_track"}}, // msgxctl request registers (the jobs stage sends)
+	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 
