@@ -112,9 +112,9 @@ SELECT flid, operation_day, state_version, updated_at
 
 	// historyRecheckSQL runs under PIPELINE_LOCK: it keeps only the candidates still exactly as
 	// selected (same state_version and updated_at) and still meeting the criteria (INV-18), and
-	// locks them.
+	// locks them; their MAID names the master whose MAFL loses them (INV-22).
 	historyRecheckSQL = `
-SELECT f.flid, f.state_version, f.state
+SELECT f.flid, f.state_version, f.state, f.maid
   FROM flight f
   JOIN unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS u(flid, v, upd)
     ON f.flid = u.flid AND f.state_version = u.v AND f.updated_at = u.upd
