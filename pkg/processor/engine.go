@@ -87,6 +87,9 @@ func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker M
 	if cfg.PoisonCrashes <= 0 {
 		cfg.PoisonCrashes = 3 // tests and tools that build a Config by hand
 	}
+	if cfg.IdentityWindow <= 0 {
+		cfg.IdentityWindow = 7 * 24 * time.Hour // the same (MSGX_IDENTITY_WINDOW's default)
+	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
