@@ -322,6 +322,22 @@ CREATE TABLE public.flight_vip (
 
 
 --
+-- Name: identity_rule; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.identity_rule (
+    one boolean DEFAULT true NOT NULL,
+    window_seconds bigint NOT NULL,
+    include_day boolean NOT NULL,
+    set_at timestamp with time zone NOT NULL,
+    set_by text NOT NULL,
+    reason text NOT NULL,
+    CONSTRAINT identity_rule_one_check CHECK (one),
+    CONSTRAINT identity_rule_window_seconds_check CHECK ((window_seconds > 0))
+);
+
+
+--
 -- Name: inbox_cursor; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -451,7 +467,8 @@ CREATE TABLE public.msg_identity (
     identity_key text NOT NULL,
     msg_id bigint NOT NULL,
     raw_sha256 bytea,
-    bound_at timestamp with time zone NOT NULL
+    bound_at timestamp with time zone NOT NULL,
+    dttm timestamp with time zone NOT NULL
 );
 
 
@@ -584,7 +601,7 @@ CREATE TABLE public.replay_audit (
     selector text NOT NULL,
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
-    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text])))
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text])))
 );
 
 
@@ -874,6 +891,14 @@ ALTER TABLE ONLY public.flight_vip
 
 
 --
+-- Name: identity_rule identity_rule_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.identity_rule
+    ADD CONSTRAINT identity_rule_pkey PRIMARY KEY (one);
+
+
+--
 -- Name: inbox_cursor inbox_cursor_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -922,14 +947,6 @@ ALTER TABLE ONLY public.msg_event
 
 
 --
--- Name: msg_identity msg_identity_msg_id_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.msg_identity
-    ADD CONSTRAINT msg_identity_msg_id_key UNIQUE (msg_id);
-
-
---
 -- Name: msg_identity msg_identity_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -946,27 +963,11 @@ ALTER TABLE ONLY public.msg_state_sent
 
 
 --
--- Name: proc_state_hst proc_state_hst_identity_key_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.proc_state_hst
-    ADD CONSTRAINT proc_state_hst_identity_key_key UNIQUE (identity_key);
-
-
---
 -- Name: proc_state_hst proc_state_hst_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.proc_state_hst
     ADD CONSTRAINT proc_state_hst_pkey PRIMARY KEY (msg_id);
-
-
---
--- Name: proc_state proc_state_identity_key_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.proc_state
-    ADD CONSTRAINT proc_state_identity_key_key UNIQUE (identity_key);
 
 
 --
@@ -1118,10 +1119,31 @@ CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, eve
 
 
 --
+-- Name: msg_identity_bound_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_identity_bound_at ON public.msg_identity USING btree (bound_at);
+
+
+--
 -- Name: proc_state_dead; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX proc_state_dead ON public.proc_state USING btree (error_class) WHERE (status = 'DEAD'::text);
+
+
+--
+-- Name: proc_state_hst_archived_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_hst_archived_at ON public.proc_state_hst USING btree (archived_at);
+
+
+--
+-- Name: proc_state_hst_identity_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_hst_identity_key ON public.proc_state_hst USING btree (identity_key);
 
 
 --
@@ -1136,6 +1158,13 @@ CREATE INDEX proc_state_hst_marker_abandoned ON public.proc_state_hst USING btre
 --
 
 CREATE INDEX proc_state_hst_raw_kept ON public.proc_state_hst USING btree (finished_at) WHERE (raw IS NOT NULL);
+
+
+--
+-- Name: proc_state_identity_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_identity_key ON public.proc_state USING btree (identity_key);
 
 
 --
@@ -1356,4 +1385,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261211120000'),
     ('20261212120000'),
     ('20261215120000'),
-    ('20261215130000');
+    ('20261215130000'),
+    ('20261220120000');

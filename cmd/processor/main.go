@@ -14,6 +14,7 @@ import (
 	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
@@ -67,6 +68,13 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	defer pool.Close()
+	// The identity rule is the database's (pkg/identity): a disagreeing configuration refuses
+	// to start with one line naming the msgxctl command that changes the rule.
+	clk := clock.System{}
+	pc := cfg.ProcessorConfig()
+	if err := identity.Ensure(ctx, pool, pc.Rule(), "processor", clk.Now()); err != nil {
+		return err
+	}
 	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
 		return err
 	}
@@ -76,7 +84,6 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	clk := clock.System{}
 	store, err := request.NewStore(pool, cfg.RequestConfig())
 	if err != nil {
 		return err
@@ -85,7 +92,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
-	p := processor.New(cfg.ProcessorConfig(), pool, handlers(hooks), mb, clk, processor.NewMetrics(reg), log)
+	p := processor.New(pc, pool, handlers(hooks), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,

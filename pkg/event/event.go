@@ -62,11 +62,17 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// Source is the mailbox message behind a change.
+// Source is the mailbox message behind a change, or (MsgID 0) the reason of a change no
+// message caused (a master whose child was purged: ReasonChildPurged).
 type Source struct {
 	MsgID      int64
 	Type, Styp string // the SIS TYPE and STYP
+	Reason     string // when MsgID is 0
 }
+
+// ReasonChildPurged is the reason of a master's change when the history sweep purged one of its
+// ACTIVE children (INV-22).
+const ReasonChildPurged = "child-purged"
 
 // Changed appends the two events of one flight change from old (nil: new flight) to next
 // (Version and status already set): KAFKA:msg with the changed fields, KAFKA:schd with the full
@@ -79,12 +85,17 @@ func Changed(evs []Event, src Source, old, next *flight.State) []Event {
 	b := make([]byte, 0, 512)
 	b = append(b, `{"flid":`...)
 	b = strconv.AppendInt(b, next.FLID, 10)
-	b = append(b, `,"msg_id":`...)
-	b = strconv.AppendInt(b, src.MsgID, 10)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, src.Type)
-	b = append(b, `,"styp":`...)
-	b = appendJSONString(b, src.Styp)
+	if src.MsgID != 0 {
+		b = append(b, `,"msg_id":`...)
+		b = strconv.AppendInt(b, src.MsgID, 10)
+		b = append(b, `,"type":`...)
+		b = appendJSONString(b, src.Type)
+		b = append(b, `,"styp":`...)
+		b = appendJSONString(b, src.Styp)
+	} else {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, src.Reason)
+	}
 	b = append(b, `,"state_version":`...)
 	b = strconv.AppendInt(b, next.Version, 10)
 	b = append(b, `,"event":"`...)

@@ -236,3 +236,30 @@ func TestBatchLoadsEachFlightOnce(t *testing.T) {
 	}
 	require.Equal(t, [][]int64{{1, 2}}, l.loads)
 }
+
+// INV-22 on purge: the masters of purged ACTIVE children lose them from their MAFL and take
+// their next version once; a master purged too, a DELETED child and a flight with no master
+// change nothing.
+func TestUnlinked(t *testing.T) {
+	t.Parallel()
+	deleted := stored(t, 4, "CA104", 1, 2)
+	deleted.Status = flight.Deleted
+	l := &storeLoader{states: map[int64]*flight.State{
+		1: stored(t, 1, "CA101", 0, 7), 2: stored(t, 2, "CA102", 1, 1), 3: stored(t, 3, "CA103", 1, 1), 4: deleted,
+		5: stored(t, 5, "CA105", 0, 3), 6: stored(t, 6, "CA106", 5, 1), 7: stored(t, 7, "CA107", 0, 1),
+	}}
+	gone := []*flight.State{l.states[2], l.states[4], l.states[5], l.states[6], l.states[7]}
+	out, err := flight.Unlinked(context.Background(), l, gone)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	require.Equal(t, int64(1), out[0].Next.FLID)
+	require.Equal(t, int64(8), out[0].Next.Version)
+	require.Equal(t, int64(1), out[0].Next.LastMsgID, "no message caused it")
+	require.Equal(t, []flight.Child{{FLID: 3, FLNO: "CA103"}}, out[0].Next.MAFL)
+	require.Equal(t, []flight.Child{{FLID: 2, FLNO: "CA102"}, {FLID: 3, FLNO: "CA103"}}, out[0].Old.MAFL)
+	require.Equal(t, [][]int64{{1}}, l.loads, "only the surviving master is loaded")
+
+	out, err = flight.Unlinked(context.Background(), l, []*flight.State{l.states[4]})
+	require.NoError(t, err)
+	require.Empty(t, out)
+}

@@ -2,6 +2,7 @@ package flight
 
 import (
 	"cmp"
+	"context"
 	"slices"
 )
 
@@ -55,4 +56,48 @@ func Project(master int64, stored []Child, overlay map[int64]*State) []Child {
 		return nil
 	}
 	return out
+}
+
+// Unlinked returns how the masters change when the flights gone are purged (INV-22): every
+// stored ACTIVE master, not purged itself, of an ACTIVE child among them gets its MAFL derived
+// again and, when it changed, its next version (LastMsgID kept: no message caused the change).
+// Of the flights gone only FLID, Status and MAID matter (ChildOf). Call it before the flights
+// are deleted; l reads the masters' stored states.
+func Unlinked(ctx context.Context, l Loader, gone []*State) ([]Transition, error) {
+	overlay := make(map[int64]*State, len(gone)) // a purged flight contributes nothing
+	for _, s := range gone {
+		overlay[s.FLID] = nil
+	}
+	var masters []int64
+	for _, s := range gone {
+		if m, _, ok := ChildOf(s); ok {
+			if _, purged := overlay[m]; !purged {
+				masters = append(masters, m)
+			}
+		}
+	}
+	if len(masters) == 0 {
+		return nil, nil
+	}
+	slices.Sort(masters)
+	masters = slices.Compact(masters)
+	ms, err := l.Load(ctx, masters)
+	if err != nil {
+		return nil, err
+	}
+	var out []Transition
+	for _, id := range masters {
+		old := ms.States[id]
+		if old == nil || old.Status != Active {
+			continue
+		}
+		next := old.Clone()
+		next.MAFL = Project(id, ms.Children[id], overlay)
+		if !Changed(old, &next) {
+			continue
+		}
+		next.Version = old.Version + 1
+		out = append(out, Transition{Old: old, Next: &next})
+	}
+	return out, nil
 }

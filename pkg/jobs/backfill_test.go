@@ -245,7 +245,7 @@ func (f procFunc) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (pr
 func (b *bundle) pump(proc processor.Handler, marker processor.Marker) *processor.Engine {
 	return processor.New(processor.Config{
 		Batch: 100, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
-		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC,
+		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC, IdentityWindow: 7 * 24 * time.Hour,
 	}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
 }
 

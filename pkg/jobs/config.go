@@ -30,6 +30,8 @@ type Config struct {
 	RetentionInterval      time.Duration `default:"1m"` // period of the retention/archive job
 	EventRetention         time.Duration `envconfig:"MSGX_EVENT_RETENTION" default:"168h" desc:"jobs: SENT msg_event rows are deleted after this"`
 	ProcStateRetention     time.Duration `envconfig:"MSGX_PROC_STATE_RETENTION" default:"720h" desc:"jobs: terminal proc_state rows with a settled marker move to proc_state_hst after this"`
+	ProcStateHstRetention  time.Duration `envconfig:"MSGX_PROC_STATE_HST_RETENTION" default:"8760h" desc:"jobs: archived proc_state_hst rows are deleted this long after archived_at (abandoned markers not reconciled are kept)"`
+	IdentityMargin         time.Duration `envconfig:"MSGX_IDENTITY_MARGIN" default:"24h" desc:"jobs: identity bindings are deleted when bound longer ago than the stored identity window plus this margin"`
 	RawRetention           time.Duration `envconfig:"MSGX_RAW_RETENTION" default:"2160h" desc:"jobs: the raw text copy of archived messages is cleared after this"`
 	SnapLogRetention       time.Duration `envconfig:"MSGX_SNAP_LOG_RETENTION" default:"2160h" desc:"jobs: schd_snap_log rows are deleted after this"`
 	ReqTrackRetention      time.Duration `envconfig:"MSGX_REQ_TRACK_RETENTION" default:"720h" desc:"jobs: closed req_track rows are deleted after this"`
@@ -81,7 +83,8 @@ func (c Config) Validate() error {
 		{"MSGX_BACKFILL_BACKOFF_MAX", c.BackoffMax}, {"MSGX_OVERDUE_BACKFILL", c.Overdue},
 		{"MSGX_HISTORY_RETENTION", c.HistoryRetention}, {"MSGX_HISTORY_QUIET", c.HistoryQuiet},
 		{"MSGX_EVENT_RETENTION", c.EventRetention}, {"MSGX_PROC_STATE_RETENTION", c.ProcStateRetention},
-		{"MSGX_RAW_RETENTION", c.RawRetention}, {"MSGX_SNAP_LOG_RETENTION", c.SnapLogRetention},
+		{"MSGX_RAW_RETENTION", c.RawRetention}, {"MSGX_PROC_STATE_HST_RETENTION", c.ProcStateHstRetention},
+		{"MSGX_IDENTITY_MARGIN", c.IdentityMargin}, {"MSGX_SNAP_LOG_RETENTION", c.SnapLogRetention},
 		{"MSGX_REQ_TRACK_RETENTION", c.ReqTrackRetention}, {"MSGX_FLIGHT_HISTORY_RETENTION", c.FlightHistoryRetention},
 		{"jobs: MarkTimeout", c.MarkTimeout}, {"jobs: RetentionInterval", c.RetentionInterval},
 		{"jobs: RunBudget", c.RunBudget}, {"jobs: Tick", c.Tick},

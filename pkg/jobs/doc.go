@@ -38,8 +38,9 @@
 //
 //	lease check → PIPELINE_LOCK → re-check (same state_version and updated_at, criteria still
 //	met; FOR UPDATE) → flight_history row (flight + every detail table as jsonb) → TOMBSTONE
-//	pair (KAFKA:msg + KAFKA:schd, state_version+1) for an ACTIVE flight → DELETE flight (details
-//	cascade) → commit
+//	pair (KAFKA:msg + KAFKA:schd, state_version+1) for an ACTIVE flight → the masters of purged
+//	ACTIVE children: MAFL derived again, version+1, change events (INV-22) → DELETE flight
+//	(details cascade) → commit
 //
 // A flight the processor changed after selection is kept (INV-18); any failure rolls back the
 // history row, the TOMBSTONE and the delete together. The daily sweep is done for the day once a
@@ -49,15 +50,18 @@
 //
 // # Retention and archive — every RetentionInterval
 //
-//	proc_state (terminal, finished before ProcStateRetention, marker done or abandoned)
-//	    ─DELETE … RETURNING → INSERT (one statement per batch)─▶ proc_state_hst
+//	proc_state (terminal, finished before ProcStateRetention, marker done or abandoned; in
+//	shadow mode any terminal row) ─DELETE … RETURNING → INSERT (one statement per batch)─▶
+//	proc_state_hst
 //	proc_state_hst raw copy, finished before RawRetention ─▶ raw = NULL, raw_cleared_at
+//	proc_state_hst archived before ProcStateHstRetention (not abandoned-unreconciled),
 //	msg_event SENT before EventRetention, schd_snap_log applied before SnapLogRetention,
 //	req_track closed before ReqTrackRetention, flight_history purged before
-//	FlightHistoryRetention ─▶ deleted
+//	FlightHistoryRetention, msg_identity bound before the stored identity window +
+//	IdentityMargin ─▶ deleted
 //
-// msg_identity is never archived, so a message whose row moved to proc_state_hst still makes a
-// later copy a duplicate.
+// msg_identity is not archived with proc_state, so a message whose row moved to proc_state_hst
+// still makes a later copy within the identity window a duplicate (pkg/identity).
 //
 // # Metrics
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -27,6 +28,7 @@ type confirmed struct {
 	flid    int64
 	version int64
 	state   string
+	maid    *int64
 }
 
 // historyRow is a flight_history row written by the current transaction.
@@ -110,7 +112,7 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 		}
 		purged, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (confirmed, error) {
 			var c confirmed
-			return c, r.Scan(&c.flid, &c.version, &c.state)
+			return c, r.Scan(&c.flid, &c.version, &c.state, &c.maid)
 		})
 		if err != nil {
 			return fmt.Errorf("re-check purge candidates: %w", err)
@@ -137,13 +139,29 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 			return fmt.Errorf("purge: %d history documents for %d flights", len(written)-len(stale), len(purged))
 		}
 		ids := make([]int64, len(purged))
+		gone := make([]*flight.State, len(purged))
 		var events []event.Event
 		for i, c := range purged {
 			ids[i] = c.flid
+			gone[i] = &flight.State{FLID: c.flid, Status: c.state}
+			if c.maid != nil {
+				gone[i].F[flight.MAID] = flight.Int(*c.maid)
+			}
 			if c.state == flight.Deleted {
 				continue // its delete already produced its TOMBSTONE
 			}
 			events = event.Purged(events, c.flid, c.version+1)
+		}
+		// INV-22: the masters of purged ACTIVE children lose them from their MAFL.
+		masters, err := flight.Unlinked(ctx, flightstore.Loader{Tx: tx}, gone)
+		if err != nil {
+			return fmt.Errorf("purge: derive the masters' MAFL: %w", err)
+		}
+		if err := flightstore.Save(ctx, tx, masters, nil, now); err != nil {
+			return fmt.Errorf("purge: bump the masters: %w", err)
+		}
+		for _, m := range masters {
+			events = event.Changed(events, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
 		}
 		if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
 			return err

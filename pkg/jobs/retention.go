@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 )
 
@@ -19,15 +20,22 @@ type task struct {
 	stamp bool // the statement takes now as $3 (archived_at, raw_cleared_at)
 }
 
-func (j *Jobs) tasks() []task {
-	return []task{
-		{name: "archive", sql: archiveSQL, keep: j.cfg.ProcStateRetention, stamp: true},
+// tasks are the retention tasks; rule is the stored identity rule (nil: none stored yet, the
+// identity bindings are kept).
+func (j *Jobs) tasks(rule *identity.Rule) []task {
+	ts := []task{
+		{name: "archive", sql: archiveSQL(j.cfg.Shadow), keep: j.cfg.ProcStateRetention, stamp: true},
 		{name: "raw", sql: clearRawSQL, keep: j.cfg.RawRetention, stamp: true},
+		{name: "proc_state_hst", sql: deleteArchivedSQL, keep: j.cfg.ProcStateHstRetention},
 		{name: "msg_event", sql: deleteSentEventsSQL, keep: j.cfg.EventRetention},
 		{name: "schd_snap_log", sql: deleteSnapLogSQL, keep: j.cfg.SnapLogRetention},
 		{name: "req_track", sql: deleteReqTrackSQL, keep: j.cfg.ReqTrackRetention},
 		{name: "flight_history", sql: deleteFlightHistorySQL, keep: j.cfg.FlightHistoryRetention},
 	}
+	if rule != nil {
+		ts = append(ts, task{name: "msg_identity", sql: deleteIdentitySQL, keep: rule.Window + j.cfg.IdentityMargin})
+	}
+	return ts
 }
 
 // retention is one run of the retention/archive job: each task in turn, each in transactions
@@ -36,7 +44,16 @@ func (j *Jobs) retention(ctx context.Context, lease leader.Lease, now time.Time)
 	var res Result
 	deadline := time.Now().Add(j.cfg.RunBudget)
 	var errs []error
-	for _, t := range j.tasks() {
+	var rule *identity.Rule
+	switch s, ok, err := identity.Load(ctx, j.pool); {
+	case err != nil:
+		errs = append(errs, err) // the other tasks still run
+	case ok:
+		rule = &s.Rule
+	default:
+		j.log.Debug().Msg("retention: no identity rule stored yet; identity bindings are kept")
+	}
+	for _, t := range j.tasks(rule) {
 		if time.Now().After(deadline) {
 			res.More = true
 			break

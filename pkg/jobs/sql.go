@@ -112,9 +112,9 @@ SELECT flid, operation_day, state_version, updated_at
 
 	// historyRecheckSQL runs under PIPELINE_LOCK: it keeps only the candidates still exactly as
 	// selected (same state_version and updated_at) and still meeting the criteria (INV-18), and
-	// locks them.
+	// locks them; their MAID names the master whose MAFL loses them (INV-22).
 	historyRecheckSQL = `
-SELECT f.flid, f.state_version, f.state
+SELECT f.flid, f.state_version, f.state, f.maid
   FROM flight f
   JOIN unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS u(flid, v, upd)
     ON f.flid = u.flid AND f.state_version = u.v AND f.updated_at = u.upd
@@ -165,20 +165,19 @@ DELETE FROM schd_snap_log WHERE snap_id IN (
 DELETE FROM msg_event WHERE event_id IN (
     SELECT event_id FROM msg_event WHERE status = 'SENT' AND sent_at < $1 ORDER BY sent_at LIMIT $2)`
 
-	// archiveSQL moves terminal rows whose marker is settled to proc_state_hst in one statement.
-	// msg_identity is untouched, so their identities still make later copies duplicates.
-	archiveSQL = `
-WITH moved AS (
-    DELETE FROM proc_state WHERE msg_id IN (
-        SELECT msg_id FROM proc_state
-         WHERE finished_at < $1 AND (backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL)
-           AND status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
-         ORDER BY finished_at
-         LIMIT $2
-           FOR UPDATE SKIP LOCKED)
-    RETURNING ` + procStateColumns + `)
-INSERT INTO proc_state_hst (` + procStateColumns + `, archived_at)
-SELECT ` + procStateColumns + `, $3 FROM moved`
+	// deleteIdentitySQL deletes identity bindings older than the identity window plus a margin
+	// (bound_at rechecked on the row: a binding the processor renewed meanwhile stays).
+	deleteIdentitySQL = `
+DELETE FROM msg_identity WHERE bound_at < $1 AND identity_key IN (
+    SELECT identity_key FROM msg_identity WHERE bound_at < $1 ORDER BY bound_at LIMIT $2)`
+
+	// deleteArchivedSQL deletes archived rows (MSGX_PROC_STATE_HST_RETENTION), except abandoned
+	// markers not reconciled yet (msgxctl backfill lists and retries them).
+	deleteArchivedSQL = `
+DELETE FROM proc_state_hst WHERE msg_id IN (
+    SELECT msg_id FROM proc_state_hst
+     WHERE archived_at < $1 AND NOT (backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)
+     ORDER BY archived_at LIMIT $2)`
 
 	clearRawSQL = `
 UPDATE proc_state_hst SET raw = NULL, raw_cleared_at = $3
@@ -201,6 +200,29 @@ DELETE FROM flight_history WHERE history_id IN (
        processing_started_at, finished_at, backfill_next_at, backfill_attempts, backfill_error,
        backfill_outcome, backfill_done_at, backfill_abandoned_at, processing_through, crashes, deaths`
 )
+
+// archiveSQL moves terminal rows to proc_state_hst in one statement: rows whose marker is
+// settled, or in shadow mode (which writes no markers, the system msgx runs beside marks the
+// mailbox) every terminal row. msg_identity is untouched, so their identities still make later
+// copies duplicates within the identity window.
+func archiveSQL(shadow bool) string {
+	settled := "(backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL)"
+	if shadow {
+		settled = "true"
+	}
+	return `
+WITH moved AS (
+    DELETE FROM proc_state WHERE msg_id IN (
+        SELECT msg_id FROM proc_state
+         WHERE finished_at < $1 AND ` + settled + `
+           AND status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+         ORDER BY finished_at
+         LIMIT $2
+           FOR UPDATE SKIP LOCKED)
+    RETURNING ` + procStateColumns + `)
+INSERT INTO proc_state_hst (` + procStateColumns + `, archived_at)
+SELECT ` + procStateColumns + `, $3 FROM moved`
+}
 
 // Scheduling bookkeeping (job_state).
 const (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/sis"
 	"github.com/msgx/msgx/pkg/wake"
@@ -33,7 +34,8 @@ type Config struct {
 	PoisonCrashes      int           `envconfig:"MSGX_POISON_CRASHES" default:"3" desc:"processor: a message whose attempt, run alone, ended with the process dying this many times in a row is poison: DEAD EXHAUSTED (INV-23)"`
 	IdlePoll           time.Duration // wait when there is no work (ingest's new rows)
 	IgnoreTypes        []string      `envconfig:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`
-	IdentityIncludeDay bool          `envconfig:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN"`
+	IdentityIncludeDay bool          `envconfig:"MSGX_IDENTITY_INCLUDE_DAY" default:"false" desc:"processor: add the DTTM date to the identity SNDR|TYPE|STYP|SEQN; part of the stored identity rule (change it with msgxctl identity set, docs/runbook.md)"`
+	IdentityWindow     time.Duration `envconfig:"MSGX_IDENTITY_WINDOW" default:"168h" desc:"processor: a same-key message is the same message (a duplicate) only when the bound one's DTTM is within this of its own; outside it the key was reused (a new message); part of the stored identity rule"`
 	Location           *time.Location
 	Shadow             bool          // write nothing to MySQL
 	ProcessedValue     string        // also written to CMINMSGS_STATUS with the marker
@@ -84,6 +86,9 @@ func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker M
 	}
 	if cfg.PoisonCrashes <= 0 {
 		cfg.PoisonCrashes = 3 // tests and tools that build a Config by hand
+	}
+	if cfg.IdentityWindow <= 0 {
+		cfg.IdentityWindow = 7 * 24 * time.Hour // the same (MSGX_IDENTITY_WINDOW's default)
 	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
@@ -167,6 +172,8 @@ type work struct {
 	decErr   error
 	identity string
 	sha      []byte
+	dup      *owner // the message this one duplicates (bind)
+	reused   bool   // its key was bound to a message outside the identity window (bind)
 }
 
 // result is a message's outcome in a batch.
@@ -180,6 +187,7 @@ type result struct {
 	typ      string
 	styp     string
 	nextAt   time.Time
+	reused   bool // the key was reused (SEQN reset or wrap): counted and logged after the commit
 }
 
 // Step processes the next batch of head messages: it waits for a FAILED head that is not due,
@@ -419,8 +427,7 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
 			return fmt.Errorf("take pipeline lock: %w", err)
 		}
-		owners, err := p.bind(ctx, tx, now, batch)
-		if err != nil {
+		if err := p.bind(ctx, tx, now, batch); err != nil {
 			return err
 		}
 		sessions, order, err := p.begin(ctx, tx, now, lease, batch)
@@ -428,7 +435,7 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 			return err
 		}
 		for i := range batch {
-			r := p.process(ctx, tx, now, lease, &batch[i], owners, sessions, i)
+			r := p.process(ctx, tx, now, lease, &batch[i], sessions, i)
 			if r.status == StatusFailed {
 				// FIFO: nothing behind a failed message runs in this batch.
 				f := p.failure(batch[i], r.class, r.reason, now)
@@ -485,45 +492,91 @@ func (p *Engine) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 	return sessions, order, nil
 }
 
-// owner is the message an identity is bound to.
+// owner is the message an identity is bound to, with its DTTM.
 type owner struct {
-	id  int64
-	sha []byte
+	id   int64
+	sha  []byte
+	dttm time.Time
 }
 
-// bind binds the batch's identities in one statement and returns every key's owner.
-func (p *Engine) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work) (map[string]owner, error) {
+// Rule is the engine's identity rule (checked against the stored one at start, pkg/identity).
+func (c Config) Rule() identity.Rule {
+	return identity.Rule{Window: c.IdentityWindow, IncludeDay: c.IdentityIncludeDay}
+}
+
+// bind decides every identity of the batch in msg_id order (PRE-7 with a lifetime) and stores
+// the bindings it changes. A key not bound yet binds to its message. A key bound to a message
+// whose DTTM is within the identity window of this one's makes it a duplicate of that message
+// (w.dup). A key bound outside the window was reused (a SEQN reset or wrap): the message is a new
+// one (w.reused) and, when it is the newer of the two, the key is bound to it again. The keys'
+// rows are locked, so the decision holds until the commit.
+func (p *Engine) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []work) error {
 	var keys []string
-	var ids []int64
-	var shas [][]byte
-	for _, w := range batch {
-		if w.identity != "" {
-			keys, ids, shas = append(keys, w.identity), append(ids, w.row.id), append(shas, w.sha)
+	for i := range batch {
+		batch[i].dup, batch[i].reused = nil, false // apply may run again after a lost round trip
+		if batch[i].identity != "" {
+			keys = append(keys, batch[i].identity)
 		}
 	}
 	if len(keys) == 0 {
-		return nil, nil
+		return nil
 	}
-	rows, err := tx.Query(ctx, bindIdentitiesSQL, keys, ids, shas, now)
+	rows, err := tx.Query(ctx, lockIdentitiesSQL, keys)
 	if err != nil {
-		return nil, fmt.Errorf("bind identities: %w", err)
+		return fmt.Errorf("read identities: %w", err)
 	}
 	owners := make(map[string]owner, len(keys))
 	var k string
 	var o owner
-	_, err = pgx.ForEachRow(rows, []any{&k, &o.id, &o.sha}, func() error {
+	if _, err = pgx.ForEachRow(rows, []any{&k, &o.id, &o.sha, &o.dttm}, func() error {
 		owners[k] = o
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bind identities: %w", err)
+	}); err != nil {
+		return fmt.Errorf("read identities: %w", err)
 	}
-	return owners, nil
+	rule := p.cfg.Rule()
+	changed := map[string]owner{}
+	var order []string
+	for i := range batch {
+		w := &batch[i]
+		if w.identity == "" {
+			continue
+		}
+		mine := owner{id: w.row.id, sha: w.sha, dttm: w.msg.Meta.DTTM}
+		o, ok := owners[w.identity]
+		switch {
+		case ok && o.id == w.row.id: // its own binding (a retry or a replay)
+			continue
+		case ok && rule.Same(o.dttm, mine.dttm):
+			w.dup = &o
+			continue
+		case ok:
+			w.reused = true
+			if !mine.dttm.After(o.dttm) {
+				continue // an older message with a reused key: processed, the newer keeps the key
+			}
+		}
+		if _, seen := changed[w.identity]; !seen {
+			order = append(order, w.identity)
+		}
+		owners[w.identity], changed[w.identity] = mine, mine
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	ids, shas, dttms := make([]int64, len(order)), make([][]byte, len(order)), make([]time.Time, len(order))
+	for i, k := range order {
+		ids[i], shas[i], dttms[i] = changed[k].id, changed[k].sha, changed[k].dttm
+	}
+	if _, err := tx.Exec(ctx, bindIdentitiesSQL, order, ids, shas, dttms, now); err != nil {
+		return fmt.Errorf("bind identities: %w", err)
+	}
+	return nil
 }
 
 // process decides one message's outcome, applying it under its own savepoint.
-func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, owners map[string]owner, sessions map[Batcher]Session, i int) result {
-	r := result{id: w.row.id, identity: w.identity}
+func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, sessions map[Batcher]Session, i int) result {
+	r := result{id: w.row.id, identity: w.identity, reused: w.reused}
 	if w.msg != nil {
 		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
 	}
@@ -532,8 +585,8 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 		r.status = r.class.status()
 		return r
 	}
-	if o, ok := owners[w.identity]; ok && o.id != w.row.id {
-		// The identity stays with its owner (proc_state.identity_key is unique).
+	if o := w.dup; o != nil {
+		// The identity stays with its owner.
 		r.identity = ""
 		r.status, r.reason = StatusSkipped, fmt.Sprintf("duplicate-of:%d", o.id)
 		if string(o.sha) != string(w.sha) {
@@ -616,7 +669,7 @@ func (p *Engine) recordPanic(id int64, now time.Time) {
 
 // failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
 func (p *Engine) failure(w work, class Class, reason string, now time.Time) result {
-	r := result{id: w.row.id, identity: w.identity, class: class, reason: reason}
+	r := result{id: w.row.id, identity: w.identity, class: class, reason: reason, reused: w.reused}
 	if w.msg != nil {
 		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
 	}
@@ -671,6 +724,12 @@ func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, 
 func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result) {
 	var ids []int64
 	for _, r := range results {
+		if r.reused {
+			p.metrics.identityReused.Inc()
+			p.log.Warn().Int64("msg_id", r.id).Str("identity", r.identity).Str("status", string(r.status)).
+				Dur("window", p.cfg.IdentityWindow).
+				Msg("pump: identity key reused outside the identity window (SEQN reset or wrap): a new message")
+		}
 		if r.status == StatusFailed {
 			p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
 			p.log.Warn().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).

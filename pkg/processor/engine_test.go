@@ -60,6 +60,7 @@ func setup(t testing.TB) *bundle {
 			Batch: 100, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: 60 * time.Second,
 			HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 			IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: time.UTC,
+			IdentityWindow: 7 * 24 * time.Hour,
 		},
 		procs: map[sis.Kind]processor.Handler{},
 	}

@@ -9,6 +9,7 @@ type Metrics struct {
 	batchSize      prometheus.Histogram
 	txSeconds      prometheus.Histogram
 	contentDiffers prometheus.Counter
+	identityReused prometheus.Counter
 	Backlog        *prometheus.GaugeVec
 	MarkerOwed     prometheus.Gauge
 }
@@ -33,6 +34,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		contentDiffers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_pump_content_differs_total", Help: "Duplicates by identity whose content differs from the first (PRE-7 broken upstream).",
 		}),
+		identityReused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_pump_identity_reused_total", Help: "Messages whose identity key was bound to a message outside the identity window (SEQN reset or wrap): processed as new messages.",
+		}),
 		Backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "msgx_pump_backlog", Help: "Open proc_state rows by status (PENDING, FAILED).",
 		}, []string{"status"}),
@@ -41,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.headAge, m.processed, m.batchSize, m.txSeconds, m.contentDiffers, m.Backlog, m.MarkerOwed)
+		reg.MustRegister(m.headAge, m.processed, m.batchSize, m.txSeconds, m.contentDiffers, m.identityReused, m.Backlog, m.MarkerOwed)
 	}
 	return m
 }

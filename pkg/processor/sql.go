@@ -29,24 +29,17 @@ UPDATE proc_state SET crashes = crashes + 1, processing_through = NULL,
        processing_started_at = COALESCE(processing_started_at, $2)
  WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
 
-	// bindIdentitiesSQL binds every identity of a batch and returns every key's owner, in one
-	// statement: keys inserted now come from RETURNING (keys repeated inside the batch bind to the
-	// first in array = msg_id order), keys bound before from the table (the statement's snapshot
-	// does not see its own inserts, so the two parts never overlap). The join keeps the lookup on
-	// the primary key index whatever the batch size.
+	// lockIdentitiesSQL reads (and locks) the bindings of a batch's keys (bind decides).
+	lockIdentitiesSQL = `
+SELECT identity_key, msg_id, raw_sha256, dttm FROM msg_identity WHERE identity_key = ANY($1::text[])
+ ORDER BY identity_key FOR UPDATE`
+
+	// bindIdentitiesSQL stores the bindings bind decided: new keys, and reused keys bound again.
 	bindIdentitiesSQL = `
-WITH input AS (
-  SELECT k, id, h, n FROM unnest($1::text[], $2::bigint[], $3::bytea[]) WITH ORDINALITY AS u(k, id, h, n)
-), bound AS (
-  INSERT INTO msg_identity (identity_key, msg_id, raw_sha256, bound_at)
-  SELECT k, id, h, $4 FROM input ORDER BY n
-  ON CONFLICT DO NOTHING
-  RETURNING identity_key, msg_id, raw_sha256
-)
-SELECT identity_key, msg_id, raw_sha256 FROM bound
-UNION ALL
-SELECT m.identity_key, m.msg_id, m.raw_sha256
-  FROM (SELECT DISTINCT k FROM input) i JOIN msg_identity m ON m.identity_key = i.k`
+INSERT INTO msg_identity (identity_key, msg_id, raw_sha256, dttm, bound_at)
+SELECT k, id, h, d, $5 FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::timestamptz[]) AS u(k, id, h, d)
+ON CONFLICT (identity_key) DO UPDATE
+   SET msg_id = EXCLUDED.msg_id, raw_sha256 = EXCLUDED.raw_sha256, dttm = EXCLUDED.dttm, bound_at = EXCLUDED.bound_at`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
 	// backfill intent (INV-8).

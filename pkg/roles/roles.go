@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "schema_migrations")
+	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -102,7 +102,10 @@ var pgGrants = []pgGrant{
 	// read for every FLID not stored yet (a purged FLID's version continues).
 	{Processor, "SELECT, UPDATE", []string{"proc_state"}},
 	{Processor, "SELECT", []string{"inbox_cursor", "flight_history"}},
-	{Processor, "SELECT, INSERT", []string{"msg_identity", "msg_event", "schd_snap_log"}},
+	{Processor, "SELECT, INSERT", []string{"msg_event", "schd_snap_log"}},
+	// processor: identity bindings (a reused key is bound again, the keys are locked FOR UPDATE);
+	// the identity rule stored by the first start (pkg/identity; LOCK TABLE needs UPDATE).
+	{Processor, "SELECT, INSERT, UPDATE", []string{"msg_identity", "identity_rule"}},
 	{Processor, "SELECT, INSERT, UPDATE, DELETE", with(flightTables, "ref_master")},
 	// processor: the RESP guard locks open requests and closes one DONE; the automatic triggers
 	// (bootstrap, self-heal) register requests (SEQN counter, superseding; the req_track row with origin, actor and reason
@@ -128,6 +131,8 @@ var pgGrants = []pgGrant{
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
 	{Jobs, "SELECT, INSERT, UPDATE", []string{"job_state"}},
 	{Jobs, "SELECT, INSERT", []string{"replay_audit"}},
+	{Jobs, "SELECT, DELETE", []string{"msg_identity"}}, // identity retention (window + margin)
+	{Jobs, "SELECT", []string{"identity_rule"}},
 	{Jobs, "USAGE", []string{"flight_history_history_id_seq", "msg_event_event_id_seq", "replay_audit_audit_id_seq"}},
 
 	// reader (msgxctl status, show): read everything, write nothing.
@@ -138,7 +143,8 @@ var pgGrants = []pgGrant{
 	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
 	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
-	{Admin, "INSERT, UPDATE", []string{"req_track"}}, // msgxctl request registers (the jobs stage sends)
+	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
+	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 

@@ -175,7 +175,7 @@ func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, maxID int64, poll ti
 // text, bind its identity, write its terminal status and marker intent, commit.
 const pgbenchScript = `BEGIN;
 SELECT msg_id, raw, status, attempts FROM bench_ps WHERE status IN ('PENDING','FAILED') ORDER BY msg_id LIMIT 1 \gset
-INSERT INTO bench_id (identity_key, msg_id, raw_sha256, bound_at) VALUES ('AODB|FLOP|STND|' || :msg_id, :msg_id, '\x00', now()) ON CONFLICT DO NOTHING;
+INSERT INTO bench_id (identity_key, msg_id, raw_sha256, dttm, bound_at) VALUES ('AODB|FLOP|STND|' || :msg_id, :msg_id, '\x00', now(), now()) ON CONFLICT DO NOTHING;
 UPDATE bench_ps SET status = 'SUCCEEDED', attempts = attempts + 1, finished_at = now(), backfill_next_at = now(), identity_key = 'AODB|FLOP|STND|' || :msg_id WHERE msg_id = :msg_id;
 COMMIT;
 `

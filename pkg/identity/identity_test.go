@@ -1,0 +1,89 @@
+package identity_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/identity"
+)
+
+var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+func audits(t *testing.T, db *testdb.DB) []string {
+	t.Helper()
+	rows, err := db.Pool.Query(context.Background(),
+		`SELECT actor || ': ' || selector || ': ' || reason FROM replay_audit WHERE action = 'identity-set' ORDER BY audit_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// The first start stores the configured rule (audited); the same rule starts; a different one
+// refuses with one line naming the command; msgxctl identity set changes it (audited), after
+// which the new configuration starts.
+func TestEnsureAndSet(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	week := identity.Rule{Window: 168 * time.Hour}
+	_, ok, err := identity.Load(ctx, db.Pool)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	require.NoError(t, identity.Ensure(ctx, db.Pool, week, "processor", t0))
+	s, ok, err := identity.Load(ctx, db.Pool)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, week, s.Rule)
+	require.Equal(t, "processor", s.SetBy)
+	require.Equal(t, "first start: the configured rule is stored", s.Reason)
+	require.Empty(t, audits(t, db), "the first start's row records itself")
+	require.NoError(t, identity.Ensure(ctx, db.Pool, week, "processor", t0.Add(time.Hour)))
+
+	daily := identity.Rule{Window: 72 * time.Hour, IncludeDay: true}
+	err = identity.Ensure(ctx, db.Pool, daily, "processor", t0)
+	var mm *identity.MismatchError
+	require.True(t, errors.As(err, &mm), "%v", err)
+	require.NotContains(t, err.Error(), "\n")
+	require.Contains(t, err.Error(), `msgxctl identity set --window 72h --include-day=true --reason "…"`)
+	require.Contains(t, err.Error(), "MSGX_IDENTITY_WINDOW=72h MSGX_IDENTITY_INCLUDE_DAY=true")
+	s, _, err = identity.Load(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, week, s.Rule, "a refused start changes nothing")
+
+	_, _, err = identity.Set(ctx, db.Pool, daily, "ops", "", t0)
+	require.ErrorContains(t, err, "--reason")
+	before, ok, err := identity.Set(ctx, db.Pool, daily, "ops", "AODB resets SEQN daily", t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, week, before.Rule)
+	require.NoError(t, identity.Ensure(ctx, db.Pool, daily, "processor", t0.Add(3*time.Hour)))
+	require.Equal(t, []string{"ops: --window 72h --include-day=true: AODB resets SEQN daily"}, audits(t, db))
+	s, _, err = identity.Load(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, "ops", s.SetBy)
+	require.True(t, s.SetAt.Equal(t0.Add(2*time.Hour)))
+}
+
+func TestRuleSame(t *testing.T) {
+	r := identity.Rule{Window: time.Hour}
+	require.True(t, r.Same(t0, t0.Add(time.Hour)))
+	require.True(t, r.Same(t0, t0.Add(-time.Hour)))
+	require.False(t, r.Same(t0, t0.Add(time.Hour+time.Second)))
+	require.False(t, r.Same(t0.Add(time.Hour+time.Second), t0))
+	require.True(t, strings.HasPrefix(identity.Command(r), "msgxctl identity set --window 1h "))
+	require.Error(t, identity.Ensure(context.Background(), nil, identity.Rule{Window: 1500 * time.Millisecond}, "x", t0))
+}

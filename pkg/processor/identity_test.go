@@ -1,0 +1,108 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+// flopAt is flop with its DTTM.
+func flopAt(seqn int, dttm time.Time, flid int64, stand string) string {
+	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>%s</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>
+<FLOP><FLID>%d</FLID><FFID>CA-CA101-A-02DEC261345-D</FFID><STND>%s</STND></FLOP></MSG>`, seqn, dttm.Format("20060102150405"), flid, stand)
+}
+
+// reusedCount reads msgx_pump_identity_reused_total from reg.
+func reusedCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "msgx_pump_identity_reused_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("msgx_pump_identity_reused_total not registered")
+	return 0
+}
+
+// binding is msg_identity's owner of key.
+func (b *bundle) binding(t *testing.T, key string) (id int64, dttm time.Time) {
+	t.Helper()
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		`SELECT msg_id, dttm FROM msg_identity WHERE identity_key = $1`, key).Scan(&id, &dttm))
+	return id, dttm
+}
+
+// A key names the same message only within the identity window (PRE-7 with a lifetime): within
+// it a copy is a duplicate and a different content is content-differs; outside it the key was
+// reused (SEQN reset or wrap) and the message is a new one, counted, its key bound to it when it
+// is the newer; an older message with a reused key is processed and leaves the binding alone.
+func TestIdentityLifetime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := &recorder{}
+	b.procs[sis.KindFlightUpdate] = rec
+	reg := prometheus.NewRegistry()
+	p := processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, processor.NewMetrics(reg), zerolog.Nop())
+	const key = "AODB|FLOP|STND|7"
+	day := 24 * time.Hour
+
+	first := flopAt(7, t0, 15, "S1")
+	b.enqueue(t, map[int64]*string{1: &first})
+	b.drain(t, p)
+	require.Equal(t, "SUCCEEDED", b.row(t, 1).Status)
+
+	// One hour later: the identical text again, and the same key with other content.
+	b.clock.Advance(time.Hour)
+	other := flopAt(7, t0.Add(time.Hour), 15, "S2")
+	b.enqueue(t, map[int64]*string{2: &first, 3: &other})
+	b.drain(t, p)
+	require.Equal(t, row{Status: "SKIPPED", Reason: "duplicate-of:1", Attempts: 1, Owed: true}, b.row(t, 2))
+	r3 := b.row(t, 3)
+	require.Equal(t, "SKIPPED", r3.Status)
+	require.Equal(t, "duplicate-of:1 content-differs", r3.Reason)
+	require.True(t, r3.Differs)
+	require.Zero(t, reusedCount(t, reg))
+
+	// Eight days later the AODB reused SEQN 7 (a reset): a new message, processed and bound; its
+	// resend in the same batch is its duplicate. A message of the first generation, arriving
+	// late, is outside the window of the new binding: processed, the binding stays.
+	b.clock.Advance(8 * day)
+	reused := flopAt(7, t0.Add(8*day), 15, "S3")
+	older := flopAt(7, t0.Add(-day), 15, "S4")
+	b.enqueue(t, map[int64]*string{4: &reused, 5: &reused, 6: &older})
+	b.drain(t, p)
+	r4 := b.row(t, 4)
+	require.Equal(t, "SUCCEEDED", r4.Status, "%+v", r4)
+	require.Equal(t, key, *r4.Identity)
+	require.Equal(t, "duplicate-of:4", b.row(t, 5).Reason)
+	r6 := b.row(t, 6)
+	require.Equal(t, "SUCCEEDED", r6.Status, "%+v", r6)
+	require.Equal(t, key, *r6.Identity)
+	require.Equal(t, key, *b.row(t, 1).Identity, "the first generation keeps its key")
+	id, dttm := b.binding(t, key)
+	require.Equal(t, int64(4), id)
+	require.True(t, dttm.Equal(t0.Add(8*day)), "%s", dttm)
+	require.Equal(t, []int64{1, 4, 6}, rec.order)
+	require.Equal(t, 2.0, reusedCount(t, reg), "messages 4 and 6 reused the key")
+
+	// Its own binding: a retry of the bound message is no duplicate and no reuse (replay).
+	_, err := b.db.Pool.Exec(context.Background(), `UPDATE proc_state SET status = 'PENDING', finished_at = NULL,
+		backfill_next_at = NULL WHERE msg_id = 4`)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(context.Background(), `DELETE FROM effect WHERE msg_id = 4`)
+	require.NoError(t, err)
+	b.drain(t, p)
+	require.Equal(t, "SUCCEEDED", b.row(t, 4).Status)
+	require.Equal(t, 2.0, reusedCount(t, reg))
+}
