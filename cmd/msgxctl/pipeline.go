@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -142,6 +143,9 @@ func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Write
 		return fmt.Errorf("read audit: %w", err)
 	}
 	doc["audit"] = audits
+	if doc["attempts"], err = processor.Attempts(ctx, pool, id); err != nil {
+		return err
+	}
 	if *raw {
 		var text *string
 		_ = pool.QueryRow(ctx, `SELECT raw FROM proc_state WHERE msg_id = $1 UNION ALL SELECT raw FROM proc_state_hst WHERE msg_id = $1`, id).Scan(&text)
@@ -180,11 +184,15 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{
 		Class: processor.Class(strings.ToUpper(*class)), IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, processor.ErrRefused) {
 		return err
 	}
+	refused := err // processor.ErrRefused: the report (with the refusals) is printed, then the error
 	if *asJSON {
-		return writeJSON(out, rep)
+		if err := writeJSON(out, rep); err != nil {
+			return err
+		}
+		return refused
 	}
 	verb := "requeued"
 	if rep.DryRun {
@@ -193,6 +201,9 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	fmt.Fprintf(out, "%s %d message(s)\n", verb, len(rep.Items))
 	for _, it := range rep.Items {
 		fmt.Fprintf(out, "  %d %s %s flights %v: %s\n", it.MsgID, it.Status, it.Class, it.FLIDs, it.Reason)
+		if len(it.UnknownFLIDs) > 0 {
+			fmt.Fprintf(out, "    flights not known yet: %v (it would end SKIPPED no-match again)\n", it.UnknownFLIDs)
+		}
 		if len(it.LaterTouches) > 0 {
 			fmt.Fprintf(out, "    later messages already changed these flights: %v\n", it.LaterTouches)
 		}
@@ -200,7 +211,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	for _, r := range rep.Refused {
 		fmt.Fprintf(out, "  refused %d: %s\n", r.MsgID, r.Why)
 	}
-	return nil
+	return refused
 }
 
 // defaultActor names who runs msgxctl in audit rows: user@host, or "unknown".

@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "schema_migrations")
+	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "msg_attempt", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -103,6 +103,7 @@ var pgGrants = []pgGrant{
 	{Processor, "SELECT, UPDATE", []string{"proc_state"}},
 	{Processor, "SELECT", []string{"inbox_cursor", "flight_history"}},
 	{Processor, "SELECT, INSERT", []string{"msg_identity", "msg_event", "schd_snap_log"}},
+	{Processor, "INSERT", []string{"msg_attempt"}}, // the attempt history, with each outcome
 	{Processor, "SELECT, INSERT, UPDATE, DELETE", with(flightTables, "ref_master")},
 	// processor: the RESP guard locks open requests and closes one DONE; the automatic triggers
 	// (bootstrap, self-heal) register requests (SEQN counter, superseding; the req_track row with origin, actor and reason
@@ -119,6 +120,8 @@ var pgGrants = []pgGrant{
 	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
 	// retention and archive, request timeouts, job bookkeeping.
 	{Jobs, "SELECT, INSERT, UPDATE, DELETE", []string{"proc_state", "proc_state_hst"}},
+	// jobs: a deleted proc_state_hst row takes its attempts along (the trigger msg_attempt_cascade).
+	{Jobs, "SELECT, DELETE", []string{"msg_attempt"}},
 	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
@@ -134,6 +137,7 @@ var pgGrants = []pgGrant{
 	{Admin, "SELECT", allTables},
 	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
+	{Admin, "DELETE", []string{"msg_attempt"}},                          // the trigger msg_attempt_cascade on that DELETE (it keeps rows moved back)
 	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
 	{Admin, "INSERT, UPDATE", []string{"req_track"}}, // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
