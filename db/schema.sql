@@ -426,7 +426,7 @@ CREATE TABLE public.msg_attempt (
     reason text,
     meta jsonb,
     CONSTRAINT msg_attempt_attempt_check CHECK ((attempt >= 0)),
-    CONSTRAINT msg_attempt_outcome_check CHECK ((outcome = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text, 'FAILED'::text, 'CRASHED'::text, 'DIED'::text, 'INTERRUPTED'::text])))
+    CONSTRAINT msg_attempt_outcome_check CHECK ((outcome = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text, 'FAILED'::text, 'CRASHED'::text, 'DIED'::text, 'INTERRUPTED'::text, 'BATCH_FAILED'::text])))
 );
 
 

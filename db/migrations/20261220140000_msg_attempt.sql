@@ -3,15 +3,16 @@
 -- Issue 15: the attempt history (docs/spec.md §5 "Attempt history", INV-23). One row per attempt
 -- of a message, written in the transaction that records its outcome: SUCCEEDED, SKIPPED, DEAD or
 -- FAILED (with the outcome), CRASHED (by the dying process, with the panic's charge), DIED and
--- INTERRUPTED (by the next attempt, with the re-stamped start mark). Replay never touches it, so
+-- INTERRUPTED (by the next attempt, with the re-stamped start mark), BATCH_FAILED (a batch that
+-- failed as a whole: every message of it, nobody charged). Replay never touches it, so
 -- every error a message ever had stays readable after it succeeds.
 CREATE TABLE msg_attempt (
     attempt_id  bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     msg_id      bigint      NOT NULL,
-    attempt     integer     NOT NULL CHECK (attempt >= 0), -- proc_state.attempts after it (unchanged by CRASHED/DIED/INTERRUPTED)
+    attempt     integer     NOT NULL CHECK (attempt >= 0), -- proc_state.attempts after it (the count so far for CRASHED, DIED, INTERRUPTED, BATCH_FAILED)
     at          timestamptz NOT NULL,
     epoch       bigint      NOT NULL,                      -- the processor leader's epoch
-    outcome     text        NOT NULL CHECK (outcome IN ('SUCCEEDED', 'SKIPPED', 'DEAD', 'FAILED', 'CRASHED', 'DIED', 'INTERRUPTED')),
+    outcome     text        NOT NULL CHECK (outcome IN ('SUCCEEDED', 'SKIPPED', 'DEAD', 'FAILED', 'CRASHED', 'DIED', 'INTERRUPTED', 'BATCH_FAILED')),
     error_class text,
     reason      text,
     meta        jsonb                                      -- the META read, for a message that failed to decode

@@ -12,15 +12,16 @@ import (
 // Outcomes of an attempt that are not a status (msg_attempt.outcome; the others are the
 // statuses SUCCEEDED, SKIPPED, DEAD and FAILED the attempt ended with).
 const (
-	AttemptCrashed     = "CRASHED"     // the message panicked the processor (charged: crashes)
-	AttemptDied        = "DIED"        // the process died without a word while the message ran alone (charged: deaths)
-	AttemptInterrupted = "INTERRUPTED" // the attempt ended without an outcome (cancelled, lease or database lost, a batch died): not charged
+	AttemptCrashed     = "CRASHED"      // the message panicked the processor (charged: crashes)
+	AttemptDied        = "DIED"         // the process died without a word while the message ran alone (charged: deaths)
+	AttemptInterrupted = "INTERRUPTED"  // the attempt ended without an outcome (cancelled, lease or database lost, a batch died): not charged
+	AttemptBatchFailed = "BATCH_FAILED" // the batch it ran in failed as a whole: not charged; retried one message per transaction
 )
 
 // Attempt is one attempt of a message (msg_attempt): the attempt history that replay keeps.
 type Attempt struct {
 	// Attempt is proc_state.attempts after it: it counts the attempts with an outcome and starts
-	// again after a replay; an attempt without one (CRASHED, DIED, INTERRUPTED) has the count
+	// again after a replay; an attempt without one (CRASHED, DIED, INTERRUPTED, BATCH_FAILED) has the count
 	// before it.
 	Attempt int       `json:"attempt"`
 	At      time.Time `json:"at"`

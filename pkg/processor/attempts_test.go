@@ -2,12 +2,14 @@ package processor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/corpus"
@@ -90,4 +92,83 @@ func TestAttemptHistory(t *testing.T) {
 		require.Equal(t, int64(1), a.Epoch)
 	}
 	require.Equal(t, "SUCCEEDED", b.row(t, 2).Status)
+}
+
+// flushFails is a Batcher whose Flush fails when its batch holds the message bad: the failure
+// of a whole batch, caused by one message.
+type flushFails struct {
+	processor.Handler
+	bad int64
+}
+
+type flushSession struct {
+	recorder *recorder
+	tx       pgx.Tx
+	bad      bool
+}
+
+func (f flushFails) Begin(_ context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
+	s := &flushSession{recorder: f.Handler.(*recorder), tx: tx}
+	for _, m := range msgs {
+		s.bad = s.bad || m.ID == f.bad
+	}
+	return s, nil
+}
+
+func (s *flushSession) Apply(ctx context.Context, m processor.Message) (processor.Outcome, error) {
+	return s.recorder.Apply(ctx, s.tx, m)
+}
+
+func (s *flushSession) Flush(context.Context) error {
+	if s.bad {
+		return errors.New("flush: value too long for column")
+	}
+	return nil
+}
+
+// A batch that fails as a whole charges nobody: each of its messages then runs alone, and only
+// the one that causes the failure is charged (FAILED, its own attempt and start mark); the head
+// is not charged for a later message's failure, and every message's history says what happened.
+func TestBatchFailureIsChargedToItsCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.procs[sis.KindFlightUpdate] = flushFails{Handler: &recorder{}, bad: 3}
+	b.enqueueSeq(t, 1, 4, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	res, err := p.Step(context.Background(), b.lease)
+	require.NoError(t, err)
+	require.True(t, res.Failed)
+	require.Empty(t, effects(t, b))
+	for id := int64(1); id <= 4; id++ {
+		r := b.row(t, id)
+		require.Equal(t, "PENDING", r.Status, "msg %d: nobody charged", id)
+		require.Zero(t, r.Attempts, "msg %d", id)
+	}
+
+	b.clock.Advance(time.Second)
+	b.drain(t, p)
+	require.Equal(t, []int64{1, 2}, effects(t, b), "the innocent messages before the cause applied, alone and in order")
+	for _, id := range []int64{1, 2} {
+		r := b.row(t, id)
+		require.Equal(t, "SUCCEEDED", r.Status)
+		require.Equal(t, 1, r.Attempts)
+		require.Equal(t, []string{"BATCH_FAILED", "SUCCEEDED"}, outcomes(t, b, id))
+	}
+	r := b.row(t, 3)
+	require.Equal(t, "FAILED", r.Status, "the cause is charged")
+	require.Equal(t, "INFRA", r.Class)
+	require.Equal(t, 1, r.Attempts)
+	require.Contains(t, r.Reason, "value too long")
+	require.Equal(t, []string{"BATCH_FAILED", "FAILED INFRA"}, outcomes(t, b, 3))
+	require.Equal(t, []string{"BATCH_FAILED"}, outcomes(t, b, 4), "4 waits behind 3")
+	as, err := processor.Attempts(context.Background(), b.db.Pool, 3)
+	require.NoError(t, err)
+	require.Contains(t, as[0].Reason, "the batch 1..4 failed as a whole")
+
+	// Each message has its own start mark: the head's is the batch's, 3's its own attempt's.
+	var head, cause time.Time
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		`SELECT (SELECT processing_started_at FROM proc_state WHERE msg_id = 1), (SELECT processing_started_at FROM proc_state WHERE msg_id = 3)`).Scan(&head, &cause))
+	require.True(t, head.Equal(t0), "head %s", head)
+	require.True(t, cause.Equal(t0.Add(time.Second)), "cause %s", cause)
 }

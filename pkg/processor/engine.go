@@ -335,15 +335,19 @@ func (p *Engine) pickBatch(rows []headRow) []headRow {
 
 // markStarted commits the head's start mark in its own transaction, before the batch runs:
 // processing_started_at, the batch's last msg_id and the deaths charged (INV-23), with the
-// attempt row of the previous attempt when it ended without an outcome (DIED, INTERRUPTED; dated
-// by its start mark). The other messages of the batch get their own start mark (the same time)
+// attempt rows of the previous attempt when it ended without an outcome (DIED; INTERRUPTED for
+// every open message of its batch; dated by its start mark). The other messages of the batch get their own start mark (the same time)
 // when their outcome is written.
 func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark) error {
 	endedAt := now
 	if head.startedAt != nil {
 		endedAt = *head.startedAt
 	}
-	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths, m.ended, m.why, lease.Epoch, endedAt); err != nil {
+	var through int64 // the previous attempt's batch ended at
+	if head.through != nil {
+		through = *head.through
+	}
+	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths, m.ended, m.why, lease.Epoch, endedAt, through); err != nil {
 		return fmt.Errorf("mark processing started: %w", err)
 	}
 	return nil
@@ -360,8 +364,23 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 	}
 	if len(batch) > 1 {
 		p.careful = max(p.careful, p.cfg.Batch)
-		p.log.Warn().Err(err).Int64("from", batch[0].row.id).Int64("to", batch[len(batch)-1].row.id).
+		from, to := batch[0].row.id, batch[len(batch)-1].row.id
+		p.log.Warn().Err(err).Int64("from", from).Int64("to", to).
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
+		// The attempt ended: the head's mark no longer names the batch, and each message's
+		// history says what happened to it (nobody is charged).
+		why := clip(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err))
+		ids := make([]int64, len(batch))
+		for i, w := range batch {
+			ids[i] = w.row.id
+		}
+		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, batchFailedSQL, from, ids, now, lease.Epoch, why)
+			return err
+		}); werr != nil {
+			return StepResult{}, fmt.Errorf("apply batch: %w (recording its end: %v)", err, werr)
+		}
+		p.ownMark = 0
 		return StepResult{Failed: true}, nil
 	}
 	class, reason := classify(err)

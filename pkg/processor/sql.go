@@ -20,14 +20,32 @@ SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, pr
  ORDER BY msg_id`
 
 	// markStartedSQL commits the head's start mark and, when its previous attempt ended without
-	// an outcome ($5 = DIED or INTERRUPTED), that attempt's row, dated $8 (its start mark).
+	// an outcome ($5 = DIED or INTERRUPTED), that attempt's rows, dated $8 (its start mark): one
+	// for each open message of its batch $1..$9 (the head alone for DIED) but the one whose crash
+	// ended it (it has its CRASHED row).
 	markStartedSQL = `
 WITH marked AS (
   UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
    WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
-  RETURNING msg_id, attempts)
+  RETURNING msg_id)
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
-SELECT msg_id, attempts, $8, $7, $5, $6 FROM marked WHERE $5::text <> ''`
+SELECT p.msg_id, p.attempts, $8, $7, $5, $6
+  FROM proc_state p
+ WHERE $5::text <> '' AND EXISTS (SELECT 1 FROM marked)
+   AND p.msg_id BETWEEN $1 AND CASE WHEN $5::text = 'DIED' THEN $1 ELSE GREATEST($1, $9::bigint) END
+   AND p.status IN ('PENDING', 'FAILED')
+   AND NOT EXISTS (SELECT 1 FROM msg_attempt a WHERE a.msg_id = p.msg_id AND a.outcome = 'CRASHED' AND a.at >= $8)`
+
+	// batchFailedSQL ends the attempt of a batch that failed as a whole: the head's mark no
+	// longer names the batch ($1) and every message of it ($2) gets a BATCH_FAILED attempt row.
+	batchFailedSQL = `
+WITH ended AS (
+  UPDATE proc_state SET processing_through = NULL WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
+  RETURNING msg_id)
+INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
+SELECT p.msg_id, p.attempts, $3, $4, 'BATCH_FAILED', $5
+  FROM proc_state p
+ WHERE p.msg_id = ANY($2::bigint[]) AND p.status IN ('PENDING', 'FAILED') AND EXISTS (SELECT 1 FROM ended)`
 
 	// recordPanicSQL charges a panic to its message and records the attempt (CRASHED); the
 	// attempt is over (no death to charge).
