@@ -209,7 +209,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	}
 	mark, expired := p.attemptMark(head, now)
 	if expired != "" {
-		return p.expireHead(ctx, lease, now, head, expired)
+		return p.expireHead(ctx, lease, now, head, mark, expired)
 	}
 	rows = p.pickBatch(rows)
 	mark.through = rows[len(rows)-1].id
@@ -300,10 +300,17 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 }
 
 // expireHead ends the head DEAD EXHAUSTED without another attempt (poison, or retried past the
-// head deadline), so the messages behind it flow again.
-func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, reason string) (StepResult, error) {
+// head deadline), so the messages behind it flow again; the attempt that made it poison is in
+// its history first.
+func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, reason string) (StepResult, error) {
 	r := result{id: head.id, status: StatusDead, class: ClassExhausted, reason: reason}
-	if err := p.commit(ctx, lease, now, []result{r}, nil); err != nil {
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+		if err := p.recordEnded(ctx, tx, lease, now, head, m); err != nil {
+			return err
+		}
+		return p.write(ctx, tx, now, lease, []result{r}, nil)
+	})
+	if err != nil {
 		return StepResult{}, err
 	}
 	p.ownMark = 0
@@ -335,20 +342,37 @@ func (p *Engine) pickBatch(rows []headRow) []headRow {
 
 // markStarted commits the head's start mark in its own transaction, before the batch runs:
 // processing_started_at, the batch's last msg_id and the deaths charged (INV-23), with the
-// attempt rows of the previous attempt when it ended without an outcome (DIED; INTERRUPTED for
-// every open message of its batch; dated by its start mark). The other messages of the batch get their own start mark (the same time)
-// when their outcome is written.
+// attempt rows of the previous attempt when it ended without an outcome (recordEnded). The
+// other messages of the batch get their own start mark (the same time) when their outcome is
+// written.
 func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark) error {
-	endedAt := now
-	if head.startedAt != nil {
-		endedAt = *head.startedAt
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths); err != nil {
+			return err
+		}
+		return p.recordEnded(ctx, tx, lease, now, head, m)
+	})
+	if err != nil {
+		return fmt.Errorf("mark processing started: %w", err)
 	}
-	var through int64 // the previous attempt's batch ended at
+	return nil
+}
+
+// recordEnded writes the attempt rows of the head's previous attempt when it ended without an
+// outcome (DIED; INTERRUPTED for every open message of its batch), dated by its start mark.
+func (p *Engine) recordEnded(ctx context.Context, tx pgx.Tx, lease leader.Lease, now time.Time, head headRow, m startMark) error {
+	if m.ended == "" {
+		return nil
+	}
+	at, through := now, head.id
+	if head.startedAt != nil {
+		at = *head.startedAt
+	}
 	if head.through != nil {
 		through = *head.through
 	}
-	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths, m.ended, m.why, lease.Epoch, endedAt, through); err != nil {
-		return fmt.Errorf("mark processing started: %w", err)
+	if _, err := tx.Exec(ctx, attemptEndedSQL, head.id, at, lease.Epoch, m.ended, m.why, through); err != nil {
+		return fmt.Errorf("record the attempt that ended without an outcome: %w", err)
 	}
 	return nil
 }

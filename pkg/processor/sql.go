@@ -19,22 +19,21 @@ SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, pr
  WHERE before < $2
  ORDER BY msg_id`
 
-	// markStartedSQL commits the head's start mark and, when its previous attempt ended without
-	// an outcome ($5 = DIED or INTERRUPTED), that attempt's rows, dated $8 (its start mark): one
-	// for each open message of its batch $1..$9 (the head alone for DIED) but the one whose crash
-	// ended it (it has its CRASHED row).
 	markStartedSQL = `
-WITH marked AS (
-  UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
-   WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
-  RETURNING msg_id)
+UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
+ WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
+
+	// attemptEndedSQL records the previous attempt of the head $1, which ended without an
+	// outcome ($4 = DIED or INTERRUPTED, why $5), dated $2 (its start mark): one row for each
+	// open message of its batch $1..$6 (the head alone for DIED) but the one whose crash ended
+	// it (that one has its CRASHED row).
+	attemptEndedSQL = `
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
-SELECT p.msg_id, p.attempts, $8, $7, $5, $6
+SELECT p.msg_id, p.attempts, $2, $3, $4, $5
   FROM proc_state p
- WHERE $5::text <> '' AND EXISTS (SELECT 1 FROM marked)
-   AND p.msg_id BETWEEN $1 AND CASE WHEN $5::text = 'DIED' THEN $1 ELSE GREATEST($1, $9::bigint) END
+ WHERE p.msg_id BETWEEN $1 AND CASE WHEN $4::text = 'DIED' THEN $1 ELSE GREATEST($1, $6::bigint) END
    AND p.status IN ('PENDING', 'FAILED')
-   AND NOT EXISTS (SELECT 1 FROM msg_attempt a WHERE a.msg_id = p.msg_id AND a.outcome = 'CRASHED' AND a.at >= $8)`
+   AND NOT EXISTS (SELECT 1 FROM msg_attempt a WHERE a.msg_id = p.msg_id AND a.outcome = 'CRASHED' AND a.at >= $2)`
 
 	// batchFailedSQL ends the attempt of a batch that failed as a whole: the head's mark no
 	// longer names the batch ($1) and every message of it ($2) gets a BATCH_FAILED attempt row.
