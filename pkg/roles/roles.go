@@ -103,7 +103,9 @@ var pgGrants = []pgGrant{
 	{Processor, "SELECT, UPDATE", []string{"proc_state"}},
 	{Processor, "SELECT", []string{"inbox_cursor", "flight_history"}},
 	{Processor, "SELECT, INSERT", []string{"msg_identity", "msg_event", "schd_snap_log"}},
-	{Processor, "INSERT", []string{"msg_attempt"}}, // the attempt history, with each outcome
+	// processor: the attempt history, with each outcome; an attempt that ended without one is
+	// recorded for the messages of its batch that have no CRASHED row for it (read).
+	{Processor, "SELECT, INSERT", []string{"msg_attempt"}},
 	{Processor, "SELECT, INSERT, UPDATE, DELETE", with(flightTables, "ref_master")},
 	// processor: the RESP guard locks open requests and closes one DONE; the automatic triggers
 	// (bootstrap, self-heal) register requests (SEQN counter, superseding; the req_track row with origin, actor and reason

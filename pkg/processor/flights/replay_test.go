@@ -58,3 +58,25 @@ func TestReplayedNoMatchAppliesOnceItsFlightExists(t *testing.T) {
 	require.ErrorIs(t, err, processor.ErrRefused)
 	require.ErrorContains(t, err, "is not replayed (only SKIPPED no-match:*)")
 }
+
+// The attempt history is written by the processor's own role (pkg/roles): outcomes, and the
+// death a previous process left behind (the start mark naming the message alone).
+func TestAttemptsAsTheProcessorRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setupProduction(t, 10)
+	ids := e.enqueue(t, schd("ADFT", matrixBase(5)), "<MSG><META>")
+	_, err := e.db.Pool.Exec(ctx, `UPDATE proc_state SET processing_started_at = $2, processing_through = $1 WHERE msg_id = $1`, ids[0], t0)
+	require.NoError(t, err)
+	e.drain(t)
+	as, err := processor.Attempts(ctx, e.db.Pool, ids[0])
+	require.NoError(t, err)
+	require.Len(t, as, 2)
+	require.Equal(t, processor.AttemptDied, as[0].Outcome)
+	require.Equal(t, "SUCCEEDED", as[1].Outcome)
+	as, err = processor.Attempts(ctx, e.db.Pool, ids[1])
+	require.NoError(t, err)
+	require.Len(t, as, 1)
+	require.Equal(t, "DEAD", as[0].Outcome)
+	require.Equal(t, "MALFORMED", as[0].Class)
+}
