@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/simulate"
@@ -48,10 +49,14 @@ func TestPoisonMessageKillsTheRealProcessor(t *testing.T) {
 	defer func() { _ = lock.Rollback(ctx) }()
 	_, err = lock.Exec(ctx, `SELECT 1 FROM flight WHERE flid = $1 FOR UPDATE`, day.Messages[p].FLID)
 	require.NoError(t, err)
+	var lockPid int32
+	require.NoError(t, lock.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&lockPid))
 
 	second := b.write(t, ctx, simulate.WriterConfig{Conns: 1, Pace: simulate.PaceFast, Seed: cfg.Seed}, day.Messages[k:])
 	poison := second.IDs[p-k]
 	processorRole := b.pgRoles.Name(roles.Processor)
+	// hungSQL finds the processor's sessions blocked by the test's lock.
+	const hungSQL = `SELECT pid FROM pg_stat_activity WHERE usename::text = $1 AND $2::int = ANY(pg_blocking_pids(pid))`
 	kills := 0
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
@@ -61,15 +66,24 @@ func TestPoisonMessageKillsTheRealProcessor(t *testing.T) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the poison message did not end DEAD (kills %d, logs in %s)", kills, b.logDir)
-		var hung int
-		require.NoError(t, b.pg.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE usename::text = $1 AND wait_event_type = 'Lock'`, processorRole).Scan(&hung))
-		if hung > 0 { // the liveness probe's verdict: kill, then the platform starts it again
+		rows, err := b.pg.Pool.Query(ctx, hungSQL, processorRole, lockPid)
+		require.NoError(t, err)
+		hung, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		require.NoError(t, err)
+		if len(hung) > 0 { // the liveness probe's verdict: kill, then the platform starts it again
 			pr := b.stack.Proc("processor")
 			require.NotNil(t, pr)
 			require.NoError(t, pr.Signal(syscall.SIGKILL))
 			<-pr.Done()
 			kills++
+			// A backend blocked on a lock does not read its socket, so PostgreSQL keeps the dead
+			// client's session until the lock goes (it would notice the client with
+			// client_connection_check_interval or TCP keepalives); end it as those would.
+			for _, pid := range hung {
+				var gone bool
+				require.NoError(t, b.pg.Pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&gone))
+				require.True(t, gone, "session %d ended", pid)
+			}
 			_, err := b.stack.StartProc(ctx, "processor")
 			require.NoError(t, err, "restart the processor (logs in %s)", b.logDir)
 			continue
