@@ -90,6 +90,7 @@ func TestPoisonMessageKillsTheRealProcessor(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
 	}
+	t.Logf("the processor was killed %d times on message %d", kills, poison)
 	require.NoError(t, lock.Rollback(ctx))
 	b.waitDrained(t, slices.Max(second.IDs), 2*time.Minute)
 
