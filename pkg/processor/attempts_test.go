@@ -163,7 +163,7 @@ func TestBatchFailureIsChargedToItsCause(t *testing.T) {
 	require.Equal(t, []string{"BATCH_FAILED"}, outcomes(t, b, 4), "4 waits behind 3")
 	as, err := processor.Attempts(context.Background(), b.db.Pool, 3)
 	require.NoError(t, err)
-	require.Contains(t, as[0].Reason, "the batch 1..4 failed as a whole")
+	require.Contains(t, as[0].Reason, "the batch 1..4 failed as a whole (flush processor_test.flushFails: flush: value too long for column)")
 
 	// Each message has its own start mark: the head's is the batch's, 3's its own attempt's.
 	var head, cause time.Time

@@ -393,7 +393,7 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
 		// The attempt ended: the head's mark no longer names the batch, and each message's
 		// history says what happened to it (nobody is charged).
-		why := clip(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err))
+		why := clip(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err), reasonBound)
 		ids := make([]int64, len(batch))
 		for i, w := range batch {
 			ids[i] = w.row.id
@@ -469,11 +469,11 @@ func (p *Engine) describe(r *result, w *work) {
 	case w.msg != nil:
 		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
 	case w.read != nil:
-		r.typ, r.styp = clip(w.read.TYPE), clip(w.read.STYP)
-		read := map[string]string{"SNDR": clip(w.read.SNDR), "SEQN": clip(w.read.SEQN), "TYPE": r.typ, "STYP": r.styp,
-			"DTTM": clip(w.read.DTTMRaw)}
+		r.typ, r.styp = clip(w.read.TYPE, metaBound), clip(w.read.STYP, metaBound)
+		read := map[string]string{"SNDR": clip(w.read.SNDR, metaBound), "SEQN": clip(w.read.SEQN, metaBound), "TYPE": r.typ, "STYP": r.styp,
+			"DTTM": clip(w.read.DTTMRaw, metaBound)}
 		if w.read.SNDR != "" && w.read.TYPE != "" && w.read.STYP != "" && w.read.SEQN != "" {
-			read["identity"] = clip(p.identity(*w.read))
+			read["identity"] = clip(p.identity(*w.read), 4*metaBound)
 		}
 		if b, err := json.Marshal(read); err == nil {
 			r.meta = string(b)
@@ -481,10 +481,17 @@ func (p *Engine) describe(r *result, w *work) {
 	}
 }
 
-// clip bounds a META value read from a rejected message (it may be any length).
-func clip(s string) string {
-	if len(s) > 64 {
-		return strings.ToValidUTF8(s[:64], "") + "…"
+// Bounds of text recorded from a failure: a META value read from a rejected message (it may be
+// any length) and an attempt's reason built from an error or a panic value.
+const (
+	metaBound   = 64
+	reasonBound = 2000
+)
+
+// clip bounds s to about n bytes (valid UTF-8).
+func clip(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "") + "…"
 	}
 	return s
 }
@@ -698,7 +705,7 @@ func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, e
 func (p *Engine) recordPanic(m Message, v any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	why := clip(fmt.Sprintf("panic: %v", v))
+	why := clip(fmt.Sprintf("panic: %v", v), reasonBound)
 	if _, err := p.pool.Exec(ctx, recordPanicSQL, m.ID, m.Now, m.Lease.Epoch, why); err != nil {
 		p.log.Error().Err(err).Int64("msg_id", m.ID).Msg("pump: could not record the panic on the message")
 	}
