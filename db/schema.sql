@@ -29,6 +29,21 @@ BEGIN
 END $$;
 
 
+--
+-- Name: msg_attempt_cascade(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msg_attempt_cascade() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM msg_attempt a
+     WHERE a.msg_id IN (SELECT o.msg_id FROM gone o)
+       AND NOT EXISTS (SELECT 1 FROM proc_state p WHERE p.msg_id = a.msg_id);
+    RETURN NULL;
+END $$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -413,6 +428,39 @@ CREATE TABLE public.leader_lease_member (
 
 
 --
+-- Name: msg_attempt; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_attempt (
+    attempt_id bigint NOT NULL,
+    msg_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    at timestamp with time zone NOT NULL,
+    epoch bigint NOT NULL,
+    outcome text NOT NULL,
+    error_class text,
+    reason text,
+    meta jsonb,
+    CONSTRAINT msg_attempt_attempt_check CHECK ((attempt >= 0)),
+    CONSTRAINT msg_attempt_outcome_check CHECK ((outcome = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text, 'FAILED'::text, 'CRASHED'::text, 'DIED'::text, 'INTERRUPTED'::text, 'BATCH_FAILED'::text])))
+);
+
+
+--
+-- Name: msg_attempt_attempt_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.msg_attempt ALTER COLUMN attempt_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.msg_attempt_attempt_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: msg_event; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -601,6 +649,7 @@ CREATE TABLE public.replay_audit (
     selector text NOT NULL,
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
+    errors text[],
     CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text])))
 );
 
@@ -939,6 +988,14 @@ ALTER TABLE ONLY public.leader_lease
 
 
 --
+-- Name: msg_attempt msg_attempt_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_attempt
+    ADD CONSTRAINT msg_attempt_pkey PRIMARY KEY (attempt_id);
+
+
+--
 -- Name: msg_event msg_event_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1081,6 +1138,13 @@ CREATE INDEX flight_purge_order ON public.flight USING btree (operation_day, fli
 --
 
 CREATE INDEX inbox_gap_reprobe ON public.inbox_gap USING btree (reprobe_until) WHERE (found_at IS NULL);
+
+
+--
+-- Name: msg_attempt_msg; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_attempt_msg ON public.msg_attempt USING btree (msg_id, attempt_id);
 
 
 --
@@ -1245,6 +1309,13 @@ CREATE TRIGGER flight_operation_day_immutable BEFORE UPDATE OF operation_day ON 
 
 
 --
+-- Name: proc_state_hst msg_attempt_cascade; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER msg_attempt_cascade AFTER DELETE ON public.proc_state_hst REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.msg_attempt_cascade();
+
+
+--
 -- Name: flight_airbridge flight_airbridge_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1386,4 +1457,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261212120000'),
     ('20261215120000'),
     ('20261215130000'),
-    ('20261220120000');
+    ('20261220120000'),
+    ('20261220140000');

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -51,11 +52,15 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{
 		Class: c, IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, processor.ErrRefused) {
 		return err
 	}
+	refused := err // processor.ErrRefused: the report (with the refusals) is printed, then the error (exit 1)
 	if *asJSON {
-		return writeJSON(out, rep)
+		if err := writeJSON(out, rep); err != nil {
+			return err
+		}
+		return refused
 	}
 	verb := "requeued"
 	if rep.DryRun {
@@ -64,12 +69,18 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	fmt.Fprintf(out, "%s %d message(s)\n", verb, len(rep.Items))
 	for _, it := range rep.Items {
 		fmt.Fprintf(out, "  %d %s %s flights %v: %s\n", it.MsgID, it.Status, it.Class, it.FLIDs, it.Reason)
+		if len(it.UnknownFLIDs) > 0 {
+			fmt.Fprintf(out, "    flights not known yet: %v (it would end SKIPPED no-match again)\n", it.UnknownFLIDs)
+		}
 		if len(it.LaterTouches) > 0 {
 			fmt.Fprintf(out, "    later messages already changed these flights: %v\n", it.LaterTouches)
 		}
 	}
 	for _, r := range rep.Refused {
 		fmt.Fprintf(out, "  refused %d: %s\n", r.MsgID, r.Why)
+	}
+	if refused != nil {
+		return refused
 	}
 	if len(rep.Refused) > 0 && len(rep.Items) == 0 {
 		return fmt.Errorf("replay: every message asked for was refused")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/msgx/msgx/pkg/processor"
 	"io"
 	"sort"
 	"strconv"
@@ -87,22 +88,27 @@ func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Write
 		audits = []showAudit{}
 	}
 	doc["audit"] = audits
+	attempts, err := processor.Attempts(ctx, pool, id)
+	if err != nil {
+		return err
+	}
+	doc["attempts"] = attempts
 	if *asJSON {
 		return writeJSON(out, doc)
 	}
-	return showText(out, id, doc, audits)
+	return showText(out, id, doc, attempts, audits)
 }
 
 // showText is show's human form: one "field  value" line per set field (the important ones
 // first), then the audit rows.
-func showText(out io.Writer, id int64, doc map[string]any, audits []showAudit) error {
+func showText(out io.Writer, id int64, doc map[string]any, attempts []processor.Attempt, audits []showAudit) error {
 	title := fmt.Sprintf("message %d", id)
 	if doc["archived"] == true {
 		title += " (archived)"
 	}
 	fmt.Fprintln(out, title)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	done := map[string]bool{"msg_id": true, "archived": true, "audit": true}
+	done := map[string]bool{"msg_id": true, "archived": true, "audit": true, "attempts": true}
 	line := func(k string) {
 		if v, ok := doc[k]; ok && !done[k] && v != nil && v != "" {
 			fmt.Fprintf(w, "  %s\t%v\n", k, v)
@@ -122,6 +128,14 @@ func showText(out io.Writer, id int64, doc map[string]any, audits []showAudit) e
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if len(attempts) == 0 {
+		fmt.Fprintln(out, "attempts: none")
+	} else {
+		fmt.Fprintln(out, "attempts:")
+		for _, a := range attempts {
+			fmt.Fprintf(out, "  #%d %s epoch %d %s %s %s\n", a.Attempt, a.At.UTC().Format(time.RFC3339), a.Epoch, a.Outcome, a.Class, a.Reason)
+		}
 	}
 	if len(audits) == 0 {
 		fmt.Fprintln(out, "audit: none")

@@ -123,6 +123,14 @@ func TestBrowserOperator(t *testing.T) {
 		chromedp.Evaluate(`document.querySelectorAll('script').length + document.querySelectorAll('a[href^="javascript:"]').length`, &scripts),
 		shot(t, "message"),
 	)
+	// Its attempt history: every attempt with its class and reason, in order.
+	var attempts string
+	run(
+		chromedp.ScrollIntoView(`#attempts`, chromedp.ByID),
+		chromedp.Text(`#attempts`, &attempts, chromedp.ByID),
+		shot(t, "message-attempts"),
+	)
+	require.Regexp(t, `(?s)FAILED.*decode REMC: first try.*DEAD.*decode REMC: <script>`, attempts)
 	require.Contains(t, reason, hostile, "the reason (hostile text) reads as the text it is")
 	require.Contains(t, raw, "<REMC>&lt;script&gt;document.title=", "the raw message reads as its XML")
 	require.NotContains(t, title, "pwned")

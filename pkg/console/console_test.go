@@ -122,6 +122,11 @@ func setup(t testing.TB) *world {
 		VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), 'DEAD', 'CODEC_ERROR', $3, 1, 'FLOP', $4, $5, $5)`,
 		w.deadID, raw, "decode REMC: "+hostile, tmpl.Subtype, t0)
 	require.NoError(t, err)
+	// Its attempt history (msg_attempt, as the engine writes it): a first failure, then DEAD.
+	_, err = db.Pool.Exec(ctx, `INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason)
+		VALUES ($1, 1, $2, 1, 'FAILED', 'CODEC_ERROR', 'decode REMC: first try'),
+		       ($1, 2, $3, 1, 'DEAD', 'CODEC_ERROR', $4)`, w.deadID, t0, t0.Add(2*time.Second), "decode REMC: "+hostile)
+	require.NoError(t, err)
 
 	pool := db.Roles(t).Pool(t, roles.Console)
 	ob, err := outbox.New(pool, outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute})
@@ -240,6 +245,30 @@ func TestLoginSessionAndScopes(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE actor = 'console:op' AND reason = 'codec fixed' AND $1 = ANY(ids)`, w.deadID))
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'PENDING'`, w.deadID))
+}
+
+// The Message page lists every attempt in order (issue 21: "every attempt with its class and
+// reason"), and keeps them after a replay.
+func TestMessagePageShowsEveryAttempt(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	attempts := func() []string {
+		code, body := get(t, op, w.srv.URL+"/messages/"+itoa(w.deadID))
+		require.Equal(t, http.StatusOK, code)
+		i := strings.Index(body, `<table id="attempts">`)
+		require.GreaterOrEqual(t, i, 0)
+		table := body[i : i+strings.Index(body[i:], "</table>")]
+		return regexp.MustCompile(`<td class="(FAILED|DEAD|SUCCEEDED)">`).FindAllString(table, -1)
+	}
+	require.Equal(t, []string{`<td class="FAILED">`, `<td class="DEAD">`}, attempts())
+	_, body := get(t, op, w.srv.URL+"/messages/"+itoa(w.deadID))
+	require.Contains(t, body, "decode REMC: first try")
+	require.Contains(t, body, "decode REMC: &lt;script&gt;", "the reason of each attempt is escaped")
+
+	_, err := processor.Replay(ctx, w.db.Pool, processor.ReplayRequest{IDs: []int64{w.deadID}, Actor: "ops", Reason: "codec fixed", Now: time.Now()})
+	require.NoError(t, err)
+	require.Equal(t, []string{`<td class="FAILED">`, `<td class="DEAD">`}, attempts(), "a replay keeps the history")
 }
 
 func TestHostileMessageRendersAsText(t *testing.T) {

@@ -371,13 +371,6 @@ type message struct {
 	Archived                              bool
 }
 
-type attempt struct {
-	N      int
-	Class  string
-	Reason string
-	At     *time.Time
-}
-
 type duplicate struct {
 	MsgID          int64
 	Status         string
@@ -418,8 +411,8 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("read message: %w", err)
 	}
 	data := map[string]any{"M": m, "Pretty": prettyXML(m.Raw), "Decoded": decodedFields(m.Raw)}
-	if data["Attempts"], err = collect[attempt](s, r, attemptsSQL, id); err != nil {
-		return fmt.Errorf("read attempts: %w", err)
+	if data["Attempts"], err = processor.Attempts(ctx, s.d.Pool, id); err != nil {
+		return err
 	}
 	if m.IdentityKey != "" {
 		if data["Duplicates"], err = collect[duplicate](s, r, duplicatesSQL, m.IdentityKey, id); err != nil {
@@ -440,18 +433,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	if data["Audit"], err = collect[auditRow](s, r, messageAuditSQL, id); err != nil {
 		return fmt.Errorf("read audit: %w", err)
 	}
-	data["Replayable"] = (m.Status == "DEAD" || m.Status == "FAILED") && replayable(m.Class)
+	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
+	data["Replayable"] = ok && !m.Archived // replay reads proc_state only
 	s.render(w, r, http.StatusOK, "message", fmt.Sprintf("Message %d", id), data)
 	return nil
-}
-
-func replayable(class string) bool {
-	for _, c := range processor.ReplayableClasses {
-		if string(c) == class {
-			return true
-		}
-	}
-	return false
 }
 
 func collect[T any](s *Server, r *http.Request, sql string, args ...any) ([]T, error) {
@@ -556,8 +541,8 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 	rep, err := processor.Replay(r.Context(), s.d.Pool, processor.ReplayRequest{
 		Class: class, IDs: ids, Actor: actor(r), Reason: reason, DryRun: dry, Now: s.d.Now(),
 	})
-	if err != nil {
-		return userError{err.Error()}
+	if err != nil && !(dry && errors.Is(err, processor.ErrRefused)) {
+		return userError{err.Error()} // a refused replay requeues nothing
 	}
 	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
 	s.render(w, r, http.StatusOK, "replayed", "Replay", map[string]any{

@@ -51,13 +51,6 @@ SELECT msg_id, COALESCE(raw, ''), COALESCE(encode(raw_sha256, 'hex'), ''), statu
   FROM proc_state_hst WHERE msg_id = $1
  LIMIT 1`
 
-	// attemptsSQL lists a message's attempts. Until the attempt history table lands, the only
-	// attempt recorded is the last one (its class and reason on proc_state); this is the one query
-	// to extend to the history table.
-	attemptsSQL = `
-SELECT attempts, COALESCE(error_class, ''), COALESCE(reason, ''), COALESCE(finished_at, processing_started_at)
-  FROM proc_state WHERE msg_id = $1 AND (attempts > 0 OR error_class IS NOT NULL)`
-
 	// duplicatesSQL are the other messages of the same identity.
 	duplicatesSQL = `
 SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 AND msg_id <> $2

@@ -93,6 +93,7 @@ func runMixed(t *testing.T, batch, n int) string {
 		`SELECT flid, version FROM ver ORDER BY flid`,
 		`SELECT msg_id, flid, version FROM effect_log ORDER BY msg_id`,
 		`SELECT identity_key, msg_id FROM msg_identity ORDER BY identity_key`,
+		`SELECT msg_id, attempt, at, epoch, outcome, error_class, reason, meta FROM msg_attempt ORDER BY msg_id, attempt_id`,
 	} {
 		rows, err := b.db.Pool.Query(context.Background(), q)
 		require.NoError(t, err)
@@ -106,7 +107,8 @@ func runMixed(t *testing.T, batch, n int) string {
 	return dump.String()
 }
 
-// Batching is invisible: batch size 1 and 100 give identical proc_state, events and versions.
+// Batching is invisible: batch size 1 and 100 give identical proc_state, events, versions and
+// attempt histories.
 func TestBatchingIsInvisible(t *testing.T) {
 	t.Parallel()
 	n := 10000

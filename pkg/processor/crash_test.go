@@ -138,6 +138,8 @@ func TestPoisonMessageEndsExhausted(t *testing.T) {
 	require.Equal(t, "EXHAUSTED", r.Class)
 	require.Contains(t, r.Reason, "crashed the processor 3 times in a row")
 	require.Equal(t, "SUCCEEDED", b.row(t, 3).Status)
+	require.Equal(t, []string{"CRASHED", "CRASHED", "CRASHED", "DEAD EXHAUSTED"}, outcomes(t, b, 2), "every attempt in the history")
+	require.Equal(t, []string{"INTERRUPTED", "SUCCEEDED"}, outcomes(t, b, 1), "the batch that died charged nobody")
 	var v int64
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT version FROM ver WHERE flid = 15`).Scan(&v))
 	require.Equal(t, int64(2), v, "messages 1 and 3 applied once each")
@@ -179,6 +181,7 @@ func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
 				require.Equal(t, 1, r.Attempts, "msg %d: the interrupted attempt is not counted", id)
 			}
 			require.Equal(t, []int64{1, 2, 3}, effects(t, b), "order kept")
+			require.Equal(t, []string{"INTERRUPTED", "SUCCEEDED"}, outcomes(t, b, 1), "the interrupted attempt is in the history, not charged")
 		})
 	}
 }

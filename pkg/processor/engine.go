@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -170,6 +171,7 @@ type work struct {
 	row      headRow
 	msg      *sis.Message
 	decErr   error
+	read     *sis.Meta // the META read of a message that failed to decode (nil: none reached)
 	identity string
 	sha      []byte
 	dup      *owner // the message this one duplicates (bind)
@@ -186,6 +188,7 @@ type result struct {
 	differs  bool
 	typ      string
 	styp     string
+	meta     string // JSON of the META read, for a message that failed to decode (msg_attempt.meta)
 	nextAt   time.Time
 	reused   bool // the key was reused (SEQN reset or wrap): counted and logged after the commit
 }
@@ -215,11 +218,11 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	}
 	mark, expired := p.attemptMark(head, now)
 	if expired != "" {
-		return p.expireHead(ctx, lease, now, head, expired)
+		return p.expireHead(ctx, lease, now, head, mark, expired)
 	}
 	rows = p.pickBatch(rows)
 	mark.through = rows[len(rows)-1].id
-	if err := p.markStarted(ctx, head, mark); err != nil {
+	if err := p.markStarted(ctx, lease, now, head, mark); err != nil {
 		return StepResult{}, err
 	}
 	p.ownMark = head.id
@@ -250,6 +253,9 @@ type startMark struct {
 	at      time.Time // processing_started_at
 	through int64     // the batch's last msg_id (set by Step once the batch is picked)
 	deaths  int
+	// ended is the outcome recorded in msg_attempt for the previous attempt, which ended without
+	// one (DIED, INTERRUPTED; empty: none), with why.
+	ended, why string
 }
 
 // attemptMark applies the attempt rule (INV-23) to the head: it returns the start mark of the
@@ -278,14 +284,17 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 	}
 	switch {
 	case head.through != nil && head.id != p.ownMark:
+		m.ended, m.why = AttemptInterrupted, fmt.Sprintf("the process ended during the batch %d..%d (nobody charged; careful mode)", head.id, *head.through)
 		if *head.through == head.id {
 			m.deaths++
+			m.ended, m.why = AttemptDied, fmt.Sprintf("the process died while the message ran alone (%d in a row)", m.deaths)
 			if m.deaths >= 3*p.cfg.PoisonCrashes {
 				return m, fmt.Sprintf("poison: the processor died %d times in a row while it ran alone (3×MSGX_POISON_CRASHES)", m.deaths)
 			}
 		}
 		m.at, m.write = now, true
 	case head.through != nil:
+		m.ended, m.why = AttemptInterrupted, fmt.Sprintf("the attempt of the batch %d..%d ended without an outcome (cancelled, lease or database lost): not charged", head.id, *head.through)
 		m.at, m.write = now, true
 	case head.startedAt == nil:
 		m.write = true
@@ -300,10 +309,17 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 }
 
 // expireHead ends the head DEAD EXHAUSTED without another attempt (poison, or retried past the
-// head deadline), so the messages behind it flow again.
-func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, reason string) (StepResult, error) {
+// head deadline), so the messages behind it flow again; the attempt that made it poison is in
+// its history first.
+func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, reason string) (StepResult, error) {
 	r := result{id: head.id, status: StatusDead, class: ClassExhausted, reason: reason}
-	if err := p.commit(ctx, lease, now, []result{r}, nil); err != nil {
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+		if err := p.recordEnded(ctx, tx, lease, now, head, m); err != nil {
+			return err
+		}
+		return p.write(ctx, tx, now, lease, []result{r}, nil)
+	})
+	if err != nil {
 		return StepResult{}, err
 	}
 	p.ownMark = 0
@@ -334,11 +350,38 @@ func (p *Engine) pickBatch(rows []headRow) []headRow {
 }
 
 // markStarted commits the head's start mark in its own transaction, before the batch runs:
-// processing_started_at, the batch's last msg_id and the crashes charged (INV-23). The other
-// messages of the batch get their own start mark (the same time) when their outcome is written.
-func (p *Engine) markStarted(ctx context.Context, head headRow, m startMark) error {
-	if _, err := p.pool.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths); err != nil {
+// processing_started_at, the batch's last msg_id and the deaths charged (INV-23), with the
+// attempt rows of the previous attempt when it ended without an outcome (recordEnded). The
+// other messages of the batch get their own start mark (the same time) when their outcome is
+// written.
+func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark) error {
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths); err != nil {
+			return err
+		}
+		return p.recordEnded(ctx, tx, lease, now, head, m)
+	})
+	if err != nil {
 		return fmt.Errorf("mark processing started: %w", err)
+	}
+	return nil
+}
+
+// recordEnded writes the attempt rows of the head's previous attempt when it ended without an
+// outcome (DIED; INTERRUPTED for every open message of its batch), dated by its start mark.
+func (p *Engine) recordEnded(ctx context.Context, tx pgx.Tx, lease leader.Lease, now time.Time, head headRow, m startMark) error {
+	if m.ended == "" {
+		return nil
+	}
+	at, through := now, head.id
+	if head.startedAt != nil {
+		at = *head.startedAt
+	}
+	if head.through != nil {
+		through = *head.through
+	}
+	if _, err := tx.Exec(ctx, attemptEndedSQL, head.id, at, lease.Epoch, m.ended, m.why, through); err != nil {
+		return fmt.Errorf("record the attempt that ended without an outcome: %w", err)
 	}
 	return nil
 }
@@ -354,8 +397,23 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 	}
 	if len(batch) > 1 {
 		p.careful = max(p.careful, p.cfg.Batch)
-		p.log.Warn().Err(err).Int64("from", batch[0].row.id).Int64("to", batch[len(batch)-1].row.id).
+		from, to := batch[0].row.id, batch[len(batch)-1].row.id
+		p.log.Warn().Err(err).Int64("from", from).Int64("to", to).
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
+		// The attempt ended: the head's mark no longer names the batch, and each message's
+		// history says what happened to it (nobody is charged).
+		why := clip(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err), reasonBound)
+		ids := make([]int64, len(batch))
+		for i, w := range batch {
+			ids[i] = w.row.id
+		}
+		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, batchFailedSQL, from, ids, now, lease.Epoch, why)
+			return err
+		}); werr != nil {
+			return StepResult{}, fmt.Errorf("apply batch: %w (recording its end: %v)", err, werr)
+		}
+		p.ownMark = 0
 		return StepResult{Failed: true}, nil
 	}
 	class, reason := classify(err)
@@ -400,11 +458,51 @@ func (p *Engine) prepare(r headRow) work {
 	}
 	sum := sha256.Sum256([]byte(*r.raw))
 	w.sha = sum[:]
-	w.msg, w.decErr = sis.Decode([]byte(*r.raw), sis.Options{Location: p.cfg.Location})
-	if w.decErr == nil {
-		w.identity = p.identity(w.msg.Meta)
+	m, err := sis.DecodePartial([]byte(*r.raw), sis.Options{Location: p.cfg.Location})
+	if err != nil {
+		w.decErr = err
+		if m != nil {
+			w.read = &m.Meta
+		}
+		return w
 	}
+	w.msg, w.identity = m, p.identity(m.Meta)
 	return w
+}
+
+// describe completes r with the message's TYPE and STYP and, for a message that failed to
+// decode, the META that was read (kept on the row and its attempt: a DEAD message still says
+// what it claimed to be; its identity is shown, never bound).
+func (p *Engine) describe(r *result, w *work) {
+	switch {
+	case w.msg != nil:
+		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
+	case w.read != nil:
+		r.typ, r.styp = clip(w.read.TYPE, metaBound), clip(w.read.STYP, metaBound)
+		read := map[string]string{"SNDR": clip(w.read.SNDR, metaBound), "SEQN": clip(w.read.SEQN, metaBound), "TYPE": r.typ, "STYP": r.styp,
+			"DTTM": clip(w.read.DTTMRaw, metaBound)}
+		if w.read.SNDR != "" && w.read.TYPE != "" && w.read.STYP != "" && w.read.SEQN != "" {
+			read["identity"] = clip(p.identity(*w.read), 4*metaBound)
+		}
+		if b, err := json.Marshal(read); err == nil {
+			r.meta = string(b)
+		}
+	}
+}
+
+// Bounds of text recorded from a failure: a META value read from a rejected message (it may be
+// any length) and an attempt's reason built from an error or a panic value.
+const (
+	metaBound   = 64
+	reasonBound = 2000
+)
+
+// clip bounds s to about n bytes (valid UTF-8).
+func clip(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 // identity is SNDR|TYPE|STYP|SEQN, plus |YYYYMMDD of DTTM when configured.
@@ -454,7 +552,7 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 				return err
 			}
 		}
-		return p.write(ctx, tx, now, results, failure)
+		return p.write(ctx, tx, now, lease, results, failure)
 	})
 	p.metrics.txSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -577,9 +675,7 @@ func (p *Engine) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []wor
 // process decides one message's outcome, applying it under its own savepoint.
 func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, sessions map[Batcher]Session, i int) result {
 	r := result{id: w.row.id, identity: w.identity, reused: w.reused}
-	if w.msg != nil {
-		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
-	}
+	p.describe(&r, w)
 	if w.decErr != nil {
 		r.class, r.reason = classify(w.decErr)
 		r.status = r.class.status()
@@ -649,30 +745,30 @@ func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, e
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
-			p.recordPanic(m.ID, m.Now)
+			p.recordPanic(m, v)
 			panic(v)
 		}
 	}()
 	return apply()
 }
 
-// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23), on its own
-// connection with a short deadline, before the process dies. The batch's transaction is still
-// open and will be rolled back by the death; the charge is the only write that survives.
-func (p *Engine) recordPanic(id int64, now time.Time) {
+// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23) and records
+// the attempt (CRASHED, with the panic value), on its own connection with a short deadline,
+// before the process dies. The batch's transaction is still open and will be rolled back by the
+// death; the charge is the only write that survives.
+func (p *Engine) recordPanic(m Message, v any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := p.pool.Exec(ctx, recordPanicSQL, id, now); err != nil {
-		p.log.Error().Err(err).Int64("msg_id", id).Msg("pump: could not record the panic on the message")
+	why := clip(fmt.Sprintf("panic: %v", v), reasonBound)
+	if _, err := p.pool.Exec(ctx, recordPanicSQL, m.ID, m.Now, m.Lease.Epoch, why); err != nil {
+		p.log.Error().Err(err).Int64("msg_id", m.ID).Msg("pump: could not record the panic on the message")
 	}
 }
 
 // failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
 func (p *Engine) failure(w work, class Class, reason string, now time.Time) result {
 	r := result{id: w.row.id, identity: w.identity, class: class, reason: reason, reused: w.reused}
-	if w.msg != nil {
-		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
-	}
+	p.describe(&r, &w)
 	attempt := w.row.attempts + 1
 	if attempt >= p.cfg.MaxAttempts {
 		r.status, r.class = StatusDead, ClassExhausted
@@ -686,7 +782,10 @@ func (p *Engine) failure(w work, class Class, reason string, now time.Time) resu
 
 // write stores the batch's terminal results (one statement, with the backfill intent) and the
 // failure that stopped it.
-func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, results []result, failure *result) error {
+//
+// Each outcome written also writes the message's attempt row (msg_attempt) in the same
+// statement: the attempt history.
+func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, results []result, failure *result) error {
 	terminal := results
 	if failure != nil && failure.status.Terminal() {
 		terminal = append(slices.Clone(results), *failure)
@@ -695,17 +794,18 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, results []
 		n := len(terminal)
 		ids, statuses, classes, reasons := make([]int64, n), make([]Status, n), make([]string, n), make([]string, n)
 		identities, differs, typs, styps := make([]string, n), make([]bool, n), make([]string, n), make([]string, n)
+		metas := make([]string, n)
 		for i, r := range terminal {
 			ids[i], statuses[i], classes[i], reasons[i] = r.id, r.status, string(r.class), r.reason
-			identities[i], differs[i], typs[i], styps[i] = r.identity, r.differs, r.typ, r.styp
+			identities[i], differs[i], typs[i], styps[i], metas[i] = r.identity, r.differs, r.typ, r.styp, r.meta
 		}
-		if _, err := tx.Exec(ctx, finishSQL, ids, statuses, classes, reasons, identities, differs, typs, styps, now); err != nil {
+		if _, err := tx.Exec(ctx, finishSQL, ids, statuses, classes, reasons, identities, differs, typs, styps, now, lease.Epoch, metas); err != nil {
 			return fmt.Errorf("write terminal status: %w", err)
 		}
 	}
 	if failure != nil && failure.status == StatusFailed {
 		if _, err := tx.Exec(ctx, failSQL, failure.id, string(failure.class), failure.reason, failure.nextAt,
-			failure.identity, failure.typ, failure.styp, now); err != nil {
+			failure.identity, failure.typ, failure.styp, now, lease.Epoch, failure.meta); err != nil {
 			return fmt.Errorf("record failure: %w", err)
 		}
 	}
@@ -716,7 +816,7 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, results []
 // not run) in their own protected transaction.
 func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) error {
 	return leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-		return p.write(ctx, tx, now, terminal, failure)
+		return p.write(ctx, tx, now, lease, terminal, failure)
 	})
 }
 

@@ -2,9 +2,11 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +18,31 @@ import (
 // ReplayableClasses are the classes replay may requeue. MALFORMED and PROTOCOL are final: the
 // same bytes would fail the same way.
 var ReplayableClasses = []Class{ClassCodec, ClassUnsupported, ClassInfra, ClassExhausted}
+
+// NoMatchPrefix starts the reason of a message SKIPPED because its flight was not known
+// (no-match:FLID, no-match:deleted). Replay may requeue it by id: it applies once the flight
+// exists.
+const NoMatchPrefix = "no-match:"
+
+// ErrRefused is returned (wrapped) by Replay when it refuses the request or any message it
+// names; nothing is requeued then. msgxctl exits 1 on it.
+var ErrRefused = errors.New("replay refused")
+
+// Replayable is the replay rule for one message: FAILED or DEAD of a ReplayableClasses class, or
+// SKIPPED no-match:* (by id). It returns why not when it is not replayable.
+func Replayable(status Status, class Class, reason string) (bool, string) {
+	switch {
+	case status == StatusSkipped && strings.HasPrefix(reason, NoMatchPrefix):
+		return true, ""
+	case status == StatusSkipped:
+		return false, "SKIPPED " + reason + " is not replayed (only SKIPPED " + NoMatchPrefix + "*)"
+	case status != StatusFailed && status != StatusDead:
+		return false, "status " + string(status) + " is not FAILED, DEAD or SKIPPED " + NoMatchPrefix + "*"
+	case !slices.Contains(ReplayableClasses, class):
+		return false, "class " + string(class) + " is never replayed"
+	}
+	return true, ""
+}
 
 // ReplayRequest selects messages to requeue: by class, or by ids.
 type ReplayRequest struct {
@@ -34,6 +61,9 @@ type ReplayItem struct {
 	Class  string  `json:"class"`
 	Reason string  `json:"reason"`
 	FLIDs  []int64 `json:"flids,omitempty"`
+	// UnknownFLIDs are the flights it names that are not stored now: a SKIPPED no-match message
+	// replayed while its flight is still unknown ends SKIPPED no-match again.
+	UnknownFLIDs []int64 `json:"unknown_flids,omitempty"`
 	// LaterTouches are later messages that already changed the same flights: replaying this
 	// one applies it on top of their effects.
 	LaterTouches []int64 `json:"later_touches,omitempty"`
@@ -53,15 +83,18 @@ type ReplayReport struct {
 	Requeued int64           `json:"requeued"`
 }
 
-// Replay requeues FAILED/DEAD messages of replayable classes as PENDING, with an audit row, or
-// (DryRun) reports what it would do. It refuses MALFORMED and PROTOCOL.
+// Replay requeues FAILED/DEAD messages of replayable classes, and (by id) SKIPPED no-match
+// messages, as PENDING, with an audit row that keeps the error text each one had, or (DryRun)
+// reports what it would do. The attempt history (msg_attempt) is never touched. It refuses
+// MALFORMED and PROTOCOL, and a request naming any message it cannot replay: the report lists
+// the refusals, nothing is requeued and the error wraps ErrRefused.
 func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayReport, error) {
 	rep := ReplayReport{DryRun: req.DryRun}
 	if req.Class == "" && len(req.IDs) == 0 {
 		return rep, fmt.Errorf("replay: choose --class or --ids")
 	}
 	if req.Class != "" && !slices.Contains(ReplayableClasses, req.Class) {
-		return rep, fmt.Errorf("replay: class %s is never replayed (only %v): the same bytes would fail the same way", req.Class, ReplayableClasses)
+		return rep, fmt.Errorf("replay: %w: class %s is never replayed (only %v): the same bytes would fail the same way", ErrRefused, req.Class, ReplayableClasses)
 	}
 	if !req.DryRun && (req.Actor == "" || req.Reason == "") {
 		return rep, fmt.Errorf("replay: --actor and --reason are required (audit)")
@@ -75,7 +108,7 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 			}
 			rep.Refused = refused
 		}
-		rows, err := tx.Query(ctx, replayCandidatesSQL, string(req.Class), req.IDs)
+		rows, err := tx.Query(ctx, replayCandidatesSQL, string(req.Class), req.IDs, NoMatchPrefix+"%")
 		if err != nil {
 			return fmt.Errorf("select replay candidates: %w", err)
 		}
@@ -90,7 +123,7 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 				rows.Close()
 				return fmt.Errorf("select replay candidates: %w", err)
 			}
-			if slices.Contains(ReplayableClasses, Class(c.item.Class)) {
+			if ok, _ := Replayable(Status(c.item.Status), Class(c.item.Class), c.item.Reason); ok {
 				cands = append(cands, c)
 			}
 		}
@@ -99,6 +132,7 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 			return fmt.Errorf("select replay candidates: %w", err)
 		}
 		var ids []int64
+		var errs []string // the error text each replayed message had (replay_audit.errors)
 		for _, c := range cands {
 			if c.raw != nil {
 				c.item.FLIDs = flidsOf(*c.raw)
@@ -117,14 +151,26 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 					return fmt.Errorf("find later touches: %w", err)
 				}
 				c.item.LaterTouches = later
+				r, err = tx.Query(ctx, unknownFlightsSQL, c.item.FLIDs)
+				if err != nil {
+					return fmt.Errorf("find unknown flights: %w", err)
+				}
+				if c.item.UnknownFLIDs, err = pgx.CollectRows(r, pgx.RowTo[int64]); err != nil {
+					return fmt.Errorf("find unknown flights: %w", err)
+				}
 			}
 			rep.Items = append(rep.Items, c.item)
 			ids = append(ids, c.item.MsgID)
+			errs = append(errs, strings.TrimSpace(c.item.Status+" "+c.item.Class)+": "+c.item.Reason)
 		}
-		if req.DryRun || len(ids) == 0 {
+		if req.DryRun || len(ids) == 0 || len(rep.Refused) > 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, requeueSQL, ids)
+		classes := make([]string, len(ReplayableClasses))
+		for i, c := range ReplayableClasses {
+			classes[i] = string(c)
+		}
+		tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchPrefix+"%")
 		if err != nil {
 			return fmt.Errorf("requeue: %w", err)
 		}
@@ -133,11 +179,18 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 		if len(req.IDs) > 0 {
 			selector = fmt.Sprintf("ids=%v", req.IDs)
 		}
-		if _, err := tx.Exec(ctx, auditSQL, req.Actor, req.Reason, selector, ids, req.Now); err != nil {
+		if _, err := tx.Exec(ctx, auditSQL, req.Actor, req.Reason, selector, ids, req.Now, errs); err != nil {
 			return fmt.Errorf("write replay audit: %w", err)
 		}
 		return nil
 	})
+	if err == nil && len(rep.Refused) > 0 {
+		why := make([]string, len(rep.Refused))
+		for i, r := range rep.Refused {
+			why[i] = fmt.Sprintf("%d: %s", r.MsgID, r.Why)
+		}
+		err = fmt.Errorf("replay: %w (nothing requeued): %s", ErrRefused, strings.Join(why, "; "))
+	}
 	return rep, err
 }
 
@@ -150,14 +203,11 @@ func refusals(ctx context.Context, tx pgx.Tx, ids []int64) ([]ReplayRefusal, err
 	found := map[int64]bool{}
 	var out []ReplayRefusal
 	var id int64
-	var status, class string
-	_, err = pgx.ForEachRow(rows, []any{&id, &status, &class}, func() error {
+	var status, class, reason string
+	_, err = pgx.ForEachRow(rows, []any{&id, &status, &class, &reason}, func() error {
 		found[id] = true
-		switch {
-		case Status(status) != StatusFailed && Status(status) != StatusDead:
-			out = append(out, ReplayRefusal{id, "status " + status + " is not FAILED or DEAD"})
-		case !slices.Contains(ReplayableClasses, Class(class)):
-			out = append(out, ReplayRefusal{id, "class " + class + " is never replayed"})
+		if ok, why := Replayable(Status(status), Class(class), reason); !ok {
+			out = append(out, ReplayRefusal{id, why})
 		}
 		return nil
 	})

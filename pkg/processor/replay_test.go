@@ -32,7 +32,7 @@ func TestReplay(t *testing.T) {
 	require.ErrorContains(t, err, "class PROTOCOL is never replayed")
 
 	dry, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{1, 2, 99}, DryRun: true})
-	require.NoError(t, err)
+	require.ErrorIs(t, err, processor.ErrRefused, "a request naming a message that cannot be replayed is refused")
 	require.Len(t, dry.Items, 1)
 	require.Equal(t, int64(2), dry.Items[0].MsgID)
 	require.Equal(t, []int64{15}, dry.Items[0].FLIDs)
@@ -42,6 +42,12 @@ func TestReplay(t *testing.T) {
 		{MsgID: 99, Why: "no such message in proc_state (archived or never ingested)"},
 	}, dry.Refused)
 	require.Equal(t, "DEAD", b.row(t, 2).Status, "a dry run changes nothing")
+	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{1, 2}, Actor: "ops", Reason: "try", Now: t0})
+	require.ErrorIs(t, err, processor.ErrRefused)
+	require.ErrorContains(t, err, "1: class MALFORMED is never replayed")
+	require.Equal(t, "DEAD", b.row(t, 2).Status, "a refused request requeues nothing")
+	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassMalformed, Actor: "ops", Reason: "try", Now: t0})
+	require.ErrorIs(t, err, processor.ErrRefused)
 
 	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassExhausted})
 	require.ErrorContains(t, err, "--actor and --reason are required")
@@ -59,14 +65,24 @@ func TestReplay(t *testing.T) {
 	require.Nil(t, started, "replay resets the head deadline")
 	var actor, selector string
 	var ids []int64
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor, selector, ids FROM replay_audit`).Scan(&actor, &selector, &ids))
+	var errs []string
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor, selector, ids, errors FROM replay_audit`).Scan(&actor, &selector, &ids, &errs))
 	require.Equal(t, "ops", actor)
 	require.Equal(t, "class=EXHAUSTED", selector)
 	require.Equal(t, []int64{2, 3}, ids)
+	require.Len(t, errs, 2)
+	require.Contains(t, errs[0], "DEAD EXHAUSTED: after 1 attempts: UNSUPPORTED: no processor for", "the audit keeps the error text replayed")
 
 	b.procs[sis.KindFlightUpdate] = &recorder{}
 	b.drain(t, b.pump(t))
 	require.Equal(t, "SUCCEEDED", b.row(t, 2).Status)
 	require.Equal(t, "SUCCEEDED", b.row(t, 3).Status)
 	require.Equal(t, "DEAD", b.row(t, 1).Status)
+	// Every attempt's error survives the success: the class and reason of the DEAD attempt are in
+	// the history, after the success cleared them on the row.
+	require.Empty(t, b.row(t, 2).Class)
+	as, err := processor.Attempts(ctx, b.db.Pool, 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"DEAD EXHAUSTED", "SUCCEEDED"}, outcomes(t, b, 2))
+	require.Contains(t, as[0].Reason, "UNSUPPORTED: no processor for")
 }

@@ -23,11 +23,39 @@ SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, pr
 UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
  WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
 
-	// recordPanicSQL charges a panic to its message; the attempt is over (no death to charge).
+	// attemptEndedSQL records the previous attempt of the head $1, which ended without an
+	// outcome ($4 = DIED or INTERRUPTED, why $5), dated $2 (its start mark): one row for each
+	// open message of its batch $1..$6 (the head alone for DIED) but the one whose crash ended
+	// it (that one has its CRASHED row).
+	attemptEndedSQL = `
+INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
+SELECT p.msg_id, p.attempts, $2, $3, $4, $5
+  FROM proc_state p
+ WHERE p.msg_id BETWEEN $1 AND CASE WHEN $4::text = 'DIED' THEN $1 ELSE GREATEST($1, $6::bigint) END
+   AND p.status IN ('PENDING', 'FAILED')
+   AND NOT EXISTS (SELECT 1 FROM msg_attempt a WHERE a.msg_id = p.msg_id AND a.outcome = 'CRASHED' AND a.at >= $2)`
+
+	// batchFailedSQL ends the attempt of a batch that failed as a whole: the head's mark no
+	// longer names the batch ($1) and every message of it ($2) gets a BATCH_FAILED attempt row.
+	batchFailedSQL = `
+WITH ended AS (
+  UPDATE proc_state SET processing_through = NULL WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
+  RETURNING msg_id)
+INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
+SELECT p.msg_id, p.attempts, $3, $4, 'BATCH_FAILED', $5
+  FROM proc_state p
+ WHERE p.msg_id = ANY($2::bigint[]) AND p.status IN ('PENDING', 'FAILED') AND EXISTS (SELECT 1 FROM ended)`
+
+	// recordPanicSQL charges a panic to its message and records the attempt (CRASHED); the
+	// attempt is over (no death to charge).
 	recordPanicSQL = `
-UPDATE proc_state SET crashes = crashes + 1, processing_through = NULL,
-       processing_started_at = COALESCE(processing_started_at, $2)
- WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
+WITH charged AS (
+  UPDATE proc_state SET crashes = crashes + 1, processing_through = NULL,
+         processing_started_at = COALESCE(processing_started_at, $2)
+   WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
+  RETURNING msg_id, attempts, crashes)
+INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
+SELECT msg_id, attempts, $2, $3, 'CRASHED', $4 || ' (crash ' || crashes || ' in a row)' FROM charged`
 
 	// lockIdentitiesSQL reads (and locks) the bindings of a batch's keys (bind decides).
 	lockIdentitiesSQL = `
@@ -42,26 +70,39 @@ ON CONFLICT (identity_key) DO UPDATE
    SET msg_id = EXCLUDED.msg_id, raw_sha256 = EXCLUDED.raw_sha256, dttm = EXCLUDED.dttm, bound_at = EXCLUDED.bound_at`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
-	// backfill intent (INV-8).
+	// backfill intent (INV-8) and each message's attempt row (msg_attempt, with the epoch $10 and
+	// the META read of a message that failed to decode).
 	finishSQL = `
-UPDATE proc_state p
-   SET status = u.status, error_class = NULLIF(u.class, ''), reason = NULLIF(u.reason, ''),
-       identity_key = NULLIF(u.identity, ''), content_differs = u.differs,
-       msg_type = NULLIF(u.typ, ''), msg_styp = NULLIF(u.styp, ''),
-       attempts = p.attempts + 1, next_attempt_at = NULL,
-       processing_started_at = COALESCE(p.processing_started_at, $9), processing_through = NULL,
-       finished_at = $9, backfill_next_at = $9
-  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[])
-       AS u(id, status, class, reason, identity, differs, typ, styp)
- WHERE p.msg_id = u.id AND p.status IN ('PENDING', 'FAILED')`
+WITH u AS (
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $11::text[])
+             AS u(id, status, class, reason, identity, differs, typ, styp, meta)
+), done AS (
+  UPDATE proc_state p
+     SET status = u.status, error_class = NULLIF(u.class, ''), reason = NULLIF(u.reason, ''),
+         identity_key = NULLIF(u.identity, ''), content_differs = u.differs,
+         msg_type = NULLIF(u.typ, ''), msg_styp = NULLIF(u.styp, ''),
+         attempts = p.attempts + 1, next_attempt_at = NULL,
+         processing_started_at = COALESCE(p.processing_started_at, $9), processing_through = NULL,
+         finished_at = $9, backfill_next_at = $9
+    FROM u
+   WHERE p.msg_id = u.id AND p.status IN ('PENDING', 'FAILED')
+  RETURNING p.msg_id, p.attempts, p.status, p.error_class, p.reason)
+INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
+SELECT d.msg_id, d.attempts, $9, $10, d.status, d.error_class, d.reason, NULLIF(u.meta, '')::jsonb
+  FROM done d JOIN u ON u.id = d.msg_id`
 
+	// failSQL records a FAILED attempt and its attempt row.
 	failSQL = `
-UPDATE proc_state
-   SET status = 'FAILED', error_class = $2, reason = $3, attempts = attempts + 1,
-       next_attempt_at = $4, identity_key = COALESCE(NULLIF($5, ''), identity_key),
-       msg_type = COALESCE(NULLIF($6, ''), msg_type), msg_styp = COALESCE(NULLIF($7, ''), msg_styp),
-       processing_started_at = COALESCE(processing_started_at, $8), processing_through = NULL, crashes = 0, deaths = 0
- WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
+WITH failed AS (
+  UPDATE proc_state
+     SET status = 'FAILED', error_class = $2, reason = $3, attempts = attempts + 1,
+         next_attempt_at = $4, identity_key = COALESCE(NULLIF($5, ''), identity_key),
+         msg_type = COALESCE(NULLIF($6, ''), msg_type), msg_styp = COALESCE(NULLIF($7, ''), msg_styp),
+         processing_started_at = COALESCE(processing_started_at, $8), processing_through = NULL, crashes = 0, deaths = 0
+   WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
+  RETURNING msg_id, attempts, error_class, reason)
+INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
+SELECT msg_id, attempts, $8, $9, 'FAILED', error_class, reason, NULLIF($10::text, '')::jsonb FROM failed`
 
 	// The marker updates join the id array (primary key lookups whatever the plan's estimates).
 	markerDoneSQL = `
@@ -74,6 +115,11 @@ UPDATE proc_state p SET backfill_done_at = $2, backfill_outcome = 'MARKED', back
 UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_next_at = $2, backfill_error = $3
   FROM unnest($1::bigint[]) AS u(id)
  WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
+
+	// attemptsSQL is a message's attempt history, oldest first.
+	attemptsSQL = `
+SELECT attempt, at, epoch, outcome, COALESCE(error_class, ''), COALESCE(reason, ''), meta::text
+  FROM msg_attempt WHERE msg_id = $1 ORDER BY attempt_id`
 
 	// countByStatusSQL and countAllByStatusSQL count proc_state rows per status (CountByStatus).
 	countByStatusSQL    = `SELECT status, count(*) FROM proc_state WHERE status = ANY($1::text[]) GROUP BY status`
@@ -89,11 +135,16 @@ const (
 	replayCandidatesSQL = `
 SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), raw
   FROM proc_state
- WHERE (($1::text <> '' AND error_class = $1) OR msg_id = ANY($2::bigint[]))
-   AND status IN ('FAILED', 'DEAD')
+ WHERE ((($1::text <> '' AND error_class = $1) OR msg_id = ANY($2::bigint[])) AND status IN ('FAILED', 'DEAD'))
+    OR (msg_id = ANY($2::bigint[]) AND status = 'SKIPPED' AND reason LIKE $3)
  ORDER BY msg_id`
 
-	replayExistingSQL = `SELECT msg_id, status, COALESCE(error_class, '') FROM proc_state WHERE msg_id = ANY($1::bigint[])`
+	replayExistingSQL = `SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, '') FROM proc_state WHERE msg_id = ANY($1::bigint[])`
+
+	// unknownFlightsSQL lists the given FLIDs that are not stored.
+	unknownFlightsSQL = `
+SELECT u.flid FROM unnest($1::bigint[]) AS u(flid)
+ WHERE NOT EXISTS (SELECT 1 FROM flight f WHERE f.flid = u.flid) ORDER BY 1`
 
 	laterTouchesSQL = `
 SELECT DISTINCT msg_id FROM msg_event WHERE partition_key = ANY($1::text[]) AND msg_id > $2
@@ -101,17 +152,21 @@ UNION
 SELECT last_msg_id FROM flight WHERE flid = ANY($3::bigint[]) AND last_msg_id > $2
 ORDER BY 1`
 
-	// requeueSQL keeps identity_key, error_class and reason (the history) and clears what makes
-	// a row terminal or blocked: attempts, due time, head-deadline start and the marker state.
+	// requeueSQL keeps identity_key, error_class and reason until the next outcome (the attempt
+	// history in msg_attempt keeps them for good) and clears what makes a row terminal or
+	// blocked: attempts, due time, head-deadline start and the marker state. The guard repeats
+	// the replay rule (Replayable): classes $2, SKIPPED reasons like $3.
 	requeueSQL = `
 UPDATE proc_state
    SET status = 'PENDING', attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
        processing_through = NULL, crashes = 0, deaths = 0,
        finished_at = NULL, backfill_next_at = NULL, backfill_attempts = 0, backfill_error = NULL,
        backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL
- WHERE msg_id = ANY($1::bigint[]) AND status IN ('FAILED', 'DEAD')
-   AND error_class IN ('CODEC_ERROR', 'UNSUPPORTED', 'INFRA', 'EXHAUSTED')`
+ WHERE msg_id = ANY($1::bigint[])
+   AND ((status IN ('FAILED', 'DEAD') AND error_class = ANY($2::text[]))
+        OR (status = 'SKIPPED' AND reason LIKE $3))`
 
+	// auditSQL writes the replay's audit row with the error text each message had ($6).
 	auditSQL = `
-INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ('replay', $1, $2, $3, $4, $5)`
+INSERT INTO replay_audit (action, actor, reason, selector, ids, at, errors) VALUES ('replay', $1, $2, $3, $4, $5, $6)`
 )

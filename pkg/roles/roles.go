@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "schema_migrations")
+	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -106,6 +106,9 @@ var pgGrants = []pgGrant{
 	// processor: identity bindings (a reused key is bound again, the keys are locked FOR UPDATE);
 	// the identity rule stored by the first start (pkg/identity; LOCK TABLE needs UPDATE).
 	{Processor, "SELECT, INSERT, UPDATE", []string{"msg_identity", "identity_rule"}},
+	// processor: the attempt history, with each outcome; an attempt that ended without one is
+	// recorded for the messages of its batch that have no CRASHED row for it (read).
+	{Processor, "SELECT, INSERT", []string{"msg_attempt"}},
 	{Processor, "SELECT, INSERT, UPDATE, DELETE", with(flightTables, "ref_master")},
 	// processor: the RESP guard locks open requests and closes one DONE; the automatic triggers
 	// (bootstrap, self-heal) register requests (SEQN counter, superseding; the req_track row with origin, actor and reason
@@ -125,6 +128,8 @@ var pgGrants = []pgGrant{
 	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
 	// retention and archive, request timeouts, job bookkeeping.
 	{Jobs, "SELECT, INSERT, UPDATE, DELETE", []string{"proc_state", "proc_state_hst"}},
+	// jobs: a deleted proc_state_hst row takes its attempts along (the trigger msg_attempt_cascade).
+	{Jobs, "SELECT, DELETE", []string{"msg_attempt"}},
 	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
@@ -142,6 +147,7 @@ var pgGrants = []pgGrant{
 	{Admin, "SELECT", allTables},
 	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
+	{Admin, "DELETE", []string{"msg_attempt"}},                          // the trigger msg_attempt_cascade on that DELETE (it keeps rows moved back)
 	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
 	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)

@@ -79,6 +79,21 @@ func Decode(raw []byte, opt Options) (*Message, error) {
 	return m, nil
 }
 
+// DecodePartial is Decode that, when the message is rejected, also returns what was read of it:
+// a Message holding only the META fields read before the rejection (and the Kind, when the
+// TYPE was reached), or nil when the META was not reached. Operators see what a DEAD message
+// claimed to be.
+func DecodePartial(raw []byte, opt Options) (*Message, error) {
+	m, err := decode(raw, opt)
+	if err != nil {
+		if m != nil {
+			m = &Message{Meta: m.Meta, Kind: m.Kind}
+		}
+		return m, err
+	}
+	return m, nil
+}
+
 func decode(raw []byte, opt Options) (*Message, *Error) {
 	loc := opt.Location
 	if loc == nil {
@@ -136,7 +151,7 @@ func (x *decoder) message(root int32) (*Message, *Error) {
 	}
 	m := &Message{}
 	if err := x.meta(meta, &m.Meta); err != nil {
-		return nil, err
+		return m, err // the META fields read before the error (DecodePartial)
 	}
 	typ, styp := m.Meta.TYPE, m.Meta.STYP
 	var err *Error
@@ -173,7 +188,7 @@ func (x *decoder) message(root int32) (*Message, *Error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return m, err // the META read (DecodePartial)
 	}
 	m.Warnings = x.warnings
 	return m, nil

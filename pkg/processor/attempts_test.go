@@ -1,0 +1,174 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/corpus"
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/sis"
+)
+
+// outcomes lists a message's attempts as "OUTCOME CLASS" strings.
+func outcomes(t *testing.T, b *bundle, id int64) []string {
+	t.Helper()
+	as, err := processor.Attempts(context.Background(), b.db.Pool, id)
+	require.NoError(t, err)
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = strings.TrimSpace(a.Outcome + " " + a.Class)
+	}
+	return out
+}
+
+// Every attempt of a message is kept with its time, epoch, outcome, class and reason, written
+// with the outcome; a message that failed to decode keeps the META it carried.
+func TestAttemptHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fails := 0
+	b.procs[sis.KindFlightUpdate] = &recorder{fail: func(m processor.Message) error {
+		if m.ID == 2 && fails < 2 {
+			fails++
+			return fmt.Errorf("database hiccup %d", fails)
+		}
+		return nil
+	}}
+	sample, err := os.ReadFile(corpus.File("FLOP/01_FDIV.xml"))
+	require.NoError(t, err)
+	protocolS := strings.Replace(string(sample), `DDIR="TO"`, `DDIR="TOO"`, 1)
+	dupSeqn := strings.Replace(flop(3, 15, "S"), "<SEQN>3</SEQN>", "<SEQN>3</SEQN><SEQN>4</SEQN>", 1)
+	good := flop(2, 15, "S")
+	b.enqueue(t, map[int64]*string{1: &protocolS, 2: &good, 3: &dupSeqn})
+	p := b.pump(t)
+	for range 3 {
+		b.drain(t, p)
+		b.clock.Advance(time.Minute)
+	}
+
+	// The DEAD PROTOCOL row keeps the META read: TYPE/STYP on the row, all of it on the attempt.
+	var typ, styp *string
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT msg_type, msg_styp FROM proc_state WHERE msg_id = 1`).Scan(&typ, &styp))
+	require.Equal(t, "FLOP", *typ)
+	require.Equal(t, "FDIV", *styp)
+	as, err := processor.Attempts(context.Background(), b.db.Pool, 1)
+	require.NoError(t, err)
+	require.Len(t, as, 1)
+	require.Equal(t, "DEAD", as[0].Outcome)
+	require.Equal(t, "PROTOCOL", as[0].Class)
+	require.Contains(t, as[0].Reason, "DDIR")
+	require.Equal(t, "FLOP", as[0].Meta["TYPE"])
+	require.NotEmpty(t, as[0].Meta["SEQN"])
+	require.Equal(t, as[0].Meta["SNDR"]+"|FLOP|FDIV|"+as[0].Meta["SEQN"], as[0].Meta["identity"], "the identity it would have, shown (never bound)")
+	var bound int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM msg_identity WHERE msg_id = 1`).Scan(&bound))
+	require.Zero(t, bound)
+
+	// A META-level rejection keeps what was read before it.
+	as, err = processor.Attempts(context.Background(), b.db.Pool, 3)
+	require.NoError(t, err)
+	require.Len(t, as, 1)
+	require.Equal(t, "DEAD PROTOCOL", as[0].Outcome+" "+as[0].Class)
+	require.Equal(t, "AODB", as[0].Meta["SNDR"])
+	require.Equal(t, "3", as[0].Meta["SEQN"])
+
+	// Two failures then a success: three attempts, each with its own reason, time and epoch.
+	as, err = processor.Attempts(context.Background(), b.db.Pool, 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"FAILED INFRA", "FAILED INFRA", "SUCCEEDED"}, outcomes(t, b, 2))
+	require.Equal(t, "database hiccup 1", as[0].Reason)
+	require.Equal(t, "database hiccup 2", as[1].Reason)
+	require.Equal(t, []int{1, 2, 3}, []int{as[0].Attempt, as[1].Attempt, as[2].Attempt})
+	require.True(t, as[0].At.Before(as[1].At) && as[1].At.Before(as[2].At), "each attempt has its own time")
+	for _, a := range as {
+		require.Equal(t, int64(1), a.Epoch)
+	}
+	require.Equal(t, "SUCCEEDED", b.row(t, 2).Status)
+}
+
+// flushFails is a Batcher whose Flush fails when its batch holds the message bad: the failure
+// of a whole batch, caused by one message.
+type flushFails struct {
+	processor.Handler
+	bad int64
+}
+
+type flushSession struct {
+	recorder *recorder
+	tx       pgx.Tx
+	bad      bool
+}
+
+func (f flushFails) Begin(_ context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
+	s := &flushSession{recorder: f.Handler.(*recorder), tx: tx}
+	for _, m := range msgs {
+		s.bad = s.bad || m.ID == f.bad
+	}
+	return s, nil
+}
+
+func (s *flushSession) Apply(ctx context.Context, m processor.Message) (processor.Outcome, error) {
+	return s.recorder.Apply(ctx, s.tx, m)
+}
+
+func (s *flushSession) Flush(context.Context) error {
+	if s.bad {
+		return errors.New("flush: value too long for column")
+	}
+	return nil
+}
+
+// A batch that fails as a whole charges nobody: each of its messages then runs alone, and only
+// the one that causes the failure is charged (FAILED, its own attempt and start mark); the head
+// is not charged for a later message's failure, and every message's history says what happened.
+func TestBatchFailureIsChargedToItsCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.procs[sis.KindFlightUpdate] = flushFails{Handler: &recorder{}, bad: 3}
+	b.enqueueSeq(t, 1, 4, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	res, err := p.Step(context.Background(), b.lease)
+	require.NoError(t, err)
+	require.True(t, res.Failed)
+	require.Empty(t, effects(t, b))
+	for id := int64(1); id <= 4; id++ {
+		r := b.row(t, id)
+		require.Equal(t, "PENDING", r.Status, "msg %d: nobody charged", id)
+		require.Zero(t, r.Attempts, "msg %d", id)
+	}
+
+	b.clock.Advance(time.Second)
+	b.drain(t, p)
+	require.Equal(t, []int64{1, 2}, effects(t, b), "the innocent messages before the cause applied, alone and in order")
+	for _, id := range []int64{1, 2} {
+		r := b.row(t, id)
+		require.Equal(t, "SUCCEEDED", r.Status)
+		require.Equal(t, 1, r.Attempts)
+		require.Equal(t, []string{"BATCH_FAILED", "SUCCEEDED"}, outcomes(t, b, id))
+	}
+	r := b.row(t, 3)
+	require.Equal(t, "FAILED", r.Status, "the cause is charged")
+	require.Equal(t, "INFRA", r.Class)
+	require.Equal(t, 1, r.Attempts)
+	require.Contains(t, r.Reason, "value too long")
+	require.Equal(t, []string{"BATCH_FAILED", "FAILED INFRA"}, outcomes(t, b, 3))
+	require.Equal(t, []string{"BATCH_FAILED"}, outcomes(t, b, 4), "4 waits behind 3")
+	as, err := processor.Attempts(context.Background(), b.db.Pool, 3)
+	require.NoError(t, err)
+	require.Contains(t, as[0].Reason, "the batch 1..4 failed as a whole (flush processor_test.flushFails: flush: value too long for column)")
+
+	// Each message has its own start mark: the head's is the batch's, 3's its own attempt's.
+	var head, cause time.Time
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		`SELECT (SELECT processing_started_at FROM proc_state WHERE msg_id = 1), (SELECT processing_started_at FROM proc_state WHERE msg_id = 3)`).Scan(&head, &cause))
+	require.True(t, head.Equal(t0), "head %s", head)
+	require.True(t, cause.Equal(t0.Add(time.Second)), "cause %s", cause)
+}
