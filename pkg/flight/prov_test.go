@@ -55,7 +55,7 @@ func TestLateRowNeverRegresses(t *testing.T) {
 	s := *base()
 
 	t.Run("late estimate after a newer one is stale as a whole", func(t *testing.T) {
-		cur, _ := apply(t, s, stamped(estt(10, 40), 200, 10, 22)) // sent 10:22, msg 200
+		cur, _ := apply(t, s, stamped(estt(10, 40), 200, 10, 22))   // sent 10:22, msg 200
 		next, ch := apply(t, cur, stamped(estt(9, 30), 150, 9, 11)) // sent 09:11, committed late: msg 150
 		require.Equal(t, flight.Time(at(10, 40)), next.F[flight.ESTT])
 		require.Empty(t, ch.Fields)
