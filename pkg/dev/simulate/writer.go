@@ -279,10 +279,13 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 		release int // release once a message with a higher index than this has committed
 	}
 	var held []hold
-	busy := 0
+	busy, lateOpen := 0, 0 // lateOpen: late jobs (held for LateFor) still running
 	var firstErr error
 	handle := func(d done) {
 		busy--
+		if d.job.late {
+			lateOpen--
+		}
 		idle = append(idle, d.w)
 		if d.err != nil && firstErr == nil {
 			firstErr = d.err
@@ -299,7 +302,7 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 	}
 	acquire := func() (int, error) {
 		for len(idle) == 0 {
-			if busy == len(held) && len(held) > 0 { // every connection is held: release the oldest
+			if busy == len(held)+lateOpen && len(held) > 0 { // every connection is held: release the oldest
 				close(held[0].j.release)
 				held = held[1:]
 			}
@@ -343,6 +346,7 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 		mu.Unlock()
 		switch {
 		case j.late:
+			lateOpen++
 			for k := range j.msgs {
 				res.Late = append(res.Late, j.first+k)
 			}
