@@ -42,8 +42,10 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	late := day.LateCandidates(3)
 	require.Len(t, late, 3, "the day should have FLOPs whose units later messages set again")
 	// 8 connections: the 3 late transactions keep theirs for LateFor while the day goes on.
+	// LateFor covers the three gap windows (MSGX_MAX_COMMIT_DELAY each: ingest reaches one gap
+	// after skipping the one before) with room for the polls.
 	wr := b.write(t, ctx, simulate.WriterConfig{Conns: 8, Pace: simulate.PaceFast, HoldShare: 0.05, Seed: cfg.Seed,
-		Late: late, LateFor: 5 * time.Second}, day.Messages)
+		Late: late, LateFor: 9 * time.Second}, day.Messages)
 	require.Empty(t, wr.Gaps, "no rolled-back inserts in this test")
 	require.Positive(t, wr.OutOfOrder, "some commits should be out of order")
 	t.Logf("wrote %d messages in %s (%d out-of-order commits)", len(wr.IDs), time.Since(start).Round(time.Millisecond), wr.OutOfOrder)
