@@ -461,7 +461,7 @@ func (s *Stack) spawn(ctx context.Context, name, key string, args []string, read
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(s.opts.BinDir, name), args...)
-	cmd.Env = append(append(cleanEnv(), s.Env()...), s.opts.RoleEnv[name]...)
+	cmd.Env = append(append(CleanEnv(), s.Env()...), s.opts.RoleEnv[name]...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logf.Close()
@@ -594,7 +594,8 @@ func isSignalExit(err error) bool {
 	return ok && st.Signaled() && st.Signal() == syscall.SIGKILL
 }
 
-func cleanEnv() []string {
+// CleanEnv is the process environment without MSGX_ settings.
+func CleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "MSGX_") {
