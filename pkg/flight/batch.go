@@ -57,8 +57,9 @@ type Result struct {
 	Inserted, Updated, Unchanged int      // flights created, changed, named but unchanged
 	SkipReasons                  []string // the reason of each skipped input (ErrNoFlight, ErrDeleted, stale)
 	Notes                        []string // non-fatal remarks of the applied inputs
-	// Stale names what applied inputs did not write because a later-created message had set it
-	// (INV-24), prefixed "FLID " when the message has more than one input.
+	// Stale names what the inputs did not write because a later-created message had set it
+	// (INV-24), prefixed "FLID " when the message has more than one input (the inputs stale as a
+	// whole are also skipped, with reason "stale:late: <units>").
 	Stale []string
 	// Changed are the flights the message changed, by FLID, from their state before the message.
 	Changed []Transition
@@ -156,6 +157,7 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 				stale[i] = strconv.FormatInt(id, 10) + " " + n
 			}
 		}
+		r.Stale = append(r.Stale, stale...)
 		if len(stale) > 0 && ch.Written == 0 { // stale as a whole: nothing written
 			r.Skipped++
 			r.SkipReasons = append(r.SkipReasons, StaleLate+": "+strings.Join(stale, ", "))
@@ -163,7 +165,6 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 		}
 		r.Applied++
 		r.Notes = append(r.Notes, ch.Notes...)
-		r.Stale = append(r.Stale, stale...)
 		work[id] = &next
 	}
 	if err := b.deriveMAFL(ctx, flids, work); err != nil {
