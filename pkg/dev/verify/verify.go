@@ -7,7 +7,9 @@
 // mailbox row) and its processed marker; every flight's stored state equals the model's, field
 // by field; the last msgx.flight.state record per FLID is that state; msgx.flight.changes holds
 // every version of every FLID once duplicates are dropped, in order; no topic shows a FLID's
-// state_version going down; the records on Kafka are exactly the events marked SENT.
+// state_version going down; the records on Kafka are exactly the events marked SENT. A row
+// committed late (found by ingest's re-probe) is still compared with the model: the state must
+// not change (INV-24), and its outcome is what simulate.Day.Overtaken says.
 package verify
 
 import (
