@@ -19,10 +19,13 @@ import (
 // TestSimulatedDayEndToEnd runs a small simulated day through the four binaries and checks
 // that (1) every message got the outcome the simulator intended, (2) every flight's state in
 // PostgreSQL equals the simulator's expected state field by field, and (3) the last record per
-// FLID on msgx.flight.state is that state (a tombstone for a deleted flight).
+// FLID on msgx.flight.state is that state (a tombstone for a deleted flight). A few good FLOPs
+// commit late (held past MSGX_MAX_COMMIT_DELAY, found by ingest's re-probe after later messages
+// of their flights were applied): the state still equals the model (INV-24), and they end as the
+// model says (verify.Outcomes).
 func TestSimulatedDayEndToEnd(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, "MSGX_MAX_COMMIT_DELAY=2s")
 	ctx := context.Background()
 
 	cfg := simulate.DefaultConfig()
@@ -36,12 +39,19 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	}
 
 	start := time.Now()
-	wr := b.write(t, ctx, simulate.WriterConfig{Conns: 4, Pace: simulate.PaceFast, HoldShare: 0.05, Seed: cfg.Seed}, day.Messages)
+	late := day.LateCandidates(3)
+	require.Len(t, late, 3, "the day should have FLOPs whose units later messages set again")
+	// 8 connections: the 3 late transactions keep theirs for LateFor while the day goes on.
+	// LateFor covers the three gap windows (MSGX_MAX_COMMIT_DELAY each: ingest reaches one gap
+	// after skipping the one before) with room for the polls.
+	wr := b.write(t, ctx, simulate.WriterConfig{Conns: 8, Pace: simulate.PaceFast, HoldShare: 0.05, Seed: cfg.Seed,
+		Late: late, LateFor: 9 * time.Second}, day.Messages)
 	require.Empty(t, wr.Gaps, "no rolled-back inserts in this test")
 	require.Positive(t, wr.OutOfOrder, "some commits should be out of order")
 	t.Logf("wrote %d messages in %s (%d out-of-order commits)", len(wr.IDs), time.Since(start).Round(time.Millisecond), wr.OutOfOrder)
 
 	b.waitDrained(t, maxOf(wr.IDs), 2*time.Minute)
+	b.waitLate(t, wr, time.Minute)
 	t.Logf("drained %s after the first write", time.Since(start).Round(time.Millisecond))
 
 	checkOutcomes(t, b, day, wr)
@@ -66,6 +76,27 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	require.Positive(t, masters, "the day should have code-share masters (MAFL compared)")
 	t.Logf("compared %d flights (%d deleted, %d code-share masters); records read: %d on %s, %d on %s",
 		len(states), deleted, masters, b.consumer.Count(topicChanges), topicChanges, b.consumer.Count(topicState), topicState)
+}
+
+// waitLate waits until the late rows (found by ingest's re-probe, every 10 s) are processed, and
+// checks that at least one of them met a later message's value (INV-24 exercised, not only
+// allowed).
+func (b *bundle) waitLate(t *testing.T, wr simulate.Written, timeout time.Duration) {
+	t.Helper()
+	ids := make([]int64, 0, len(wr.Late))
+	for _, i := range wr.Late {
+		ids = append(ids, wr.IDs[i])
+	}
+	var done, late, stale int
+	require.Eventually(t, func() bool {
+		err := b.pg.Pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')),
+			count(*) FILTER (WHERE late), count(*) FILTER (WHERE reason LIKE 'stale:late%')
+			FROM proc_state WHERE msg_id = ANY($1)`, ids).Scan(&done, &late, &stale)
+		return err == nil && done == len(ids)
+	}, timeout, 200*time.Millisecond, "late rows %v not processed (logs in %s)", ids, b.logDir)
+	require.Equal(t, len(ids), late, "every held row should have been enqueued by the re-probe")
+	require.Positive(t, stale, "a late row should have met a value a later message set (stale:late)")
+	t.Logf("%d late rows, %d of them stale in whole or in part", late, stale)
 }
 
 // checkReadAPI reads every operation day through ingest's authenticated read API (ingest's

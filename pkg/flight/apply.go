@@ -33,6 +33,9 @@ type Input struct {
 	Op     *sis.FlightOp
 	Record *sis.FlightRecord
 	Delete bool
+	// At is the stamp of the message (StampOf); the zero Stamp applies without provenance
+	// (every write is fresh and nothing is stamped).
+	At Stamp
 }
 
 // FLID returns the flight the input is about.
@@ -48,6 +51,19 @@ func (in Input) FLID() int64 {
 // once per changed flight and message and derives MAFL over the whole message. Errors are
 // ErrNoFlight, ErrDeleted or a *Violation; on error next is cur unchanged.
 func Apply(cur *State, in Input) (State, Changes, error) {
+	var w *writer
+	if in.At != (Stamp{}) {
+		w = &writer{at: in.At}
+	}
+	next, ch, err := apply(cur, in, w)
+	next.w = nil
+	if w != nil && err == nil {
+		ch.Stale, ch.Written = w.stale, w.written
+	}
+	return next, ch, err
+}
+
+func apply(cur *State, in Input, w *writer) (State, Changes, error) {
 	var next State
 	var notes []string
 	var err error
@@ -60,6 +76,7 @@ func Apply(cur *State, in Input) (State, Changes, error) {
 			return *cur, Changes{}, ErrDeleted
 		}
 		next = cur.Clone()
+		next.w = w
 		notes, err = applyOp(&next, in.Op)
 	case in.Delete:
 		if !cur.Exists() {
@@ -69,14 +86,19 @@ func Apply(cur *State, in Input) (State, Changes, error) {
 			return *cur, Changes{}, ErrDeleted
 		}
 		next = cur.Clone()
-		next.Status = Deleted
+		next.w = w
+		next.setStatus(Deleted)
 	case in.Record != nil:
 		if cur.Exists() {
 			next = cur.Clone()
 		} else {
 			next = State{FLID: in.Record.FLID.Value}
 		}
-		next.Status = Active
+		next.w = w
+		next.setStatus(Active)
+		if next.Status == Deleted { // a later-created delete overtook this record (INV-24)
+			return *cur, Changes{}, nil
+		}
 		notes, err = applyRecord(&next, in.Record)
 	default:
 		return zero(cur), Changes{}, violation("nothing to apply")
@@ -167,7 +189,7 @@ func applyOp(s *State, op *sis.FlightOp) ([]string, error) {
 		if !v.Present {
 			return nil, violation("%s required (cannot be cleared through FLOP)", op.Subtype)
 		}
-		s.F[f] = Text(v.Value)
+		s.set(f, Text(v.Value))
 		return nil, nil
 	case ModeReplaceBySeq:
 		c, rows := seqRows(op.Subtype, p)
@@ -185,14 +207,14 @@ func applyOp(s *State, op *sis.FlightOp) ([]string, error) {
 		}
 		return patchTractor(s, p.TIPT.Items), nil
 	case ModeDelete:
-		s.Status = Deleted
+		s.setStatus(Deleted)
 	}
 	return nil, nil
 }
 
 func applySet(s *State, styp string, p *sis.FlightRecord) error {
 	if f, ok := timeFields[styp]; ok {
-		s.F[f] = timeVal(*timeOf(p, styp))
+		s.set(f, timeVal(*timeOf(p, styp)))
 		return nil
 	}
 	switch styp {
@@ -203,15 +225,22 @@ func applySet(s *State, styp string, p *sis.FlightRecord) error {
 	case "FRET":
 		setIrregular(s, FRETREID, FRETReason, p.FRET)
 	case "HNAG":
-		s.F[FHAG], s.F[PHAG], s.F[MHAG] = idVal(p.FHAG), idVal(p.PHAG), idVal(p.MHAG)
+		s.set(FHAG, idVal(p.FHAG))
+		s.set(PHAG, idVal(p.PHAG))
+		s.set(MHAG, idVal(p.MHAG))
 	case "VIPP":
-		s.F[VIPP], s.F[VIPR] = intVal(p.VIPP), intText(p.VIPR)
+		s.set(VIPP, intVal(p.VIPP))
+		s.set(VIPR, intText(p.VIPR))
 	case "TAOP":
 		// docs/sis.md §e.2: if any of the three is empty or absent, all three are cleared (unlink).
 		if p.TAOP.HasValue() && p.TAFL.HasValue() && p.TAID.HasValue() {
-			s.F[TAOP], s.F[TAFL], s.F[TAID] = Text(p.TAOP.Value), Text(p.TAFL.Value), Int(p.TAID.Value)
+			s.set(TAOP, Text(p.TAOP.Value))
+			s.set(TAFL, Text(p.TAFL.Value))
+			s.set(TAID, Int(p.TAID.Value))
 		} else {
-			s.F[TAOP], s.F[TAFL], s.F[TAID] = Null, Null, Null
+			s.set(TAOP, Null)
+			s.set(TAFL, Null)
+			s.set(TAID, Null)
 		}
 	case "PORT":
 		if len(p.PORT.Items) == 0 {
@@ -223,7 +252,8 @@ func applySet(s *State, styp string, p *sis.FlightRecord) error {
 			return violation("EXSC required (cannot be cleared through FLOP)")
 		}
 		// EXSC empty is stored empty; the remark is cleared when empty or absent.
-		s.F[EXSC], s.F[EXSR] = Text(p.EXSC.Value), textVal(p.EXSR)
+		s.set(EXSC, Text(p.EXSC.Value))
+		s.set(EXSR, textVal(p.EXSR))
 	default:
 		return violation("FLOP subtype %s has no set rule", styp)
 	}
@@ -246,7 +276,7 @@ func applyRequired(s *State, styp string, p *sis.FlightRecord) error {
 	if !v.Valid {
 		return violation("%s required and must not be empty (cannot be cleared through FLOP)", styp)
 	}
-	s.F[f] = v
+	s.set(f, v)
 	return nil
 }
 
@@ -311,19 +341,25 @@ func timeOf(p *sis.FlightRecord, name string) *sis.Field[time.Time] {
 func setDiversion(s *State, f sis.Field[sis.Diversion]) {
 	d, ok := f.Get()
 	if !ok { // absent, or DDES empty: clear all three (docs/sis.md §e.2)
-		s.F[FDIVDDES], s.F[FDIVDDIR], s.F[FDIVReason] = Null, Null, Null
+		s.set(FDIVDDES, Null)
+		s.set(FDIVDDIR, Null)
+		s.set(FDIVReason, Null)
 		return
 	}
-	s.F[FDIVDDES], s.F[FDIVDDIR], s.F[FDIVReason] = Text(d.DDES), Text(d.DDIR), optText(d.Reason)
+	s.set(FDIVDDES, Text(d.DDES))
+	s.set(FDIVDDIR, Text(d.DDIR))
+	s.set(FDIVReason, optText(d.Reason))
 }
 
 func setIrregular(s *State, ind, reason F, f sis.Field[sis.Irregular]) {
 	v, ok := f.Get()
 	if !ok { // absent, or neither indicator nor reason: clear both
-		s.F[ind], s.F[reason] = Null, Null
+		s.set(ind, Null)
+		s.set(reason, Null)
 		return
 	}
-	s.F[ind], s.F[reason] = Text(v.Indicator), optText(v.Reason)
+	s.set(ind, Text(v.Indicator))
+	s.set(reason, optText(v.Reason))
 }
 
 // setPorts applies PORT entries in order: POID O sets the open slot, C the close slot; an
@@ -332,9 +368,9 @@ func setPorts(s *State, items []sis.Port) error {
 	for _, e := range items {
 		switch e.POID.Value {
 		case "O":
-			s.F[PortOpen] = timeVal(e.POTM)
+			s.set(PortOpen, timeVal(e.POTM))
 		case "C":
-			s.F[PortClose] = timeVal(e.POTM)
+			s.set(PortClose, timeVal(e.POTM))
 		default:
 			return violation("PORT POID must be O or C, got %q", e.POID.Value)
 		}
@@ -405,7 +441,30 @@ func replaceBySeq(s *State, c C, rows []Row) error {
 			}
 		}
 	}
-	s.C[c] = rows
+	if s.w == nil {
+		s.C[c] = rows
+		return nil
+	}
+	if s.wholeStale(c) {
+		return nil
+	}
+	newer := s.takeWhole(c)
+	out := make([]Row, 0, len(rows)+len(newer))
+	for _, r := range rows {
+		if i := indexOfKey(newer, r[0]); i >= 0 { // a later-created message set this entry
+			s.w.mark(entryName(c, r[0]))
+			out = append(out, newer[i])
+			continue
+		}
+		out = append(out, r)
+	}
+	for _, r := range newer {
+		if indexOfKey(rows, r[0]) < 0 {
+			s.w.mark(entryName(c, r[0]))
+			out = append(out, r)
+		}
+	}
+	s.C[c] = out
 	return nil
 }
 
@@ -413,11 +472,21 @@ func replaceBySeq(s *State, c C, rows []Row) error {
 // appending new keys; clearAll removes every row first. A VIPF entry without VIPT children
 // keeps the stored VIPT list.
 func mergeByKey(s *State, c C, rows []Row, clearAll bool) {
+	if clearAll && s.wholeStale(c) {
+		return
+	}
 	cur := s.C[c]
 	if clearAll {
-		cur = nil
+		cur = s.takeWhole(c) // keeps the entries a later-created message set (INV-24)
+		for _, r := range cur {
+			s.w.mark(entryName(c, r[0]))
+		}
 	}
 	for _, r := range rows {
+		if s.entryStale(c, r[0]) {
+			continue
+		}
+		s.stampEntry(c, r[0])
 		i := indexOfKey(cur, r[0])
 		if i < 0 {
 			cur = append(cur, r)
@@ -459,8 +528,12 @@ func patchPush(s *State, items []sis.Push) []string {
 			if r[stPSST] != stand {
 				continue
 			}
-			r[stPSTM], r[stPSID], r[stPSHN] = timeVal(e.PSTM), textVal(e.PSID), intVal(e.PSHN)
 			n++
+			if s.entryStale(PSDT, r[0]) {
+				continue
+			}
+			s.stampEntry(PSDT, r[0])
+			r[stPSTM], r[stPSID], r[stPSHN] = timeVal(e.PSTM), textVal(e.PSID), intVal(e.PSHN)
 		}
 		if n == 0 {
 			notes = append(notes, "PSHT: stand "+e.PUST.Value+" not allocated")
@@ -480,8 +553,12 @@ func patchTractor(s *State, items []sis.TractorInPlace) []string {
 			if r[stPSST] != stand {
 				continue
 			}
-			r[stTRTM] = timeVal(e.TRTM)
 			n++
+			if s.entryStale(PSDT, r[0]) {
+				continue
+			}
+			s.stampEntry(PSDT, r[0])
+			r[stTRTM] = timeVal(e.TRTM)
 		}
 		if n == 0 {
 			notes = append(notes, "TIPT: stand "+e.TRST.Value+" not allocated")

@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 )
+
+// StaleLate is the reason of an input, and the prefix of the note of a message, that a
+// later-created message overtook (INV-24).
+const StaleLate = "stale:late"
 
 // The batch rules: how the flight messages of one processor batch change the stored flights.
 // Each message is applied on top of the previous ones exactly as if it had its own transaction:
@@ -49,8 +55,12 @@ type Transition struct {
 type Result struct {
 	Applied, Skipped             int      // inputs applied; inputs skipped (no such flight, deleted)
 	Inserted, Updated, Unchanged int      // flights created, changed, named but unchanged
-	SkipReasons                  []string // the reason of each skipped input (ErrNoFlight, ErrDeleted)
+	SkipReasons                  []string // the reason of each skipped input (ErrNoFlight, ErrDeleted, stale)
 	Notes                        []string // non-fatal remarks of the applied inputs
+	// Stale names what the inputs did not write because a later-created message had set it
+	// (INV-24), prefixed "FLID " when the message has more than one input (the inputs stale as a
+	// whole are also skipped, with reason "stale:late: <units>").
+	Stale []string
 	// Changed are the flights the message changed, by FLID, from their state before the message.
 	Changed []Transition
 }
@@ -141,6 +151,18 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 		case err != nil:
 			return Result{}, err
 		}
+		stale := ch.Stale
+		if len(inputs) > 1 {
+			for i, n := range stale {
+				stale[i] = strconv.FormatInt(id, 10) + " " + n
+			}
+		}
+		r.Stale = append(r.Stale, stale...)
+		if len(stale) > 0 && ch.Written == 0 { // stale as a whole: nothing written
+			r.Skipped++
+			r.SkipReasons = append(r.SkipReasons, StaleLate+": "+strings.Join(stale, ", "))
+			continue
+		}
 		r.Applied++
 		r.Notes = append(r.Notes, ch.Notes...)
 		work[id] = &next
@@ -215,6 +237,11 @@ func (b *Batch) bump(msgID int64, flids []int64, work map[int64]*State, r *Resul
 		if !Changed(old, next) {
 			if old.Exists() && slices.Contains(flids, id) {
 				r.Unchanged++
+			}
+			if old.Exists() && !next.P.Equal(&old.P) { // provenance only: saved, no version (INV-24)
+				next.Version, next.LastMsgID = old.Version, old.LastMsgID
+				b.cur[id] = next
+				b.touched[id] = true
 			}
 			continue
 		}

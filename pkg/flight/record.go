@@ -121,21 +121,21 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 		switch {
 		case !v.Present:
 		case v.Empty && freeText[t.f]:
-			s.F[t.f] = Text("")
+			s.set(t.f, Text(""))
 		case t.f == LBWT:
-			s.F[t.f] = decimalVal(v)
+			s.set(t.f, decimalVal(v))
 		default:
-			s.F[t.f] = textVal(v)
+			s.set(t.f, textVal(v))
 		}
 	}
 	for _, t := range recordTimes {
 		if v := *timeOf(r, t.name); v.Present {
-			s.F[t.f] = timeVal(v)
+			s.set(t.f, timeVal(v))
 		}
 	}
 	setID := func(f F, v sis.Field[int64]) {
 		if v.Present {
-			s.F[f] = idVal(v)
+			s.set(f, idVal(v))
 		}
 	}
 	setID(TAID, r.TAID)
@@ -145,7 +145,7 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 	setID(MAID, r.MAID)
 	setInt := func(f F, v sis.Field[int]) {
 		if v.Present {
-			s.F[f] = intVal(v)
+			s.set(f, intVal(v))
 		}
 	}
 	setInt(MAXP, r.MAXP)
@@ -153,7 +153,7 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 	setInt(LBNO, r.LBNO)
 	setInt(PAXC, r.PAXC)
 	if r.VIPR.Present {
-		s.F[VIPR] = intText(r.VIPR)
+		s.set(VIPR, intText(r.VIPR))
 	}
 	if r.FDIV.Present {
 		setDiversion(s, r.FDIV)
@@ -165,7 +165,8 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 		setIrregular(s, FLABARES, FLABReason, r.FLAB)
 	}
 	if r.PORT.Present { // the record's PORT list is the door times: slots it does not name are cleared
-		s.F[PortOpen], s.F[PortClose] = Null, Null
+		s.set(PortOpen, Null)
+		s.set(PortClose, Null)
 		if err := setPorts(s, r.PORT.Items); err != nil {
 			return nil, err
 		}

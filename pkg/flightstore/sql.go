@@ -57,7 +57,7 @@ func init() {
 		sel = append(sel, selectExpr("f."+c.Name, c.Kind))
 	}
 	sel = append(sel, "COALESCE(f.operation_day::text, '')", "COALESCE(f.state, '')", "COALESCE(f.state_version, 0)",
-		"COALESCE(f.last_msg_id, 0)")
+		"COALESCE(f.last_msg_id, 0)", "COALESCE(f.prov::text, '')")
 	for c := range flight.NumColls {
 		d := flight.Collections[c]
 		var cols []string
@@ -75,7 +75,7 @@ func init() {
 	loadSQL = `SELECT q.flid, f.flid IS NOT NULL, ` + strings.Join(sel, ",\n       ") + `
   FROM unnest($1::bigint[]) AS q(flid) LEFT JOIN flight f ON f.flid = q.flid`
 
-	// insert: $1 flid[], $2..$N+1 the fields, then operation_day, state, version, last_msg_id[], now.
+	// insert: $1 flid[], $2..$N+1 the fields, then operation_day, state, version, last_msg_id, prov[], now.
 	n := int(flight.NumFields)
 	cols, args, vals := []string{"flid"}, []string{"$1::bigint[]"}, []string{"u.flid"}
 	for i, c := range flight.Fields {
@@ -87,10 +87,11 @@ func init() {
 	for i := range n {
 		aliases = append(aliases, fmt.Sprintf("c%d", i))
 	}
-	cols = append(cols, "operation_day", "state", "state_version", "last_msg_id", "created_at", "updated_at")
-	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4), fmt.Sprintf("$%d::bigint[]", n+5))
-	aliases = append(aliases, "day", "state", "version", "msg")
-	vals = append(vals, "NULLIF(u.day, '')::date", "u.state", "u.version", "u.msg", fmt.Sprintf("$%d", n+6), fmt.Sprintf("$%d", n+6))
+	cols = append(cols, "operation_day", "state", "state_version", "last_msg_id", "prov", "created_at", "updated_at")
+	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4),
+		fmt.Sprintf("$%d::bigint[]", n+5), fmt.Sprintf("$%d::text[]", n+6))
+	aliases = append(aliases, "day", "state", "version", "msg", "prov")
+	vals = append(vals, "NULLIF(u.day, '')::date", "u.state", "u.version", "u.msg", "u.prov::jsonb", fmt.Sprintf("$%d", n+7), fmt.Sprintf("$%d", n+7))
 	insertFlightSQL = `INSERT INTO flight (` + strings.Join(cols, ", ") + `)
 SELECT ` + strings.Join(vals, ", ") + `
   FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)`
@@ -136,7 +137,7 @@ ON CONFLICT (` + conflict + `) DO UPDATE SET ` + strings.Join(set, ", ")
 }
 
 // updateFlightSQL returns the UPDATE for a set of changed scalar fields: $1 flid[], one array
-// per field, then operation_day[], state[], version[], last_msg_id[], now. Only the listed
+// per field, then operation_day[], state[], version[], last_msg_id[], prov[], now. Only the listed
 // columns are written.
 func updateFlightSQL(fields []flight.F) string {
 	var set, args, aliases []string
@@ -149,10 +150,11 @@ func updateFlightSQL(fields []flight.F) string {
 		set = append(set, c.Name+" = "+fromArray(fmt.Sprintf("u.c%d", i), c.Kind))
 	}
 	n := len(fields)
-	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4), fmt.Sprintf("$%d::bigint[]", n+5))
-	aliases = append(aliases, "day", "state", "version", "msg")
+	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4),
+		fmt.Sprintf("$%d::bigint[]", n+5), fmt.Sprintf("$%d::text[]", n+6))
+	aliases = append(aliases, "day", "state", "version", "msg", "prov")
 	set = append(set, "operation_day = COALESCE(NULLIF(u.day, '')::date, f.operation_day)", "state = u.state",
-		"state_version = u.version", "last_msg_id = u.msg", fmt.Sprintf("updated_at = $%d", n+6))
+		"state_version = u.version", "last_msg_id = u.msg", "prov = u.prov::jsonb", fmt.Sprintf("updated_at = $%d", n+7))
 	return `UPDATE flight f SET ` + strings.Join(set, ", ") + `
   FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)
  WHERE f.flid = u.flid`
@@ -161,6 +163,10 @@ func updateFlightSQL(fields []flight.F) string {
 const (
 	// historyVersionSQL is the last version of each FLID purged into the history store.
 	historyVersionSQL = `SELECT flid, max(state_version) FROM flight_history WHERE flid = ANY($1::bigint[]) GROUP BY flid`
+
+	// provOnlySQL saves the provenance of flights whose values did not change (INV-24): no
+	// version, no updated_at.
+	provOnlySQL = `UPDATE flight f SET prov = u.prov::jsonb FROM unnest($1::bigint[], $2::text[]) AS u(flid, prov) WHERE f.flid = u.flid`
 
 	snapAppliedSQL = `SELECT EXISTS (SELECT 1 FROM schd_snap_log WHERE msg_id = $1)`
 

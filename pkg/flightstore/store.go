@@ -69,7 +69,7 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 	cells := make([]cell, flight.NumFields)
 	var flid, version, lastMsg int64
 	var exists bool
-	var day, state string
+	var day, state, prov string
 	var details [flight.NumColls]pgtype.Text
 	var children pgtype.Text
 	targets := []any{&flid, &exists}
@@ -77,7 +77,7 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 		cells[i].k = flight.Fields[i].Kind
 		targets = append(targets, cells[i].target())
 	}
-	targets = append(targets, &day, &state, &version, &lastMsg)
+	targets = append(targets, &day, &state, &version, &lastMsg, &prov)
 	for i := range details {
 		targets = append(targets, &details[i])
 	}
@@ -103,6 +103,9 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 			continue
 		}
 		s := &flight.State{FLID: flid, Status: state, Version: version, OperationDay: day, LastMsgID: lastMsg}
+		if s.P, err = flight.UnmarshalProv(prov); err != nil {
+			return out, fmt.Errorf("load flight %d: %w", flid, err)
+		}
 		for i := range cells {
 			v, err := cells[i].value()
 			if err != nil {
@@ -289,7 +292,7 @@ func (c *columns) args() []any {
 // lifecycle collects the flight-row bookkeeping arrays.
 type lifecycle struct {
 	flids, versions, msgs []int64
-	days, states          []string
+	days, states, provs   []string
 }
 
 func (l *lifecycle) add(s *flight.State) {
@@ -298,6 +301,7 @@ func (l *lifecycle) add(s *flight.State) {
 	l.msgs = append(l.msgs, s.LastMsgID)
 	l.days = append(l.days, s.OperationDay)
 	l.states = append(l.states, s.Status)
+	l.provs = append(l.provs, string(flight.MarshalProv(&s.P)))
 }
 
 var fieldKinds = func() []flight.Kind {
@@ -357,8 +361,13 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 	}
 	groups := map[string]*group{}
 	var order []string
+	var provOnly lifecycle
 	for _, ch := range changes {
 		s := ch.Next
+		if ch.Old.Exists() && ch.Old.Version == s.Version { // provenance only (INV-24)
+			provOnly.add(s)
+			continue
+		}
 		if !ch.Old.Exists() {
 			ins.add(s)
 			for f := range flight.NumFields {
@@ -392,13 +401,16 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 	}
 	if len(ins.flids) > 0 {
 		args := append([]any{ins.flids}, insCols.args()...)
-		args = append(args, ins.days, ins.states, ins.versions, ins.msgs, now)
+		args = append(args, ins.days, ins.states, ins.versions, ins.msgs, ins.provs, now)
 		b.Queue(insertFlightSQL, args...)
+	}
+	if len(provOnly.flids) > 0 {
+		b.Queue(provOnlySQL, provOnly.flids, provOnly.provs)
 	}
 	for _, k := range order {
 		g := groups[k]
 		args := append([]any{g.life.flids}, g.cols.args()...)
-		args = append(args, g.life.days, g.life.states, g.life.versions, g.life.msgs, now)
+		args = append(args, g.life.days, g.life.states, g.life.versions, g.life.msgs, g.life.provs, now)
 		b.Queue(updateFlightSQL(g.fields), args...)
 	}
 }

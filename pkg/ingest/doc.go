@@ -65,9 +65,11 @@
 //
 // How the pump treats a late row: its head is the smallest open (PENDING or FAILED) msg_id ≤ W,
 // so a late row, being below W, becomes the head at once and is processed before anything not yet
-// processed. FIFO therefore holds for everything still open; only messages that were already
-// processed before the late row appeared are "overtaken", which no design can undo. The late
-// flag tells operators and the processor's logs why an old id was processed out of sequence.
+// processed. FIFO therefore holds for everything still open; messages that were already
+// processed before the late row appeared went ahead of it, but what they set (when created no
+// earlier than the late row) is not overwritten by it (INV-24, package flight: SKIPPED
+// stale:late or applied in part). The late flag tells operators and the processor's logs why an
+// old id was processed out of sequence.
 //
 // # Compat entry
 //

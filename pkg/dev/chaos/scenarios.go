@@ -478,30 +478,17 @@ func lateRow() Scenario {
 	const hold = 12 * time.Second // past MSGX_MAX_COMMIT_DELAY (5s): ingest skips its id first
 	return Scenario{
 		Name:     "late-row",
-		Did:      "a stale copy of an applied update inserted in a transaction committed 12 s later (after ingest skipped its id as a gap; later updates of the flight committed meanwhile)",
-		Expected: "the late row ends terminal and does not regress the flight: " + allHold,
+		Did:      "a stale copy of an applied update inserted in a transaction committed 12 s later (after ingest skipped its id as a gap; a later update of the same field of the flight committed meanwhile)",
+		Expected: "the late row ends terminal (SKIPPED stale:late when the later update was processed first) and does not regress the flight (INV-24): " + allHold,
 		Issue:    "15 (a late row regressing state)",
 		Fault: func(ctx context.Context, r *Run) error {
-			day := r.Day
-			// An applied update of a flight that gets another applied update soon after.
-			pick := -1
-			for i := len(day.Messages) * 3 / 10; i < len(day.Messages)/2 && pick < 0; i++ {
-				m := day.Messages[i]
-				if m.Outcome != simulate.OutcomeApplied || m.FLID == 0 || m.Change == nil {
-					continue
-				}
-				for j := i + 1; j < len(day.Messages)*6/10; j++ {
-					if n := day.Messages[j]; n.FLID == m.FLID && n.Outcome == simulate.OutcomeApplied && n.Change != nil && j > len(day.Messages)*4/10 {
-						pick = i
-						break
-					}
-				}
-			}
+			pick, later := lateRowPick(r.Day)
 			if pick < 0 {
 				return fmt.Errorf("no suitable message for the late row")
 			}
-			m := day.Messages[pick]
-			if err := Sleep(ctx, time.Duration(float64(r.Feed)*0.35)); err != nil {
+			m := r.Day.Messages[pick]
+			// 3 % of the feed after the original is written (the writer paces the day evenly).
+			if err := Sleep(ctx, time.Duration(float64(r.Feed)*(float64(pick)/float64(len(r.Day.Messages))+0.03))); err != nil {
 				return err
 			}
 			raw := seqnRE.ReplaceAllString(string(m.Raw), fmt.Sprintf("<SEQN>%d</SEQN>", m.SEQN+500000))
@@ -529,10 +516,43 @@ func lateRow() Scenario {
 			}
 			r.Expect(id, verify.Want{Status: verify.AnyStatus})
 			r.Recovered()
-			r.Observe("late row %d (copy of message %d, FLID %d) committed after %s", id, pick, m.FLID, hold)
+			r.Observe("late row %d (copy of message %d, %s FLID %d; message %d sets the same field later) committed after %s",
+				id, pick, m.Subtype, m.FLID, later, hold)
 			return nil
 		},
 	}
+}
+
+// lateRowPick chooses the message the late row copies: an applied single-unit FLOP (in 10–50 %
+// of the day) whose unit the next applied FLOP of the flight with the same subtype sets again
+// 8–30 % of the day later. The late row is inserted 3 % of the feed after the original (so
+// nothing in mailbox order between the original and the late row's id sets the unit) and held
+// 12 s (40 % of the default feed), so the later message commits and is processed first: without
+// INV-24 the copy would bring the older value back. It returns both indexes, or -1.
+func lateRowPick(day simulate.Day) (int, int) {
+	n := len(day.Messages)
+	single := map[string]bool{"ESTT": true, "ACTT": true, "CNCL": true, "BOTM": true, "LACL": true, "EOBT": true,
+		"TOBT": true, "STND": true, "PSDT": true, "GTDT": true, "CKDT": true, "CLDT": true, "CHDT": true, "CHOT": true, "ABTM": true}
+	good := func(m simulate.Message) bool {
+		return m.Outcome == simulate.OutcomeApplied && m.FLID != 0 && m.Change != nil && single[m.Subtype]
+	}
+	for i := n / 10; i < n/2; i++ {
+		m := day.Messages[i]
+		if !good(m) {
+			continue
+		}
+		for j := i + 1; j < n; j++ {
+			o := day.Messages[j]
+			if o.FLID != m.FLID || o.Subtype != m.Subtype {
+				continue
+			}
+			if good(o) && j-i >= n*8/100 && j-i <= n*30/100 {
+				return i, j
+			}
+			break
+		}
+	}
+	return -1, -1
 }
 
 // processed counts terminal proc_state rows.

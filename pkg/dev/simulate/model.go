@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -366,4 +368,126 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// --- late rows (INV-24) -------------------------------------------------------
+
+// The model is the day's messages applied in send (DTTM) order. msgx reaches the same state when
+// a row commits late (after its id was skipped as a gap) and is processed after messages sent
+// later: a unit (field, collection, collection entry) a later message sets again is not written
+// by the late row (docs/spec.md INV-24), every other unit it writes is written with the value
+// the model has for it anyway. So Expected does not change; what a late row ends as does:
+// Overtaken names the units that make it stale.
+
+// units names what a good FLOP sets, as msgx names it (docs/flight.md, provenance): a field,
+// "state", a collection written as a whole (a complete list, a clear-all) or "collection/key".
+func (c Change) units() []string {
+	switch c.Subtype {
+	case "FDIV":
+		return []string{"fdiv_ddes", "fdiv_ddir", "fdiv_reason"}
+	case "FRET":
+		return []string{"fret_reid", "fret_reason"}
+	case "FDEL":
+		return []string{"state"}
+	case "DELY":
+		if c.ClearDelays {
+			return []string{"dely"}
+		}
+		var out []string
+		for _, d := range c.Flight.Delays {
+			out = append(out, "dely/"+d.Code)
+		}
+		return out
+	case "ERUT":
+		var out []string
+		for _, s := range c.Flight.FullRoute {
+			out = append(out, "erut/"+strconv.Itoa(s.Seq))
+		}
+		return out
+	}
+	return []string{strings.ToLower(c.Subtype)}
+}
+
+// Overtaken returns the units of good FLOP i that later good FLOPs of its flight set again, in
+// the names msgx's stale:late reason uses, and whether that is every unit of i (a late row of
+// i processed after them ends SKIPPED stale:late). A whole collection is overtaken by a later
+// whole write; an entry by a later write of the entry or of the whole collection; a whole
+// write by later entry writes in part (those entries).
+func (d Day) Overtaken(i int) (names []string, all bool) {
+	m := d.Messages[i]
+	if m.Change == nil {
+		return nil, false
+	}
+	later := map[string]bool{}
+	for _, o := range d.Messages[i+1:] {
+		if o.FLID == m.FLID && o.Outcome == OutcomeApplied && o.Change != nil {
+			for _, u := range o.Change.units() {
+				later[u] = true
+			}
+		}
+	}
+	own := m.Change.units()
+	fresh := 0
+	for _, u := range own {
+		coll, _, entry := strings.Cut(u, "/")
+		switch {
+		case later[u] || (entry && later[coll]):
+			names = append(names, u)
+		case !entry && isCollection(u):
+			// a whole write keeps the entries set later (and still writes the rest)
+			fresh++
+			prefix := u + "/"
+			var kept []string
+			for l := range later {
+				if strings.HasPrefix(l, prefix) {
+					kept = append(kept, l)
+				}
+			}
+			slices.Sort(kept)
+			names = append(names, kept...)
+		default:
+			fresh++
+		}
+	}
+	return names, len(names) > 0 && fresh == 0
+}
+
+func isCollection(u string) bool {
+	switch u {
+	case "psdt", "gtdt", "ckdt", "cldt", "chdt", "chot", "abtm", "dely", "erut":
+		return true
+	}
+	return false
+}
+
+// LateCandidates returns up to n good FLOPs, spread over the day, that a test may commit late
+// (WriterConfig.Late): their flight is never deleted afterwards (a late FLOP after the delete
+// ends SKIPPED no-match:deleted and the deleted flight keeps the older values), and a later
+// message of the flight sets one of their units again (the late row meets INV-24).
+func (d Day) LateCandidates(n int) []int {
+	deletedAfter := func(i int) bool {
+		for _, o := range d.Messages[i+1:] {
+			if o.FLID == d.Messages[i].FLID && o.Subtype == "FDEL" && o.Outcome == OutcomeApplied {
+				return true
+			}
+		}
+		return false
+	}
+	var all []int
+	for i, m := range d.Messages {
+		if m.Outcome != OutcomeApplied || m.Change == nil || m.Subtype == "FDEL" || deletedAfter(i) {
+			continue
+		}
+		if names, _ := d.Overtaken(i); len(names) > 0 {
+			all = append(all, i)
+		}
+	}
+	if len(all) <= n {
+		return all
+	}
+	out := make([]int, 0, n)
+	for k := range n {
+		out = append(out, all[k*len(all)/n])
+	}
+	return out
 }

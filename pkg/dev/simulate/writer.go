@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,12 @@ type WriterConfig struct {
 	HoldShare float64
 	// HoldFor is the largest number of later commits a held transaction waits for (default 5).
 	HoldFor int
+	// Late lists the indexes of messages whose transactions stay open for LateFor (wall clock)
+	// after their insert (see Day.LateCandidates). With LateFor above ingest's
+	// MSGX_MAX_COMMIT_DELAY their ids are skipped as gaps and the rows are found later by the
+	// re-probe: late rows, processed after messages the AODB sent later (INV-24).
+	Late    []int
+	LateFor time.Duration
 	// RollbackShare is the share of inserts that are first attempted in a
 	// transaction that rolls back (a permanent gap in CMINMSGS_ID) and then
 	// inserted again: every message still lands exactly once.
@@ -108,6 +115,9 @@ func (c WriterConfig) Validate() error {
 	if c.HoldShare < 0 || c.HoldShare > 1 || c.RollbackShare < 0 || c.RollbackShare > 1 {
 		errs = append(errs, errors.New("hold and rollback shares must be within 0..1"))
 	}
+	if len(c.Late) > 0 && c.LateFor <= 0 {
+		errs = append(errs, errors.New("late transactions need a positive LateFor"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -124,6 +134,9 @@ type Written struct {
 	Resent int
 	// Reconnects counts connections replaced after a connection loss.
 	Reconnects int
+	// Late holds the indexes of the messages committed LateFor after their insert
+	// (WriterConfig.Late).
+	Late []int
 }
 
 // Writer inserts simulated messages into cminmsgs.
@@ -174,6 +187,7 @@ type job struct {
 	first    int  // index of msgs[0] in the day
 	rollback bool // insert then roll back
 	held     bool
+	late     bool // held for LateFor
 	release  chan struct{}
 	ids      chan insertResult
 }
@@ -265,10 +279,13 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 		release int // release once a message with a higher index than this has committed
 	}
 	var held []hold
-	busy := 0
+	busy, lateOpen := 0, 0 // lateOpen: late jobs (held for LateFor) still running
 	var firstErr error
 	handle := func(d done) {
 		busy--
+		if d.job.late {
+			lateOpen--
+		}
 		idle = append(idle, d.w)
 		if d.err != nil && firstErr == nil {
 			firstErr = d.err
@@ -285,7 +302,7 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 	}
 	acquire := func() (int, error) {
 		for len(idle) == 0 {
-			if busy == len(held) && len(held) > 0 { // every connection is held: release the oldest
+			if busy == len(held)+lateOpen && len(held) > 0 { // every connection is held: release the oldest
 				close(held[0].j.release)
 				held = held[1:]
 			}
@@ -327,9 +344,24 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 			res.IDs[j.first+k] = r.id + int64(k)
 		}
 		mu.Unlock()
-		if j.held {
+		switch {
+		case j.late:
+			lateOpen++
+			for k := range j.msgs {
+				res.Late = append(res.Late, j.first+k)
+			}
+			go func() {
+				t := time.NewTimer(w.cfg.LateFor)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				}
+				close(j.release)
+			}()
+		case j.held:
 			held = append(held, hold{j: j, release: j.first + len(j.msgs) - 1 + 1 + rng.IntN(w.cfg.HoldFor)})
-		} else {
+		default:
 			close(j.release)
 		}
 		return nil
@@ -347,7 +379,13 @@ func (w *Writer) Write(ctx context.Context, msgs []Message) (Written, error) {
 				break
 			}
 		}
-		err = send(&job{msgs: batch, first: i, held: rng.Float64() < w.cfg.HoldShare})
+		j := &job{msgs: batch, first: i, held: rng.Float64() < w.cfg.HoldShare}
+		for k := range batch {
+			if slices.Contains(w.cfg.Late, i+k) {
+				j.late, j.held = true, false
+			}
+		}
+		err = send(j)
 		// collect finished jobs without blocking
 		for drained := false; !drained; {
 			select {

@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +74,39 @@ func TestWriterOutOfOrderCommitsAndGaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriterLateRows: a message named in Late commits LateFor after its insert, after the later
+// messages written meanwhile (the next 20; its id is lower: ingest sees a gap that fills only
+// after the commit delay), and held transactions do not wait for it.
+func TestWriterLateRows(t *testing.T) {
+	t.Parallel()
+	mb := mailboxtest.New(t)
+	d := Generate(Config{Seed: 21, Flights: 10, Additions: 1})
+	late := []int{5, len(d.Messages) / 2}
+	var mu sync.Mutex
+	commits := map[int64]time.Time{}
+	w, err := NewWriter(mb.SQL, WriterConfig{Conns: 4, HoldShare: 0.2, HoldFor: 3, Seed: 3, Late: late, LateFor: 2 * time.Second,
+		Committed: func(first int64, n int, at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			for k := range int64(n) {
+				commits[first+k] = at
+			}
+		}})
+	require.NoError(t, err)
+	res, err := w.Write(context.Background(), d.Messages)
+	require.NoError(t, err)
+	require.Equal(t, late, res.Late)
+	require.Len(t, readMailbox(t, mb), len(d.Messages))
+	for _, i := range late {
+		at := commits[res.IDs[i]]
+		for j := i + 1; j < min(i+20, len(d.Messages)) && !slices.Contains(late, j); j++ {
+			require.True(t, commits[res.IDs[j]].Before(at), "message %d commits before the late message %d", j, i)
+		}
+	}
+	_, err = NewWriter(mb.SQL, WriterConfig{Late: late})
+	require.Error(t, err, "late rows need LateFor")
 }
 
 func TestWriterConfigValidate(t *testing.T) {

@@ -7,7 +7,9 @@
 // mailbox row) and its processed marker; every flight's stored state equals the model's, field
 // by field; the last msgx.flight.state record per FLID is that state; msgx.flight.changes holds
 // every version of every FLID once duplicates are dropped, in order; no topic shows a FLID's
-// state_version going down; the records on Kafka are exactly the events marked SENT.
+// state_version going down; the records on Kafka are exactly the events marked SENT. A row
+// committed late (found by ingest's re-probe) is still compared with the model: the state must
+// not change (INV-24), and its outcome is what simulate.Day.Overtaken says.
 package verify
 
 import (
@@ -64,21 +66,23 @@ func Intended(day simulate.Day, wr simulate.Written, i int) Want {
 
 type procRow struct {
 	status, class, reason string
+	late                  bool // enqueued by ingest's re-probe
 }
 
 // Outcomes checks that every message of the day (by its mailbox id in wr) and every extra row
 // (hostile rows a scenario added, by id) has exactly its intended proc_state row, and that
 // proc_state holds no other row. The reason is compared for duplicates only: it is free text for
-// the other outcomes.
+// the other outcomes. A good message committed late (wr.Late, or found by the re-probe) may end
+// stale as the model says (INV-24, lateProblem).
 func Outcomes(ctx context.Context, pool *pgxpool.Pool, day simulate.Day, wr simulate.Written, extra map[int64]Want) ([]string, error) {
-	rows, err := pool.Query(ctx, `SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, '') FROM proc_state`)
+	rows, err := pool.Query(ctx, `SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), late FROM proc_state`)
 	if err != nil {
 		return nil, fmt.Errorf("read proc_state: %w", err)
 	}
 	got := map[int64]procRow{}
 	var id int64
 	var r procRow
-	if _, err := pgx.ForEachRow(rows, []any{&id, &r.status, &r.class, &r.reason}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&id, &r.status, &r.class, &r.reason, &r.late}, func() error {
 		got[id] = r
 		return nil
 	}); err != nil {
@@ -102,8 +106,20 @@ func Outcomes(ctx context.Context, pool *pgxpool.Pool, day simulate.Day, wr simu
 			bad = append(bad, fmt.Sprintf("%s (mailbox id %d): want %s %s %s, got %s %s %q", what, id, want.Status, want.Class, want.Reason, r.status, r.class, r.reason))
 		}
 	}
+	late := map[int]bool{}
+	for _, i := range wr.Late {
+		late[i] = true
+	}
 	for i, m := range day.Messages {
-		check(wr.IDs[i], fmt.Sprintf("message %d (%s/%s FLID %d, intended %s %s)", i, m.Type, m.Subtype, m.FLID, m.Outcome, m.Bad), Intended(day, wr, i))
+		what := fmt.Sprintf("message %d (%s/%s FLID %d, intended %s %s)", i, m.Type, m.Subtype, m.FLID, m.Outcome, m.Bad)
+		if r, ok := got[wr.IDs[i]]; (late[i] || r.late) && m.Outcome == simulate.OutcomeApplied {
+			delete(got, wr.IDs[i])
+			if p := lateProblem(day, i, r, ok); p != "" {
+				bad = append(bad, fmt.Sprintf("late %s (mailbox id %d): %s", what, wr.IDs[i], p))
+			}
+			continue
+		}
+		check(wr.IDs[i], what, Intended(day, wr, i))
 	}
 	for id, want := range extra {
 		check(id, "extra row", want)
@@ -113,6 +129,40 @@ func Outcomes(ctx context.Context, pool *pgxpool.Pool, day simulate.Day, wr simu
 	}
 	sort.Strings(bad)
 	return bad, nil
+}
+
+// lateProblem checks the row of good message i committed late (INV-24): processed before the
+// later messages of its flight it is SUCCEEDED; after them, the units they set again
+// (Day.Overtaken) are stale: SKIPPED "stale:late: <units>" when that is all of it, else
+// SUCCEEDED naming no other unit as stale. It returns what is wrong ("" when nothing).
+func lateProblem(day simulate.Day, i int, r procRow, ok bool) string {
+	if !ok {
+		return "no proc_state row"
+	}
+	names, all := day.Overtaken(i)
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	subset := func(list string) bool {
+		for _, n := range strings.Split(list, ", ") {
+			if !want[n] {
+				return false
+			}
+		}
+		return true
+	}
+	const part, whole = flight.StaleLate + " (applied in part; not written): ", flight.StaleLate + ": "
+	switch {
+	case r.status == "SUCCEEDED" && r.reason == "":
+		return ""
+	case r.status == "SUCCEEDED" && strings.HasPrefix(r.reason, part) && subset(strings.TrimPrefix(r.reason, part)):
+		return ""
+	case r.status == "SKIPPED" && all && strings.HasPrefix(r.reason, whole) && subset(strings.TrimPrefix(r.reason, whole)) &&
+		len(strings.Split(strings.TrimPrefix(r.reason, whole), ", ")) == len(names):
+		return ""
+	}
+	return fmt.Sprintf("got %s %s %q; the model's overtaken units: %v (all: %v)", r.status, r.class, r.reason, names, all)
 }
 
 // Markers checks that every mailbox row of ids carries its processed marker

@@ -27,6 +27,26 @@ func BenchmarkSnapshot2000(b *testing.B) {
 	}
 }
 
+// BenchmarkSnapshot2000Again applies the same 2,000-flight DNLD a second time (a daily re-send):
+// no value changes, so no version and no event, but every carried unit is re-stamped (INV-24),
+// so each flight's provenance is saved (one UPDATE of flight.prov for the whole message).
+func BenchmarkSnapshot2000Again(b *testing.B) {
+	d := genDay(2000, 1)
+	for b.Loop() {
+		b.StopTimer()
+		e := setup(b, 100)
+		e.run(b, d.snapshot)
+		events := e.countEvents(b)
+		again := seqnRE.ReplaceAllString(d.snapshot, "<SEQN>999999</SEQN>")
+		e.enqueue(b, again)
+		b.StartTimer()
+		e.drain(b)
+		b.StopTimer()
+		require.Equal(b, events, e.countEvents(b), "an unchanged snapshot publishes nothing")
+		b.StartTimer()
+	}
+}
+
 // BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 500, the
 // flight processor's batch session) and reports messages per second, beside the one-transaction-per-message
 // ceiling of the same server (a pgbench-like loop: BEGIN; one UPDATE; COMMIT).

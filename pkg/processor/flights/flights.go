@@ -8,6 +8,10 @@
 // Handler is a processor.Batcher: a batch's flight messages share one Session, which loads every
 // flight they name once, applies each message in memory on top of the previous ones, and at
 // Flush writes each changed flight once with every event in message order.
+//
+// Every input is stamped with its message (msg_id, META DTTM): a message reaching the head out of
+// mailbox order does not overwrite what a later-created message set (INV-24). Stale as a whole →
+// SKIPPED "stale:late: <units>"; in part → SUCCEEDED, the reason naming the units not written.
 package flights
 
 import (
@@ -181,7 +185,7 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 		s.logs = append(s.logs, flightstore.SnapshotLog{MsgID: m.ID, ScopeStart: sc.start, ScopeEnd: sc.end,
 			Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, At: m.Now})
 	}
-	if del {
+	if del || (r.Applied == 0 && len(r.SkipReasons) > 0) { // nothing applied: every record stale
 		return outcome(r), nil
 	}
 	return processor.Outcome{Reason: join(answered.Note(), notes(r))}, nil
@@ -229,6 +233,10 @@ func validateSchedule(sch *sis.Schedule) (scope, error) {
 // apply runs the batch rules for one message and keeps its events for Flush. A rule violation
 // is DEAD PROTOCOL.
 func (s *Session) apply(ctx context.Context, m processor.Message, inputs []flight.Input) (flight.Result, error) {
+	at := flight.StampOf(m.ID, m.Decoded.Meta.DTTM) // INV-24: what a later-created message set stays
+	for i := range inputs {
+		inputs[i].At = at
+	}
 	r, err := s.batch.Apply(ctx, m.ID, inputs)
 	var v *flight.Violation
 	switch {
@@ -252,7 +260,15 @@ func outcome(r flight.Result) processor.Outcome {
 	return processor.Outcome{Reason: notes(r)}
 }
 
-func notes(r flight.Result) string { return strings.Join(r.Notes, "; ") }
+// notes are the applied inputs' remarks and, for a message applied in part, the units a
+// later-created message had set (INV-24).
+func notes(r flight.Result) string {
+	n := r.Notes
+	if len(r.Stale) > 0 {
+		n = append(n[:len(n):len(n)], flight.StaleLate+" (applied in part; not written): "+strings.Join(r.Stale, ", "))
+	}
+	return strings.Join(n, "; ")
+}
 
 // Flush writes every flight the session changed (once, from its stored to its final state), the
 // snapshot-log rows and every event in message order.
