@@ -48,8 +48,10 @@ func productionChecks(cfg config.Config) error {
 	return nil
 }
 
-// run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+// run is the whole binary; tests call it. started, when set, is told the ops server
+// (MSGX_HTTP_ADDR: /healthz, /readyz, /metrics) and the pages' server (MSGX_CONSOLE_ADDR) once
+// both listen.
+func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(ops, pages *obs.Server)) error {
 	pool, err := daemon.OpenPool(ctx, cfg, config.RoleConsole)
 	if err != nil {
 		return err
@@ -71,17 +73,20 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
-	srv := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
+	ops := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
 		func() (bool, int64) { return false, 0 }, cfg.HTTPReadTimeout, log)
-	srv.Handle("/", c.Handler())
-	if err := srv.Listen(); err != nil {
-		return err
+	pages := obs.NewHandlerServer(cfg.Console.Addr, c.Handler(), cfg.HTTPReadTimeout, log)
+	for _, srv := range []*obs.Server{ops, pages} {
+		if err := srv.Listen(); err != nil {
+			return err
+		}
 	}
 	if started != nil {
-		started(srv)
+		started(ops, pages)
 	}
-	log.Info().Str("addr", srv.Addr()).Msg("console serving")
+	log.Info().Str("ops", ops.Addr()).Str("pages", pages.Addr()).Msg("console serving")
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return srv.Run(gctx, cfg.ShutdownTimeout) })
+	g.Go(func() error { return ops.Run(gctx, cfg.ShutdownTimeout) })
+	g.Go(func() error { return pages.Run(gctx, cfg.ShutdownTimeout) })
 	return g.Wait()
 }

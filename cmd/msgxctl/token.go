@@ -13,7 +13,7 @@ import (
 
 func init() {
 	register("token", command{
-		summary: "token new CLIENT --scope read[,send]: make an API bearer token and its MSGX_API_TOKENS entry",
+		summary: "token new CLIENT --scope read[,send][,operate]: make a bearer token (API, console) and its MSGX_API_TOKENS / MSGX_CONSOLE_TOKENS entry",
 		run:     tokenCmd,
 	})
 }
@@ -21,14 +21,14 @@ func init() {
 // tokenCmd prints a new token (for the client's Secret) and the entry to add to
 // MSGX_API_TOKENS (msgx's Secret holds only the hash). Nothing is stored anywhere.
 func tokenCmd(_ context.Context, _ config.Config, args []string, out io.Writer) error {
-	const usage = "usage: msgxctl token new CLIENT --scope read[,send]"
+	const usage = "usage: msgxctl token new CLIENT --scope read[,send][,operate]"
 	if len(args) < 2 || args[0] != "new" || strings.HasPrefix(args[1], "-") {
 		return fmt.Errorf("%s", usage)
 	}
 	client := args[1]
 	fs := flag.NewFlagSet("token new", flag.ContinueOnError)
 	fs.SetOutput(out)
-	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights)")
+	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights; the console's pages), operate (the console's actions)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return err
 	}
