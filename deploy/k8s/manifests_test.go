@@ -224,6 +224,30 @@ func servedPaths(t *testing.T) []string {
 	return out
 }
 
+// imageBinaries are the binaries each image build puts into the msgx image: the Makefile's image
+// target and deploy/image/Containerfile (the from-source build) must agree.
+func imageBinaries(t *testing.T) []string {
+	t.Helper()
+	var sets [][]string
+	for _, f := range []struct{ path, block string }{
+		{filepath.Join(repoRoot, "Makefile"), `(?s)\nimage:.*?\n\n`},
+		{filepath.Join(repoRoot, "deploy", "image", "Containerfile"), `(?s)go build.*?\n\S`},
+	} {
+		b, err := os.ReadFile(f.path)
+		require.NoError(t, err)
+		block := regexp.MustCompile(f.block).FindString(string(b))
+		require.NotEmpty(t, block, "%s: the image build", f.path)
+		var names []string
+		for _, m := range regexp.MustCompile(`\./cmd/([a-z]+)`).FindAllStringSubmatch(block, -1) {
+			names = append(names, m[1])
+		}
+		slices.Sort(names)
+		sets = append(sets, names)
+	}
+	require.Equal(t, sets[0], sets[1], "the Makefile's image target and deploy/image/Containerfile build different binaries")
+	return sets[0]
+}
+
 // binaryExists reports whether cmd/<name> is a main package of the service module.
 func binaryExists(name string) bool {
 	_, err := os.Stat(filepath.Join(repoRoot, "cmd", name, "main.go"))
@@ -391,11 +415,15 @@ func typeCheck(def, v string) error {
 // the grace period outlasts MSGX_SHUTDOWN_TIMEOUT.
 func checkContainers(t *testing.T, r *rendered, known map[string]string, paths []string) {
 	pgSecrets := map[string]string{}
+	inImage := imageBinaries(t)
 	for _, w := range r.workloads() {
 		spec := w.pod.Spec
 		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
 			id := fmt.Sprintf("%s: %s %s container %s", r.overlay, w.kind, w.name, c.Name)
 			require.True(t, binaryExists(filepath.Base(c.Command[0])), "%s: %s is not a binary of cmd/", id, c.Command[0])
+			if w.component != devBroker { // its own image (make image-devbroker)
+				require.Contains(t, inImage, filepath.Base(c.Command[0]), "%s: %s is not built into the msgx image (Makefile image target)", id, c.Command[0])
+			}
 			if w.component == devBroker {
 				require.Empty(t, c.Env, "%s: the broker reads no MSGX_ setting", id)
 				require.Empty(t, c.EnvFrom, id)
