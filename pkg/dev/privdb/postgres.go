@@ -43,7 +43,8 @@ func StartPostgresWith(opts Options) (*Postgres, error) {
 }
 
 // init: fsync is off (the machine does not crash in a test) but every commit is written before
-// it returns (synchronous_commit on), so a killed or immediately stopped server loses nothing.
+// it returns (synchronous_commit on, unless Options.Fast), so a killed or immediately stopped
+// server loses nothing.
 func (p *Postgres) init() error {
 	initdb, err := pgBin("initdb")
 	if err != nil {
@@ -90,6 +91,9 @@ full_page_writes = off
 max_connections = 300
 password_encryption = 'scram-sha-256'
 %s`, p.Port, p.dir, tlsConf)
+	if p.opts.Fast {
+		conf += "synchronous_commit = off\n"
+	}
 	f, err := os.OpenFile(filepath.Join(p.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err

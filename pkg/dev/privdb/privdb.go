@@ -28,6 +28,10 @@ type Options struct {
 	// Password, when set, is the administrator's: PostgreSQL's postgres logs in with SCRAM-SHA-256
 	// over TCP; MariaDB gets the TCP administrator AdminUser with it (REQUIRE SSL with TLS).
 	Password string
+	// Fast trades durability for speed, for servers no test kills: PostgreSQL
+	// synchronous_commit=off, MariaDB innodb_flush_log_at_trx_commit=0 (a killed server may
+	// lose the last commits).
+	Fast bool
 }
 
 // TLS are a server's PEM files: its certificate and key, and the CA clients verify it with.
