@@ -52,12 +52,12 @@ chaos-short: ## the short form of the fault suite (one kill per binary, a Postgr
 	$(GO) run ./cmd/chaos -short
 
 .PHONY: up
-up: ## local stack: PostgreSQL, MariaDB, the development Kafka broker (cmd/devbroker), migrations, mailbox tables and the four binaries
+up: ## local stack: PostgreSQL, MariaDB, the development Kafka broker (cmd/devbroker), migrations, roles, mailbox tables and the four binaries, each as its own database role
 	bash scripts/ensure-db.sh
 	$(GO) run ./cmd/devstack
 
 .PHONY: demo
-demo: ## run the system: local stack, a simulated airport day, live progress, a summary; leaves nothing running
+demo: ## run the system: local stack (each binary as its own database role), a simulated airport day, live progress, a summary that compares every flight with the model (exit 1 on a difference); leaves nothing running
 	bash scripts/ensure-db.sh
 	$(GO) run ./cmd/demo
 

@@ -1,8 +1,9 @@
 // Command devstack brings up a local msgx: PostgreSQL database msgx (migrated), the mailbox
 // database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
 // 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
-// its own process (logs in .devstack/logs), and the simulated AODB answering msgx's requests
-// (-aodb). It supervises the binaries like Kubernetes would: one that exits is reported (exit
+// its own process (logs in .devstack/logs) connected as its own least-privilege PostgreSQL role
+// and MariaDB user (pkg/roles, production names msgx_ingest, …, fresh passwords at each start),
+// its API behind a bearer token, and the simulated AODB answering msgx's requests (-aodb). It supervises the binaries like Kubernetes would: one that exits is reported (exit
 // code or signal, its last log lines) and started again after a delay that doubles while it
 // keeps crashing. It stops everything on Ctrl-C. PostgreSQL and MariaDB themselves are started
 // by scripts/ensure-db.sh (make up runs it first).
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,25 +23,44 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/roles"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string) error {
+// options are one devstack's settings: the flags, and where it keeps its state (tests give
+// their own databases, role prefix, directories and ports).
+type options struct {
+	fresh                   bool
+	pgServer, mysqlServer   string
+	pgDB, mailDB            string
+	rolePrefix              string
+	kafkaPort               int
+	restartDelay            time.Duration
+	aodb                    bool
+	binDir, logDir, dataDir string
+	prebuilt                bool
+	randomPorts             bool
+	// up, when set, is called once everything serves (tests).
+	up func(*stack.Stack)
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
-	fresh := fs.Bool("fresh", false, "drop and recreate both databases (and empty the broker) first")
-	pgServer := fs.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
-	myServer := fs.String("mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
-	kafkaPort := fs.Int("kafka-port", 9092, "port of the development Kafka broker")
-	restartDelay := fs.Duration("restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
-	aodb := fs.Bool("aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
+	o := options{pgDB: "msgx", mailDB: "msgx_mailbox", rolePrefix: roles.DefaultPrefix}
+	fs.BoolVar(&o.fresh, "fresh", false, "drop and recreate both databases (and empty the broker) first")
+	fs.StringVar(&o.pgServer, "pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
+	fs.StringVar(&o.mysqlServer, "mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
+	fs.IntVar(&o.kafkaPort, "kafka-port", 9092, "port of the development Kafka broker")
+	fs.DurationVar(&o.restartDelay, "restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
+	fs.BoolVar(&o.aodb, "aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,47 +69,58 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	dir := filepath.Join(root, ".devstack")
-	fmt.Println("devstack: building the binaries …")
-	if err := stack.Build(ctx, filepath.Join(dir, "bin")); err != nil {
-		return err
+	o.binDir, o.logDir, o.dataDir = filepath.Join(dir, "bin"), filepath.Join(dir, "logs"), filepath.Join(dir, "kafka")
+	return devstack(ctx, o, out)
+}
+
+// devstack runs the stack until ctx ends.
+func devstack(ctx context.Context, o options, out io.Writer) error {
+	if !o.prebuilt {
+		fmt.Fprintln(out, "devstack: building the binaries …")
+		if err := stack.Build(ctx, o.binDir); err != nil {
+			return err
+		}
 	}
-	kafkaDir := filepath.Join(dir, "kafka")
-	if *fresh {
+	kafkaDir := o.dataDir
+	if o.fresh {
 		if err := os.RemoveAll(kafkaDir); err != nil {
 			return err
 		}
 	}
-	pgURL, mysqlDSN, err := stack.Prepare(ctx, stack.Databases{
-		PGServer: *pgServer, PGDatabase: "msgx", MySQLServer: *myServer, MySQLDB: "msgx_mailbox", Fresh: *fresh,
-	})
+	db, err := stack.PrepareRoles(ctx, stack.Databases{
+		PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB, Fresh: o.fresh,
+	}, o.rolePrefix)
 	if err != nil {
 		return err
 	}
+	pgURL, mysqlDSN, access := db.PGURL, db.MySQLDSN, db.Access
 	s, err := stack.Start(ctx, stack.Options{
-		BinDir: filepath.Join(dir, "bin"), LogDir: filepath.Join(dir, "logs"),
-		PGURL: pgURL, MySQL: mysqlDSN, KafkaPort: *kafkaPort, KafkaDataDir: kafkaDir,
+		BinDir: o.binDir, LogDir: o.logDir, RandomPorts: o.randomPorts,
+		RoleEnv: access.RoleEnv(), KafkaPort: o.kafkaPort, KafkaDataDir: kafkaDir,
 		Env: []string{"MSGX_POLL_INTERVAL=200ms"},
 		Supervise: &stack.Supervision{
-			Delay:  *restartDelay,
-			OnExit: func(e stack.Exit) { fmt.Printf("devstack: %s\n", e) },
+			Delay:  o.restartDelay,
+			OnExit: func(e stack.Exit) { fmt.Fprintf(out, "devstack: %s\n", e) },
 			OnRestart: func(key string, p *stack.Proc) {
-				fmt.Printf("devstack: %s restarted (pid %d), serving on %s\n", key, p.Pid(), p.Addr)
+				fmt.Fprintf(out, "devstack: %s restarted (pid %d), serving on %s\n", key, p.Pid(), p.Addr)
 			},
 		},
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("devstack: up\n  PostgreSQL  %s\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
-		pgURL, mysqlDSN, s.Brokers, kafkaDir, filepath.Join(dir, "logs", stack.Broker+".log"))
+	fmt.Fprintf(out, "devstack: up (each binary logs in as its own role %s<binary>)\n  PostgreSQL  %s   (administrator: migrations and roles)\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
+		roles.DefaultPrefix, pgURL, mysqlDSN, s.Brokers, kafkaDir, filepath.Join(o.logDir, stack.Broker+".log"))
 	for _, b := range stack.Binaries {
-		fmt.Printf("  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(dir, "logs", b+".log"))
+		fmt.Fprintf(out, "  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(o.logDir, b+".log"))
 	}
-	fmt.Printf("  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
-	fmt.Printf("  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
-	fmt.Printf("  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
-	fmt.Printf("  status:       MSGX_PG_URL='%s' %s status\n", pgURL, filepath.Join(dir, "bin", "msgxctl"))
-	if *aodb {
+	fmt.Fprintf(out, "  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
+	fmt.Fprintf(out, "  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
+	fmt.Fprintf(out, "  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
+	ctl := filepath.Join(o.binDir, "msgxctl")
+	fmt.Fprintf(out, "  status:       MSGX_PG_URL='%s' %s status   (read-only role)\n", access.PG[roles.Reader], ctl)
+	fmt.Fprintf(out, "  operator:     export MSGX_PG_URL='%s'   (msgxctl replay, dlq, request …)\n", access.PG[roles.Admin])
+	if o.aodb {
 		cfg := simulate.DefaultConfig().Today()
 		a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
 		if err != nil {
@@ -96,14 +128,17 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer func() {
 			if err := a.Stop(); err != nil {
-				fmt.Println("devstack: simulated AODB:", err)
+				fmt.Fprintln(out, "devstack: simulated AODB:", err)
 			}
 		}()
-		fmt.Printf("  AODB:         simulated, answers coutmsgs requests for %s (%d flights): %s request schedule --from %s --to %s --reason try\n",
-			cfg.Date.Format(time.DateOnly), cfg.Flights, filepath.Join(dir, "bin", "msgxctl"), cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
+		fmt.Fprintf(out, "  AODB:         simulated, answers coutmsgs requests for %s (%d flights): MSGX_PG_URL='%s' %s request schedule --from %s --to %s --reason try\n",
+			cfg.Date.Format(time.DateOnly), cfg.Flights, access.PG[roles.Admin], ctl, cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
 	}
-	fmt.Println("devstack: Ctrl-C stops everything")
+	fmt.Fprintln(out, "devstack: Ctrl-C stops everything")
+	if o.up != nil {
+		o.up(s)
+	}
 	<-ctx.Done()
-	fmt.Println("devstack: stopping …")
+	fmt.Fprintln(out, "devstack: stopping …")
 	return s.Close()
 }

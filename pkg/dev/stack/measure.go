@@ -27,13 +27,13 @@ import (
 type Latencies struct {
 	mu        sync.Mutex
 	committed map[int64]time.Time
-	seen      map[int64]bool
+	arrived   map[int64]time.Time // the first record of each message
 	samples   []time.Duration
 }
 
 // NewLatencies returns an empty recorder.
 func NewLatencies() *Latencies {
-	return &Latencies{committed: map[int64]time.Time{}, seen: map[int64]bool{}}
+	return &Latencies{committed: map[int64]time.Time{}, arrived: map[int64]time.Time{}}
 }
 
 // Commit records that mailbox ids first … first+n-1 became visible at at.
@@ -52,9 +52,11 @@ func (l *Latencies) Arrive(r Record) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if at, ok := l.committed[r.MsgID]; ok && !l.seen[r.MsgID] {
-		l.seen[r.MsgID] = true
-		l.samples = append(l.samples, r.At.Sub(at))
+	if at, ok := l.committed[r.MsgID]; ok {
+		if _, seen := l.arrived[r.MsgID]; !seen {
+			l.arrived[r.MsgID] = r.At
+			l.samples = append(l.samples, r.At.Sub(at))
+		}
 	}
 }
 
@@ -70,11 +72,33 @@ func (l *Latencies) Percentiles(ps ...float64) []time.Duration {
 	l.mu.Lock()
 	s := slices.Clone(l.samples)
 	l.mu.Unlock()
-	slices.Sort(s)
+	return Quantiles(s, ps...)
+}
+
+// Split divides the latency of every arrived message whose enqueue time is known (proc_state's
+// enqueued_at: ingest enqueues a row when its watermark passes the row's id) into the wait to be
+// ingested (commit → enqueued: the poll interval, and the wait below a missing id — a
+// rolled-back insert's gap window or a lower id committed later) and the rest (enqueued →
+// record on Kafka: processing, the outbox and the dispatcher).
+func (l *Latencies) Split(enqueued map[int64]time.Time) (ingest, deliver []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, at := range l.arrived {
+		if e, ok := enqueued[id]; ok {
+			ingest = append(ingest, e.Sub(l.committed[id]))
+			deliver = append(deliver, at.Sub(e))
+		}
+	}
+	return ingest, deliver
+}
+
+// Quantiles returns the value at each quantile p (0 … 1) of samples (sorted in place).
+func Quantiles(samples []time.Duration, ps ...float64) []time.Duration {
+	slices.Sort(samples)
 	out := make([]time.Duration, len(ps))
 	for i, p := range ps {
-		if len(s) > 0 {
-			out[i] = s[min(len(s)-1, int(p*float64(len(s))))]
+		if len(samples) > 0 {
+			out[i] = samples[min(len(samples)-1, int(p*float64(len(samples))))]
 		}
 	}
 	return out

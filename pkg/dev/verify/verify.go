@@ -353,9 +353,10 @@ type Check struct {
 // Report is the outcome of Day.
 type Report struct {
 	Checks     []Check
-	Flights    int // stored flights compared
-	Duplicates int // Kafka records beyond the first of their event
-	Lost       int // messages without their intended outcome or marker, SENT events missing from Kafka
+	Flights    int   // stored flights compared
+	Versions   int64 // Σ state_version of the stored flights: the msgx.flight.changes events owed
+	Duplicates int   // Kafka records beyond the first of their event
+	Lost       int   // messages without their intended outcome or marker, SENT events missing from Kafka
 }
 
 // Failed lists the checks with problems, each as "name: first problems".
@@ -419,6 +420,9 @@ func Day(ctx context.Context, in Input) (Report, error) {
 		return rep, fmt.Errorf("load flights: %w", err)
 	}
 	rep.Flights = len(states)
+	for _, st := range states {
+		rep.Versions += st.Version
+	}
 	add("flights = model", Flights(in.Day.Expected, states))
 	add("state topic caught up", Poll(ctx, 100*time.Millisecond, in.Wait, func() []string { return Consumed(in.Records(), states) }))
 	add("state topic = flights", StateTopic(in.Records(), states))

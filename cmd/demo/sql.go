@@ -1,0 +1,26 @@
+package main
+
+// The demo's queries: it observes the pipeline as the databases' administrator.
+const (
+	// bootstrapSQL: the processor's bootstrap request (req_track.origin 'bootstrap').
+	bootstrapSQL = `SELECT req_id, scope, status, scope_from, scope_to FROM req_track WHERE origin = 'bootstrap' ORDER BY req_id LIMIT 1`
+	// activeFlightsSQL counts the ACTIVE flights.
+	activeFlightsSQL = `SELECT count(*) FROM flight WHERE state = 'ACTIVE'`
+	// skippedByReasonSQL counts the SKIPPED messages by the first word of their reason.
+	skippedByReasonSQL = `SELECT split_part(reason, ':', 1), count(*) FROM proc_state WHERE status = 'SKIPPED' GROUP BY 1`
+	// requestsSQL counts the requests by type and final state.
+	requestsSQL = `SELECT req_type || ' ' || status, count(*) FROM req_track GROUP BY 1`
+	// sentByTargetSQL counts the SENT outbox events by target (KAFKA:msg, KAFKA:schd).
+	sentByTargetSQL = `SELECT target, count(*) FROM msg_event WHERE status = 'SENT' GROUP BY 1`
+	// enqueuedSQL: when ingest enqueued each message (its watermark passed the id).
+	enqueuedSQL = `SELECT msg_id, enqueued_at FROM proc_state`
+	// sessionsSQL lists the binaries' PostgreSQL sessions (application_name msgx-<binary>[-…])
+	// with the role each logged in as.
+	sessionsSQL = `SELECT DISTINCT application_name, usename::text FROM pg_stat_activity
+ WHERE datname = current_database() AND application_name LIKE 'msgx-%'`
+	// mailboxUsersSQL lists the accounts connected to the mailbox server (MySQL).
+	mailboxUsersSQL = `SELECT DISTINCT USER FROM information_schema.PROCESSLIST WHERE DB = DATABASE()`
+	// mailboxIDsSQL lists every row of the mailbox (MySQL): the day's messages and the AODB's
+	// answers.
+	mailboxIDsSQL = `SELECT CMINMSGS_ID FROM cminmsgs`
+)

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/verify"
+	"github.com/msgx/msgx/pkg/roles"
+	"github.com/msgx/msgx/pkg/status"
+)
+
+type summaryInput struct {
+	day      simulate.Day
+	written  simulate.Written
+	answers  int // the AODB's answers to requests (mailbox rows besides the day)
+	snap     status.Snapshot
+	consumer *stack.Consumer
+	lat      *stack.Latencies
+	mailbox  *sql.DB
+	pool     *pgxpool.Pool
+	bootOK   bool
+	prefix   string // the binaries' role names: <prefix>ingest, …
+}
+
+// shownProblems is how many differences a failed check prints.
+const shownProblems = 5
+
+// summary prints what msgx made of the day next to what the simulator intended, and reports
+// whether every check passed: every message's outcome and marker, every flight's state field by
+// field (pkg/dev/verify, the comparison the end-to-end test and the chaos suite use), the state
+// topic, and the delivered event counts against the outbox and the stored versions.
+func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) {
+	allOK := in.bootOK
+	ok := func(b bool) string {
+		allOK = allOK && b
+		if b {
+			return "ok"
+		}
+		return "MISMATCH"
+	}
+	line := func(label, format string, a ...any) {
+		fmt.Fprintf(out, "%-26s "+format+"\n", append([]any{label}, a...)...)
+	}
+	// Rows of the mailbox besides the day are the AODB's answers: intended SUCCEEDED.
+	extra, err := answers(ctx, in.mailbox, in.written)
+	if err != nil {
+		return false, err
+	}
+	rep, err := verify.Day(ctx, verify.Input{Pool: in.pool, Mailbox: in.mailbox, Day: in.day, Written: in.written,
+		Extra: extra, Records: in.consumer.Records})
+	if err != nil {
+		return false, fmt.Errorf("compare with the model: %w", err)
+	}
+	problems := map[string][]string{}
+	for _, c := range rep.Checks {
+		problems[c.Name] = c.Problems
+	}
+	s := in.snap
+	written := int64(len(in.written.IDs)) + int64(in.answers)
+	terminal := s.ByStatus["SUCCEEDED"] + s.ByStatus["SKIPPED"] + s.ByStatus["DEAD"]
+
+	fmt.Fprintln(out, "\n== summary ==")
+	line("messages written", "%d   (simulator intended: %s; AODB answers: %d, in the mailbox: %d: %s)",
+		written, in.day.Summary(), in.answers, len(extra), ok(len(extra) == in.answers))
+	maxID := slices.Max(in.written.IDs)
+	for id := range extra {
+		maxID = max(maxID, id)
+	}
+	if len(in.written.Gaps) > 0 {
+		maxID = max(maxID, slices.Max(in.written.Gaps))
+	}
+	line("watermark W", "%d = highest mailbox id: %d messages + %d AODB answers + %d ids of rolled-back inserts (never committed): %s",
+		s.Watermark, len(in.written.IDs), len(extra), len(in.written.Gaps), ok(s.Watermark == maxID))
+	line("outcomes", "SUCCEEDED %d, SKIPPED %d, DEAD %d, FAILED %d, PENDING %d",
+		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], s.ByStatus["FAILED"], s.ByStatus["PENDING"])
+	reasons, err := counts(ctx, in.pool, skippedByReasonSQL)
+	if err != nil {
+		return false, err
+	}
+	line("skipped by reason", "%s", status.Counts(reasons))
+	line("dead by class", "%s", status.Counts(s.DeadByClass))
+	line("accounted", "%d + %d + %d = %d of %d written: %s; FAILED left: %d",
+		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], terminal, written, ok(terminal == written), s.ByStatus["FAILED"])
+	check := func(label, name, what string) {
+		p := problems[name]
+		line(label, "%s: %s", what, ok(len(p) == 0))
+		for _, m := range p[:min(len(p), shownProblems)] {
+			fmt.Fprintf(out, "%-26s   %s\n", "", m)
+		}
+		if len(p) > shownProblems {
+			fmt.Fprintf(out, "%-26s   … and %d more\n", "", len(p)-shownProblems)
+		}
+	}
+	check("intended outcomes", "outcomes", "each message's proc_state row = the simulator's intended outcome")
+	check("processed markers", "markers", fmt.Sprintf("%d of %d terminal rows marked in the mailbox", terminal-int64(len(problems["markers"])), terminal))
+	want := map[string]int64{"ACTIVE": int64(in.day.Expected.Count("ACTIVE")), "DELETED": int64(in.day.Expected.Count("DELETED"))}
+	line("flights", "%s   (simulator: %s): %s", status.Counts(s.Flights), status.Counts(want),
+		ok(s.Flights["ACTIVE"] == want["ACTIVE"] && s.Flights["DELETED"] == want["DELETED"]))
+	check("flights = model", "flights = model", fmt.Sprintf("%d flights compared with the simulator's model, field by field", rep.Flights))
+	requests, err := counts(ctx, in.pool, requestsSQL)
+	if err != nil {
+		return false, err
+	}
+	line("requests by final state", "%s", status.Counts(requests))
+
+	sent, err := counts(ctx, in.pool, sentByTargetSQL)
+	if err != nil {
+		return false, err
+	}
+	distinct := distinctEvents(in.consumer.Records())
+	line("events delivered", "msgx.flight.changes %d events (expected %d: one per flight version, Σ state_version of %d flights; SENT KAFKA:msg %d): %s",
+		distinct[verify.TopicChanges], rep.Versions, rep.Flights, sent["KAFKA:msg"],
+		ok(int64(distinct[verify.TopicChanges]) == rep.Versions && sent["KAFKA:msg"] == rep.Versions))
+	// The flush publishes one record per changed FLID and flush period (the newest of its
+	// KAFKA:schd events): their number depends on timing, between one per flight and one per event.
+	st := int64(distinct[verify.TopicState])
+	line("", "msgx.flight.state %d events (expected between %d, one per flight, and %d SENT KAFKA:schd events: the flush sends the newest state of a FLID once per MSGX_SCHD_FLUSH_PERIOD): %s",
+		st, rep.Flights, sent["KAFKA:schd"], ok(st >= int64(rep.Flights) && st <= sent["KAFKA:schd"]))
+	line("", "%d records beyond the first of their event (the idempotent producer's allowance after a retry)", rep.Duplicates)
+	check("", "changes complete", "msgx.flight.changes holds versions 1..state_version of every flight, in order")
+	check("", "state topic caught up", "the last msgx.flight.state record of every flight read")
+	check("", "state topic = flights", "the last msgx.flight.state record of every flight = its stored state")
+	check("", "versions never decrease", "no FLID's state_version goes down on a topic")
+	check("", "records = sent events", "every record is a SENT outbox event, every SENT KAFKA:msg event is on its topic")
+
+	pgWrong, myUsers, err := sessions(ctx, in)
+	if err != nil {
+		return false, err
+	}
+	line("database sessions", "every binary's PostgreSQL session as its own role %s<binary>: %s; mailbox accounts connected: %s (root: the simulator, writer and AODB)",
+		in.prefix, ok(len(pgWrong) == 0), strings.Join(myUsers, ", "))
+	for _, w := range pgWrong {
+		fmt.Fprintf(out, "%-26s   %s\n", "", w)
+	}
+	if err := latency(ctx, out, in); err != nil {
+		return false, err
+	}
+	verdict := "every check ok"
+	if !allOK {
+		verdict = "MISMATCH: see the lines above"
+	}
+	line("verdict", "%s", verdict)
+	return allOK, nil
+}
+
+// latency prints the end-to-end latency and what it is made of.
+func latency(ctx context.Context, out io.Writer, in summaryInput) error {
+	enqueued := map[int64]time.Time{}
+	rows, err := in.pool.Query(ctx, enqueuedSQL)
+	if err != nil {
+		return fmt.Errorf("read enqueue times: %w", err)
+	}
+	var id int64
+	var at time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error { enqueued[id] = at; return nil }); err != nil {
+		return fmt.Errorf("read enqueue times: %w", err)
+	}
+	ps := []float64{0.5, 0.9, 0.99}
+	text := func(d []time.Duration) string {
+		return fmt.Sprintf("p50 %-7s p90 %-7s p99 %-7s", d[0].Round(time.Millisecond), d[1].Round(time.Millisecond), d[2].Round(time.Millisecond))
+	}
+	_, arrived := in.lat.Counts()
+	wait, deliver := in.lat.Split(enqueued)
+	behind := 0
+	for _, d := range wait {
+		if d >= time.Second {
+			behind++
+		}
+	}
+	pad := strings.Repeat(" ", 27+35+2) // under the explanation
+	fmt.Fprintf(out, "%-26s %s  mailbox commit → first record on msgx.flight.changes (%d messages with a record), made of\n",
+		"end-to-end latency", text(in.lat.Percentiles(ps...)), arrived)
+	fmt.Fprintf(out, "%-26s %s  commit → enqueued. Ingest takes rows in id order: a row waits while a lower id is\n",
+		"  waiting to be ingested", text(stack.Quantiles(wait, ps...)))
+	fmt.Fprintf(out, "%smissing. %d messages waited over 1 s, behind the %d rolled-back ids (W skips one only\n", pad, behind, len(in.written.Gaps))
+	fmt.Fprintf(out, "%safter MSGX_MAX_COMMIT_DELAY=%s) or behind the %d commits out of id order\n", pad, maxCommitDelay, in.written.OutOfOrder)
+	fmt.Fprintf(out, "%-26s %s  enqueued → on Kafka: the pipeline's latency without those waits\n",
+		"  processing and delivery", text(stack.Quantiles(deliver, ps...)))
+	return nil
+}
+
+// sessions lists the binaries' PostgreSQL sessions not logged in as their own role (none: each
+// binary runs as its least-privilege role), and the accounts connected to the mailbox.
+func sessions(ctx context.Context, in summaryInput) (wrong, mailboxUsers []string, err error) {
+	rows, err := in.pool.Query(ctx, sessionsSQL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read sessions: %w", err)
+	}
+	var app, user string
+	seen := map[string]bool{}
+	if _, err := pgx.ForEachRow(rows, []any{&app, &user}, func() error {
+		bin, _, _ := strings.Cut(strings.TrimPrefix(app, "msgx-"), "-")
+		seen[bin] = true
+		if want := roles.Name(in.prefix, roles.Role(bin)); user != want {
+			wrong = append(wrong, fmt.Sprintf("%s connects as %s, not %s", app, user, want))
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("read sessions: %w", err)
+	}
+	for _, b := range stack.Binaries {
+		if !seen[b] {
+			wrong = append(wrong, b+": no session")
+		}
+	}
+	myRows, err := in.mailbox.QueryContext(ctx, mailboxUsersSQL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read mailbox sessions: %w", err)
+	}
+	defer myRows.Close()
+	for myRows.Next() {
+		var u string
+		if err := myRows.Scan(&u); err != nil {
+			return nil, nil, err
+		}
+		mailboxUsers = append(mailboxUsers, u)
+	}
+	slices.Sort(mailboxUsers)
+	slices.Sort(wrong)
+	return wrong, mailboxUsers, myRows.Err()
+}
+
+// answers returns the mailbox rows besides the day's messages (the AODB's answers), each
+// intended SUCCEEDED.
+func answers(ctx context.Context, mailbox *sql.DB, wr simulate.Written) (map[int64]verify.Want, error) {
+	day := map[int64]bool{}
+	for _, id := range wr.IDs {
+		day[id] = true
+	}
+	rows, err := mailbox.QueryContext(ctx, mailboxIDsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read the mailbox: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]verify.Want{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		if !day[id] {
+			out[id] = verify.Want{Status: "SUCCEEDED"}
+		}
+	}
+	return out, rows.Err()
+}
+
+// counts runs a query of (key, count) rows.
+func counts(ctx context.Context, pool *pgxpool.Pool, query string) (map[string]int64, error) {
+	rows, err := pool.Query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	var k string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// distinctEvents counts the distinct events (by event id) read per topic.
+func distinctEvents(recs []stack.Record) map[string]int {
+	seen := map[string]map[int64]bool{}
+	for _, r := range recs {
+		if seen[r.Topic] == nil {
+			seen[r.Topic] = map[int64]bool{}
+		}
+		seen[r.Topic][r.EventID] = true
+	}
+	out := map[string]int{}
+	for t, ids := range seen {
+		out[t] = len(ids)
+	}
+	return out
+}
+
+// hints prints where to look next. Nothing of the demo runs any more: the commands work on what
+// it leaves, its two databases, as the roles it applied.
+func hints(out io.Writer, o options, a stack.Access) {
+	bin := o.binDir
+	if rel, err := filepath.Rel(o.root, bin); err == nil && !strings.HasPrefix(rel, "..") {
+		bin = rel
+	}
+	logs := o.logDir
+	if rel, err := filepath.Rel(o.root, logs); err == nil && !strings.HasPrefix(rel, "..") {
+		logs = rel
+	}
+	ctl := filepath.Join(bin, "msgxctl")
+	fmt.Fprintf(out, "\nwhere to look next (the demo stopped everything; its databases %s and %s stay until the next demo):\n", o.pgDB, o.mailDB)
+	fmt.Fprintf(out, "  MSGX_PG_URL='%s' %s status\n", a.PG[roles.Reader], ctl)
+	fmt.Fprintf(out, "      watermark, head, backlog, dead letters, markers, leaders — as the read-only role %s\n", roles.Name(a.Prefix, roles.Reader))
+	fmt.Fprintf(out, "  MSGX_PG_URL='%s' %s replay --dry-run --class EXHAUSTED\n", a.PG[roles.Admin], ctl)
+	fmt.Fprintf(out, "      what a replay would take back — as the operator role %s\n", roles.Name(a.Prefix, roles.Admin))
+	fmt.Fprintln(out, "  make up      the same stack kept running (database msgx, ops ports 8081-8084, API 127.0.0.1:8091, Kafka 127.0.0.1:9092);")
+	fmt.Fprintln(out, "               it prints an API token (export MSGX_TOKEN=…) for the read API:")
+	fmt.Fprintln(out, "               curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://127.0.0.1:8091/flights/<FLID>")
+	fmt.Fprintf(out, "  %-12s each binary's JSON log of this run\n", logs+"/")
+	fmt.Fprintln(out, "  docs/runbook.md, docs/events.md   operations and the consumer contract")
+}
