@@ -72,7 +72,7 @@ IMAGE_CTX := bin/image/ctx
 image: ## container image (buildah, FROM scratch, offline): host-built static binaries + CA + zoneinfo
 	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/bin
 	CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -ldflags='-s -w $(VERSION_LDFLAGS)' -o $(IMAGE_CTX)/bin/ \
-		./cmd/ingest ./cmd/processor ./cmd/dispatcher ./cmd/jobs ./cmd/msgxctl
+		./cmd/ingest ./cmd/processor ./cmd/dispatcher ./cmd/jobs ./cmd/console ./cmd/msgxctl
 	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/
 	cp -rL /usr/share/zoneinfo $(IMAGE_CTX)/zoneinfo
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd

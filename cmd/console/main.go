@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	if code, start := cmdline.Service("console", "msgx's operator web console on MSGX_HTTP_ADDR (with /healthz /readyz /metrics).", os.Args[1:], os.Stdout, os.Stderr); !start {
+	if code, start := cmdline.Service("console", "msgx's operator web console: pages on MSGX_CONSOLE_ADDR, /healthz /readyz /metrics on MSGX_HTTP_ADDR.", os.Args[1:], os.Stdout, os.Stderr); !start {
 		os.Exit(code)
 	}
 	cfg, err := config.Load(config.RoleConsole)
@@ -53,8 +53,10 @@ func productionChecks(cfg config.Config) error {
 	return nil
 }
 
-// run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+// run is the whole binary; tests call it. started, when set, is told the ops server
+// (MSGX_HTTP_ADDR: /healthz, /readyz, /metrics) and the pages' server (MSGX_CONSOLE_ADDR) once
+// both listen.
+func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(ops, pages *obs.Server)) error {
 	pool, err := daemon.OpenPool(ctx, cfg, config.RoleConsole)
 	if err != nil {
 		return err
@@ -79,15 +81,17 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
-	srv := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
+	ops := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
 		func() (bool, int64) { return false, 0 }, cfg.HTTPReadTimeout, log)
-	srv.Handle("/", c.Handler())
-	if err := srv.Listen(); err != nil {
-		return err
+	pages := obs.NewHandlerServer(cfg.Console.Addr, c.Handler(), cfg.HTTPReadTimeout, log)
+	for _, srv := range []*obs.Server{ops, pages} {
+		if err := srv.Listen(); err != nil {
+			return err
+		}
 	}
 	if started != nil {
-		started(srv)
+		started(ops, pages)
 	}
-	log.Info().Str("addr", srv.Addr()).Msg("console serving")
-	return daemon.Serve(ctx, cfg, clock.System{}, log, []*obs.Server{srv}, nil)
+	log.Info().Str("ops", ops.Addr()).Str("pages", pages.Addr()).Msg("console serving")
+	return daemon.Serve(ctx, cfg, clock.System{}, log, []*obs.Server{ops, pages}, nil)
 }

@@ -26,24 +26,37 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestRunServesProbesMetricsAndPages runs the binary's run: probes, metrics and the login page
-// on one address, and a clean stop when the context ends.
+// TestRunServesProbesMetricsAndPages runs the binary's run: probes and metrics on the ops
+// address, the pages on their own (neither serves the other's routes), and a clean stop when the
+// context ends.
 func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	var cfg config.Config
 	envconf.Defaults(&cfg)
-	cfg.PGURL, cfg.HTTPAddr, cfg.ShutdownDrain = db.URL, "127.0.0.1:0", 0
+	cfg.PGURL, cfg.HTTPAddr, cfg.Console.Addr, cfg.ShutdownDrain = db.URL, "127.0.0.1:0", "127.0.0.1:0", 0
 	require.NoError(t, cfg.Validate())
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
+	addrs := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, zerolog.Nop(), func(s *obs.Server) { addr <- s.Addr() }) }()
-	base := "http://" + <-addr
-	code, _ := httpGet(t, base+"/healthz")
+	go func() {
+		done <- run(ctx, cfg, zerolog.Nop(), func(ops, pages *obs.Server) { addrs <- [2]string{ops.Addr(), pages.Addr()} })
+	}()
+	a := <-addrs
+	opsURL, base := "http://"+a[0], "http://"+a[1]
+	require.NotEqual(t, opsURL, base)
+	code, _ := httpGet(t, opsURL+"/healthz")
 	require.Equal(t, http.StatusOK, code)
-	code, body := httpGet(t, base+"/readyz")
+	code, body := httpGet(t, opsURL+"/readyz")
 	require.Equal(t, http.StatusOK, code, body)
+	for _, p := range []string{"/login", "/", "/static/console.css"} {
+		code, _ = httpGet(t, opsURL+p)
+		require.Equal(t, http.StatusNotFound, code, "the ops port serves no page: %s", p)
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		code, _ = httpGet(t, base+p)
+		require.NotEqual(t, http.StatusOK, code, "the pages' port serves no ops endpoint: %s", p)
+	}
 	code, body = httpGet(t, base+"/login")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `name="token"`)
@@ -51,7 +64,7 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token configured: nobody logs in")
-	code, body = httpGet(t, base+"/metrics")
+	code, body = httpGet(t, opsURL+"/metrics")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `msgx_console_logins_total{outcome="refused"} 1`)
 	cancel()

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register("token", command{
-		summary: "token new CLIENT --scope read[,send]: make an API bearer token and its MSGX_API_TOKENS entry",
+		summary: "token new CLIENT --scope read[,send][,operate]: make a bearer token (API, console) and its MSGX_API_TOKENS / MSGX_CONSOLE_TOKENS entry",
 		run:     tokenCmd,
 	})
 }
@@ -21,13 +21,13 @@ func init() {
 // MSGX_API_TOKENS (msgx's Secret holds only the hash). Nothing is stored anywhere.
 func tokenCmd(_ context.Context, _ config.Config, args []string, out io.Writer) error {
 	const about = `Makes an API bearer token for CLIENT: prints the token (for the client's Secret) and the
-MSGX_API_TOKENS entry holding its SHA-256 hash (msgx's Secret). Nothing is stored anywhere.`
+MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's Secret). Nothing is stored anywhere.`
 	_, args, err := subcommand("token", about, []string{"new"}, args, out)
 	if err != nil {
 		return err
 	}
-	fs, asJSON := flags("token new", "CLIENT --scope read[,send] [--json]", about, out)
-	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights)")
+	fs, asJSON := flags("token new", "CLIENT --scope read[,send][,operate] [--json]", about, out)
+	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights; the console's pages), operate (the console's actions)")
 	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ MSGX_API_TOKENS entry holding its SHA-256 hash (msgx's Secret). Nothing is store
 	}
 	client := pos[0]
 	if *scope == "" {
-		return fs.Usagef("--scope is required (send, read or send,read)")
+		return fs.Usagef("--scope is required (send, read, operate, comma-separated)")
 	}
 	var scopes []httpauth.Scope
 	for s := range strings.SplitSeq(*scope, ",") {

@@ -51,6 +51,51 @@ var egressPorts = map[string][]int32{
 	devBroker:    {},
 }
 
+// clientPorts are the ports clients (not the monitoring namespace) reach: ingest's API and the
+// console's pages, each apart from the ops port 8080.
+var clientPorts = map[string]int32{"ingest": 8091, "console": 8092}
+
+// egressSetting names the key of overlays/production/egress.yaml that narrows egress to a port.
+var egressSetting = map[int32]string{5432: "postgres", 3306: "mysql", 9092: "kafka", 9093: "kafka"}
+
+// egressSettings reads the production overlay's CIDR settings (a local-config ConfigMap).
+func egressSettings(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("overlays", "production", "egress.yaml"))
+	require.NoError(t, err)
+	var cm corev1.ConfigMap
+	require.NoError(t, yaml.UnmarshalStrict(b, &cm))
+	require.Equal(t, "true", cm.Annotations["config.kubernetes.io/local-config"], "egress.yaml is a setting, not a deployed object")
+	for _, k := range []string{"postgres", "mysql", "kafka"} {
+		_, n, err := net.ParseCIDR(cm.Data[k])
+		require.NoError(t, err, "egress.yaml: %s", k)
+		ones, _ := n.Mask.Size()
+		require.Positive(t, ones, "egress.yaml: %s must not be the whole internet", k)
+	}
+	return cm.Data
+}
+
+// checkEgressCIDRs: every database or broker rule goes only to its setting's CIDR.
+func checkEgressCIDRs(t *testing.T, id string, rules []networkingv1.NetworkPolicyEgressRule, cidrs map[string]string) {
+	t.Helper()
+	for _, rule := range rules {
+		key := ""
+		for _, p := range rule.Ports {
+			if k, ok := egressSetting[p.Port.IntVal]; ok {
+				require.True(t, key == "" || key == k, "%s: one rule mixes %s and %s", id, key, k)
+				key = k
+			}
+		}
+		if key == "" {
+			continue // DNS: to kube-dns by selector
+		}
+		require.Len(t, rule.To, 1, "%s: the %s rule must go to its CIDR only", id, key)
+		require.NotNil(t, rule.To[0].IPBlock, "%s: the %s rule must name an ipBlock", id, key)
+		require.Equal(t, cidrs[key], rule.To[0].IPBlock.CIDR, "%s: the %s rule's CIDR is egress.yaml's %s", id, key, key)
+		require.Empty(t, rule.To[0].IPBlock.Except, id)
+	}
+}
+
 // secretSettings must come from a Secret, never from a ConfigMap or a literal.
 var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD", "MSGX_CONSOLE_SESSION_KEY", "MSGX_CONSOLE_TOKENS"}
 
@@ -177,6 +222,30 @@ func servedPaths(t *testing.T) []string {
 	}
 	require.Subset(t, out, []string{"/healthz", "/readyz", "/metrics"}, "pkg/obs/obs.go routes")
 	return out
+}
+
+// imageBinaries are the binaries each image build puts into the msgx image: the Makefile's image
+// target and deploy/image/Containerfile (the from-source build) must agree.
+func imageBinaries(t *testing.T) []string {
+	t.Helper()
+	var sets [][]string
+	for _, f := range []struct{ path, block string }{
+		{filepath.Join(repoRoot, "Makefile"), `(?s)\nimage:.*?\n\n`},
+		{filepath.Join(repoRoot, "deploy", "image", "Containerfile"), `(?s)go build.*?\n\S`},
+	} {
+		b, err := os.ReadFile(f.path)
+		require.NoError(t, err)
+		block := regexp.MustCompile(f.block).FindString(string(b))
+		require.NotEmpty(t, block, "%s: the image build", f.path)
+		var names []string
+		for _, m := range regexp.MustCompile(`\./cmd/([a-z]+)`).FindAllStringSubmatch(block, -1) {
+			names = append(names, m[1])
+		}
+		slices.Sort(names)
+		sets = append(sets, names)
+	}
+	require.Equal(t, sets[0], sets[1], "the Makefile's image target and deploy/image/Containerfile build different binaries")
+	return sets[0]
 }
 
 // binaryExists reports whether cmd/<name> is a main package of the service module.
@@ -347,11 +416,15 @@ func typeCheck(def, v string) error {
 // grace period outlasts the preStop sleep, MSGX_SHUTDOWN_DRAIN and MSGX_SHUTDOWN_TIMEOUT.
 func checkContainers(t *testing.T, r *rendered, known map[string]string, paths []string) {
 	pgSecrets := map[string]string{}
+	inImage := imageBinaries(t)
 	for _, w := range r.workloads() {
 		spec := w.pod.Spec
 		for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
 			id := fmt.Sprintf("%s: %s %s container %s", r.overlay, w.kind, w.name, c.Name)
 			require.True(t, binaryExists(filepath.Base(c.Command[0])), "%s: %s is not a binary of cmd/", id, c.Command[0])
+			if w.component != devBroker { // its own image (make image-devbroker)
+				require.Contains(t, inImage, filepath.Base(c.Command[0]), "%s: %s is not built into the msgx image (Makefile image target)", id, c.Command[0])
+			}
 			if w.component == devBroker {
 				require.Empty(t, c.Env, "%s: the broker reads no MSGX_ setting", id)
 				require.Empty(t, c.EnvFrom, id)
@@ -384,6 +457,7 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 			}
 			pgSecrets[pg] = id
 			if r.overlay == "production" {
+				checkProductionTLS(t, id, w, c, env)
 				require.Equal(t, "production", env["MSGX_ENV"], id)
 				require.NotContains(t, env, "MSGX_KAFKA_INPROCESS", "%s: a removed setting (refused at start)", id)
 				require.False(t, env["MSGX_SHADOW"] == "true" && env["MSGX_COMPAT_ENTRY"] == "true", "%s: production refuses shadow mode with the compat entry on", id)
@@ -428,6 +502,45 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 			grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
 			require.Greater(t, grace, preStop+drain+shutdown, "%s: terminationGracePeriodSeconds must outlast preStop + MSGX_SHUTDOWN_DRAIN + MSGX_SHUTDOWN_TIMEOUT", id)
 		}
+	}
+}
+
+// checkProductionTLS: the production settings of docs/security.md on container c: Kafka over
+// TLS verified against a mounted CA with SCRAM-SHA-512 (the dispatcher's mechanism), the
+// mailbox's CA file mounted for tls=msgx-ca, the CA Secret msgx-tls-ca read-only in the
+// container (sslrootcert of the PostgreSQL URLs), and a client-facing listener of its own.
+// (MSGX_ENV=production makes the binaries refuse a Secret's URL or DSN without verified TLS.)
+func checkProductionTLS(t *testing.T, id string, w workload, c corev1.Container, env map[string]string) {
+	t.Helper()
+	require.Equal(t, "true", env["MSGX_KAFKA_TLS"], "%s: Kafka over TLS", id)
+	if w.component == "dispatcher" {
+		require.Equal(t, "SCRAM-SHA-512", env["MSGX_KAFKA_SASL_MECHANISM"], "%s: SASL/SCRAM-SHA-512", id)
+		require.True(t, strings.HasPrefix(env["MSGX_KAFKA_SASL_PASSWORD"], "secret:"), "%s: the SCRAM password from a Secret", id)
+	}
+	var caDir string
+	for _, m := range c.VolumeMounts {
+		for _, v := range w.pod.Spec.Volumes {
+			if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "msgx-tls-ca" {
+				require.True(t, m.ReadOnly, "%s: the CA mount is read-only", id)
+				caDir = m.MountPath
+			}
+		}
+	}
+	require.NotEmpty(t, caDir, "%s: the Secret msgx-tls-ca is not mounted", id)
+	for k, want := range map[string]string{"MSGX_KAFKA_TLS_CA_FILE": "kafka-ca.crt", "MSGX_MYSQL_TLS_CA_FILE": "mysql-ca.crt"} {
+		require.Equal(t, filepath.Join(caDir, want), env[k], "%s: %s is the mounted CA", id, k)
+	}
+	if port, ok := clientPorts[w.component]; ok {
+		addr := env["MSGX_API_ADDR"]
+		if w.component == "console" {
+			addr = env["MSGX_CONSOLE_ADDR"]
+		}
+		_, p, err := net.SplitHostPort(addr)
+		require.NoError(t, err, "%s: listen address %q", id, addr)
+		require.Equal(t, strconv.Itoa(int(port)), p, "%s: clients' port", id)
+		_, ops, err := net.SplitHostPort(env["MSGX_HTTP_ADDR"])
+		require.NoError(t, err)
+		require.NotEqual(t, ops, p, "%s: the clients' listener is not the ops port", id)
 	}
 }
 
@@ -515,9 +628,14 @@ func checkPDBs(t *testing.T, r *rendered) {
 }
 
 // checkNetworkPolicies: each policy selects exactly one workload, each workload has one, both
-// directions are policed, egress opens exactly the ports in egressPorts and ingress only the
-// HTTP port (none for the Job).
+// directions are policed, egress opens exactly the ports in egressPorts (in production only to
+// the CIDRs of overlays/production/egress.yaml), the monitoring namespace reaches only the ops
+// port and clients only the port of clientPorts (none for the Job).
 func checkNetworkPolicies(t *testing.T, r *rendered) {
+	var cidrs map[string]string
+	if r.overlay == "production" {
+		cidrs = egressSettings(t)
+	}
 	covered := map[string]int{}
 	for _, np := range r.netpols {
 		id := r.overlay + ": NetworkPolicy " + np.Name
@@ -546,6 +664,9 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 		want, ok := egressPorts[hit.component]
 		require.True(t, ok, "%s: no egress expectation for %s", id, hit.component)
 		require.ElementsMatch(t, want, got, "%s: egress ports", id)
+		if r.overlay == "production" {
+			checkEgressCIDRs(t, id, np.Spec.Egress, cidrs)
+		}
 
 		if hit.kind == "Job" {
 			require.Empty(t, np.Spec.Ingress, "%s: the Job serves nothing", id)
@@ -553,20 +674,22 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 		}
 		require.NotEmpty(t, np.Spec.Ingress, "%s: Prometheus must reach /metrics", id)
 		c := hit.pod.Spec.Containers[0]
-		port := int32(8080) // the HTTP port
+		opsPort := int32(8080) // MSGX_HTTP_ADDR: /healthz, /readyz, /metrics
 		if hit.component == devBroker {
-			port = 9092 // the Kafka port
+			opsPort = 9092 // the Kafka port
 		}
 		for _, rule := range np.Spec.Ingress {
 			require.NotEmpty(t, rule.From, "%s: an ingress rule without sources opens the port to everyone", id)
 			require.NotEmpty(t, rule.Ports, id)
-			want := port
-			if hit.component == "ingest" && !fromMonitoring(rule) {
-				want = 8091 // ingest's API clients reach the API port only
+			want := opsPort
+			if !fromMonitoring(rule) && hit.component != devBroker {
+				cp, ok := clientPorts[hit.component]
+				require.True(t, ok, "%s: %s serves no client, only the monitoring namespace", id, hit.component)
+				want = cp
 			}
 			for _, p := range rule.Ports {
 				require.NotNil(t, p.Port, id)
-				require.Equal(t, want, containerPort(t, id, c, *p.Port), "%s: only port %d", id, want)
+				require.Equal(t, want, containerPort(t, id, c, *p.Port), "%s: only port %d (monitoring reaches the ops port only, clients their API or pages port only)", id, want)
 			}
 			if fromMonitoring(rule) {
 				require.Len(t, rule.From, 1, "%s: the monitoring rule admits the monitoring namespace alone", id)
@@ -599,7 +722,8 @@ func checkIngestService(t *testing.T, r *rendered) {
 		require.Len(t, hits, 1, "%s: Service msgx-console selects %d Deployments", r.overlay, len(hits))
 		require.Equal(t, "msgx-console", hits[0].Name)
 		require.Len(t, s.Spec.Ports, 1)
-		require.Equal(t, int32(8080), containerPort(t, "Service msgx-console", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
+		require.Equal(t, clientPorts["console"], containerPort(t, "Service msgx-console", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort),
+			"%s: the Service exposes the console's pages, not its ops port", r.overlay)
 	}
 	s := ours[0]
 	require.Equal(t, "msgx-ingest", s.Name)
@@ -612,7 +736,7 @@ func checkIngestService(t *testing.T, r *rendered) {
 	require.Len(t, hits, 1, "%s: Service msgx-ingest selects %d Deployments", r.overlay, len(hits))
 	require.Equal(t, "msgx-ingest", hits[0].Name)
 	require.Len(t, s.Spec.Ports, 1, "%s: the Service exposes the API port only, not the ops port", r.overlay)
-	require.Equal(t, int32(8091), containerPort(t, "Service msgx-ingest", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
+	require.Equal(t, clientPorts["ingest"], containerPort(t, "Service msgx-ingest", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
 }
 
 // checkSecrets: in dev every referenced Secret and key exists (generated); production generates

@@ -4,108 +4,42 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/msgx/msgx/pkg/httpauth"
 )
 
-// Scope is what a console user may do.
-type Scope string
+// The console's users are clients of pkg/httpauth (MSGX_CONSOLE_TOKENS, the API's format and
+// token check): scope read views every page, scope operate also replays, skips and sends
+// requests.
 
-// The console's scopes: view reads every page; operate also replays, skips and sends requests.
-const (
-	ScopeView    Scope = "view"
-	ScopeOperate Scope = "operate"
-)
-
-// Client is one user's token: its name, scopes and the SHA-256 of the token (hex). The format
-// is the API's (MSGX_API_TOKENS, pkg/httpauth): name:scope+scope:sha256hex. When pkg/httpauth
-// lands, Clients becomes httpauth.Clients and Authenticate its look-up.
-type Client struct {
-	Name   string
-	Scopes []Scope
-	Hash   [sha256.Size]byte
-}
-
-// Clients is the parsed MSGX_CONSOLE_TOKENS.
-type Clients []Client
-
-// UnmarshalText parses name:scope+scope:sha256hex,…
-func (c *Clients) UnmarshalText(b []byte) error {
-	var out Clients
-	for _, entry := range strings.Split(string(b), ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		parts := strings.Split(entry, ":")
-		if len(parts) != 3 || parts[0] == "" {
-			return fmt.Errorf("token entry %q: want user:scope+scope:sha256hex", redact(entry))
-		}
-		var cl Client
-		cl.Name = parts[0]
-		for _, s := range strings.Split(parts[1], "+") {
-			switch Scope(s) {
-			case ScopeView, ScopeOperate:
-				cl.Scopes = append(cl.Scopes, Scope(s))
-			default:
-				return fmt.Errorf("token entry of %s: unknown scope %q (view, operate)", cl.Name, s)
-			}
-		}
-		h, err := hex.DecodeString(parts[2])
-		if err != nil || len(h) != sha256.Size {
-			return fmt.Errorf("token entry of %s: the hash must be 64 hex digits (SHA-256 of the token)", cl.Name)
-		}
-		copy(cl.Hash[:], h)
-		out = append(out, cl)
+// consoleScope is the strongest console scope cl holds ("" when it holds neither).
+func consoleScope(cl httpauth.Client) httpauth.Scope {
+	switch {
+	case cl.Has(httpauth.ScopeOperate):
+		return httpauth.ScopeOperate
+	case cl.Has(httpauth.ScopeRead):
+		return httpauth.ScopeRead
 	}
-	*c = out
-	return nil
-}
-
-// redact keeps a refused entry's name only.
-func redact(entry string) string {
-	if i := strings.IndexByte(entry, ':'); i >= 0 {
-		return entry[:i] + ":…"
-	}
-	return "…"
-}
-
-// HashToken is the hex SHA-256 of a token, as MSGX_CONSOLE_TOKENS holds it.
-func HashToken(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(h[:])
-}
-
-// Authenticate finds the client holding token (compared in constant time against every entry).
-func (c Clients) Authenticate(token string) (Client, bool) {
-	h := sha256.Sum256([]byte(token))
-	var found Client
-	ok := false
-	for _, cl := range c {
-		if subtle.ConstantTimeCompare(h[:], cl.Hash[:]) == 1 {
-			found, ok = cl, true
-		}
-	}
-	return found, ok
+	return ""
 }
 
 // Session is a logged-in user.
 type Session struct {
 	User    string
-	Scope   Scope // the strongest scope the user's token holds
+	Scope   httpauth.Scope // the strongest console scope the user's token holds
 	Expires time.Time
 	raw     string // the cookie value, which the CSRF token is bound to
 }
 
 // CanOperate reports whether the session may act (replay, skip, request).
-func (s Session) CanOperate() bool { return s.Scope == ScopeOperate }
+func (s Session) CanOperate() bool { return s.Scope == httpauth.ScopeOperate }
 
 const cookieName = "msgx_console"
 
@@ -136,16 +70,12 @@ func (s *sessions) mac(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// issue returns the cookie of a new session for cl.
-func (s *sessions) issue(cl Client, now time.Time) *http.Cookie {
-	scope := ScopeView
-	if slices.Contains(cl.Scopes, ScopeOperate) {
-		scope = ScopeOperate
-	}
+// issue returns the cookie of a new session for user with scope.
+func (s *sessions) issue(user string, scope httpauth.Scope, now time.Time) *http.Cookie {
 	nonce := make([]byte, 12)
 	_, _ = rand.Read(nonce)
 	exp := now.Add(s.ttl)
-	payload := base64.RawURLEncoding.EncodeToString([]byte(cl.Name)) + "." + string(scope) + "." +
+	payload := base64.RawURLEncoding.EncodeToString([]byte(user)) + "." + string(scope) + "." +
 		strconv.FormatInt(exp.Unix(), 10) + "." + hex.EncodeToString(nonce)
 	return &http.Cookie{
 		Name: cookieName, Value: payload + "." + s.mac("session", payload), Path: "/",
@@ -184,7 +114,7 @@ func (s *sessions) read(r *http.Request, now time.Time) (Session, bool) {
 	if err != nil || !now.Before(time.Unix(exp, 0)) {
 		return Session{}, false
 	}
-	return Session{User: string(name), Scope: Scope(f[1]), Expires: time.Unix(exp, 0), raw: c.Value}, true
+	return Session{User: string(name), Scope: httpauth.Scope(f[1]), Expires: time.Unix(exp, 0), raw: c.Value}, true
 }
 
 // csrf is the session's CSRF token, sent in every form and checked on every action.

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/request"
 )
@@ -58,8 +60,8 @@ func BenchmarkPages(b *testing.B) {
 	envconf.Defaults(&rcfg)
 	reqs, err := request.NewStore(db.Pool, rcfg)
 	require.NoError(b, err)
-	var tokens console.Clients
-	require.NoError(b, tokens.UnmarshalText([]byte("op:view+operate:"+console.HashToken(operatorToken))))
+	var tokens httpauth.Clients
+	require.NoError(b, tokens.UnmarshalText(fmt.Appendf(nil, "op:read+operate:%x", httpauth.Hash(operatorToken))))
 	c, err := console.New(console.Deps{Pool: db.Pool, Outbox: ob, Requests: reqs, Log: zerolog.Nop(),
 		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second}})
 	require.NoError(b, err)

@@ -192,7 +192,7 @@ func TestBrowserViewerRefused(t *testing.T) {
 		shot(t, "viewer-refused"),
 	)
 	require.Equal(t, "403", h1)
-	require.Contains(t, msg, "view scope")
+	require.Contains(t, msg, "read scope only")
 	require.Zero(t, w.count(t, `SELECT count(*) FROM replay_audit`))
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'DEAD'`, w.deadID))
 }

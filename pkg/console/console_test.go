@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -21,6 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -43,6 +45,7 @@ const (
 const (
 	operatorToken = "op-token-0123456789abcdef"
 	viewerToken   = "viewer-token-0123456789abcdef"
+	sendToken     = "send-token-0123456789abcdef" // an API client's: no console scope
 	// hostile is a message text that must render as inert text.
 	hostile = `<script>document.title='pwned'</script><a href="javascript:alert(1)">click</a><b>bold</b>`
 )
@@ -135,8 +138,9 @@ func setup(t testing.TB) *world {
 	envconf.Defaults(&rcfg)
 	reqs, err := request.NewStore(pool, rcfg)
 	require.NoError(t, err)
-	var tokens console.Clients
-	require.NoError(t, tokens.UnmarshalText([]byte("op:view+operate:"+console.HashToken(operatorToken)+",vi:view:"+console.HashToken(viewerToken))))
+	var tokens httpauth.Clients
+	require.NoError(t, tokens.UnmarshalText(fmt.Appendf(nil, "op:read+operate:%x,vi:read:%x,portal:send:%x",
+		httpauth.Hash(operatorToken), httpauth.Hash(viewerToken), httpauth.Hash(sendToken))))
 	c, err := console.New(console.Deps{
 		Pool: pool, Location: loc, Outbox: ob, Requests: reqs, Log: zerolog.Nop(), Now: clk.Now,
 		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
@@ -208,6 +212,12 @@ func TestLoginSessionAndScopes(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	// An API client's token (pkg/httpauth) without scope read or operate opens no session.
+	resp, err = anon.PostForm(w.srv.URL+"/login", url.Values{"token": {sendToken}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a send-only token is no console login")
+	require.Empty(t, resp.Header.Get("Set-Cookie"))
 
 	op := w.login(t, operatorToken)
 	u, _ := url.Parse(w.srv.URL)

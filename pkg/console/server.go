@@ -1,7 +1,7 @@
 // Package console is msgx's operator web console (cmd/console): server-rendered pages over
 // PostgreSQL — the pipeline, a flight's story, a message's history, dead letters and replay,
-// requests to the AODB. Reading needs a view token; acting (replay, skip, request) needs an
-// operate token, a CSRF token, and goes through the functions msgxctl uses, which write the
+// requests to the AODB. Users log in with pkg/httpauth tokens: reading needs scope read;
+// acting (replay, skip, request) needs scope operate, a CSRF token, and goes through the functions msgxctl uses, which write the
 // audit rows (actor "console:<user>"). Pages are html/template (every value escaped), embedded
 // with the stylesheet; no JavaScript is needed, the pipeline page refreshes itself with
 // <meta http-equiv="refresh">.
@@ -165,7 +165,7 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate b
 		if operate && !sess.CanOperate() {
 			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
 			s.d.Log.Warn().Str("user", sess.User).Str("path", r.URL.Path).Msg("viewer refused an action")
-			s.refuse(w, r, http.StatusForbidden, "Your token has the view scope: only an operator (operate scope) may act.")
+			s.refuse(w, r, http.StatusForbidden, "Your token has the read scope only: only an operator (operate scope) may act.")
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -261,15 +261,16 @@ func safeNext(next string) string {
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	token := r.PostFormValue("token")
 	next := safeNext(r.PostFormValue("next"))
-	cl, ok := s.d.Config.Tokens.Authenticate(token)
-	if !ok || len(cl.Scopes) == 0 {
+	cl, ok := s.d.Config.Tokens.Lookup(token)
+	scope := consoleScope(cl)
+	if !ok || scope == "" {
 		s.d.Metrics.logins.WithLabelValues("refused").Inc()
 		s.d.Log.Warn().Str("remote", r.RemoteAddr).Msg("console login refused")
 		s.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Next": next, "Error": "Unknown token."})
 		return
 	}
 	s.d.Metrics.logins.WithLabelValues("ok").Inc()
-	http.SetCookie(w, s.sess.issue(cl, s.d.Now()))
+	http.SetCookie(w, s.sess.issue(cl.Name, scope, s.d.Now()))
 	s.d.Log.Info().Str("user", cl.Name).Msg("console login")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

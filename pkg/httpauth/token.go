@@ -18,6 +18,7 @@ package httpauth
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -30,14 +31,15 @@ import (
 // Scope is one permission of a client.
 type Scope string
 
-// The scopes of msgx's API.
+// The scopes of msgx's API and console.
 const (
-	ScopeSend Scope = "send" // POST /cminmsgs/send: writes into the production mailbox
-	ScopeRead Scope = "read" // GET /flights/{flid}, GET /all/flights
+	ScopeSend    Scope = "send"    // POST /cminmsgs/send: writes into the production mailbox
+	ScopeRead    Scope = "read"    // GET /flights/{flid}, GET /all/flights; the console's pages
+	ScopeOperate Scope = "operate" // the console's actions: replay, skip, requests to the AODB
 )
 
 // Scopes are every scope, in the order documentation lists them.
-var Scopes = []Scope{ScopeSend, ScopeRead}
+var Scopes = []Scope{ScopeSend, ScopeRead, ScopeOperate}
 
 // ParseScope returns the scope called s.
 func ParseScope(s string) (Scope, error) {
@@ -111,6 +113,27 @@ func (cs *Clients) UnmarshalText(b []byte) error {
 	}
 	*cs = out
 	return nil
+}
+
+// Lookup returns the client whose hash matches token. Every configured hash is compared, in
+// constant time, whatever matches: the one token check of the API and the console.
+func (cs Clients) Lookup(token string) (Client, bool) {
+	i := cs.index(token)
+	if i < 0 {
+		return Client{}, false
+	}
+	return cs[i], true
+}
+
+func (cs Clients) index(token string) int {
+	h := Hash(token)
+	found := -1
+	for i := range cs {
+		if subtle.ConstantTimeCompare(h[:], cs[i].Hash[:]) == 1 {
+			found = i
+		}
+	}
+	return found
 }
 
 // MarshalText is the inverse of UnmarshalText.

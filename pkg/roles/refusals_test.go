@@ -253,3 +253,35 @@ func TestConsoleActsOnlyThroughItsFunctions(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor FROM replay_audit WHERE action = 'replay'`).Scan(&actor))
 	require.Equal(t, "console:op", actor)
 }
+
+// TestJobsRefusals: the jobs stage writes markers, requests and history but cannot create flight
+// state, move the watermark or the gap ledger, change an event's delivery or the audit, nor
+// write message text, delete mailbox rows or change a request already written.
+func TestJobsRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seedFlight(t)
+	p := b.pools[roles.Jobs]
+	for _, stmt := range []string{
+		`INSERT INTO flight (flid, created_at, updated_at) VALUES (16, now(), now())`,
+		`UPDATE inbox_cursor SET watermark = 100`,
+		`INSERT INTO inbox_gap (msg_id, first_seen_at, skipped_at, reprobe_until) VALUES (99, now(), now(), now())`,
+		`UPDATE msg_event SET status = 'SENT', sent_at = now()`,
+		`UPDATE replay_audit SET actor = 'someone else'`,
+		`DELETE FROM replay_audit`,
+		`INSERT INTO msg_identity (msg_id) VALUES (1)`,
+	} {
+		requireDenied(t, exec(p, stmt), stmt)
+	}
+	dsn := b.users.DSN(roles.Jobs)
+	for _, stmt := range []string{
+		"UPDATE cminmsgs SET CMINMSGS_CLOB_MSG = 'x'",
+		"INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG) VALUES ('<MSG/>')",
+		"DELETE FROM cminmsgs",
+		"UPDATE coutmsgs SET COUTMSGS_CLOB_MSG = 'x'",
+		"DELETE FROM coutmsgs",
+	} {
+		requireDenied(t, mysqlExec(t, dsn, stmt), stmt)
+	}
+	require.NoError(t, exec(p, `UPDATE proc_state SET backfill_next_at = now() WHERE msg_id = 1`), "the backfill's own columns are jobs'")
+}

@@ -5,7 +5,6 @@ package kafkatest
 
 import (
 	"context"
-	"github.com/msgx/msgx/pkg/dev/broker"
 	"strconv"
 	"testing"
 	"time"
@@ -16,29 +15,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
 // Partitions of the topics tests create.
 const Partitions = 4
 
-// Config returns an adapter configuration for brokers with test topic names.
+// Config returns an adapter configuration for brokers: the development one (broker.ClientConfig,
+// the same topic names) with the tests' client and transaction names and shorter send timeouts.
 func Config(brokers []string) kafka.Config {
-	return kafka.Config{
-		Brokers:        brokers,
-		ClientID:       "msgx-test",
-		Version:        "2.8.0",
-		DialTimeout:    5 * time.Second,
-		IOTimeout:      10 * time.Second,
-		ProduceTimeout: 5 * time.Second,
-		SendTimeout:    20 * time.Second,
-		TxnTimeout:     20 * time.Second,
-		TxnIDPrefix:    "msgx-test",
-		CheckTimeout:   time.Second,
-		Compression:    "lz4",
-		TopicChanges:   "msgx.flight.changes",
-		TopicState:     "msgx.flight.state",
-	}
+	cfg := broker.ClientConfig(brokers)
+	cfg.ClientID, cfg.TxnIDPrefix = "msgx-test", "msgx-test"
+	cfg.ProduceTimeout, cfg.SendTimeout, cfg.TxnTimeout = 5*time.Second, 20*time.Second, 20*time.Second
+	return cfg
 }
 
 // Broker starts an in-process broker with both topics created; it stops with the test.

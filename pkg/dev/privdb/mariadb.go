@@ -15,10 +15,14 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the mailbox driver
 )
 
-// MariaDB is a private instance: plaintext TCP on 127.0.0.1:Port, user root without a password
-// from 127.0.0.1.
+// AdminUser is the TCP administrator of an instance made with a password (Options.Password).
+const AdminUser = "privadmin"
+
+// MariaDB is a private instance on 127.0.0.1:Port: plaintext with root without a password from
+// 127.0.0.1, or as Options say (TLS only; AdminUser with the password).
 type MariaDB struct {
 	Port int
+	opts Options
 	dir  string
 
 	mu  sync.Mutex
@@ -26,13 +30,16 @@ type MariaDB struct {
 	end chan error
 }
 
-// StartMariaDB initialises and starts a private instance.
-func StartMariaDB() (*MariaDB, error) {
+// StartMariaDB initialises and starts a private plaintext instance.
+func StartMariaDB() (*MariaDB, error) { return StartMariaDBWith(Options{}) }
+
+// StartMariaDBWith initialises and starts a private instance made as opts say.
+func StartMariaDBWith(opts Options) (*MariaDB, error) {
 	dir, err := newDir("mariadb")
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{dir: dir}
+	m := &MariaDB{opts: opts, dir: dir}
 	if err := m.init(); err != nil {
 		_ = m.Close()
 		return nil, err
@@ -44,6 +51,14 @@ func (m *MariaDB) init() error {
 	data := filepath.Join(m.dir, "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return err
+	}
+	if t := m.opts.TLS; t != nil {
+		if _, _, err := t.install(m.dir); err != nil {
+			return err
+		}
+		if err := copyFile(t.CAFile, filepath.Join(m.dir, "ca.pem"), 0o644); err != nil {
+			return err
+		}
 	}
 	if err := chown(m.dir, "mysql"); err != nil {
 		return err
@@ -65,10 +80,21 @@ func (m *MariaDB) init() error {
 		return err
 	}
 	defer admin.Close()
-	for _, stmt := range []string{
+	stmts := []string{
 		"CREATE USER 'root'@'127.0.0.1'",
 		"GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION",
-	} {
+	}
+	if m.opts.Password != "" {
+		require := ""
+		if m.opts.TLS != nil {
+			require = " REQUIRE SSL"
+		}
+		stmts = []string{
+			fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'%s", AdminUser, m.opts.Password, require),
+			fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION", AdminUser),
+		}
+	}
+	for _, stmt := range stmts {
 		if _, err := admin.Exec(stmt); err != nil {
 			return fmt.Errorf("create the TCP administrator: %w", err)
 		}
@@ -82,7 +108,8 @@ func (m *MariaDB) socket() string { return filepath.Join(m.dir, "mysqld.sock") }
 func (m *MariaDB) ServerDSN() string { return fmt.Sprintf("root@tcp(127.0.0.1:%d)/", m.Port) }
 
 // Start starts the stopped instance on its port and waits until it answers. The redo log is
-// written at every commit (flushed once a second): a killed server loses no committed row.
+// written at every commit (flushed once a second): a killed server loses no committed row
+// (unless Options.Fast).
 func (m *MariaDB) Start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -90,11 +117,20 @@ func (m *MariaDB) Start() error {
 		return errors.New("mariadbd is running")
 	}
 	logFile := filepath.Join(m.dir, "error.log")
-	cmd := exec.Command("mariadbd", "--no-defaults", "--user=mysql", "--datadir="+filepath.Join(m.dir, "data"),
-		fmt.Sprintf("--port=%d", m.Port), "--bind-address=127.0.0.1", "--socket="+m.socket(),
-		"--pid-file="+filepath.Join(m.dir, "mariadbd.pid"), "--log-error="+logFile,
-		"--skip-name-resolve", "--innodb-buffer-pool-size=32M", "--innodb-flush-log-at-trx-commit=2",
-		"--skip-log-bin", "--max-connections=300")
+	args := []string{"--no-defaults", "--user=mysql", "--datadir=" + filepath.Join(m.dir, "data"),
+		fmt.Sprintf("--port=%d", m.Port), "--bind-address=127.0.0.1", "--socket=" + m.socket(),
+		"--pid-file=" + filepath.Join(m.dir, "mariadbd.pid"), "--log-error=" + logFile,
+		"--skip-name-resolve", "--innodb-buffer-pool-size=32M", "--skip-log-bin", "--max-connections=300"}
+	if m.opts.Fast {
+		args = append(args, "--innodb-flush-log-at-trx-commit=0")
+	} else {
+		args = append(args, "--innodb-flush-log-at-trx-commit=2")
+	}
+	if m.opts.TLS != nil {
+		args = append(args, "--ssl-ca="+filepath.Join(m.dir, "ca.pem"), "--ssl-cert="+filepath.Join(m.dir, "server.pem"),
+			"--ssl-key="+filepath.Join(m.dir, "server.key"), "--require-secure-transport=ON")
+	}
+	cmd := exec.Command("mariadbd", args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start mariadbd: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -11,20 +12,25 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Postgres is a private cluster: plaintext TCP on 127.0.0.1:Port, user postgres, trust.
+// Postgres is a private cluster on 127.0.0.1:Port, superuser postgres: plaintext with trust, or
+// as Options say (TLS only, SCRAM with the password).
 type Postgres struct {
 	Port int
+	opts Options
 	dir  string
 	data string
 }
 
-// StartPostgres initialises and starts a private cluster.
-func StartPostgres() (*Postgres, error) {
+// StartPostgres initialises and starts a private plaintext cluster.
+func StartPostgres() (*Postgres, error) { return StartPostgresWith(Options{}) }
+
+// StartPostgresWith initialises and starts a private cluster made as opts say.
+func StartPostgresWith(opts Options) (*Postgres, error) {
 	dir, err := newDir("pg")
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{dir: dir, data: filepath.Join(dir, "data")}
+	p := &Postgres{opts: opts, dir: dir, data: filepath.Join(dir, "data")}
 	if err := p.init(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -37,17 +43,40 @@ func StartPostgres() (*Postgres, error) {
 }
 
 // init: fsync is off (the machine does not crash in a test) but every commit is written before
-// it returns (synchronous_commit on), so a killed or immediately stopped server loses nothing.
+// it returns (synchronous_commit on, unless Options.Fast), so a killed or immediately stopped
+// server loses nothing.
 func (p *Postgres) init() error {
 	initdb, err := pgBin("initdb")
 	if err != nil {
 		return err
 	}
+	auth := []string{"--auth=trust"}
+	hba := "local all all trust\nhost all all 127.0.0.1/32 trust\n"
+	if p.opts.Password != "" {
+		pwfile := filepath.Join(p.dir, "pwfile")
+		if err := os.WriteFile(pwfile, []byte(p.opts.Password+"\n"), 0o600); err != nil {
+			return err
+		}
+		auth = []string{"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + pwfile}
+		hba = "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+	}
+	var tlsConf string
+	if p.opts.TLS != nil {
+		cert, key, err := p.opts.TLS.install(p.dir)
+		if err != nil {
+			return err
+		}
+		tlsConf = fmt.Sprintf("ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\nssl_min_protocol_version = 'TLSv1.2'\n", cert, key)
+		hba = "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\nhostnossl all all 0.0.0.0/0 reject\n"
+		if p.opts.Password == "" {
+			return errors.New("a TLS cluster needs a password (hostssl with SCRAM)")
+		}
+	}
 	if err := chown(p.dir, "postgres"); err != nil {
 		return err
 	}
-	if err := runAs("postgres", initdb, "-D", p.data, "-U", "postgres", "--auth=trust",
-		"-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
+	if err := runAs("postgres", append(append([]string{initdb, "-D", p.data, "-U", "postgres"}, auth...),
+		"-E", "UTF8", "--no-sync", "--no-instructions")...); err != nil {
 		return err
 	}
 	if p.Port, err = freePort(); err != nil {
@@ -60,7 +89,11 @@ unix_socket_directories = '%s'
 fsync = off
 full_page_writes = off
 max_connections = 300
-`, p.Port, p.dir)
+password_encryption = 'scram-sha-256'
+%s`, p.Port, p.dir, tlsConf)
+	if p.opts.Fast {
+		conf += "synchronous_commit = off\n"
+	}
 	f, err := os.OpenFile(filepath.Join(p.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -72,7 +105,6 @@ max_connections = 300
 	if err := f.Close(); err != nil {
 		return err
 	}
-	hba := "local all all trust\nhost all all 127.0.0.1/32 trust\n"
 	if err := os.WriteFile(filepath.Join(p.data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 		return err
 	}
@@ -80,10 +112,33 @@ max_connections = 300
 }
 
 // ServerURL is the superuser's URL without a database (stack.Databases.PGServer).
-func (p *Postgres) ServerURL() string { return fmt.Sprintf("postgres://postgres@127.0.0.1:%d", p.Port) }
+func (p *Postgres) ServerURL() string {
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: fmt.Sprintf("127.0.0.1:%d", p.Port)}
+	if p.opts.Password != "" {
+		u.User = url.UserPassword("postgres", p.opts.Password)
+	}
+	return u.String()
+}
 
 // AdminURL is the superuser's URL on database postgres (testdb.NewAt).
-func (p *Postgres) AdminURL() string { return p.ServerURL() + "/postgres?sslmode=disable" }
+func (p *Postgres) AdminURL() string { return p.URL("postgres", p.opts.Password, "postgres") }
+
+// URL is user's URL on database db: sslmode=verify-full against the CA for a TLS cluster,
+// sslmode=disable otherwise.
+func (p *Postgres) URL(user, password, db string) string {
+	u := url.URL{Scheme: "postgres", User: url.User(user), Host: fmt.Sprintf("127.0.0.1:%d", p.Port), Path: "/" + db}
+	if password != "" {
+		u.User = url.UserPassword(user, password)
+	}
+	q := url.Values{}
+	q.Set("sslmode", "disable")
+	if p.opts.TLS != nil {
+		q.Set("sslmode", "verify-full")
+		q.Set("sslrootcert", p.opts.TLS.CAFile)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
 
 // Start starts the stopped cluster on its port and waits until it accepts connections.
 func (p *Postgres) Start() error {

@@ -1,8 +1,9 @@
-// Package privdb starts private, plaintext PostgreSQL clusters and MariaDB instances on free
-// ports of 127.0.0.1, each in its own temporary directory, so that a test or the chaos suite can
-// restart, stop or kill them without disturbing the shared development servers. They run as
-// their system users (postgres, mysql): the caller must be root. Data is thrown away on Close;
-// directories of processes that died without Close are reaped by the next Start.
+// Package privdb starts private PostgreSQL clusters and MariaDB instances on free ports of
+// 127.0.0.1, each in its own temporary directory, so that a test or the chaos suite can restart,
+// stop or kill them without disturbing the shared development servers. They are plaintext with a
+// password-less administrator by default; Options make them TLS-only with a password (pkg/dev/tlsenv).
+// They run as their system users (postgres, mysql): the caller must be root. Data is thrown away
+// on Close; directories of processes that died without Close are reaped by the next Start.
 package privdb
 
 import (
@@ -17,6 +18,43 @@ import (
 	"strings"
 	"syscall"
 )
+
+// Options change how a server is made; the zero value is plaintext TCP with a password-less
+// administrator (PostgreSQL trust, MariaDB root@127.0.0.1).
+type Options struct {
+	// TLS, when set, makes the server accept TCP connections over TLS only, with this
+	// certificate (PostgreSQL hostssl only; MariaDB require_secure_transport).
+	TLS *TLS
+	// Password, when set, is the administrator's: PostgreSQL's postgres logs in with SCRAM-SHA-256
+	// over TCP; MariaDB gets the TCP administrator AdminUser with it (REQUIRE SSL with TLS).
+	Password string
+	// Fast trades durability for speed, for servers no test kills: PostgreSQL
+	// synchronous_commit=off, MariaDB innodb_flush_log_at_trx_commit=0 (a killed server may
+	// lose the last commits).
+	Fast bool
+}
+
+// TLS are a server's PEM files: its certificate and key, and the CA clients verify it with.
+type TLS struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// install copies the server's certificate and key into dir (the server's system user owns dir).
+func (t *TLS) install(dir string) (cert, key string, err error) {
+	cert, key = filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+	if err := copyFile(t.CertFile, cert, 0o644); err != nil {
+		return "", "", err
+	}
+	return cert, key, copyFile(t.KeyFile, key, 0o600)
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, mode)
+}
 
 // dirPrefix names this package's directories in os.TempDir(): msgx-privdb-<pid>-<random>.
 const dirPrefix = "msgx-privdb-"

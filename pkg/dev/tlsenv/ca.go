@@ -24,6 +24,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/msgx/msgx/pkg/dev/privdb"
 )
 
 // CA is a throw-away certificate authority and one server certificate it signed, as PEM files
@@ -115,4 +117,9 @@ func (c *CA) ServerTLS() *tls.Config {
 // ClientTLS is a client-side tls.Config that trusts only the CA and verifies the host name.
 func (c *CA) ClientTLS() *tls.Config {
 	return &tls.Config{RootCAs: c.Pool, MinVersion: tls.VersionTLS12}
+}
+
+// serverFiles are the CA's files as pkg/dev/privdb's servers take them.
+func (c *CA) serverFiles() *privdb.TLS {
+	return &privdb.TLS{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile}
 }

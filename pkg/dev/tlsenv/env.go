@@ -3,9 +3,7 @@ package tlsenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,7 +63,7 @@ func setup() (string, *CA, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	// The servers run as postgres and mysql: they must traverse it.
+	// The servers run as postgres and mysql: they must read the CA file.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", nil, err
 	}
@@ -81,66 +79,16 @@ func setup() (string, *CA, error) {
 // onShutdown registers a stop function (callers hold mu).
 func onShutdown(stop func() error) { stoppers = append(stoppers, stop) }
 
-// reapOrphans stops the servers of test processes that died without Shutdown and removes their
-// directories.
+// reapOrphans removes the CA directories of test processes that died without Shutdown (their
+// servers are pkg/dev/privdb's, which reaps them).
 func reapOrphans() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
 	for _, d := range dirs {
 		rest := strings.TrimPrefix(filepath.Base(d), dirPrefix)
 		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
-		if err != nil || pid == os.Getpid() || alive(pid) {
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
 			continue
-		}
-		if _, err := os.Stat(filepath.Join(d, "pg", "data", "postmaster.pid")); err == nil {
-			_ = stopPostgres(filepath.Join(d, "pg", "data"))
-		}
-		if b, err := os.ReadFile(filepath.Join(d, "mariadb", "mariadbd.pid")); err == nil {
-			if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
 		}
 		_ = os.RemoveAll(d)
 	}
-}
-
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// chown gives path (recursively) to the system user name.
-func chown(path, user string) error {
-	out, err := exec.Command("chown", "-R", user+":", path).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("chown %s %s: %w: %s", user, path, err, out)
-	}
-	return nil
-}
-
-// copyFile copies src to dst with mode.
-func copyFile(src, dst string, mode os.FileMode) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, mode)
-}
-
-// requireRoot skips nothing: the servers need root to switch users, so a non-root run fails
-// with one clear line.
-func requireRoot() error {
-	if os.Geteuid() != 0 {
-		return errors.New("tlsenv starts PostgreSQL and MariaDB as their system users: run the tests as root")
-	}
-	return nil
 }
