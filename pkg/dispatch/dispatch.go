@@ -34,7 +34,7 @@ var _ Sender = (*kafka.Producer)(nil)
 // pkg/envconf, docs/configuration.md); the topics are the Kafka adapter's and ErrorWait the
 // process's MSGX_BACKOFF_MAX, set by the binary. Zero tuning values take their default.
 type Config struct {
-	Batch        int           `envconfig:"MSGX_DISPATCH_BATCH" default:"500" desc:"dispatcher: KAFKA:msg events sent per batch"`
+	Batch        int           `envconfig:"MSGX_DISPATCH_BATCH" default:"2000" desc:"dispatcher: KAFKA:msg events sent per batch"`
 	FlushPeriod  time.Duration `envconfig:"MSGX_SCHD_FLUSH_PERIOD" default:"3s" desc:"dispatcher: KAFKA:schd aggregation period"`
 	FlushLimit   int           `envconfig:"MSGX_SCHD_FLUSH_LIMIT" default:"500" desc:"dispatcher: FLIDs per KAFKA:schd flush"`
 	TopicChanges string        // topic of KAFKA:msg

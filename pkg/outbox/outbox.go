@@ -317,20 +317,20 @@ func (s *Store) CheckLease(ctx context.Context, fence leader.Fence) error {
 	return nil
 }
 
-// MarkSent marks the events SENT in one statement, under the lease. It returns how many rows
-// changed (an operator may have skipped one meanwhile).
-func (s *Store) MarkSent(ctx context.Context, fence leader.Fence, ids []int64, now time.Time) (int64, error) {
+// MarkSent marks the events SENT under lease, in one statement and one round trip (the lease
+// check is inside it: markSentSQL). It returns how many rows changed (an operator may have
+// skipped one meanwhile), leader.ErrFenced when lease is no longer the role's current term.
+func (s *Store) MarkSent(ctx context.Context, lease leader.Lease, ids []int64, now time.Time) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	var epoch *int64
 	var n int64
-	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, markSentSQL, ids, now)
-		n = tag.RowsAffected()
-		return err
-	})
-	if err != nil {
+	if err := s.pool.QueryRow(ctx, markSentSQL, ids, now, lease.Role, lease.Epoch).Scan(&epoch, &n); err != nil {
 		return 0, fmt.Errorf("mark sent: %w", err)
+	}
+	if epoch == nil || *epoch != lease.Epoch {
+		return 0, fmt.Errorf("mark sent: %w", leader.ErrFenced)
 	}
 	return n, nil
 }

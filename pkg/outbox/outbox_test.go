@@ -215,6 +215,8 @@ func TestFencedMarkRefused(t *testing.T) {
 	old := leader.Lease{Role: "dispatcher", Epoch: 3}
 	_, err := b.store.MarkSent(ctx, old, []int64{1}, t0)
 	require.ErrorIs(t, err, leader.ErrFenced)
+	_, err = b.store.MarkSent(ctx, leader.Lease{Role: "no-such-role", Epoch: b.lease.Epoch}, []int64{1}, t0)
+	require.ErrorIs(t, err, leader.ErrFenced, "a role without a lease row is fenced")
 	_, err = b.store.MarkFailed(ctx, old, []outbox.Failure{{IDs: []int64{1}, Err: "x"}}, t0)
 	require.ErrorIs(t, err, leader.ErrFenced)
 	heads, err := b.store.ClaimHeads(ctx, t0, 10)

@@ -129,13 +129,25 @@ UPDATE msg_event e
  WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD')
    AND e.partition_key = s.k AND e.state_version <= s.v`
 
-// markSentSQL marks a batch SENT in one statement. Only PENDING rows change: a row an operator
-// skipped meanwhile stays as it is.
+// markSentSQL marks a batch SENT in one statement, fenced by the lease of role $3, epoch $4, in
+// its own implicit transaction: one round trip instead of begin, check, update and commit. The
+// fence is leader.Lease.Check's, inside the statement: the share lock on the role's lease row
+// (taken before any row changes, held until the statement commits) holds off a takeover, and
+// when the row's epoch is not $4 nothing changes. It returns the row's epoch (NULL: no row) and
+// how many rows changed. Only PENDING rows change: a row an operator skipped meanwhile stays as
+// it is.
 const markSentSQL = `
-UPDATE msg_event e
-   SET status = 'SENT', sent_at = $2, next_attempt_at = NULL
-  FROM unnest($1::bigint[]) AS u(id)
- WHERE e.event_id = u.id AND e.status = 'PENDING'`
+WITH lease AS (
+    SELECT epoch FROM leader_lease WHERE role = $3 FOR SHARE
+), upd AS (
+    UPDATE msg_event e
+       SET status = 'SENT', sent_at = $2, next_attempt_at = NULL
+      FROM unnest($1::bigint[]) AS u(id)
+     WHERE e.event_id = u.id AND e.status = 'PENDING'
+       AND (SELECT epoch FROM lease) = $4
+    RETURNING 1
+)
+SELECT (SELECT epoch FROM lease), (SELECT count(*) FROM upd)`
 
 // markFailedSQL counts one failed attempt per row; DEAD when the attempts reach the maximum or
 // the failure is fatal (non-retryable), else due again after the n-th attempt's delay, taken
