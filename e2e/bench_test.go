@@ -205,6 +205,9 @@ type latencyRun struct {
 	backlogEarly, backlogLate float64
 	backlogMax                int
 	complete                  bool // every message was delivered within the drain timeout
+	// p50 and p99 of commit → enqueued (ingest: the poll and the waits below a lower id still
+	// uncommitted) and of enqueued → on Kafka (processor and dispatcher).
+	wait, deliver [2]time.Duration
 }
 
 // growth is the backlog's growth between the early and the late window (messages).
@@ -408,17 +411,21 @@ func (e *benchEnv) latency(b *testing.B, r *benchResult) {
 // paced writes rate FLOPs/s for d into the running stack s and times each from its mailbox
 // commit to its record on msgx.flight.changes.
 func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn string, gen *flopGen,
-	rate int, d time.Duration, batch int, mustDrain bool) latencyRun {
-	l := latencyRun{rate: rate, dur: d}
+	rate int, d time.Duration, batch int, mustDrain bool) (l latencyRun) {
+	l = latencyRun{rate: rate, dur: d}
 	lat := stack.NewLatencies()
 	c, err := stack.Consume(s.Brokers, []string{"msgx.flight.changes"}, lat.Arrive)
 	require.NoError(b, err)
 	defer func() { require.NoError(b, c.Close()) }()
 	n := int(d.Seconds()) * rate
-	var firstID int64
-	var once sync.Once
+	var firstID int64 // the lowest id written (commits come from several connections)
+	var mu sync.Mutex
 	commit := func(first int64, k int, at time.Time) {
-		once.Do(func() { firstID = first })
+		mu.Lock()
+		if firstID == 0 || first < firstID {
+			firstID = first
+		}
+		mu.Unlock()
 		lat.Commit(first, k, at)
 	}
 	samples := make(chan []int, 1)
@@ -448,6 +455,7 @@ func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn s
 	ctx, cancel := context.WithTimeout(e.ctx, e.latencyDrainTimeout)
 	defer cancel()
 	_, err = stack.WaitDelivered(ctx, pool, maxID, 200*time.Millisecond)
+	defer func() { l.wait, l.deliver = split(b, e.ctx, pool, lat, firstID, maxID) }()
 	if err != nil && !mustDrain {
 		// A stack slower than the rate (a loaded machine) has not caught up: the figures are
 		// of what arrived, the rest counted as later than anything that did (missed).
@@ -472,6 +480,21 @@ func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn s
 	p := lat.Percentiles(0.5, 0.9, 0.99, 1)
 	l.p50, l.p90, l.p99, l.pmax = p[0], p[1], p[2], p[3]
 	return l
+}
+
+// split is p50 and p99 of the two parts of the arrived messages' latency (stack.Latencies.Split):
+// commit → enqueued by ingest, and enqueued → on Kafka.
+func split(b *testing.B, ctx context.Context, pool *pgxpool.Pool, lat *stack.Latencies, first, last int64) (wait, deliver [2]time.Duration) {
+	rows, err := pool.Query(ctx, `SELECT msg_id, enqueued_at FROM proc_state WHERE msg_id BETWEEN $1 AND $2`, first, last)
+	require.NoError(b, err)
+	enqueued := map[int64]time.Time{}
+	var id int64
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error { enqueued[id] = at; return nil })
+	require.NoError(b, err)
+	w, d := lat.Split(enqueued)
+	qw, qd := stack.Quantiles(w, 0.5, 0.99), stack.Quantiles(d, 0.5, 0.99)
+	return [2]time.Duration{qw[0], qw[1]}, [2]time.Duration{qd[0], qd[1]}
 }
 
 // lowerQuantiles are p50, p90, p99 and max over all msgs committed when only arrived of them

@@ -350,6 +350,8 @@ func (l latencyRun) what() string {
 // figures are a paced run's percentiles.
 func (l latencyRun) figures() string {
 	out := fmt.Sprintf("p50 %s, p90 %s, p99 %s, max %s", msText(l.p50), msText(l.p90), msText(l.p99), msText(l.pmax))
+	out += fmt.Sprintf("; commit → enqueued p50 %d ms, p99 %d ms; enqueued → on Kafka p50 %d ms, p99 %d ms",
+		l.wait[0].Milliseconds(), l.wait[1].Milliseconds(), l.deliver[0].Milliseconds(), l.deliver[1].Milliseconds())
 	if !l.complete {
 		out += fmt.Sprintf(" (not drained %s after the last write: %d of %d arrived)", benchLatencyDrain, l.arrived, l.msgs)
 	}
