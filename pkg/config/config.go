@@ -215,6 +215,9 @@ func (c Config) productionRefusals() error {
 	if why := mailbox.VerifiedTLS(c.MySQLDSN, c.MySQLTLSCAFile); why != "" {
 		p.Add("MSGX_MYSQL_DSN", "production requires TLS with a verified server: %s", why)
 	}
+	if c.Dispatch.HoldFile != "" {
+		p.Add("MSGX_DEV_HOLD_SEND", "a test hook; production refuses it")
+	}
 	switch {
 	case !c.Kafka.TLS && strings.EqualFold(c.Kafka.SASLMechanism, "PLAIN"):
 		p.Add("MSGX_KAFKA_SASL_MECHANISM", "PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it")

@@ -110,6 +110,8 @@ func TestProductionRefusals(t *testing.T) {
 			"MSGX_KAFKA_TLS: production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)"},
 		{"sasl plain without tls", RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false", "MSGX_KAFKA_SASL_MECHANISM": "PLAIN"},
 			"MSGX_KAFKA_SASL_MECHANISM: PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it"},
+		{"dispatcher send hold (a test hook)", RoleDispatcher, map[string]string{"MSGX_DEV_HOLD_SEND": "/tmp/hold"},
+			"MSGX_DEV_HOLD_SEND: a test hook; production refuses it"},
 		{"api without tokens", RoleIngest, map[string]string{"MSGX_API_TOKENS": ""},
 			"MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new)"},
 	}

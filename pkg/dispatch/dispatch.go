@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +48,10 @@ type Config struct {
 	// SendWarn is how long a send may stay unanswered before a warning is logged (and again
 	// each time as long again passes).
 	SendWarn time.Duration `env:"MSGX_DISPATCH_SEND_WARN" default:"5s" desc:"dispatcher: log a warning when a send has been waiting for the broker this long"`
+	// HoldFile is a test hook (the real-process zombie test, issue 16): while this file exists,
+	// every send waits after its batch was read and before it reaches Kafka. Empty (the default)
+	// it is inert; MSGX_ENV=production refuses it.
+	HoldFile string `env:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
 }
 
 // Validate reports every bad value of the stage's settings, one line each.
@@ -126,6 +131,12 @@ func (d *Dispatcher) oldestUnacked() float64 {
 // send sends recs, tracking the send for the unacknowledged-age gauge and warning each
 // SendWarn while it waits.
 func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Record) []error {
+	held := d.hold(ctx, target, len(recs))
+	if held {
+		// The held batch goes out even if the lease loss was noticed meanwhile: the hook stands
+		// for a send already on its way when the process was paused, the case Kafka must fence.
+		ctx = context.WithoutCancel(ctx)
+	}
 	d.mu.Lock()
 	d.nextSend++
 	id := d.nextSend
@@ -151,10 +162,53 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 	}
 	arm()
 	errs := d.sender.Send(ctx, recs)
+	if held {
+		ev := d.log.Warn().Str("target", target).Int("records", len(recs))
+		for _, err := range errs {
+			if err != nil {
+				ev = ev.AnErr("answer", err)
+				break
+			}
+		}
+		ev.Msg("dev hold: the held send was answered")
+	}
 	wmu.Lock()
 	warn.Stop()
 	wmu.Unlock()
 	return errs
+}
+
+// holdPoll is how often a held send looks at its hold file.
+const holdPoll = 20 * time.Millisecond
+
+// hold is the HoldFile test hook: while the file exists it waits (ctx ending releases it too),
+// then the send goes on whatever the reason, as a paused process that resumes would. It reports
+// whether it held.
+func (d *Dispatcher) hold(ctx context.Context, target string, records int) bool {
+	if d.cfg.HoldFile == "" {
+		return false
+	}
+	if _, err := os.Stat(d.cfg.HoldFile); err != nil {
+		return false
+	}
+	d.log.Warn().Str("target", target).Int("records", records).Str("hold_file", d.cfg.HoldFile).Msg("dev hold: send held")
+	t := time.NewTicker(holdPoll)
+	defer t.Stop()
+	reason := "hold file removed"
+	for {
+		if _, err := os.Stat(d.cfg.HoldFile); err != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			reason = "context ended"
+		case <-t.C:
+			continue
+		}
+		break
+	}
+	d.log.Warn().Str("target", target).Int("records", records).Str("reason", reason).Msg("dev hold: released; sending")
+	return true
 }
 
 // Result is what one step did.

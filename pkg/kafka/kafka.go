@@ -682,19 +682,36 @@ func (p *Producer) Ping(ctx context.Context) error {
 }
 
 // Probe makes one real request, a metadata request for the two topics, to the first bootstrap
-// broker that answers, each attempt bounded by timeout (dial, write and read): a broker that
-// accepts connections but does not answer (frozen, overloaded) fails it. It is the dispatcher's
-// readiness check.
+// broker that answers, the whole probe bounded by timeout (and ctx): a broker that accepts
+// connections but does not answer (frozen, overloaded) fails it within the timeout. It is the
+// dispatcher's readiness check. (A probe given up at the timeout finishes in the background,
+// each of its network steps bounded by the timeout too.)
 func Probe(ctx context.Context, c Config, timeout time.Duration) error {
-	sc, err := NewSaramaConfig(c)
-	if err != nil {
-		return err
-	}
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
 		return &Error{Op: "metadata", Err: context.DeadlineExceeded}
+	}
+	done := make(chan error, 1)
+	go func() { done <- probe(ctx, c, timeout) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s", timeout)}
+	case <-ctx.Done():
+		return &Error{Op: "metadata", Err: ctx.Err()}
+	}
+}
+
+// probe is Probe's request, each network step bounded by timeout.
+func probe(ctx context.Context, c Config, timeout time.Duration) error {
+	sc, err := NewSaramaConfig(c)
+	if err != nil {
+		return err
 	}
 	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
 	var errs []error

@@ -58,6 +58,12 @@ type Scenario struct {
 	Check func(ctx context.Context, r *Run)
 	// Issue names the open issue this scenario is known to fail on (for the report).
 	Issue string
+	// Alone, when set, replaces the stack and the simulated day: the scenario runs its own
+	// processes (from binDir, logging to logDir) on the fresh database of pgURL, and reports
+	// through r (Observe, Problem, Recovered: the recovery column is r.Recovery).
+	Alone func(ctx context.Context, r *Run, binDir, logDir, pgURL string) error
+	// ExactlyOnce makes any duplicate record a failure (no producer allowance).
+	ExactlyOnce bool
 }
 
 // Result is one scenario's outcome.
@@ -107,6 +113,7 @@ type Run struct {
 	Rand    *rand.Rand
 	Feed    time.Duration
 	Day     simulate.Day
+	LogDir  string // the binaries' logs (<key>.log)
 	log     func(format string, args ...any)
 
 	mu       sync.Mutex
@@ -115,6 +122,9 @@ type Run struct {
 	killed   map[string]int // SIGKILLs sent per key: their exits are expected
 	exits    []stack.Exit
 	extra    map[int64]verify.Want
+
+	// Recovery, set by an Alone scenario, is its recovery figure.
+	Recovery time.Duration
 
 	maxCommitted atomic.Int64 // highest mailbox id the writer committed
 	recoverFrom  time.Time    // when the last fault ended
@@ -243,6 +253,10 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Feed: cfg.Feed,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, n)), killed: map[string]int{}, extra: map[int64]verify.Want{},
 		log: func(f string, a ...any) { fmt.Fprintf(cfg.Log, "chaos:     "+f+"\n", a...) }}
+	if sc.Alone != nil {
+		return runAlone(ctx, cfg, sc, r, dir, pgURL, start)
+	}
+	r.LogDir = filepath.Join(dir, "logs")
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
 		KafkaDataDir: filepath.Join(dir, "kafka"),
@@ -353,6 +367,9 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	}
 	res.Duplicates, res.Lost = rep.Duplicates, rep.Lost
 	res.Problems = append(res.Problems, rep.Failed(3)...)
+	if sc.ExactlyOnce && rep.Duplicates > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("%d duplicate records: each event must be sent once", rep.Duplicates))
+	}
 
 	r.mu.Lock()
 	for _, e := range r.exits {
@@ -379,6 +396,31 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		_ = os.RemoveAll(dir)
 	} else {
 		res.Problems = append(res.Problems, "logs in "+filepath.Join(dir, "logs"))
+	}
+	return res, nil
+}
+
+// runAlone runs a scenario with its own processes (Scenario.Alone).
+func runAlone(ctx context.Context, cfg Config, sc Scenario, r *Run, dir, pgURL string, start time.Time) (Result, error) {
+	res := Result{Scenario: sc}
+	logDir := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return res, err
+	}
+	if err := sc.Alone(ctx, r, cfg.BinDir, logDir, pgURL); err != nil {
+		return res, err
+	}
+	r.mu.Lock()
+	res.Problems = append(res.Problems, r.problems...)
+	res.Observed = strings.Join(r.observed, "; ")
+	res.Recovery = r.Recovery
+	r.mu.Unlock()
+	res.Passed = len(res.Problems) == 0
+	res.Took = time.Since(start)
+	if res.Passed {
+		_ = os.RemoveAll(dir)
+	} else {
+		res.Problems = append(res.Problems, "logs in "+logDir)
 	}
 	return res, nil
 }

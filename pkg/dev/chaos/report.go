@@ -57,7 +57,11 @@ func Section(results []Result, started time.Time, took time.Duration, machine, n
 			}
 			obs = strings.TrimPrefix(obs+"; broke: "+strings.Join(ps, "; "), "; ")
 		}
-		fmt.Fprintf(&b, "| %s | %s (%d messages) | %s | %s | %s | %d | %d | %s |\n", r.Name, cell(r.Did), r.Messages, cell(r.Expected), cell(short(obs, 600)),
+		did := r.Did
+		if r.Messages > 0 {
+			did += fmt.Sprintf(" (%d messages)", r.Messages)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %s |\n", r.Name, cell(did), cell(r.Expected), cell(short(obs, 600)),
 			r.Recovery.Round(100*time.Millisecond), r.Duplicates, r.Lost, result)
 	}
 	return b.String()

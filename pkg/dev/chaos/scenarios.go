@@ -3,6 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,6 +31,7 @@ func Full() []Scenario {
 	}
 	return append(out,
 		standbySIGSTOP(),
+		zombieDispatcher(20),
 		pgRestart("fast"),
 		pgRestart("immediate"),
 		mariaDBRestart(),
@@ -130,6 +134,33 @@ func standbySIGSTOP() Scenario {
 	}
 }
 
+func zombieDispatcher(rounds int) Scenario {
+	return Scenario{
+		Name: "zombie-dispatcher",
+		Did: fmt.Sprintf("broker process and two dispatcher binaries; %d rounds: the leader reads a batch of both targets and is held before sending "+
+			"(MSGX_DEV_HOLD_SEND), SIGSTOPped past its 2 s lease; the standby takes over and sends the batch and two newer versions; "+
+			"the held leader is SIGCONTed and sends its stale batch", rounds),
+		Expected: "the broker fences every send of the deposed leader; a read_committed consumer sees no record of its epoch, " +
+			"per FLID epochs and versions never decrease on msgx.flight.changes and msgx.flight.state, every version once on changes",
+		Alone: func(ctx context.Context, r *Run, binDir, logDir, pgURL string) error {
+			res, err := Zombie(ctx, ZombieConfig{BinDir: binDir, LogDir: logDir, PGURL: pgURL, Rounds: rounds, Log: r.Logf})
+			if err != nil {
+				return err
+			}
+			r.Recovery = res.Takeover
+			r.Observe("%d rounds; the broker answered the deposed leader's sends \"producer fenced\" in %d; slowest takeover %s; %d records read",
+				res.Rounds, res.Fenced, res.Takeover.Round(100*time.Millisecond), res.Records)
+			if res.Fenced != rounds {
+				r.Problem("the deposed leader's sends were fenced by the broker in %d of %d rounds", res.Fenced, rounds)
+			}
+			for _, p := range res.Problems {
+				r.Problem("%s", p)
+			}
+			return nil
+		},
+	}
+}
+
 func pgRestart(mode string) Scenario {
 	name, did := "pg-restart", "PostgreSQL restarted (fast shutdown, start) while the day is written"
 	if mode == "immediate" {
@@ -178,21 +209,55 @@ func mariaDBRestart() Scenario {
 	}
 }
 
+// checkTimeout is the dispatcher's Kafka readiness check timeout (MSGX_KAFKA_CHECK_TIMEOUT's
+// default); readySlack is what a /readyz request may take beyond it on a loaded machine.
+const (
+	checkTimeout = time.Second
+	readySlack   = time.Second
+)
+
 func brokerFreeze(d time.Duration) Scenario {
 	return Scenario{
-		Name:     fmt.Sprintf("broker-freeze-%ds", int(d.Seconds())),
-		Did:      fmt.Sprintf("Kafka broker frozen (SIGSTOP) for %s while the day is written, then SIGCONT", d),
-		Expected: "ingest and the processor go on; the dispatcher catches up; " + allHold,
+		Name: fmt.Sprintf("broker-freeze-%ds", int(d.Seconds())),
+		Did:  fmt.Sprintf("Kafka broker frozen (SIGSTOP) for %s while the day is written, then SIGCONT; the dispatcher's /readyz polled throughout", d),
+		Expected: fmt.Sprintf("the dispatcher's /readyz answers 503 within the check timeout (%s, +%s slack) while frozen and 200 again afterwards; "+
+			"it logs \"kafka send blocked\"; ingest and the processor go on; the dispatcher catches up; every event once by (flid, version); ", checkTimeout, readySlack) + allHold,
+		ExactlyOnce: true,
 		Fault: func(ctx context.Context, r *Run) error {
 			if err := Sleep(ctx, r.Feed/4); err != nil {
 				return err
+			}
+			disp := r.Stack.Proc("dispatcher")
+			if disp == nil {
+				return fmt.Errorf("the dispatcher is not running")
+			}
+			dlog := filepath.Join(r.LogDir, "dispatcher.log")
+			warned0, err := countLines(dlog, "kafka send blocked")
+			if err != nil {
+				return err
+			}
+			if code, took, err := readyz(ctx, disp.Addr); err != nil || code != http.StatusOK {
+				r.Problem("the dispatcher was not ready before the freeze: %d after %s (%v)", code, took, err)
 			}
 			p := r.Stack.BrokerProc()
 			if err := p.Signal(syscall.SIGSTOP); err != nil {
 				return err
 			}
+			at := time.Now()
 			before, _ := processed(ctx, r)
-			err := Sleep(ctx, d)
+			// /readyz while frozen: the first request must answer 503 within the check timeout,
+			// and every later one too.
+			first, firstTook, ferr := readyz(ctx, disp.Addr)
+			polls, ready := 1, 0
+			for err == nil && time.Until(at.Add(d)) > 0 {
+				err = Sleep(ctx, min(500*time.Millisecond, time.Until(at.Add(d))))
+				if time.Until(at.Add(d)) > 500*time.Millisecond {
+					if code, _, rerr := readyz(ctx, disp.Addr); rerr == nil && code == http.StatusOK {
+						ready++
+					}
+					polls++
+				}
+			}
 			during, _ := processed(ctx, r)
 			if cerr := p.Signal(syscall.SIGCONT); cerr != nil {
 				return cerr
@@ -200,14 +265,66 @@ func brokerFreeze(d time.Duration) Scenario {
 			if err != nil {
 				return err
 			}
+			resumed := time.Now()
+			back := time.Duration(-1)
+			for time.Since(resumed) < time.Minute {
+				if code, _, rerr := readyz(ctx, disp.Addr); rerr == nil && code == http.StatusOK {
+					back = time.Since(resumed)
+					break
+				}
+				if err := Sleep(ctx, 100*time.Millisecond); err != nil {
+					return err
+				}
+			}
 			r.Recovered()
-			r.Observe("messages processed while the broker was frozen: %d", during-before)
+			warned, err := countLines(dlog, "kafka send blocked")
+			if err != nil {
+				return err
+			}
+			r.Observe("messages processed while the broker was frozen: %d; first /readyz after the SIGSTOP: %d in %s; %d of %d polls while frozen answered 200; "+
+				"ready again %s after the SIGCONT; \"kafka send blocked\" logged %d×", during-before, first, firstTook.Round(10*time.Millisecond), ready, polls,
+				back.Round(10*time.Millisecond), warned-warned0)
+			switch {
+			case ferr != nil:
+				r.Problem("/readyz during the freeze: %v", ferr)
+			case first != http.StatusServiceUnavailable:
+				r.Problem("/readyz answered %d during the freeze, want 503", first)
+			case firstTook > checkTimeout+readySlack:
+				r.Problem("/readyz took %s to answer 503, more than the check timeout %s + %s", firstTook, checkTimeout, readySlack)
+			}
+			if ready > 0 {
+				r.Problem("/readyz answered 200 in %d of %d polls while the broker was frozen", ready, polls)
+			}
+			if back < 0 {
+				r.Problem("/readyz not 200 again within 1m of the SIGCONT")
+			}
+			if warned <= warned0 {
+				r.Problem("no \"kafka send blocked\" warning while the broker was frozen")
+			}
 			if during <= before {
 				r.Problem("the processor did not go on while the broker was frozen")
 			}
 			return nil
 		},
 	}
+}
+
+// readyz asks a binary's /readyz; it returns the status code and how long the answer took.
+func readyz(ctx context.Context, addr string) (int, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, time.Since(start), err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, time.Since(start), nil
 }
 
 func brokerRestart() Scenario {

@@ -26,6 +26,9 @@ type Record struct {
 	StateVersion int64
 	EventID      int64
 	EventType    string
+	Epoch        int64 // the dispatcher leader's epoch that sent it
+	Partition    int32
+	Offset       int64
 	Value        []byte // nil for a tombstone
 	At           time.Time
 }
@@ -98,7 +101,7 @@ func (c *Consumer) loop() {
 		now := time.Now()
 		fetches.EachError(func(string, int32, error) {})
 		fetches.EachRecord(func(r *kgo.Record) {
-			rec := Record{Topic: r.Topic, FLID: string(r.Key), Value: r.Value, At: now}
+			rec := Record{Topic: r.Topic, FLID: string(r.Key), Partition: r.Partition, Offset: r.Offset, Value: r.Value, At: now}
 			for _, h := range r.Headers {
 				switch h.Key {
 				case "msg_id":
@@ -109,6 +112,8 @@ func (c *Consumer) loop() {
 					rec.EventID, _ = strconv.ParseInt(string(h.Value), 10, 64)
 				case "event_type":
 					rec.EventType = string(h.Value)
+				case "epoch":
+					rec.Epoch, _ = strconv.ParseInt(string(h.Value), 10, 64)
 				}
 			}
 			c.mu.Lock()

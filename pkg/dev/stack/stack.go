@@ -153,6 +153,9 @@ type Options struct {
 	// KafkaAuth, when set, makes the broker speak only TLS and require SASL/SCRAM-SHA-512, and
 	// gives every binary (and Stack.Kafka) the matching settings.
 	KafkaAuth *KafkaAuth
+	// Only, when set, are the binaries Start starts (default: all of Binaries); the others may
+	// be started with StartInstance.
+	Only []string
 }
 
 // KafkaAuth is the broker's TLS certificate and its one SCRAM-SHA-512 user.
@@ -235,7 +238,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		s.Kafka.TLS, s.Kafka.TLSCAFile = true, a.CAFile
 		s.Kafka.SASLMechanism, s.Kafka.SASLUser, s.Kafka.SASLPassword = broker.SCRAMMechanism, a.User, a.Password
 	}
-	for _, b := range Binaries {
+	start := Binaries
+	if opts.Only != nil {
+		start = opts.Only
+	}
+	for _, b := range start {
 		if _, err := s.StartProc(ctx, b); err != nil {
 			s.Close()
 			return nil, err
@@ -263,7 +270,7 @@ func (s *Stack) StartBroker(ctx context.Context) error {
 		}
 		args = append(args, "-tls-cert", a.CertFile, "-tls-key", a.KeyFile, "-sasl-user", a.User, "-sasl-password-file", pw)
 	}
-	p, err := s.spawn(ctx, Broker, Broker, args, "kafka: serving")
+	p, err := s.spawn(ctx, Broker, Broker, args, nil, "kafka: serving")
 	if err != nil {
 		return err
 	}
@@ -324,6 +331,7 @@ type Proc struct {
 	APIAddr string   // host:port of its API server (ingest)
 	Brokers []string // the brokers' addresses (the broker)
 	Started time.Time
+	env     []string // its own settings beyond the stack's (StartInstanceWith)
 	cmd     *exec.Cmd
 	done    chan struct{}
 	err     error
@@ -363,8 +371,14 @@ func InstanceKey(name string, n int) string {
 // StartInstance starts instance n of a binary (a standby beside instance 1: use RandomPorts)
 // and waits until it serves HTTP.
 func (s *Stack) StartInstance(ctx context.Context, name string, n int) (*Proc, error) {
+	return s.StartInstanceWith(ctx, name, n, nil)
+}
+
+// StartInstanceWith is StartInstance with settings of this instance only (after the stack's;
+// a supervised restart keeps them).
+func (s *Stack) StartInstanceWith(ctx context.Context, name string, n int, env []string) (*Proc, error) {
 	key := InstanceKey(name, n)
-	p, err := s.spawn(ctx, name, key, nil, "http: serving")
+	p, err := s.spawn(ctx, name, key, nil, env, "http: serving")
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +442,7 @@ func (s *Stack) supervise(p *Proc, delay time.Duration) {
 				return
 			case <-t.C:
 			}
-			np, err := s.spawn(s.ctx, p.Name, p.Key, nil, "http: serving")
+			np, err := s.spawn(s.ctx, p.Name, p.Key, nil, p.env, "http: serving")
 			delay = min(2*delay, 16*base)
 			if err != nil {
 				if sv.OnExit != nil && s.ctx.Err() == nil {
@@ -453,15 +467,15 @@ func (s *Stack) supervise(p *Proc, delay time.Duration) {
 	}()
 }
 
-// spawn starts BinDir/name with args, logging to LogDir/key.log, and waits for its JSON log
+// spawn starts BinDir/name with args and env (after the stack's), logging to LogDir/key.log, and waits for its JSON log
 // line whose message starts with ready (it carries "addr" or "brokers").
-func (s *Stack) spawn(ctx context.Context, name, key string, args []string, ready string) (*Proc, error) {
+func (s *Stack) spawn(ctx context.Context, name, key string, args, env []string, ready string) (*Proc, error) {
 	logf, err := os.OpenFile(filepath.Join(s.opts.LogDir, key+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(s.opts.BinDir, name), args...)
-	cmd.Env = append(append(CleanEnv(), s.Env()...), s.opts.RoleEnv[name]...)
+	cmd.Env = append(append(append(CleanEnv(), s.Env()...), s.opts.RoleEnv[name]...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		logf.Close()
@@ -472,7 +486,7 @@ func (s *Stack) spawn(ctx context.Context, name, key string, args []string, read
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Proc{Name: name, Key: key, cmd: cmd, done: make(chan struct{}), Started: time.Now()}
+	p := &Proc{Name: name, Key: key, env: env, cmd: cmd, done: make(chan struct{}), Started: time.Now()}
 	type readyLine struct {
 		Message string   `json:"message"`
 		Addr    string   `json:"addr"`
