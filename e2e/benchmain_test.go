@@ -301,7 +301,7 @@ func (r benchResult) section() string {
 	for _, name := range cpuCounted {
 		cpus = append(cpus, fmt.Sprintf("%s %.1f s", name, r.e2e.cpu[name].Seconds()))
 	}
-	fmt.Fprintf(&b, "%s (postgres: the backends of the run's database; mariadbd: the whole server, other users included). "+
+	fmt.Fprintf(&b, "%s (postgres: the backends of the run's database over their whole life, the stack's start-up included; mariadbd: the whole server's delta, other users included). "+
 		"For information: every PostgreSQL process %.1f s (other users, WAL writer and checkpointer included), the development broker %.1f s.\n\n",
 		strings.Join(cpus, ", "), r.e2e.cpu[cpuPGAll].Seconds(), r.e2e.cpu[cpuBroker].Seconds())
 	b.WriteString("```\n")
