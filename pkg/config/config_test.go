@@ -203,7 +203,7 @@ func TestComponentDefaultsAreTheDocumentedOnes(t *testing.T) {
 
 	pc := cfg.ProcessorConfig()
 	require.Equal(t, 500, pc.Batch)
-	require.Equal(t, 100*time.Millisecond, pc.IdlePoll)
+	require.Equal(t, 50*time.Millisecond, pc.IdlePoll, "min(MSGX_POLL_INTERVAL, 100ms)")
 	require.Equal(t, 5, pc.MaxAttempts)
 	dc := cfg.DispatchConfig()
 	require.Equal(t, "msgx.flight.state", dc.TopicState)

@@ -3,6 +3,7 @@ package flight
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,12 +74,18 @@ type Batch struct {
 	cur      map[int64]*State  // after the messages applied so far
 	touched  map[int64]bool    // changed since the last Take
 	floor    map[int64]int64   // versions a re-used FLID must exceed (its purged history)
+	// childOf indexes the touched flights whose current state is a child, by master (and
+	// masterOf the master each is indexed under), so a master's MAFL is derived from its own
+	// children instead of a scan of every touched flight per message (issue 19).
+	childOf  map[int64]map[int64]bool
+	masterOf map[int64]int64
 }
 
 // NewBatch starts an empty batch reading stored flights through l.
 func NewBatch(l Loader) *Batch {
 	return &Batch{load: l, stored: map[int64]*State{}, children: map[int64][]Child{},
-		cur: map[int64]*State{}, touched: map[int64]bool{}, floor: map[int64]int64{}}
+		cur: map[int64]*State{}, touched: map[int64]bool{}, floor: map[int64]int64{},
+		childOf: map[int64]map[int64]bool{}, masterOf: map[int64]int64{}}
 }
 
 // Preload loads the stored states of flids not loaded yet, in one Load.
@@ -206,22 +213,48 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 			work[id] = &c
 		}
 	}
-	// The children overlay: every flight the batch changed before, then this message's.
-	all := make(map[int64]*State, len(b.touched)+len(overlay))
-	for id := range b.touched {
-		all[id] = b.cur[id]
-	}
-	for id, w := range overlay {
-		all[id] = w
-	}
 	for id := range candidates {
 		w := work[id]
 		if w == nil || w.Status != Active { // dangling reference or DELETED master
 			continue
 		}
-		w.MAFL = Project(id, b.children[id], all)
+		w.MAFL = Project(id, b.children[id], b.overlayFor(id, overlay))
 	}
 	return nil
+}
+
+// overlayFor is the children overlay of master: every flight the batch changed before, then
+// this message's (overlay) — reduced to the flights that can matter to master's MAFL: its stored
+// children, the touched flights whose current state is its child, and overlay. Project gives
+// the same MAFL with it as with every changed flight.
+func (b *Batch) overlayFor(master int64, overlay map[int64]*State) map[int64]*State {
+	sub := make(map[int64]*State, len(overlay)+len(b.childOf[master]))
+	for _, c := range b.children[master] {
+		if b.touched[c.FLID] {
+			sub[c.FLID] = b.cur[c.FLID]
+		}
+	}
+	for id := range b.childOf[master] {
+		sub[id] = b.cur[id]
+	}
+	maps.Copy(sub, overlay)
+	return sub
+}
+
+// touch makes s the current state of its flight, changed since the last Take.
+func (b *Batch) touch(s *State) {
+	id := s.FLID
+	b.cur[id], b.touched[id] = s, true
+	if m, ok := b.masterOf[id]; ok {
+		delete(b.childOf[m], id)
+		delete(b.masterOf, id)
+	}
+	if m, _, ok := ChildOf(s); ok {
+		if b.childOf[m] == nil {
+			b.childOf[m] = map[int64]bool{}
+		}
+		b.childOf[m][id], b.masterOf[id] = true, m
+	}
 }
 
 // bump gives every flight the message changed its next version once (INV-13) and makes the
@@ -256,8 +289,7 @@ func (b *Batch) bump(msgID int64, flids []int64, work map[int64]*State, r *Resul
 		r.Changed = append(r.Changed, Transition{Old: old, Next: next})
 	}
 	for _, c := range r.Changed {
-		b.cur[c.Next.FLID] = c.Next
-		b.touched[c.Next.FLID] = true
+		b.touch(c.Next)
 	}
 }
 
@@ -275,5 +307,6 @@ func (b *Batch) Take() []Transition {
 		b.stored[id] = b.cur[id]
 	}
 	b.touched = map[int64]bool{}
+	b.childOf, b.masterOf = map[int64]map[int64]bool{}, map[int64]int64{}
 	return out
 }
