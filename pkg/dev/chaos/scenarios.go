@@ -101,7 +101,6 @@ func standbySIGSTOP() Scenario {
 		Did:      "two instances of each binary; each role's leader SIGSTOPped for 9 s (lease 5 s) in turn, then SIGCONT",
 		Expected: "the standby takes over; the paused leader, fenced, writes and publishes nothing; " + allHold,
 		Standbys: true,
-		Issue:    "16 (a deposed dispatcher publishing)",
 		Fault: func(ctx context.Context, r *Run) error {
 			var took []string
 			for _, role := range stack.Binaries {
@@ -353,7 +352,6 @@ func rowLock(d time.Duration) Scenario {
 		Name:     fmt.Sprintf("row-lock-%ds", int(d.Seconds())),
 		Did:      fmt.Sprintf("one processed mailbox row locked (SELECT … FOR UPDATE) for %s while the day is written", d),
 		Expected: "the other rows' markers keep coming; the locked row's marker follows the release; " + allHold,
-		Issue:    "15 (a row lock stalls the markers)",
 		Fault: func(ctx context.Context, r *Run) error {
 			if err := Sleep(ctx, r.Feed/4); err != nil {
 				return err
@@ -402,7 +400,6 @@ func pgOutagePastHeadDeadline() Scenario {
 		Did:      "PostgreSQL stopped for 25 s, longer than the head deadline (MSGX_HEAD_DEADLINE=10s), while the day is written",
 		Expected: "an outage is not the message's fault: no message ends DEAD EXHAUSTED; " + allHold,
 		Env:      []string{"MSGX_HEAD_DEADLINE=10s"},
-		Issue:    "15 (an outage longer than the head deadline)",
 		Fault: func(ctx context.Context, r *Run) error {
 			if err := Sleep(ctx, r.Feed/3); err != nil {
 				return err
@@ -480,7 +477,6 @@ func lateRow() Scenario {
 		Name:     "late-row",
 		Did:      "a stale copy of an applied update inserted in a transaction committed 12 s later (after ingest skipped its id as a gap; a later update of the same field of the flight committed meanwhile)",
 		Expected: "the late row ends terminal (SKIPPED stale:late when the later update was processed first) and does not regress the flight (INV-24): " + allHold,
-		Issue:    "15 (a late row regressing state)",
 		Fault: func(ctx context.Context, r *Run) error {
 			pick, later := lateRowPick(r.Day)
 			if pick < 0 {
