@@ -230,7 +230,7 @@ func TestMissingDatabaseNamesTheFix(t *testing.T) {
 			if strings.Contains(l, `"message":"starting"`) {
 				start = l
 			}
-			if strings.Contains(l, "leader campaign failed") {
+			if strings.Contains(l, "leader campaign failed") || strings.Contains(l, "identity rule check failed") { // the processor checks the identity rule first
 				require.Contains(t, l, `database \"msgx_cmdtest_no_such_db\" does not exist`)
 				require.Contains(t, l, `"hint":"the database of MSGX_PG_URL does not exist: run make up`)
 				require.Contains(t, l, "msgxctl migrate against MSGX_PG_URL")

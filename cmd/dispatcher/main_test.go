@@ -104,7 +104,7 @@ func TestRefusesD3Violation(t *testing.T) {
 // child exits 2 with a clear line before it connects to anything).
 func TestRefusesD3OverrideVariable(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.Command(os.Args[0]) // the child runs main (TestMain), which parses no test flags
 	cmd.Env = append(os.Environ(), childEnv+"=1", "MSGX_KAFKA_ACKS=1", "MSGX_HTTP_ADDR=127.0.0.1:0")
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
@@ -166,7 +166,7 @@ func TestCrashSafety(t *testing.T) {
 	step := n / (kills + 2)
 
 	start := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd := exec.Command(os.Args[0]) // the child runs main (TestMain), which parses no test flags
 		cmd.Env = append(os.Environ(),
 			childEnv+"=1",
 			"MSGX_PG_URL="+db.URL,

@@ -32,12 +32,18 @@ func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	cfg := config.Config{Process: config.Process{PGURL: db.URL}}
 
 	var out bytes.Buffer
-	require.NoError(t, showCmd(ctx, cfg, []string{"8"}, &out))
-	var doc struct{ Attempts []processor.Attempt }
+	require.NoError(t, showCmd(ctx, cfg, []string{"8", "--json"}, &out))
+	var doc struct {
+		Attempts []processor.Attempt `json:"attempt_history"`
+	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	require.Len(t, doc.Attempts, 2)
 	require.Equal(t, "timeout 1", doc.Attempts[0].Reason)
 	require.Equal(t, int64(4), doc.Attempts[1].Epoch)
+
+	out.Reset()
+	require.NoError(t, showCmd(ctx, cfg, []string{"8"}, &out))
+	require.Contains(t, out.String(), "attempt history:\n  #1 2026-12-02T08:00:00Z epoch 3 FAILED INFRA timeout 1\n")
 
 	out.Reset()
 	err = replayCmd(ctx, cfg, []string{"--ids", "7,8", "--reason", "try", "--actor", "ops"}, &out)

@@ -92,7 +92,7 @@ func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Write
 	if err != nil {
 		return err
 	}
-	doc["attempts"] = attempts
+	doc["attempt_history"] = attempts // "attempts" is proc_state's count
 	if *asJSON {
 		return writeJSON(out, doc)
 	}
@@ -108,7 +108,7 @@ func showText(out io.Writer, id int64, doc map[string]any, attempts []processor.
 	}
 	fmt.Fprintln(out, title)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	done := map[string]bool{"msg_id": true, "archived": true, "audit": true, "attempts": true}
+	done := map[string]bool{"msg_id": true, "archived": true, "audit": true, "attempt_history": true}
 	line := func(k string) {
 		if v, ok := doc[k]; ok && !done[k] && v != nil && v != "" {
 			fmt.Fprintf(w, "  %s\t%v\n", k, v)
@@ -130,9 +130,9 @@ func showText(out io.Writer, id int64, doc map[string]any, attempts []processor.
 		return err
 	}
 	if len(attempts) == 0 {
-		fmt.Fprintln(out, "attempts: none")
+		fmt.Fprintln(out, "attempt history: none")
 	} else {
-		fmt.Fprintln(out, "attempts:")
+		fmt.Fprintln(out, "attempt history:")
 		for _, a := range attempts {
 			fmt.Fprintf(out, "  #%d %s epoch %d %s %s %s\n", a.Attempt, a.At.UTC().Format(time.RFC3339), a.Epoch, a.Outcome, a.Class, a.Reason)
 		}

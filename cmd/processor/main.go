@@ -3,11 +3,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -17,6 +20,7 @@ import (
 	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/migrate"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/flights"
@@ -72,7 +76,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	// to start with one line naming the msgxctl command that changes the rule.
 	clk := clock.System{}
 	pc := cfg.ProcessorConfig()
-	if err := identity.Ensure(ctx, pool, pc.Rule(), "processor", clk.Now()); err != nil {
+	if err := ensureIdentity(ctx, pool, pc.Rule(), clk, cfg.Leader.Retry, log); err != nil {
 		return err
 	}
 	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
@@ -103,6 +107,28 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Work:     work(p, hooks.Triggers(), clk, log),
 		Started:  started,
 	})
+}
+
+// ensureIdentity checks the configured identity rule against the database's (pkg/identity). A
+// disagreeing configuration is refused: run returns and the binary exits with one line. A
+// database that cannot answer yet (down, not created, not migrated) is retried every retry,
+// logged with the fix, as the leader campaign is; it ends with ctx.
+func ensureIdentity(ctx context.Context, pool *pgxpool.Pool, rule identity.Rule, clk clock.Clock, retry time.Duration, log zerolog.Logger) error {
+	for {
+		err := identity.Ensure(ctx, pool, rule, "processor", clk.Now())
+		var mismatch *identity.MismatchError
+		if err == nil || errors.As(err, &mismatch) || ctx.Err() != nil {
+			return err
+		}
+		ev := log.Warn().Err(err)
+		if hint := migrate.Hint(err); hint != "" {
+			ev = ev.Str("hint", hint)
+		}
+		ev.Msg("identity rule check failed; retrying")
+		if !clock.Sleep(ctx, clk, retry) {
+			return ctx.Err()
+		}
+	}
 }
 
 // work is the leader's work: at the start of each term the bootstrap trigger (an empty flight

@@ -23,7 +23,9 @@ func NewHTTPMetrics(reg prometheus.Registerer) *HTTPMetrics {
 	return m
 }
 
-// Wrap times h under the label handler (its route pattern).
+// Wrap times h under the label handler (its route pattern). The handler's code="200" series
+// exists from the start (zero), so the family is exported before the first request.
 func (m *HTTPMetrics) Wrap(handler string, h http.Handler) http.Handler {
+	m.duration.WithLabelValues(handler, "200")
 	return promhttp.InstrumentHandlerDuration(m.duration.MustCurryWith(prometheus.Labels{"handler": handler}), h)
 }
