@@ -60,11 +60,16 @@ func (m *MariaDB) init() error {
 			return err
 		}
 	}
+	// Its own temporary directory: instances started at the same time must not share /tmp
+	// (mariadb-install-db failed with "Could not remove temporary table '/tmp/#sql-temptable-…'").
+	if err := os.MkdirAll(m.tmp(), 0o700); err != nil {
+		return err
+	}
 	if err := chown(m.dir, "mysql"); err != nil {
 		return err
 	}
 	install := exec.Command("mariadb-install-db", "--no-defaults", "--user=mysql", "--datadir="+data,
-		"--auth-root-authentication-method=socket", "--skip-test-db", "--skip-name-resolve")
+		"--tmpdir="+m.tmp(), "--auth-root-authentication-method=socket", "--skip-test-db", "--skip-name-resolve")
 	if out, err := install.CombinedOutput(); err != nil {
 		return fmt.Errorf("mariadb-install-db: %w: %s", err, out)
 	}
@@ -117,7 +122,7 @@ func (m *MariaDB) Start() error {
 		return errors.New("mariadbd is running")
 	}
 	logFile := filepath.Join(m.dir, "error.log")
-	args := []string{"--no-defaults", "--user=mysql", "--datadir=" + filepath.Join(m.dir, "data"),
+	args := []string{"--no-defaults", "--user=mysql", "--datadir=" + filepath.Join(m.dir, "data"), "--tmpdir=" + m.tmp(),
 		fmt.Sprintf("--port=%d", m.Port), "--bind-address=127.0.0.1", "--socket=" + m.socket(),
 		"--pid-file=" + filepath.Join(m.dir, "mariadbd.pid"), "--log-error=" + logFile,
 		"--skip-name-resolve", "--innodb-buffer-pool-size=32M", "--skip-log-bin", "--max-connections=300"}
@@ -200,3 +205,6 @@ func (m *MariaDB) Close() error {
 	err := m.Stop(true)
 	return errors.Join(err, os.RemoveAll(m.dir))
 }
+
+// tmp is the instance's own temporary directory (mariadbd's --tmpdir).
+func (m *MariaDB) tmp() string { return filepath.Join(m.dir, "tmp") }
