@@ -71,19 +71,25 @@ func (f *Fake) next() (time.Time, <-chan struct{}) {
 	return f.now, f.changed
 }
 
+// WallSleep waits d of wall time or until ctx ends; it reports whether d passed. Loops that are
+// paced by real time (lock retries, polls, backoffs) use it.
+func WallSleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // Sleep waits until d has passed on clk or ctx ends; it reports whether d passed. On a Fake it
 // returns once the fake time has been moved d past the call (tests move it; nothing sleeps).
 func Sleep(ctx context.Context, clk Clock, d time.Duration) bool {
 	f, ok := clk.(*Fake)
 	if !ok {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
+		return WallSleep(ctx, d)
 	}
 	now, changed := f.next()
 	until := now.Add(d)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -142,7 +143,7 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 			return false, err
 		}
 		l.log.Warn().Err(err).Strs("brokers", l.cfg.Brokers).Dur("retry_in", wait).Msg(what)
-		if !sleep(ctx, wait) {
+		if !clock.WallSleep(ctx, wait) {
 			return false, nil
 		}
 		wait = min(2*wait, maxRetryWait)

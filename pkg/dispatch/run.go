@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
@@ -31,7 +32,7 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	})
 	g.Go(func() error {
 		defer lease.Stopped(event.TargetSchd)
-		return d.loop(gctx, event.TargetSchd, d.cfg.FlushPeriod, d.cfg.FlushLimit, sleep, func(ctx context.Context) (Result, error) {
+		return d.loop(gctx, event.TargetSchd, d.cfg.FlushPeriod, d.cfg.FlushLimit, clock.WallSleep, func(ctx context.Context) (Result, error) {
 			lease.Tick(event.TargetSchd)
 			return d.FlushStates(ctx, lease)
 		})
@@ -43,7 +44,7 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 			if err := d.RefreshStats(gctx); err != nil && gctx.Err() == nil {
 				log.Warn().Err(err).Msg("dispatcher: backlog gauges not refreshed")
 			}
-			if !sleep(gctx, d.cfg.StatsPeriod) {
+			if !clock.WallSleep(gctx, d.cfg.StatsPeriod) {
 				return nil
 			}
 		}
@@ -76,7 +77,7 @@ func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration
 			if err != nil {
 				d.log.Error().Err(err).Str("target", target).Dur("retry_in", backoff).Msg("dispatcher: step failed")
 			}
-			if !sleep(ctx, backoff) {
+			if !clock.WallSleep(ctx, backoff) {
 				return nil
 			}
 			continue
@@ -111,16 +112,4 @@ func (d *Dispatcher) RefreshStats(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -1,6 +1,7 @@
 package flight
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -206,9 +207,9 @@ func MarshalProv(p *Prov) []byte {
 	stamps := slices.Collect(maps.Keys(groups))
 	slices.SortFunc(stamps, func(a, b Stamp) int {
 		if a.MsgID != b.MsgID {
-			return compareInt(a.MsgID, b.MsgID)
+			return cmp.Compare(a.MsgID, b.MsgID)
 		}
-		return compareInt(a.DTTM, b.DTTM)
+		return cmp.Compare(a.DTTM, b.DTTM)
 	})
 	b := []byte{'['}
 	for i, st := range stamps {
@@ -226,16 +227,6 @@ func MarshalProv(p *Prov) []byte {
 		b = append(b, ']')
 	}
 	return append(b, ']')
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // unitByName resolves the names MarshalProv writes, except entries.

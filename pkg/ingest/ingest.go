@@ -92,7 +92,7 @@ func (i *Ingester) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if !wait(ctx, i.cfg.PollInterval) {
+		if !clock.WallSleep(ctx, i.cfg.PollInterval) {
 			return nil
 		}
 	}
@@ -287,16 +287,4 @@ func (i *Ingester) timed(ctx context.Context, f func(ctx context.Context) error)
 	ctx, cancel := context.WithTimeout(ctx, i.cfg.DBTimeout)
 	defer cancel()
 	return f(ctx)
-}
-
-// wait waits d or until ctx ends; it reports whether d passed.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

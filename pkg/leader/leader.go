@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/migrate"
 )
@@ -231,7 +232,7 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 				ev = ev.Str("hint", hint)
 			}
 			ev.Msg("leader campaign failed; retrying")
-			if !sleep(ctx, e.cfg.Retry) {
+			if !clock.WallSleep(ctx, e.cfg.Retry) {
 				return nil
 			}
 			continue
@@ -246,7 +247,7 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 		}
 		if ctx.Err() == nil {
 			e.log.Warn().Int64("epoch", lease.Epoch).Msg("stepped down; back to standby")
-			if !sleep(ctx, e.cfg.Retry) {
+			if !clock.WallSleep(ctx, e.cfg.Retry) {
 				return nil
 			}
 		}
@@ -273,7 +274,7 @@ func (e *Elector) acquire(ctx context.Context) (*pgx.Conn, Lease, error) {
 		if got {
 			break
 		}
-		if !sleep(ctx, min(e.cfg.Retry, e.cfg.SessionTimeout/3)) {
+		if !clock.WallSleep(ctx, min(e.cfg.Retry, e.cfg.SessionTimeout/3)) {
 			return fail(ctx.Err())
 		}
 	}
@@ -363,17 +364,5 @@ func (e *Elector) setLeader(leader bool, epoch int64) {
 	e.epoch.Store(epoch)
 	if e.OnChange != nil {
 		e.OnChange(leader, epoch)
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/privdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
@@ -166,14 +167,10 @@ func (r *Run) Expect(id int64, want verify.Want) {
 
 // Sleep waits d or until ctx ends.
 func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !clock.WallSleep(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 // fastEnv are the settings of every scenario's binaries: short polls so a day drains quickly, a

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -765,7 +766,7 @@ func (g *gen) delays(std time.Time, total int) []Delay {
 	a := total / 2
 	d := []Delay{{Code: first.code, Start: std, Minutes: a, Comment: first.desc},
 		{Code: second.code, Start: g.min(std, a), Minutes: total - a, Comment: second.desc}}
-	slices.SortFunc(d, func(x, y Delay) int { return cmpString(x.Code, y.Code) })
+	slices.SortFunc(d, func(x, y Delay) int { return cmp.Compare(x.Code, y.Code) })
 	return d
 }
 

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -344,7 +345,7 @@ func (f *Flight) apply(c Change) {
 				f.Delays = append(f.Delays, d)
 			}
 		}
-		slices.SortFunc(f.Delays, func(a, b Delay) int { return cmpString(a.Code, b.Code) })
+		slices.SortFunc(f.Delays, func(a, b Delay) int { return cmp.Compare(a.Code, b.Code) })
 	case "ERUT":
 		for _, s := range p.FullRoute {
 			i := slices.IndexFunc(f.FullRoute, func(x RouteStop) bool { return x.Seq == s.Seq })
@@ -358,16 +359,6 @@ func (f *Flight) apply(c Change) {
 	case "FDEL":
 		f.State = StateDeleted
 	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // --- late rows (INV-24) -------------------------------------------------------

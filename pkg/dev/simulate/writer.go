@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/msgx/msgx/pkg/clock"
 )
 
 // The mailbox SQL of the simulator (docs/spec.md §3.1); bound parameters only.
@@ -428,17 +430,10 @@ func (w *Writer) pace(ctx context.Context, start, first time.Time, i int, at tim
 		return nil
 	}
 	d := time.Until(start.Add(due))
-	if d <= 0 {
+	if d <= 0 || clock.WallSleep(ctx, d) {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctx.Err()
 }
 
 // run executes one job on *c: insert, report the id, wait for the release, then commit (or roll
