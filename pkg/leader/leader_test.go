@@ -345,10 +345,13 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM fence_probe WHERE epoch = 1`).Scan(&after))
 	require.Equal(t, atTakeover, after, "no write of the old epoch committed after the takeover")
-	var newRows int64
-	require.NoError(t, db.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM fence_probe WHERE epoch = 2`).Scan(&newRows))
-	require.Positive(t, newRows, "the new leader works")
+	// The new leader announces itself before its first write commits: wait for one.
+	require.Eventually(t, func() bool {
+		var newRows int64
+		require.NoError(t, db.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM fence_probe WHERE epoch = 2`).Scan(&newRows))
+		return newRows > 0
+	}, 10*time.Second, 10*time.Millisecond, "the new leader works")
 	// After stepping down, a campaigns again as a standby and stays one.
 	ok := true
 	require.NoError(t, db.Pool.QueryRow(context.Background(),
