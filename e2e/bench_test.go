@@ -52,6 +52,10 @@ func BenchmarkEndToEnd(b *testing.B) {
 		b.Skip("end-to-end benchmark: minutes of real processes")
 	}
 	env := newBenchEnv(b)
+	if os.Getenv("MSGX_BENCH_DRAIN_ONLY") == "1" {
+		env.drainOnly(b)
+		return
+	}
 	var r benchResult
 	for b.Loop() {
 		r = env.run(b)
@@ -138,6 +142,24 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	e.flights = day.Messages[snap].Records
 	require.Len(b, e.flights, benchFlights)
 	return e
+}
+
+// drainOnly is the iteration form (MSGX_BENCH_DRAIN_ONLY=1): the 100k throughput run alone,
+// its figures printed per process, nothing written. With MSGX_BENCH_PERF=file it also records
+// a system-wide perf profile (perf record -a -g) of the drain, every process included.
+func (e *benchEnv) drainOnly(b *testing.B) {
+	for b.Loop() {
+		d, s, _ := e.drainBacklog(b, benchBacklog, "throughput")
+		rss := map[string]int64{}
+		peakRSS(b, s, rss)
+		require.NoError(b, s.Close())
+		fmt.Printf("throughput: %d messages in %s, %.0f msgs/s, %.0f µs CPU/msg (%s); ingested %s, processed %s\n",
+			d.backlog, d.drain.Round(time.Millisecond), d.rate, d.cpuPerMsg(), benchResult{e2e: d}.cpuParts(),
+			d.ingested.Round(time.Millisecond), d.processed.Round(time.Millisecond))
+		for _, bin := range stack.Binaries {
+			fmt.Printf("peak RSS %s %.1f MB\n", bin, float64(rss[bin])/(1<<20))
+		}
+	}
 }
 
 // benchResult is the figures of one run.
@@ -278,7 +300,9 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	})
 	require.NoError(b, err)
 	pgAll, my := stack.CommCPU("postgres"), stack.CommCPU("mariadbd")
+	stopPerf := startPerf(b, os.Getenv("MSGX_BENCH_PERF"))
 	e.drainStages(b, pool, maxID, start, &d, name)
+	stopPerf()
 	d.rate = float64(d.backlog) / d.drain.Seconds()
 	d.cpu[cpuPGAll], d.cpu[cpuMariaDB] = stack.CommCPU("postgres")-pgAll, stack.CommCPU("mariadbd")-my
 	d.cpu[cpuPG] = backendsCPU(b, e.ctx, pool)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -408,4 +409,19 @@ func writeBenchmarks(path, section string) error {
 		out = doc[:i+1] + section + "\n" + doc[i+1:]
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// startPerf starts a system-wide perf profile (call graphs) written to out, when out is set; the
+// function it returns stops it and waits for the file.
+func startPerf(b *testing.B, out string) func() {
+	if out == "" {
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-F", "499", "-a", "-g", "-o", out)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	require.NoError(b, cmd.Start(), "perf record (MSGX_BENCH_PERF)")
+	return func() {
+		require.NoError(b, cmd.Process.Signal(os.Interrupt))
+		_ = cmd.Wait()
+	}
 }

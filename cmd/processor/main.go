@@ -17,6 +17,7 @@ import (
 	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
+	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
@@ -32,9 +33,9 @@ import (
 // handlers maps each message kind to its handler. A kind missing here is FAILED
 // UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a handler exists). Both plug-ins
 // get the request rules (RESP guard, self-healing trigger; docs/requests.md).
-func handlers(requests *request.Hooks) map[sis.Kind]processor.Handler {
+func handlers(requests *request.Hooks, cache *flightstore.Cache) map[sis.Kind]processor.Handler {
 	// One flight handler for every flight kind: a batch's flight messages share one session.
-	fl, ref := flights.Handler{Requests: requests}, refdata.Handler{Requests: requests}
+	fl, ref := flights.Handler{Requests: requests, Cache: cache}, refdata.Handler{Requests: requests}
 	return map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate:     fl,
 		sis.KindFlightDelete:     fl,
@@ -96,7 +97,11 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	if err != nil {
 		return err
 	}
-	p := processor.New(pc, pool, handlers(hooks), mb, clk, processor.NewMetrics(reg), log)
+	var cache *flightstore.Cache
+	if pc.FlightCache > 0 {
+		cache = flightstore.NewCache(pc.FlightCache)
+	}
+	p := processor.New(pc, pool, handlers(hooks, cache), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     config.RoleProcessor,
 		Config:   cfg,

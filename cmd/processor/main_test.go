@@ -23,7 +23,7 @@ import (
 // RESP would be applied unsolicited (docs/requests.md).
 func TestHandlersGetTheRequestRules(t *testing.T) {
 	hooks := &request.Hooks{}
-	hs := handlers(hooks)
+	hs := handlers(hooks, nil)
 	require.Contains(t, hs, sis.KindScheduleSnapshot)
 	require.Contains(t, hs, sis.KindRefList)
 	for kind, h := range hs {

@@ -70,9 +70,8 @@ func init() {
 		}
 		sel = append(sel, `(SELECT json_agg(json_build_array(`+strings.Join(cols, ", ")+`) ORDER BY d.ord) FROM `+d.Table+` d WHERE `+where+`)::text`)
 	}
-	sel = append(sel, `(SELECT json_agg(json_build_array(c.flid, COALESCE(c.flno, '')) ORDER BY c.flid) FROM flight c
-        WHERE c.maid = q.flid AND c.state = 'ACTIVE' AND c.flid <> c.maid)::text`)
-	loadSQL = `SELECT q.flid, f.flid IS NOT NULL, ` + strings.Join(sel, ",\n       ") + `
+	sel = append(sel, childrenSQL)
+	loadSQL = `SELECT q.flid, f.flid IS NOT NULL, f.xmin::text, ` + strings.Join(sel, ",\n       ") + `
   FROM unnest($1::bigint[]) AS q(flid) LEFT JOIN flight f ON f.flid = q.flid`
 
 	// insert: $1 flid[], $2..$N+1 the fields, then operation_day, state, version, last_msg_id, prov[], now.
@@ -160,7 +159,19 @@ func updateFlightSQL(fields []flight.F) string {
  WHERE f.flid = u.flid`
 }
 
+// childrenSQL is the stored MAFL children of q.flid: a JSON array of [flid, flno], or NULL.
+const childrenSQL = `(SELECT json_agg(json_build_array(c.flid, COALESCE(c.flno, '')) ORDER BY c.flid) FROM flight c
+        WHERE c.maid = q.flid AND c.state = 'ACTIVE' AND c.flid <> c.maid)::text`
+
 const (
+	// rowVersionsSQL is, for each requested FLID, its flight row's xmin (NULL: not stored) and
+	// its stored MAFL children (Cache).
+	rowVersionsSQL = `SELECT q.flid, f.xmin::text, ` + childrenSQL + `
+  FROM unnest($1::bigint[]) AS q(flid) LEFT JOIN flight f ON f.flid = q.flid`
+
+	// txidSQL is the writing transaction's id, as the xmin of the rows it wrote reads (Cache).
+	txidSQL = `SELECT pg_current_xact_id()::xid::text`
+
 	// historyVersionSQL is the last version of each FLID purged into the history store.
 	historyVersionSQL = `SELECT flid, max(state_version) FROM flight_history WHERE flid = ANY($1::bigint[]) GROUP BY flid`
 

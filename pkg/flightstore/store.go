@@ -22,14 +22,24 @@ import (
 )
 
 // Loader is package flight's Loader over a transaction: Load, plus the purged history's last
-// version of every FLID not stored.
-type Loader struct{ Tx pgx.Tx }
+// version of every FLID not stored. With a Cache, it loads in full only the flights whose row
+// changed since the cache saw it, and its Save keeps what it wrote in the cache.
+type Loader struct {
+	Tx    pgx.Tx
+	Cache *Cache // nil: none
+}
 
 var _ flight.Loader = Loader{}
 
 // Load reads the stored states of flids and, for those not stored, their purged versions.
 func (l Loader) Load(ctx context.Context, flids []int64) (flight.Stored, error) {
-	out, err := Load(ctx, l.Tx, flids)
+	var out flight.Stored
+	var err error
+	if l.Cache != nil {
+		out, err = loadCached(ctx, l.Tx, l.Cache, flids)
+	} else {
+		out, err = Load(ctx, l.Tx, flids)
+	}
 	if err != nil {
 		return out, err
 	}
@@ -57,6 +67,11 @@ func (l Loader) Load(ctx context.Context, flids []int64) (flight.Stored, error) 
 // Load reads the full states of flids in one statement: the flight rows, one subquery per
 // detail table and the stored MAFL children, for the whole set at once (Purged is not read).
 func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) {
+	return load(ctx, tx, flids, nil)
+}
+
+// load is Load, keeping every state read in c (when not nil) as of its row's xmin.
+func load(ctx context.Context, tx pgx.Tx, flids []int64, c *Cache) (flight.Stored, error) {
 	out := flight.Stored{States: make(map[int64]*flight.State, len(flids)), Children: map[int64][]flight.Child{}}
 	if len(flids) == 0 {
 		return out, nil
@@ -71,8 +86,8 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 	var exists bool
 	var day, state, prov string
 	var details [flight.NumColls]pgtype.Text
-	var children pgtype.Text
-	targets := []any{&flid, &exists}
+	var children, xmin *string
+	targets := []any{&flid, &exists, &xmin}
 	for i := range cells {
 		cells[i].k = flight.Fields[i].Kind
 		targets = append(targets, cells[i].target())
@@ -86,18 +101,8 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 		if err := rows.Scan(targets...); err != nil {
 			return out, fmt.Errorf("load flights: %w", err)
 		}
-		if children.Valid {
-			var kids [][2]json.RawMessage
-			if err := json.Unmarshal([]byte(children.String), &kids); err != nil {
-				return out, fmt.Errorf("load children of %d: %w", flid, err)
-			}
-			for _, k := range kids {
-				var c flight.Child
-				if err := errors.Join(json.Unmarshal(k[0], &c.FLID), json.Unmarshal(k[1], &c.FLNO)); err != nil {
-					return out, fmt.Errorf("load children of %d: %w", flid, err)
-				}
-				out.Children[flid] = append(out.Children[flid], c)
-			}
+		if err := decodeChildren(flid, children, out.Children); err != nil {
+			return out, err
 		}
 		if !exists {
 			continue
@@ -121,8 +126,13 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 				return out, fmt.Errorf("load %s of %d: %w", flight.Collections[c].Table, flid, err)
 			}
 		}
+		if c != nil {
+			c.put(s, *xmin) // before MAFL: the cache keeps states without it
+		}
 		if s.Status == flight.Active {
-			s.MAFL = slices.Clone(out.Children[flid])
+			v := *s
+			v.MAFL = slices.Clone(out.Children[flid])
+			s = &v
 		}
 		out.States[flid] = s
 	}
@@ -130,6 +140,26 @@ func Load(ctx context.Context, tx pgx.Tx, flids []int64) (flight.Stored, error) 
 		return out, fmt.Errorf("load flights: %w", err)
 	}
 	return out, nil
+}
+
+// decodeChildren adds the stored MAFL children of flid, a JSON array of [flid, flno] (nil:
+// none), to into.
+func decodeChildren(flid int64, children *string, into map[int64][]flight.Child) error {
+	if children == nil {
+		return nil
+	}
+	var kids [][2]json.RawMessage
+	if err := json.Unmarshal([]byte(*children), &kids); err != nil {
+		return fmt.Errorf("load children of %d: %w", flid, err)
+	}
+	for _, k := range kids {
+		var c flight.Child
+		if err := errors.Join(json.Unmarshal(k[0], &c.FLID), json.Unmarshal(k[1], &c.FLNO)); err != nil {
+			return fmt.Errorf("load children of %d: %w", flid, err)
+		}
+		into[flid] = append(into[flid], c)
+	}
+	return nil
 }
 
 // pgTime is how PostgreSQL's JSON writes a timestamp.
@@ -334,6 +364,12 @@ func SnapshotApplied(ctx context.Context, tx pgx.Tx, msgID int64) (bool, error) 
 // UPDATE per set of changed columns, changed detail rows per table (one DELETE and one upsert),
 // the log rows, all queued into one round trip.
 func Save(ctx context.Context, tx pgx.Tx, changes []flight.Transition, logs []SnapshotLog, now time.Time) error {
+	return Loader{Tx: tx}.Save(ctx, changes, logs, now)
+}
+
+// Save is Save in l's transaction; with a Cache it keeps the states written, as of the
+// transaction's id (they count once it committed: Cache).
+func (l Loader) Save(ctx context.Context, changes []flight.Transition, logs []SnapshotLog, now time.Time) error {
 	b := &pgx.Batch{}
 	queueFlights(b, changes, now)
 	for c := range flight.NumColls {
@@ -345,8 +381,26 @@ func Save(ctx context.Context, tx pgx.Tx, changes []flight.Transition, logs []Sn
 	if b.Len() == 0 {
 		return nil
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	keep := l.Cache != nil && len(changes) > 0
+	if keep {
+		b.Queue(txidSQL)
+	}
+	n := b.Len()
+	res := l.Tx.SendBatch(ctx, b)
+	var txid string
+	var err error
+	for i := 0; i < n && err == nil; i++ {
+		if keep && i == n-1 {
+			err = res.QueryRow().Scan(&txid)
+		} else {
+			_, err = res.Exec()
+		}
+	}
+	if err = errors.Join(err, res.Close()); err != nil {
 		return fmt.Errorf("save flights: %w", err)
+	}
+	if keep {
+		l.Cache.keep(changes, txid)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ func (c Config) Validate() error {
 	if c.IdentityWindow < time.Second || c.IdentityWindow%time.Second != 0 {
 		p.Add("MSGX_IDENTITY_WINDOW", "must be whole seconds, at least 1s, got %s", c.IdentityWindow)
 	}
+	p.Between("MSGX_FLIGHT_CACHE", int64(c.FlightCache), 0, 1_000_000)
 	p.Between("MSGX_POISON_CRASHES", int64(c.PoisonCrashes), 1, 100)
 	for _, t := range c.IgnoreTypes {
 		if t == "" || strings.TrimSpace(t) != t {

@@ -38,6 +38,9 @@ type Handler struct {
 	// self-healing trigger. cmd/processor always sets it; without it (tests of the merge rules)
 	// a SCHD RESP is applied like a DNLD.
 	Requests *request.Hooks
+	// Cache, when set, keeps the flights read and written between batches (flightstore.Cache:
+	// every entry is checked against its flight row's xmin before use).
+	Cache *flightstore.Cache
 }
 
 var (
@@ -78,7 +81,7 @@ func (h Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message)
 }
 
 func (h Handler) session(tx pgx.Tx, now time.Time) *Session {
-	s := NewSession(tx, now)
+	s := newSession(flightstore.Loader{Tx: tx, Cache: h.Cache}, now)
 	s.requests = h.Requests
 	return s
 }
@@ -88,6 +91,7 @@ func (h Handler) session(tx pgx.Tx, now time.Time) *Session {
 // that fails leaves no trace in the session.
 type Session struct {
 	tx     pgx.Tx
+	store  flightstore.Loader
 	now    time.Time
 	batch  *flight.Batch
 	events []event.Event
@@ -96,9 +100,9 @@ type Session struct {
 	requests *request.Hooks
 }
 
-// NewSession starts an empty session in tx.
-func NewSession(tx pgx.Tx, now time.Time) *Session {
-	return &Session{tx: tx, now: now, batch: flight.NewBatch(flightstore.Loader{Tx: tx})}
+// newSession starts an empty session in store's transaction.
+func newSession(store flightstore.Loader, now time.Time) *Session {
+	return &Session{tx: store.Tx, store: store, now: now, batch: flight.NewBatch(store)}
 }
 
 // Apply applies one flight message on top of the session's earlier ones.
@@ -276,7 +280,7 @@ func (s *Session) Flush(ctx context.Context) error {
 	changes, events, logs := s.batch.Take(), s.events, s.logs
 	// The session is spent either way: what it held is now stored (or rolled back with the tx).
 	s.events, s.logs = nil, nil
-	if err := flightstore.Save(ctx, s.tx, changes, logs, s.now); err != nil {
+	if err := s.store.Save(ctx, changes, logs, s.now); err != nil {
 		return err
 	}
 	return outbox.Enqueue(ctx, s.tx, s.now, events...)

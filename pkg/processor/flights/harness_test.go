@@ -46,9 +46,9 @@ var airport = func() *time.Location {
 	return loc
 }()
 
-// processors is the same map cmd/processor registers.
-func processors() map[sis.Kind]processor.Handler {
-	fl, ref := flights.Handler{}, refdata.Handler{}
+// processors is the same map cmd/processor registers, with cache as the flight cache.
+func processors(cache *flightstore.Cache) map[sis.Kind]processor.Handler {
+	fl, ref := flights.Handler{Cache: cache}, refdata.Handler{}
 	return map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
 		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
@@ -63,6 +63,7 @@ type env struct {
 	clock *clock.Fake
 	lease leader.Lease
 	pump  *processor.Engine
+	cache *flightstore.Cache // the flight cache, as cmd/processor runs it
 	next  int64
 }
 
@@ -85,12 +86,13 @@ func setupOn(t testing.TB, db *testdb.DB, pumpPool, queue *pgxpool.Pool, batch i
 	t.Helper()
 	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
-	e := &env{db: db, queue: queue, clock: clock.NewFake(t0), lease: leader.Lease{Role: "processor", Epoch: 1}}
+	e := &env{db: db, queue: queue, clock: clock.NewFake(t0), lease: leader.Lease{Role: "processor", Epoch: 1},
+		cache: flightstore.NewCache(100_000)}
 	e.pump = processor.New(processor.Config{
 		Batch: batch, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: airport,
-	}, pumpPool, processors(), nil, e.clock, nil, zerolog.Nop())
+	}, pumpPool, processors(e.cache), nil, e.clock, nil, zerolog.Nop())
 	return e
 }
 
@@ -112,16 +114,20 @@ func (e *env) enqueue(t testing.TB, raws ...string) []int64 {
 	return ids
 }
 
-// drain steps until nothing is left or the head is FAILED.
+// drain steps until nothing is left or the head is FAILED, then checks that every flight the
+// cache would hand the next batch is the stored one.
 func (e *env) drain(t testing.TB) {
 	t.Helper()
 	for {
 		res, err := e.pump.Step(context.Background(), e.lease)
 		require.NoError(t, err)
 		if res.Idle || res.Failed || !res.WaitUntil.IsZero() {
-			return
+			break
 		}
 	}
+	require.NoError(t, pgx.BeginFunc(context.Background(), e.db.Pool, func(tx pgx.Tx) error {
+		return e.cache.Verify(context.Background(), tx)
+	}), "the flight cache differs from the database")
 }
 
 // run enqueues raws, drains, and returns their ids.
