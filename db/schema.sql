@@ -479,14 +479,15 @@ CREATE TABLE public.msg_event (
     created_at timestamp with time zone NOT NULL,
     sent_at timestamp with time zone,
     last_error text,
+    body text,
     CONSTRAINT msg_event_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT msg_event_check CHECK (((status = 'SENT'::text) = (sent_at IS NOT NULL))),
-    CONSTRAINT msg_event_check1 CHECK (((event_type = 'TOMBSTONE'::text) OR (payload IS NOT NULL))),
     CONSTRAINT msg_event_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
     CONSTRAINT msg_event_state_version_check CHECK ((state_version > 0)),
     CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))),
     CONSTRAINT msg_event_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
 );
+ALTER TABLE ONLY public.msg_event ALTER COLUMN body SET COMPRESSION lz4;
 
 
 --
@@ -1005,6 +1006,14 @@ ALTER TABLE ONLY public.msg_event
 
 
 --
+-- Name: msg_event msg_event_value; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.msg_event
+    ADD CONSTRAINT msg_event_value CHECK (((event_type = 'TOMBSTONE'::text) OR (body IS NOT NULL) OR (payload IS NOT NULL))) NOT VALID;
+
+
+--
 -- Name: msg_identity msg_identity_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1460,4 +1469,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261215130000'),
     ('20261220120000'),
     ('20261220130000'),
-    ('20261220140000');
+    ('20261220140000'),
+    ('20261221120000');

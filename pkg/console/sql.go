@@ -28,7 +28,7 @@ SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operati
 	// flightEventsSQL is a flight's version history: every event enqueued for it (key = FLID),
 	// with the message that caused it and its Kafka acknowledgement.
 	flightEventsSQL = `
-SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, e.payload, e.status, e.attempts,
+SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.status, e.attempts,
        e.created_at, e.sent_at, COALESCE(e.last_error, ''), COALESCE(p.msg_type, ''), COALESCE(p.msg_styp, '')
   FROM msg_event e LEFT JOIN proc_state p ON p.msg_id = e.msg_id
  WHERE e.partition_key = $1

@@ -58,6 +58,9 @@ func (e Event) Validate() error {
 		return fmt.Errorf("event: state_version must be positive, got %d", e.StateVersion)
 	case e.Type == Upsert && len(e.Payload) == 0:
 		return errors.New("event: an UPSERT needs a payload")
+	case len(e.Payload) > 0 && !json.Valid(e.Payload):
+		// The outbox stores the value as text (the JSON is not parsed again by PostgreSQL).
+		return errors.New("event: the payload is not valid JSON")
 	}
 	return nil
 }

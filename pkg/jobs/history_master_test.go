@@ -41,7 +41,7 @@ func TestPurgedChildBumpsItsMaster(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version, updated_at FROM flight WHERE flid = 10`).Scan(&version, &updated))
 	require.Equal(t, int64(4), version, "the master's version is bumped once")
 	require.True(t, updated.Equal(sweepAt), "%s", updated)
-	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, payload FROM msg_event WHERE partition_key = '10' ORDER BY event_id`)
+	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, COALESCE(body, payload::text) FROM msg_event WHERE partition_key = '10' ORDER BY event_id`)
 	require.NoError(t, err)
 	type ev struct {
 		Target, Type string

@@ -84,7 +84,7 @@ func TestHistorySweepPurges(t *testing.T) {
 	}())
 
 	require.Zero(t, b.tombstones(t, 1))
-	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, msg_id, payload FROM msg_event WHERE partition_key = '2' ORDER BY event_id`)
+	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, msg_id, COALESCE(body, payload::text) FROM msg_event WHERE partition_key = '2' ORDER BY event_id`)
 	require.NoError(t, err)
 	type ev struct {
 		Target, Type string

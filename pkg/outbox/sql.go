@@ -4,8 +4,8 @@ package outbox
 
 // enqueueSQL inserts a batch of events in array order (event_id follows it).
 const enqueueSQL = `
-INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
-SELECT t, k, e, v, m, p::jsonb, $7
+INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, body, created_at)
+SELECT t, k, e, v, m, p, $7
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
        WITH ORDINALITY AS u(t, k, e, v, m, p, ord)
  ORDER BY ord`
@@ -31,7 +31,7 @@ WITH win AS (
      ORDER BY event_id
      LIMIT $2
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, e.created_at,
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        (SELECT count(*) FROM win) = $3
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
@@ -68,7 +68,7 @@ WITH RECURSIVE heads AS (
      ORDER BY event_id
      LIMIT $2
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, e.created_at
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
@@ -96,7 +96,7 @@ WITH RECURSIVE flids AS (
              LIMIT 1) nx
      WHERE f.n < $2
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.attempts, e.created_at,
+SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        e.status = 'PENDING' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1),
        coalesce(s.state_version, 0)
   FROM flids f

@@ -186,7 +186,7 @@ type event struct {
 // events returns the outbox rows of a flight in event order.
 func (e *env) events(t testing.TB, flid int64) []event {
 	t.Helper()
-	rows, err := e.db.Pool.Query(context.Background(), `SELECT target, partition_key, event_type, state_version, msg_id, payload
+	rows, err := e.db.Pool.Query(context.Background(), `SELECT target, partition_key, event_type, state_version, msg_id, COALESCE(body, payload::text)
 		FROM msg_event WHERE partition_key = $1 ORDER BY event_id`, fmt.Sprint(flid))
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (event, error) {
