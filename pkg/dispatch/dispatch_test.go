@@ -453,6 +453,15 @@ func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
 	require.Len(t, recs, 40)
 }
 
+// enqueueEach writes each event in its own transaction (one transaction writes only the newest
+// state of a flight: event.Latest).
+func enqueueEach(t *testing.T, b *bundle, evs ...event.Event) {
+	t.Helper()
+	for _, e := range evs {
+		require.NoError(t, outbox.Enqueue(context.Background(), b.db.Pool, t0, e))
+	}
+}
+
 func TestStatesAggregateNewest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
@@ -461,7 +470,7 @@ func TestStatesAggregateNewest(t *testing.T) {
 	for v := int64(1); v <= 10; v++ {
 		evs = append(evs, stateEvent(42, v, event.Upsert))
 	}
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+	enqueueEach(t, b, evs...)
 
 	// The send fails (longer than sarama's own retries): all ten stay unsent and retry.
 	h := b.broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.kcfg.TopicState, Count: -1, Err: kerr.NotEnoughReplicas})
@@ -508,7 +517,7 @@ func TestStatesTombstoneLastAndNeverOlder(t *testing.T) {
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 1, event.Upsert), stateEvent(8, 1, event.Upsert)))
 	_, err := b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 2, event.Upsert), stateEvent(9, 3, event.Tombstone)))
+	enqueueEach(t, b, stateEvent(9, 2, event.Upsert), stateEvent(9, 3, event.Tombstone))
 	res, err := b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Sent)
@@ -586,7 +595,7 @@ func TestRunDrainsAndStops(t *testing.T) {
 	b := setup(t, options{batch: 50})
 	ctx, cancel := context.WithCancel(context.Background())
 	n := enqueueSpread(t, b, 30, 10)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(1, 1, event.Upsert), stateEvent(1, 2, event.Upsert)))
+	enqueueEach(t, b, stateEvent(1, 1, event.Upsert), stateEvent(1, 2, event.Upsert))
 	done := make(chan error, 1)
 	go func() { done <- b.disp.Run(ctx, b.lease) }()
 	require.Eventually(t, func() bool { return countStatus(t, b, outbox.StatusSent) == n+2 }, 30*time.Second, 20*time.Millisecond)

@@ -21,6 +21,7 @@ func TestChangedPayloads(t *testing.T) {
 	require.Equal(t, `{"flid":7,"msg_id":42,"type":"SCHD","styp":"DNLD","state_version":1,"event":"UPSERT","changed":{"state":{"old":null,"new":"ACTIVE"},"operation_day":{"old":null,"new":"2021-01-23"},"flno":{"old":null,"new":"CA101"}}}`,
 		string(evs[0].Payload))
 	require.Equal(t, event.TargetSchd, evs[1].Target)
+	evs = event.Latest(evs)
 	require.Equal(t, string(next.AppendJSON(nil)), string(evs[1].Payload), "KAFKA:schd carries the full state")
 
 	del := next.Clone()
@@ -29,6 +30,43 @@ func TestChangedPayloads(t *testing.T) {
 	require.Equal(t, `{"flid":7,"msg_id":43,"type":"FLOP","styp":"FDEL","state_version":2,"event":"TOMBSTONE","changed":{"state":{"old":"ACTIVE","new":"DELETED"}}}`,
 		string(evs[0].Payload))
 	require.Equal(t, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Tombstone, StateVersion: 2, MsgID: 43}, evs[1], "a deleted flight's state is a null tombstone")
+}
+
+// TestLatestKeepsTheNewestStatePerFlight: of one transaction's KAFKA:schd events only the newest
+// of each flight is written (the state topic carries the latest state); every change stays.
+func TestLatestKeepsTheNewestStatePerFlight(t *testing.T) {
+	t.Parallel()
+	v1 := &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
+	v2 := v1.Clone()
+	v2.Version, v2.F[flight.STND] = 2, flight.Text("215")
+	v3 := v2.Clone()
+	v3.Status, v3.Version = flight.Deleted, 3
+	other := &flight.State{FLID: 8, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
+	src := event.Source{MsgID: 1, Type: "FLOP", Styp: "STND"}
+	evs := event.Changed(nil, src, nil, v1)
+	evs = event.Changed(evs, src, nil, other)
+	evs = event.Changed(evs, src, v1, &v2)
+
+	got := event.Latest(evs)
+	require.Len(t, got, 5, "three changes, two flights' states")
+	for i, want := range []struct {
+		target  string
+		flid, v int64
+	}{{event.TargetMsg, 7, 1}, {event.TargetMsg, 8, 1}, {event.TargetSchd, 8, 1}, {event.TargetMsg, 7, 2}, {event.TargetSchd, 7, 2}} {
+		require.Equal(t, want.target, got[i].Target, "event %d", i)
+		require.Equal(t, want.flid, got[i].FLID, "event %d", i)
+		require.Equal(t, want.v, got[i].StateVersion, "event %d", i)
+	}
+	require.Equal(t, string(v2.AppendJSON(nil)), string(got[4].Payload))
+	require.Equal(t, string(other.AppendJSON(nil)), string(got[2].Payload))
+
+	// A deletion after the change: the newest state is the tombstone (a null value).
+	got = event.Latest(event.Changed(evs, src, &v2, &v3))
+	last := got[len(got)-1]
+	require.Equal(t, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Tombstone, StateVersion: 3, MsgID: 1}, last)
+	for _, e := range got[:len(got)-1] {
+		require.False(t, e.Target == event.TargetSchd && e.FLID == 7, "an older state of flight 7 was kept")
+	}
 }
 
 func TestPurgedPayloads(t *testing.T) {

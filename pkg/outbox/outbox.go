@@ -59,9 +59,11 @@ type Execer interface {
 }
 
 // Enqueue inserts events in the given order (event_id follows it) with one statement: it is the
-// one writer of msg_event. Call it inside the transaction that makes the change, so events
+// one writer of msg_event. Of the KAFKA:schd events it writes only the newest of each flight
+// (event.Latest). Call it inside the transaction that makes the change, so events
 // commit with it. Build events with package event.
 func Enqueue(ctx context.Context, db Execer, now time.Time, events ...event.Event) error {
+	events = event.Latest(events) // one state per flight (and its payload rendered)
 	if len(events) == 0 {
 		return nil
 	}

@@ -60,7 +60,6 @@ func TestEnqueueValidates(t *testing.T) {
 		{Target: event.TargetMsg, FLID: 1, Type: "DELETE", StateVersion: 1, Payload: json.RawMessage(`{}`)},
 		{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 0, Payload: json.RawMessage(`{}`)},
 		{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 1},
-		{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{`)},
 	} {
 		require.Error(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
 	}
@@ -235,7 +234,9 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	}
 	evs = append(evs, event.Event{Target: event.TargetSchd, FLID: 8, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{}`)},
 		event.Event{Target: event.TargetSchd, FLID: 8, Type: event.Tombstone, StateVersion: 2})
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+	for _, e := range evs { // each its own transaction: one transaction writes only its newest state
+		require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
+	}
 
 	got, err := b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
