@@ -27,7 +27,7 @@ import (
 // pkg/envconf, docs/configuration.md; Validate in config.go); the others are the process's,
 // set by the binary. Zero values are not defaults.
 type Config struct {
-	Batch              int           `envconfig:"MSGX_PUMP_BATCH" default:"500" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
+	Batch              int           `envconfig:"MSGX_PUMP_BATCH" default:"1000" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
 	MaxAttempts        int           // MSGX_MAX_ATTEMPTS
 	BackoffBase        time.Duration // MSGX_BACKOFF_BASE
 	BackoffMax         time.Duration // MSGX_BACKOFF_MAX

@@ -56,7 +56,7 @@ func BenchmarkFlopRate(b *testing.B) {
 		n = v
 	}
 	d := genDay(2000, 2)
-	batch := 500 // MSGX_PUMP_BATCH's default
+	batch := 1000 // MSGX_PUMP_BATCH's default
 	if v, err := strconv.Atoi(os.Getenv("MSGX_BENCH_BATCH")); err == nil {
 		batch = v
 	}
