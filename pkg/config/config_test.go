@@ -202,7 +202,8 @@ func TestComponentDefaultsAreTheDocumentedOnes(t *testing.T) {
 	require.Equal(t, "03:30", jc.HistorySweepAt.String())
 
 	pc := cfg.ProcessorConfig()
-	require.Equal(t, 500, pc.Batch)
+	require.Equal(t, 1000, pc.Batch)
+	require.Equal(t, 4000, pc.FlightCache)
 	require.Equal(t, 50*time.Millisecond, pc.IdlePoll, "min(MSGX_POLL_INTERVAL, 100ms)")
 	require.Equal(t, 5, pc.MaxAttempts)
 	dc := cfg.DispatchConfig()
