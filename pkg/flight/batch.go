@@ -107,12 +107,11 @@ func (b *Batch) Preload(ctx context.Context, flids []int64) error {
 	}
 	for _, id := range missing {
 		st := l.States[id]
-		b.stored[id] = st
-		if st != nil {
-			c := st.Clone()
-			b.cur[id] = &c
-		} else {
-			b.cur[id] = nil
+		// Stored and current share the state until a message changes it: no state the batch
+		// holds is ever changed in place (Apply works on clones), which also lets the stored
+		// states be a cache's (flightstore.Cache).
+		b.stored[id], b.cur[id] = st, st
+		if st == nil {
 			if v, ok := l.Purged[id]; ok {
 				b.floor[id] = v + 1
 			}
@@ -218,9 +217,23 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 		if w == nil || w.Status != Active { // dangling reference or DELETED master
 			continue
 		}
+		if len(b.children[id]) == 0 && len(b.childOf[id]) == 0 && !hasChild(overlay, id) {
+			w.MAFL = nil // what Project gives with nothing to project, without its overlay
+			continue
+		}
 		w.MAFL = Project(id, b.children[id], b.overlayFor(id, overlay))
 	}
 	return nil
+}
+
+// hasChild reports whether a state of overlay is a child of master.
+func hasChild(overlay map[int64]*State, master int64) bool {
+	for _, s := range overlay {
+		if m, _, ok := ChildOf(s); ok && m == master {
+			return true
+		}
+	}
+	return false
 }
 
 // overlayFor is the children overlay of master: every flight the batch changed before, then

@@ -44,10 +44,11 @@ func NewCache(n int) *Cache {
 // Len is the number of flights kept.
 func (c *Cache) Len() int { return len(c.entries) }
 
-// put keeps s (not copied: states handed to the cache are never changed again) as of xmin,
+// put keeps s (not copied: states handed to the cache are never changed again; its MAFL, when
+// ACTIVE, is only a guess checked against the stored children at each load) as of xmin,
 // and drops entries beyond the bound (an arbitrary quarter: the working set reloads).
 func (c *Cache) put(s *flight.State, xmin string) {
-	if s.MAFL != nil { // derived on every load from the stored children
+	if s.Status != flight.Active && s.MAFL != nil { // only an ACTIVE flight has one (Load)
 		v := *s
 		v.MAFL = nil
 		s = &v
@@ -103,9 +104,9 @@ func loadCached(ctx context.Context, tx pgx.Tx, c *Cache, flids []int64) (flight
 			misses = append(misses, flid)
 			return nil
 		}
-		if s.Status == flight.Active {
-			v := *s // the entry stays as it is; only MAFL differs
-			v.MAFL = slices.Clone(out.Children[flid])
+		if kids := out.Children[flid]; s.Status == flight.Active && !slices.Equal(s.MAFL, kids) {
+			v := *s // the entry stays as it is; only MAFL differs (derived from the stored children)
+			v.MAFL = slices.Clone(kids)
 			s = &v
 		}
 		out.States[flid] = s
@@ -164,7 +165,7 @@ func (c *Cache) Verify(ctx context.Context, tx pgx.Tx) error {
 	var bad []error
 	for _, id := range current {
 		kept, db := *c.entries[id].state, *stored.States[id]
-		db.MAFL = nil
+		kept.MAFL, db.MAFL = nil, nil // derived again from the stored children on every load
 		if d := diff(kept, db); d != "" {
 			bad = append(bad, fmt.Errorf("flight %d: %s", id, d))
 		}

@@ -126,13 +126,11 @@ func load(ctx context.Context, tx pgx.Tx, flids []int64, c *Cache) (flight.Store
 				return out, fmt.Errorf("load %s of %d: %w", flight.Collections[c].Table, flid, err)
 			}
 		}
-		if c != nil {
-			c.put(s, *xmin) // before MAFL: the cache keeps states without it
-		}
 		if s.Status == flight.Active {
-			v := *s
-			v.MAFL = slices.Clone(out.Children[flid])
-			s = &v
+			s.MAFL = slices.Clone(out.Children[flid])
+		}
+		if c != nil {
+			c.put(s, *xmin)
 		}
 		out.States[flid] = s
 	}
