@@ -119,7 +119,7 @@ CREATE TABLE public.flight (
     last_msg_id bigint,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
-    prov jsonb,
+    prov text,
     CONSTRAINT flight_mvin_check CHECK ((mvin = ANY (ARRAY['A'::bpchar, 'D'::bpchar]))),
     CONSTRAINT flight_state_check CHECK ((state = ANY (ARRAY['ACTIVE'::text, 'DELETED'::text]))),
     CONSTRAINT flight_state_version_check CHECK ((state_version > 0))
@@ -1470,4 +1470,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261220120000'),
     ('20261220130000'),
     ('20261220140000'),
-    ('20261221120000');
+    ('20261221120000'),
+    ('20261221130000');

@@ -181,10 +181,17 @@ func keyText(c C, k Value) string {
 // [dttm, msg_id, name…], names being field names, "state", collection names (the whole list)
 // and "collection/key" (one entry). Stamps are ordered by msg_id, names by their unit order.
 func MarshalProv(p *Prov) []byte {
-	groups := map[Stamp][]string{}
+	// Every stamped unit in unit order (fields, state, collections, entries by collection and
+	// key), then stably grouped by stamp: names keep that order within their group. A slice and
+	// a sort instead of a map of groups: this runs for every flight a batch writes.
+	type unit struct {
+		st   Stamp
+		name string
+	}
+	units := make([]unit, 0, 32)
 	add := func(st Stamp, name string) {
 		if st != (Stamp{}) {
-			groups[st] = append(groups[st], name)
+			units = append(units, unit{st, name})
 		}
 	}
 	for f := range NumFields {
@@ -194,36 +201,40 @@ func MarshalProv(p *Prov) []byte {
 	for c := range NumColls {
 		add(p.W[c], Collections[c].Name)
 	}
-	keys := slices.Collect(maps.Keys(p.E))
-	slices.SortFunc(keys, func(a, b EntryKey) int {
-		if a.C != b.C {
-			return int(a.C) - int(b.C)
+	if len(p.E) > 0 {
+		keys := slices.Collect(maps.Keys(p.E))
+		slices.SortFunc(keys, func(a, b EntryKey) int {
+			if a.C != b.C {
+				return int(a.C) - int(b.C)
+			}
+			return strings.Compare(keyText(a.C, a.K), keyText(b.C, b.K))
+		})
+		for _, k := range keys {
+			add(p.E[k], entryName(k.C, k.K))
 		}
-		return strings.Compare(keyText(a.C, a.K), keyText(b.C, b.K))
-	})
-	for _, k := range keys {
-		add(p.E[k], entryName(k.C, k.K))
 	}
-	stamps := slices.Collect(maps.Keys(groups))
-	slices.SortFunc(stamps, func(a, b Stamp) int {
-		if a.MsgID != b.MsgID {
-			return cmp.Compare(a.MsgID, b.MsgID)
+	slices.SortStableFunc(units, func(a, b unit) int {
+		if a.st.MsgID != b.st.MsgID {
+			return cmp.Compare(a.st.MsgID, b.st.MsgID)
 		}
-		return cmp.Compare(a.DTTM, b.DTTM)
+		return cmp.Compare(a.st.DTTM, b.st.DTTM)
 	})
-	b := []byte{'['}
-	for i, st := range stamps {
-		if i > 0 {
+	b := make([]byte, 0, 64+16*len(units))
+	b = append(b, '[')
+	for i, u := range units {
+		if i == 0 || u.st != units[i-1].st {
+			if i > 0 {
+				b = append(b, "],"...)
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, u.st.DTTM, 10)
 			b = append(b, ',')
+			b = strconv.AppendInt(b, u.st.MsgID, 10)
 		}
-		b = append(b, '[')
-		b = strconv.AppendInt(b, st.DTTM, 10)
 		b = append(b, ',')
-		b = strconv.AppendInt(b, st.MsgID, 10)
-		for _, n := range groups[st] {
-			b = append(b, ',')
-			b = appendString(b, n)
-		}
+		b = appendString(b, u.name)
+	}
+	if len(units) > 0 {
 		b = append(b, ']')
 	}
 	return append(b, ']')

@@ -90,7 +90,7 @@ func init() {
 	args = append(args, fmt.Sprintf("$%d::text[]", n+2), fmt.Sprintf("$%d::text[]", n+3), fmt.Sprintf("$%d::bigint[]", n+4),
 		fmt.Sprintf("$%d::bigint[]", n+5), fmt.Sprintf("$%d::text[]", n+6))
 	aliases = append(aliases, "day", "state", "version", "msg", "prov")
-	vals = append(vals, "NULLIF(u.day, '')::date", "u.state", "u.version", "u.msg", "u.prov::jsonb", fmt.Sprintf("$%d", n+7), fmt.Sprintf("$%d", n+7))
+	vals = append(vals, "NULLIF(u.day, '')::date", "u.state", "u.version", "u.msg", "u.prov", fmt.Sprintf("$%d", n+7), fmt.Sprintf("$%d", n+7))
 	insertFlightSQL = `INSERT INTO flight (` + strings.Join(cols, ", ") + `)
 SELECT ` + strings.Join(vals, ", ") + `
   FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)`
@@ -153,7 +153,7 @@ func updateFlightSQL(fields []flight.F) string {
 		fmt.Sprintf("$%d::bigint[]", n+5), fmt.Sprintf("$%d::text[]", n+6))
 	aliases = append(aliases, "day", "state", "version", "msg", "prov")
 	set = append(set, "operation_day = COALESCE(NULLIF(u.day, '')::date, f.operation_day)", "state = u.state",
-		"state_version = u.version", "last_msg_id = u.msg", "prov = u.prov::jsonb", fmt.Sprintf("updated_at = $%d", n+7))
+		"state_version = u.version", "last_msg_id = u.msg", "prov = u.prov", fmt.Sprintf("updated_at = $%d", n+7))
 	return `UPDATE flight f SET ` + strings.Join(set, ", ") + `
   FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)
  WHERE f.flid = u.flid`
@@ -177,7 +177,7 @@ const (
 
 	// provOnlySQL saves the provenance of flights whose values did not change (INV-24): no
 	// version, no updated_at.
-	provOnlySQL = `UPDATE flight f SET prov = u.prov::jsonb FROM unnest($1::bigint[], $2::text[]) AS u(flid, prov) WHERE f.flid = u.flid`
+	provOnlySQL = `UPDATE flight f SET prov = u.prov FROM unnest($1::bigint[], $2::text[]) AS u(flid, prov) WHERE f.flid = u.flid`
 
 	snapAppliedSQL = `SELECT EXISTS (SELECT 1 FROM schd_snap_log WHERE msg_id = $1)`
 
