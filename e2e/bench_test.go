@@ -294,11 +294,21 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	}
 	d := drainRun{backlog: len(e.head) + n, cpu: map[string]time.Duration{}}
 
+	heap := os.Getenv("MSGX_BENCH_HEAP")
+	var env []string
+	if heap != "" {
+		env = []string{"MSGX_PPROF=true"}
+	}
 	start := time.Now()
 	s, err := stack.Start(e.ctx, stack.Options{
-		BinDir: e.bin, LogDir: filepath.Join(e.logs, name), PGURL: pgURL, MySQL: dsn, RandomPorts: true,
+		BinDir: e.bin, LogDir: filepath.Join(e.logs, name), PGURL: pgURL, MySQL: dsn, RandomPorts: true, Env: env,
 	})
 	require.NoError(b, err)
+	if heap != "" {
+		// The processor's heap 15 s into the drain (mid-drain on this machine), for pprof.
+		t := time.AfterFunc(15*time.Second, func() { saveHeap(s.Proc("processor").Addr, heap) })
+		defer t.Stop()
+	}
 	pgAll, my := stack.CommCPU("postgres"), stack.CommCPU("mariadbd")
 	stopPerf := startPerf(b, os.Getenv("MSGX_BENCH_PERF"))
 	e.drainStages(b, pool, maxID, start, &d, name)

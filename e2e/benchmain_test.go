@@ -5,8 +5,11 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -423,5 +426,24 @@ func startPerf(b *testing.B, out string) func() {
 	return func() {
 		require.NoError(b, cmd.Process.Signal(os.Interrupt))
 		_ = cmd.Wait()
+	}
+}
+
+// saveHeap writes the heap profile of the binary serving addr (MSGX_PPROF) to file; failures are
+// printed (a diagnosis aid, not a figure).
+func saveHeap(addr, file string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		fmt.Println("heap profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err == nil {
+		_, err = io.Copy(f, resp.Body)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		fmt.Println("heap profile:", err)
 	}
 }

@@ -86,6 +86,7 @@ type Process struct {
 	HTTPReadTimeout time.Duration `envconfig:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
 	ShutdownTimeout time.Duration `envconfig:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
 	ShutdownDrain   time.Duration `envconfig:"MSGX_SHUTDOWN_DRAIN" default:"5s" desc:"after SIGTERM /readyz answers 503 for this long before the HTTP servers shut down, so that Services stop routing to the pod first (0: no wait)"`
+	Pprof           bool          `envconfig:"MSGX_PPROF" default:"false" desc:"serve Go's profiles (net/http/pprof) under /debug/pprof/ on MSGX_HTTP_ADDR: CPU, heap, goroutines of a running binary, for diagnosis (docs/runbook.md); off by default"`
 	LivenessStall   time.Duration `envconfig:"MSGX_LIVENESS_STALL" default:"5m" desc:"/healthz answers 503 when a stage loop of the leader has not ticked for this long (a hung loop), so that the kubelet restarts the pod; longer than the slowest normal iteration"`
 
 	PGURL      string        `envconfig:"MSGX_PG_URL" default:"postgres://postgres@127.0.0.1:5432/msgx?sslmode=disable" desc:"PostgreSQL URL (pgx); set search_path in it to use another schema; sslmode etc. for TLS"`

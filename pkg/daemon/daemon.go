@@ -132,6 +132,9 @@ func Run(ctx context.Context, spec Spec) error {
 	checks := append([]obs.Check{{Name: "postgres", Fn: spec.Pool.Ping}}, spec.Checks...)
 	srv := obs.NewServer(cfg.HTTPAddr, spec.Registry, checks, elector.IsLeader, cfg.HTTPReadTimeout, spec.Log)
 	srv.SetLiveness(live.Check)
+	if cfg.Pprof {
+		srv.ServeProfiles()
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,6 +93,15 @@ func NewServer(addr string, reg *prometheus.Registry, checks []Check, role func(
 // Handle mounts an extra handler on the ops listener (the console's pages, which share the ops
 // address; ingest's API has its own listener, NewHandlerServer). Only for servers from NewServer.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// ServeProfiles mounts Go's profiles (net/http/pprof) under /debug/pprof/ (MSGX_PPROF).
+func (s *Server) ServeProfiles() {
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+}
 
 // NewHandlerServer serves h alone on addr (ingest's API listener).
 func NewHandlerServer(addr string, h http.Handler, readTimeout time.Duration, log zerolog.Logger) *Server {

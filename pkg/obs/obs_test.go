@@ -135,3 +135,23 @@ func TestHealthzAndDrain(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.True(t, strings.Contains(body, `"draining":true`), body)
 }
+
+// TestProfilesOnlyWhenAsked: /debug/pprof/ is served only with MSGX_PPROF (ServeProfiles).
+func TestProfilesOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	s := NewServer("127.0.0.1:0", prometheus.NewRegistry(), nil, func() (bool, int64) { return true, 3 }, time.Second, zerolog.Nop())
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		s.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	code, _ := get("/debug/pprof/heap")
+	require.Equal(t, http.StatusNotFound, code)
+	s.ServeProfiles()
+	code, body := get("/debug/pprof/heap?debug=1")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "heap profile")
+	code, body = get("/debug/pprof/")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "goroutine")
+}
