@@ -11,7 +11,7 @@ import (
 // MSGX_DB_TIMEOUT, set by the binary.
 type Config struct {
 	PollInterval   time.Duration `envconfig:"MSGX_POLL_INTERVAL" default:"50ms" desc:"ingest: wait between mailbox polls when the last poll was not a full batch"`
-	ClaimBatch     int           `envconfig:"MSGX_CLAIM_BATCH" default:"50" desc:"ingest: mailbox rows read per poll"`
+	ClaimBatch     int           `envconfig:"MSGX_CLAIM_BATCH" default:"500" desc:"ingest: mailbox rows read per poll"`
 	MaxCommitDelay time.Duration `envconfig:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped"`
 	ReprobeWindow  time.Duration `envconfig:"MSGX_GAP_REPROBE_WINDOW" default:"24h" desc:"ingest: how long skipped ids are re-probed for a late commit"`
 	// ReprobeEvery is the period of the re-probe of skipped ids.
