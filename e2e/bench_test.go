@@ -56,6 +56,13 @@ func BenchmarkEndToEnd(b *testing.B) {
 		env.drainOnly(b)
 		return
 	}
+	if os.Getenv("MSGX_BENCH_SUSTAINED_ONLY") == "1" {
+		for b.Loop() {
+			var r benchResult
+			env.latency(b, &r, false)
+		}
+		return
+	}
 	var r benchResult
 	for b.Loop() {
 		r = env.run(b)
@@ -238,7 +245,7 @@ func (l latencyRun) growth() float64 { return l.backlogLate - l.backlogEarly }
 func (e *benchEnv) run(b *testing.B) benchResult {
 	r := benchResult{at: time.Now().UTC(), loadStart: loadAvg(), rss: map[string]int64{}}
 	e.throughput(b, &r)
-	e.latency(b, &r)
+	e.latency(b, &r, true)
 	if os.Getenv("MSGX_BENCH_1M") == "1" {
 		var s *stack.Stack
 		r.m1, s, _ = e.drainBacklog(b, benchBacklog1M, "throughput-1m")
@@ -419,7 +426,7 @@ func (e *benchEnv) drainStages(b *testing.B, pool *pgxpool.Pool, maxID int64, st
 
 // latency starts a stack with the default configuration on fresh databases, lets the snapshot
 // through, then runs the 200 msgs/s and the 2,000 msgs/s runs one after the other.
-func (e *benchEnv) latency(b *testing.B, r *benchResult) {
+func (e *benchEnv) latency(b *testing.B, r *benchResult, at200 bool) {
 	pool, pgURL, dsn := e.prepare(b)
 	s, err := stack.Start(e.ctx, stack.Options{
 		BinDir: e.bin, LogDir: filepath.Join(e.logs, "latency"), PGURL: pgURL, MySQL: dsn, RandomPorts: true,
@@ -433,8 +440,10 @@ func (e *benchEnv) latency(b *testing.B, r *benchResult) {
 	require.NoError(b, err, "the snapshot did not go through (logs in %s)", filepath.Join(e.logs, "latency"))
 
 	gen := newFlopGen(e.flights, e.head[len(e.head)-1].SEQN+1, e.head[len(e.head)-1].At, 2)
-	r.def = e.paced(b, s, pool, dsn, gen, benchRate, benchLatencyFor, 1, true)
-	fmt.Printf("latency, default configuration, %s: %s\n", r.def.what(), r.def.figures())
+	if at200 {
+		r.def = e.paced(b, s, pool, dsn, gen, benchRate, benchLatencyFor, 1, true)
+		fmt.Printf("latency, default configuration, %s: %s\n", r.def.what(), r.def.figures())
+	}
 	// Ten rows per INSERT statement: the writer's inserts are sequential, and one row per
 	// statement cannot keep 2,000/s on a busy machine; each row still has its own commit time.
 	r.k2 = e.paced(b, s, pool, dsn, gen, benchRate2k, benchLatency2kFor, 10, false)
@@ -482,6 +491,7 @@ func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn s
 	maxID, written := e.write(b, dsn, simulate.WriterConfig{Conns: 4, Pace: simulate.PaceSteady, Rate: float64(rate),
 		Batch: batch, Committed: commit}, gen.messages(n))
 	close(stop)
+	stageReport(b, e.ctx, s, pool)
 	l.written = written
 	backlog := <-samples
 	l.backlogEarly, l.backlogLate, l.backlogMax = windowMean(backlog, 10, 20), windowMean(backlog, len(backlog)-10, len(backlog)), slices.Max(append(backlog, 0))

@@ -447,3 +447,47 @@ func saveHeap(addr, file string) {
 		fmt.Println("heap profile:", err)
 	}
 }
+
+// stageReport prints where a paced run's backlog is when the writer stops (messages not yet
+// terminal; KAFKA:msg events not yet sent) and the processor's and dispatcher's batch sizes so
+// far (their histograms' means): which stage falls behind, and with what batches.
+func stageReport(b *testing.B, ctx context.Context, s *stack.Stack, pool *pgxpool.Pool) {
+	var open, unsent int64
+	require.NoError(b, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED')),
+		(SELECT count(*) FROM msg_event WHERE target = 'KAFKA:msg' AND status = 'PENDING')`).Scan(&open, &unsent))
+	fmt.Printf("  at the writer's end: %d messages not terminal, %d KAFKA:msg events unsent", open, unsent)
+	for _, m := range []struct{ bin, metric string }{
+		{"processor", "msgx_pump_batch_messages"}, {"processor", "msgx_pump_tx_seconds"},
+		{"dispatcher", "msgx_dispatch_batch_records"}, {"dispatcher", "msgx_dispatch_produce_seconds"},
+	} {
+		sum, count := histogram(s.Proc(m.bin).Addr, m.metric)
+		if count > 0 {
+			fmt.Printf("; %s mean %.3g over %.0f", m.metric, sum/count, count)
+		}
+	}
+	fmt.Println()
+}
+
+// histogram reads a histogram's _sum and _count (all series added) from a binary's /metrics.
+func histogram(addr, name string) (sum, count float64) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch {
+		case strings.HasPrefix(f[0], name+"_sum"):
+			sum += v
+		case strings.HasPrefix(f[0], name+"_count"):
+			count += v
+		}
+	}
+	return sum, count
+}

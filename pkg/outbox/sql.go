@@ -228,4 +228,9 @@ VALUES ($1, $2, $3, $4, $5, $6)`
 // originTimesSQL is when ingest enqueued each message — its first sight of the committed
 // mailbox row, at most one poll interval after the commit: the start of the end-to-end lag.
 // Messages already archived to proc_state_hst are not looked up (the lag is not observed).
-const originTimesSQL = `SELECT msg_id, enqueued_at FROM proc_state WHERE msg_id = ANY($1::bigint[])`
+// Each id is probed by the primary key in a LATERAL subquery (OFFSET 0 keeps it one), whatever
+// plan the statistics give (lockIdentitiesSQL in package processor says what "= ANY" cost there).
+const originTimesSQL = `
+SELECT u.id, p.enqueued_at
+  FROM unnest($1::bigint[]) AS u(id)
+  CROSS JOIN LATERAL (SELECT enqueued_at FROM proc_state WHERE msg_id = u.id OFFSET 0) p`
