@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	require.NoError(b, err)
 	u.Path, u.RawQuery = "", ""
 	budget := 25 * time.Minute
-	if os.Getenv("MSGX_BENCH_1M") == "1" {
+	if os.Getenv("MSGX_BENCH_1M") == "1" || os.Getenv("MSGX_BENCH_BACKLOG") != "" {
 		budget += 10 * 15 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
@@ -153,10 +154,17 @@ func newBenchEnv(b *testing.B) *benchEnv {
 
 // drainOnly is the iteration form (MSGX_BENCH_DRAIN_ONLY=1): the 100k throughput run alone,
 // its figures printed per process, nothing written. With MSGX_BENCH_PERF=file it also records
-// a system-wide perf profile (perf record -a -g) of the drain, every process included.
+// a system-wide perf profile (perf record -a -g) of the drain, every process included; with
+// MSGX_BENCH_BACKLOG=n it drains n FLOPs instead of 100k (1000000: the 1M run alone).
 func (e *benchEnv) drainOnly(b *testing.B) {
+	n := benchBacklog
+	if v := os.Getenv("MSGX_BENCH_BACKLOG"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(b, err, "MSGX_BENCH_BACKLOG")
+	}
 	for b.Loop() {
-		d, s, _ := e.drainBacklog(b, benchBacklog, "throughput")
+		d, s, _ := e.drainBacklog(b, n, "throughput")
 		rss := map[string]int64{}
 		peakRSS(b, s, rss)
 		require.NoError(b, s.Close())

@@ -180,6 +180,7 @@ type machine struct {
 	cpus                   int
 	cpuModel, mem          string
 	goVersion, pg, mariadb string
+	pgSettings             string // the server settings that decide how a large backlog fares
 }
 
 func describeMachine(ctx context.Context, b *testing.B, pool *pgxpool.Pool, mysqlDSN string) machine {
@@ -202,6 +203,8 @@ func describeMachine(ctx context.Context, b *testing.B, pool *pgxpool.Pool, mysq
 		}
 	}
 	require.NoError(b, pool.QueryRow(ctx, `SHOW server_version`).Scan(&m.pg))
+	require.NoError(b, pool.QueryRow(ctx, `SELECT string_agg(name || ' ' || current_setting(name), ', ' ORDER BY name)
+		FROM unnest(ARRAY['autovacuum', 'max_wal_size', 'shared_buffers', 'synchronous_commit']) AS name`).Scan(&m.pgSettings))
 	db, err := simulate.OpenMailbox(mysqlDSN)
 	require.NoError(b, err)
 	defer db.Close()
@@ -258,9 +261,9 @@ func (r benchResult) section() string {
 	ratio := r.e2e.rate / r.pgbenchTPS
 	cpu := r.e2e.cpuPerMsg()
 	fmt.Fprintf(&b, "## %s\n\n", r.at.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s RAM, %s, PostgreSQL %s, MariaDB %s, the development Kafka broker (kfake, its own process). "+
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s RAM, %s, PostgreSQL %s (%s), MariaDB %s, the development Kafka broker (kfake, its own process). "+
 		"Load average (1/5/15 min) %s at the start, %s at the end. Every binary runs with its default configuration.\n\n",
-		m.cpus, m.cpuModel, m.mem, m.goVersion, m.pg, m.mariadb, r.loadStart, r.loadEnd)
+		m.cpus, m.cpuModel, m.mem, m.goVersion, m.pg, m.pgSettings, m.mariadb, r.loadStart, r.loadEnd)
 	b.WriteString("| measure | result | target |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| throughput: %d messages (reference lists, %d-flight snapshot, %d FLOPs) pre-written, stack start → all terminal and every KAFKA:msg event acknowledged | %.0f msgs/s (%s; %d events of %d B mean) | ≥ %d: %s |\n",
 		r.e2e.backlog, benchFlights, benchBacklog, r.e2e.rate, r.e2e.drain.Round(time.Millisecond), r.events, r.payload, targetRate,
