@@ -47,7 +47,7 @@ func BenchmarkSnapshot2000Again(b *testing.B) {
 	}
 }
 
-// BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 500, the
+// BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 1,000, the
 // flight processor's batch session) and reports messages per second, beside the one-transaction-per-message
 // ceiling of the same server (a pgbench-like loop: BEGIN; one UPDATE; COMMIT).
 func BenchmarkFlopRate(b *testing.B) {
