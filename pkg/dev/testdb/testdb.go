@@ -81,6 +81,10 @@ func NewAt(t testing.TB, adminURL string) *DB {
 // WithSearchPath returns dsn with its search_path set to schema. Test sessions also commit
 // without waiting for the WAL flush (synchronous_commit=off): a commit is still atomic and
 // visible, and survives the death of any client process; only a server crash could lose it.
+// And the server checks every second that the test is still there while a statement runs
+// (client_connection_check_interval): a test killed at its timeout in the middle of a long
+// statement would otherwise leave it running in the server, loading every later test and
+// benchmark (seen: an EXPLAIN that ran on for half an hour).
 func WithSearchPath(dsn, schema string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -89,6 +93,7 @@ func WithSearchPath(dsn, schema string) string {
 	q := u.Query()
 	q.Set("search_path", schema)
 	q.Set("synchronous_commit", "off")
+	q.Set("client_connection_check_interval", "1s")
 	u.RawQuery = q.Encode()
 	return u.String()
 }
