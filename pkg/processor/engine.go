@@ -116,7 +116,7 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	gctx, stopGauges := context.WithCancel(ctx)
 	var gauges sync.WaitGroup
-	gauges.Go(func() { p.refreshGauges(gctx, lease) })
+	gauges.Go(func() { p.gaugeLoop(gctx, lease) })
 	defer gauges.Wait()
 	defer stopGauges()
 	pause := p.cfg.BackoffBase
@@ -885,17 +885,17 @@ func (p *Engine) mark(ids []int64, now time.Time) {
 	}
 }
 
-// gaugePeriod is how often refreshGauges counts.
+// gaugePeriod is how often gaugeLoop counts.
 const gaugePeriod = 5 * time.Second
 
-// refreshGauges updates the gauges every gaugePeriod beside the pump, never on its path: the
-// counts read every open row, half a second at a backlog of a million messages, which the head
-// used to wait for (issue 19).
-func (p *Engine) refreshGauges(ctx context.Context, lease leader.Lease) {
+// gaugeLoop refreshes the gauges every gaugePeriod beside the pump, never on its path: the
+// counts read every open or owed row — 0.24 s and 0.59 s a call at a backlog of a million
+// messages (issue 19) — and the head used to wait for them.
+func (p *Engine) gaugeLoop(ctx context.Context, lease leader.Lease) {
 	defer lease.Stopped("gauges")
 	for {
 		lease.Tick("gauges")
-		if err := p.RefreshGauges(ctx); err != nil && ctx.Err() == nil {
+		if err := p.refreshGauges(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn().Err(err).Msg("pump: refresh gauges")
 		}
 		if !clock.WallSleep(ctx, gaugePeriod) {
@@ -904,8 +904,8 @@ func (p *Engine) refreshGauges(ctx context.Context, lease leader.Lease) {
 	}
 }
 
-// RefreshGauges updates the backlog and marker-owed gauges: counts of the open and owed rows.
-func (p *Engine) RefreshGauges(ctx context.Context) error {
+// refreshGauges updates the backlog and marker-owed gauges once.
+func (p *Engine) refreshGauges(ctx context.Context) error {
 	counts, err := CountByStatus(ctx, p.pool, StatusPending, StatusFailed)
 	if err != nil {
 		return fmt.Errorf("count backlog: %w", err)
