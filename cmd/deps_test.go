@@ -57,3 +57,34 @@ func TestDevelopmentToolsLinkNoTestMachinery(t *testing.T) {
 		})
 	}
 }
+
+// Each binary links only its own stage (cmd → stage → domain): the settings of every stage are
+// composed per binary (cmd/<binary>/config.go), never in a package every binary imports.
+func TestBinariesLinkOnlyTheirStage(t *testing.T) {
+	t.Parallel()
+	const pkg, sarama = "github.com/msgx/msgx/pkg/", "github.com/IBM/sarama"
+	forbidden := map[string][]string{
+		"ingest":     {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "console", pkg + "processor", pkg + "config"},
+		"processor":  {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "console", pkg + "ingest", pkg + "config"},
+		"dispatcher": {pkg + "ingest", pkg + "jobs", pkg + "console", pkg + "processor", pkg + "mailbox", pkg + "config"},
+		"jobs":       {sarama, pkg + "dispatch", pkg + "kafka", pkg + "console", pkg + "ingest", pkg + "config"},
+		"console":    {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "ingest", pkg + "config"},
+	}
+	for bin, bad := range forbidden {
+		t.Run(bin, func(t *testing.T) {
+			t.Parallel()
+			linked := map[string]bool{}
+			for _, p := range deps(t, bin) {
+				linked[p] = true
+			}
+			require.True(t, linked[pkg+"daemon"], "%s: the list is real (it links pkg/daemon)", bin)
+			var found []string
+			for _, p := range bad {
+				if linked[p] {
+					found = append(found, p)
+				}
+			}
+			require.Empty(t, found, "%s links another stage", bin)
+		})
+	}
+}

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,28 +14,25 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/request"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 func main() {
 	if code, start := cmdline.Service("console", "msgx's operator web console: pages on MSGX_CONSOLE_ADDR, /healthz /readyz /metrics on MSGX_HTTP_ADDR.", os.Args[1:], os.Stdout, os.Stderr); !start {
 		os.Exit(code)
 	}
-	cfg, err := config.Load(config.RoleConsole)
-	if err == nil {
-		err = productionChecks(cfg)
-	}
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "console: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "console")
-	daemon.LogStart(log, cfg)
+	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {
@@ -45,38 +41,30 @@ func main() {
 	}
 }
 
-// productionChecks are the console's own refusals (the shared Config is every binary's).
-func productionChecks(cfg config.Config) error {
-	if cfg.Env == "production" && cfg.Console.SessionKey == "" {
-		return errors.New("MSGX_CONSOLE_SESSION_KEY: must be set in production (sessions signed by a per-process random key end at every restart and differ between replicas)")
-	}
-	return nil
-}
-
 // run is the whole binary; tests call it. started, when set, is told the ops server
 // (MSGX_HTTP_ADDR: /healthz, /readyz, /metrics) and the pages' server (MSGX_CONSOLE_ADDR) once
 // both listen.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(ops, pages *obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg, config.RoleConsole)
+func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(ops, pages *obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleConsole)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	ob, err := outbox.New(pool, cfg.OutboxPolicy())
+	ob, err := outbox.New(pool, cfg.outboxPolicy())
 	if err != nil {
 		return err
 	}
-	reqs, err := request.NewStore(pool, cfg.RequestConfig())
+	reqs, err := request.NewStore(pool, cfg.requestConfig())
 	if err != nil {
 		return err
 	}
 	reg := obs.NewRegistry()
-	if err := obs.RegisterPool(reg, string(config.RoleConsole), pool); err != nil {
+	if err := obs.RegisterPool(reg, string(settings.RoleConsole), pool); err != nil {
 		return err
 	}
 	c, err := console.New(console.Deps{
 		Pool: pool, Config: cfg.Console, Location: cfg.Location(), Outbox: ob, Requests: reqs,
-		Shadow: cfg.Shadow, Log: log, Metrics: console.NewMetrics(reg),
+		Shadow: cfg.Mailbox.Shadow, Log: log, Metrics: console.NewMetrics(reg),
 	})
 	if err != nil {
 		return err
@@ -93,5 +81,5 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		started(ops, pages)
 	}
 	log.Info().Str("ops", ops.Addr()).Str("pages", pages.Addr()).Msg("console serving")
-	return daemon.Serve(ctx, cfg, clock.System{}, log, []*obs.Server{ops, pages}, nil)
+	return daemon.Serve(ctx, cfg.Process, clock.System{}, log, []*obs.Server{ops, pages}, nil)
 }

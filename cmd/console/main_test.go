@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/obs"
@@ -32,7 +31,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	var cfg config.Config
+	var cfg Config
 	envconf.Defaults(&cfg)
 	cfg.PGURL, cfg.HTTPAddr, cfg.Console.Addr, cfg.ShutdownDrain = db.URL, "127.0.0.1:0", "127.0.0.1:0", 0
 	require.NoError(t, cfg.Validate())
@@ -73,10 +72,12 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 
 func TestProductionNeedsASessionKey(t *testing.T) {
 	t.Parallel()
-	var cfg config.Config
+	var cfg Config
 	envconf.Defaults(&cfg)
+	cfg.HTTPAddr = "127.0.0.1:0"
+	require.NoError(t, cfg.Validate(), "development runs with a per-process key")
 	cfg.Env = "production"
-	require.ErrorContains(t, productionChecks(cfg), "MSGX_CONSOLE_SESSION_KEY")
+	require.ErrorContains(t, cfg.Validate(), "MSGX_CONSOLE_SESSION_KEY: must be set in production")
 	cfg.Console.SessionKey = strings.Repeat("k", 32)
-	require.NoError(t, productionChecks(cfg))
+	require.NotContains(t, cfg.Validate().Error(), "MSGX_CONSOLE_SESSION_KEY", "the other production refusals remain; the key's is gone")
 }

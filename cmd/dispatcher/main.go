@@ -14,26 +14,26 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 func main() {
 	if code, start := cmdline.Service("dispatcher", "msgx's dispatcher stage: sends the flight events to Kafka while it leads the dispatcher role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
 		os.Exit(code)
 	}
-	cfg, err := config.Load(config.RoleDispatcher)
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dispatcher: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "dispatcher")
-	daemon.LogStart(log, cfg)
+	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {
@@ -47,30 +47,31 @@ func main() {
 }
 
 // run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
+func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.Server)) error {
 	// Producer rule D3: refuse to start on any violation, before touching anything else.
 	link, err := dispatch.NewLink(cfg.Kafka, cfg.Leader.Retry, log)
 	if err != nil {
 		return err
 	}
-	pool, err := daemon.OpenPool(ctx, cfg, config.RoleDispatcher)
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleDispatcher)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	store, err := outbox.New(pool, cfg.OutboxPolicy())
+	store, err := outbox.New(pool, cfg.outboxPolicy())
 	if err != nil {
 		return err
 	}
 	reg := obs.NewRegistry()
 	reg.MustRegister(kafka.NewCollector())
-	disp, err := dispatch.New(cfg.DispatchConfig(), store, link, clock.System{}, reg, log)
+	disp, err := dispatch.New(cfg.dispatchConfig(), store, link, clock.System{}, reg, log)
 	if err != nil {
 		return err
 	}
 	return daemon.Run(ctx, daemon.Spec{
-		Role:     config.RoleDispatcher,
-		Config:   cfg,
+		Role:     settings.RoleDispatcher,
+		Process:  cfg.Process,
+		Leader:   cfg.Leader,
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,

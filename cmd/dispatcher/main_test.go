@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
@@ -46,9 +45,9 @@ var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 
 // testConfig is a dispatcher configuration for db and the brokers, from the same defaults as
 // production.
-func testConfig(t *testing.T, db *testdb.DB, brokers []string) config.Config {
+func testConfig(t *testing.T, db *testdb.DB, brokers []string) Config {
 	t.Helper()
-	cfg, err := config.Load(config.RoleDispatcher)
+	cfg, err := load()
 	require.NoError(t, err)
 	cfg.PGURL = db.URL
 	cfg.HTTPAddr, cfg.ShutdownDrain = "127.0.0.1:0", 0
@@ -85,7 +84,7 @@ func sentCount(t *testing.T, db *testdb.DB) int {
 
 func TestRefusesD3Violation(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(config.RoleDispatcher)
+	cfg, err := load()
 	require.NoError(t, err)
 	cfg.Kafka.Version = "0.10.2.0"
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)

@@ -16,7 +16,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dev/tlsenv"
@@ -36,7 +35,7 @@ type api struct {
 	send, read, both string
 }
 
-func startAPI(t *testing.T, tune func(*config.Config)) *api {
+func startAPI(t *testing.T, tune func(*Config)) *api {
 	t.Helper()
 	pg := tlsenv.PG(t).NewDB(t)
 	mb := tlsenv.MySQL(t).NewDB(t)
@@ -46,9 +45,9 @@ func startAPI(t *testing.T, tune func(*config.Config)) *api {
 	p := startProxy(t, dsn.Addr)
 	dsn.Addr = p.addr
 
-	cfg, err := config.Load(config.RoleIngest)
+	cfg, err := load()
 	require.NoError(t, err)
-	cfg.PGURL, cfg.MySQLDSN = pg.Roles(t).URL(roles.Ingest), dsn.FormatDSN()
+	cfg.PGURL, cfg.Mailbox.MySQLDSN = pg.Roles(t).URL(roles.Ingest), dsn.FormatDSN()
 	cfg.HTTPAddr, cfg.API.Addr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Ingest.PollInterval = 20 * time.Millisecond
 	cfg.ShutdownTimeout, cfg.ShutdownDrain, cfg.DBTimeout = 5*time.Second, 0, 3*time.Second
@@ -125,7 +124,7 @@ func (a *api) watermark(t *testing.T) int64 {
 // their status and say what is missing; the ops listener serves no API route.
 func TestAPIRefusals(t *testing.T) {
 	t.Parallel()
-	a := startAPI(t, func(c *config.Config) {
+	a := startAPI(t, func(c *Config) {
 		c.API.Access.Rate, c.API.Access.Burst = 1, 3
 		c.Compat.MaxBody = 2048
 	})
@@ -197,7 +196,7 @@ func TestAPIRefusals(t *testing.T) {
 // quiet run. The reads use the API's own small pool, never the poll loop's connections.
 func TestReadFloodDoesNotDelayIngest(t *testing.T) {
 	t.Parallel()
-	a := startAPI(t, func(c *config.Config) {
+	a := startAPI(t, func(c *Config) {
 		c.API.Access.Rate, c.API.Access.Burst, c.API.Access.MaxInFlight = 100000, 100000, 32
 	})
 	ctx := context.Background()

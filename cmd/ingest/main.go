@@ -13,7 +13,6 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/ingest"
@@ -21,19 +20,20 @@ import (
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/readapi"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 func main() {
 	if code, start := cmdline.Service("ingest", "msgx's ingest stage: polls the legacy mailbox into PostgreSQL while it leads the ingest role; serves the compat entry and the read API (MSGX_API_ADDR) and /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
 		os.Exit(code)
 	}
-	cfg, err := config.Load(config.RoleIngest)
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ingest: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "ingest")
-	daemon.LogStart(log, cfg)
+	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {
@@ -44,21 +44,21 @@ func main() {
 
 // run is the whole binary; tests call it. started, when set, is told the ops server and the API
 // server once both listen.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(ops, api *obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg, config.RoleIngest)
+func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(ops, api *obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleIngest)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	apiPool, err := daemon.OpenAPIPool(ctx, cfg)
+	apiPool, err := daemon.OpenAPIPool(ctx, cfg.Process, cfg.Leader, cfg.API.PGMaxConns, cfg.API.StatementTimeout)
 	if err != nil {
 		return err
 	}
 	defer apiPool.Close()
-	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+	if err := mailbox.UseCA(cfg.Mailbox.MySQLTLSCAFile); err != nil {
 		return err
 	}
-	mb, err := mailbox.Open(cfg.MySQLDSN)
+	mb, err := mailbox.Open(cfg.Mailbox.MySQLDSN)
 	if err != nil {
 		return err
 	}
@@ -70,11 +70,11 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		return err
 	}
 	metrics := ingest.NewMetrics(reg, clk)
-	compat := ingest.NewCompat(cfg.CompatConfig(), mb, apiPool, clk, metrics, log)
+	compat := ingest.NewCompat(cfg.compatConfig(), mb, apiPool, clk, metrics, log)
 	// The read API only reads PostgreSQL: it serves on every replica, leader or standby, and
 	// while the mailbox is down.
 	read := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout}, apiPool, log)
-	if cfg.Shadow {
+	if cfg.Mailbox.Shadow {
 		log.Warn().Msg("shadow mode: the compat entry answers 503 and nothing is written to the mailbox")
 	}
 	gate := httpauth.NewGate(cfg.API.Access, clk.Now)
@@ -93,8 +93,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	apiSrv := obs.NewHandlerServer(cfg.API.Addr, mux, cfg.HTTPReadTimeout, log)
 
 	return daemon.Run(ctx, daemon.Spec{
-		Role:     config.RoleIngest,
-		Config:   cfg,
+		Role:     settings.RoleIngest,
+		Process:  cfg.Process,
+		Leader:   cfg.Leader,
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,
@@ -103,7 +104,7 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 		Checks: []obs.Check{{Name: "mailbox", Fn: mb.Ping, Informational: true}},
 		API:    apiSrv,
 		Work: func(ctx context.Context, lease leader.Lease) error {
-			ing, err := ingest.New(cfg.IngestConfig(), ingest.Deps{
+			ing, err := ingest.New(cfg.pollConfig(), ingest.Deps{
 				DB: pool, Mailbox: mb, Fence: lease, Beat: lease.Tick, Clock: clk, Metrics: metrics,
 				Log: log.With().Int64("epoch", lease.Epoch).Logger(),
 			})

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dev/tlsenv"
@@ -26,23 +25,13 @@ type tlsRun struct{ m *testing.M }
 
 func (r tlsRun) Run() int { return tlsenv.Run(r.m) }
 
-// eventually polls cond (bounded) instead of sleeping for a fixed time.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestRunIngestsAndServesCompat(t *testing.T) {
 	t.Parallel()
 	pg := testdb.New(t)
 	mb := mailboxtest.New(t)
-	cfg, err := config.Load(config.RoleIngest)
+	cfg, err := load()
 	require.NoError(t, err)
-	cfg.PGURL, cfg.MySQLDSN, cfg.HTTPAddr, cfg.API.Addr = pg.URL, mb.DSN, "127.0.0.1:0", "127.0.0.1:0"
+	cfg.PGURL, cfg.Mailbox.MySQLDSN, cfg.HTTPAddr, cfg.API.Addr = pg.URL, mb.DSN, "127.0.0.1:0", "127.0.0.1:0"
 	token, entry, err := httpauth.NewToken("aodb", httpauth.ScopeSend)
 	require.NoError(t, err)
 	cfg.API.Access.Tokens = httpauth.Clients{entry}
@@ -63,12 +52,14 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	addrs := <-addr
 	base, apiBase := "http://"+addrs[0], "http://"+addrs[1]
 
-	count := func() int {
+	count := func() int { // -1 when it cannot be read (it runs in require.Eventually's goroutine)
 		var n int
-		require.NoError(t, pg.Pool.QueryRow(context.Background(), `SELECT count(*) FROM proc_state`).Scan(&n))
+		if err := pg.Pool.QueryRow(context.Background(), `SELECT count(*) FROM proc_state`).Scan(&n); err != nil {
+			return -1
+		}
 		return n
 	}
-	eventually(t, "the backlog to be enqueued", func() bool { return count() == 2 })
+	require.Eventually(t, func() bool { return count() == 2 }, 20*time.Second, 10*time.Millisecond, "the backlog to be enqueued")
 
 	// The ops listener does not serve the API.
 	resp, err := http.Post(base+"/cminmsgs/send", "application/xml", strings.NewReader("<MSG>3</MSG>"))
@@ -87,11 +78,11 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.Equal(t, "3", string(body))
-	eventually(t, "W to reach the compat row", func() bool {
+	require.Eventually(t, func() bool {
 		var w int64
-		require.NoError(t, pg.Pool.QueryRow(context.Background(), `SELECT watermark FROM inbox_cursor`).Scan(&w))
-		return w == 3
-	})
+		err := pg.Pool.QueryRow(context.Background(), `SELECT watermark FROM inbox_cursor`).Scan(&w)
+		return err == nil && w == 3
+	}, 20*time.Second, 10*time.Millisecond, "W to reach the compat row")
 	require.Equal(t, 3, count())
 
 	resp, err = http.Get(base + "/metrics")

@@ -13,25 +13,25 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/request"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 func main() {
 	if code, start := cmdline.Service("jobs", "msgx's jobs stage: backfill, history, retention and request sweeps while it leads the jobs role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
 		os.Exit(code)
 	}
-	cfg, err := config.Load(config.RoleJobs)
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "jobs: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "jobs")
-	daemon.LogStart(log, cfg)
+	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {
@@ -41,16 +41,16 @@ func main() {
 }
 
 // run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg, config.RoleJobs)
+func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleJobs)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+	if err := mailbox.UseCA(cfg.Mailbox.MySQLTLSCAFile); err != nil {
 		return err
 	}
-	mb, err := mailbox.Open(cfg.MySQLDSN)
+	mb, err := mailbox.Open(cfg.Mailbox.MySQLDSN)
 	if err != nil {
 		return err
 	}
@@ -58,21 +58,21 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	reg := obs.NewRegistry()
 	clk := clock.System{}
 	var marker jobs.Marker = mb
-	if cfg.Shadow {
+	if cfg.Mailbox.Shadow {
 		marker = nil // shadow mode: nothing is written to MySQL
 	}
-	j, err := jobs.New(cfg.JobsConfig(), pool, marker, clk, jobs.NewMetrics(reg, clk), log)
+	j, err := jobs.New(cfg.jobsConfig(), pool, marker, clk, jobs.NewMetrics(reg, clk), log)
 	if err != nil {
 		return err
 	}
 	// Requests to the AODB (docs/requests.md): the jobs stage is their only writer to coutmsgs.
-	store, err := request.NewStore(pool, cfg.RequestConfig())
+	store, err := request.NewStore(pool, cfg.requestConfig())
 	if err != nil {
 		return err
 	}
 	var sender *request.Sender
 	var outbox request.Outbox
-	if !cfg.Shadow { // shadow mode: expire and count, send nothing
+	if !cfg.Mailbox.Shadow { // shadow mode: expire and count, send nothing
 		if sender, err = request.NewSender(store, mb, clk, false); err != nil {
 			return err
 		}
@@ -80,8 +80,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	j.WithRequests(request.NewSweeper(store, sender, outbox, clk, request.NewMetrics(reg), log), cfg.Requests.SweepInterval)
 	return daemon.Run(ctx, daemon.Spec{
-		Role:     config.RoleJobs,
-		Config:   cfg,
+		Role:     settings.RoleJobs,
+		Process:  cfg.Process,
+		Leader:   cfg.Leader,
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,

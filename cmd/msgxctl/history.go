@@ -10,6 +10,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/jobs"
+	"github.com/msgx/msgx/pkg/settings"
 	"github.com/msgx/msgx/pkg/status"
 )
 
@@ -62,7 +63,7 @@ func historySweep(ctx context.Context, cfg config.Config, args []string, out io.
 		return err
 	}
 	for _, l := range leaders {
-		if l.Role == string(config.RoleJobs) && !l.Stale(cfg.Leader.SessionTimeout) {
+		if l.Role == string(settings.RoleJobs) && !l.Stale(cfg.Leader.SessionTimeout) {
 			rep.JobsLeader = &l
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // command is one msgxctl sub-command. args excludes the command's name. run parses its flags
@@ -74,11 +75,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if !ok {
 		return &cmdline.UsageError{Msg: fmt.Sprintf("msgxctl: unknown command %q (one of %s)", args[0], strings.Join(commandNames(), ", ")), Hint: "msgxctl -h"}
 	}
-	cfg, err := config.Load(config.RoleJobs)
+	cfg, err := config.Load(settings.RoleJobs)
 	if err != nil && !cmdline.AsksHelp(args[1:]) {
 		return fmt.Errorf("bad configuration: %w", err)
 	}
-	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil && !cmdline.AsksHelp(args[1:]) {
+	if err := mailbox.UseCA(cfg.Mailbox.MySQLTLSCAFile); err != nil && !cmdline.AsksHelp(args[1:]) {
 		return err
 	}
 	return c.run(ctx, cfg, args[1:], out)

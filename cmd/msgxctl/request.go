@@ -54,7 +54,7 @@ func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 	if err != nil {
 		return err
 	}
-	env := requestEnv{pool: pool, store: store, shadow: cfg.Shadow, clock: clock.System{}, poll: time.Second}
+	env := requestEnv{pool: pool, store: store, shadow: cfg.Mailbox.Shadow, clock: clock.System{}, poll: time.Second}
 	return runRequest(ctx, env, args, out)
 }
 

@@ -91,7 +91,7 @@ type pgRoles struct {
 }
 
 func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, lookup func(string) (string, bool)) (string, error) {
-	db, name, err := mailbox.OpenAdmin(cfg.MySQLDSN)
+	db, name, err := mailbox.OpenAdmin(cfg.Mailbox.MySQLDSN)
 	if err != nil {
 		return "", err
 	}

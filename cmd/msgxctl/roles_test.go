@@ -14,6 +14,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/roles"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // TestRolesApply runs `msgxctl roles apply --mysql` twice over a fresh schema and mailbox: the
@@ -38,7 +39,7 @@ func TestRolesApply(t *testing.T) {
 	})
 	env := map[string]string{"MSGX_ROLE_PASSWORD_INGEST": "pg-secret", "MSGX_MYSQL_ROLE_PASSWORD_INGEST": "my-secret"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	cfg := config.Config{Process: config.Process{PGURL: db.URL}, Mailbox: config.Mailbox{MySQLDSN: mb.DSN}}
+	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Mailbox: mailbox.Config{MySQLDSN: mb.DSN}}
 	args := []string{"apply", "--prefix", prefix, "--mysql"}
 
 	var out bytes.Buffer

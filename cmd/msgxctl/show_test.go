@@ -13,6 +13,7 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 const showXML = `<?xml version="1.0" encoding="UTF-8"?>
@@ -30,7 +31,7 @@ func showDB(t *testing.T) config.Config {
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ('replay', 'ops@host', 'mailbox back', 'ids=38', '{38}', now())`)
 	require.NoError(t, err)
-	return config.Config{Process: config.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	return config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 }
 
 // show 38 --raw (flags after the positional argument) prints the XML itself, byte for byte; the

@@ -11,6 +11,7 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // msgxctl status shows each leader's renewal age and marks one not renewed within the session
@@ -24,7 +25,7 @@ func TestStatusShowsRenewalAgeAndStaleLeader(t *testing.T) {
 	  ('processor', 3, 'live:1', 0, $1, $2), ('dispatcher', 2, 'gone:2', 0, $1, $3)`,
 		now.Add(-time.Hour), now.Add(-time.Second), now.Add(-40*time.Second))
 	require.NoError(t, err)
-	cfg := config.Config{Process: config.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
 	lines := map[string]string{}

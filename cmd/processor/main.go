@@ -15,7 +15,6 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/identity"
@@ -27,6 +26,7 @@ import (
 	"github.com/msgx/msgx/pkg/processor/flights"
 	"github.com/msgx/msgx/pkg/refdata"
 	"github.com/msgx/msgx/pkg/request"
+	"github.com/msgx/msgx/pkg/settings"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -51,13 +51,13 @@ func main() {
 	if code, start := cmdline.Service("processor", "msgx's processor stage: processes the messages in mailbox order into flight state while it leads the processor role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
 		os.Exit(code)
 	}
-	cfg, err := config.Load(config.RoleProcessor)
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "processor: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
 	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "processor")
-	daemon.LogStart(log, cfg)
+	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg, log, nil); err != nil {
@@ -67,8 +67,8 @@ func main() {
 }
 
 // run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started func(*obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg, config.RoleProcessor)
+func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.Server)) error {
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleProcessor)
 	if err != nil {
 		return err
 	}
@@ -76,24 +76,24 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	// The identity rule is the database's (pkg/identity): a disagreeing configuration refuses
 	// to start with one line naming the msgxctl command that changes the rule.
 	clk := clock.System{}
-	pc := cfg.ProcessorConfig()
+	pc := cfg.pumpConfig()
 	if err := ensureIdentity(ctx, pool, pc.Rule(), clk, cfg.Leader.Retry, log); err != nil {
 		return err
 	}
-	if err := mailbox.UseCA(cfg.MySQLTLSCAFile); err != nil {
+	if err := mailbox.UseCA(cfg.Mailbox.MySQLTLSCAFile); err != nil {
 		return err
 	}
-	mb, err := mailbox.Open(cfg.MySQLDSN)
+	mb, err := mailbox.Open(cfg.Mailbox.MySQLDSN)
 	if err != nil {
 		return err
 	}
 	defer mb.Close()
 	reg := obs.NewRegistry()
-	store, err := request.NewStore(pool, cfg.RequestConfig())
+	store, err := request.NewStore(pool, cfg.requestConfig())
 	if err != nil {
 		return err
 	}
-	hooks, err := request.NewHooks(store, cfg.TriggerConfig(), request.NewProcessorMetrics(reg), log)
+	hooks, err := request.NewHooks(store, cfg.triggerConfig(), request.NewProcessorMetrics(reg), log)
 	if err != nil {
 		return err
 	}
@@ -103,8 +103,9 @@ func run(ctx context.Context, cfg config.Config, log zerolog.Logger, started fun
 	}
 	p := processor.New(pc, pool, handlers(hooks, cache), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
-		Role:     config.RoleProcessor,
-		Config:   cfg,
+		Role:     settings.RoleProcessor,
+		Process:  cfg.Process,
+		Leader:   cfg.Leader,
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,

@@ -8,7 +8,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/obs"
@@ -45,7 +44,7 @@ func TestRefusesADifferentIdentityRule(t *testing.T) {
 	ctx := context.Background()
 	stored := identity.Rule{Window: 168 * time.Hour}
 	require.NoError(t, identity.Ensure(ctx, db.Pool, stored, "earlier processor", time.Now()))
-	cfg, err := config.Load(config.RoleProcessor)
+	cfg, err := load()
 	require.NoError(t, err)
 	cfg.PGURL, cfg.HTTPAddr = db.URL, "127.0.0.1:0"
 	cfg.Processor.IdentityWindow = 72 * time.Hour

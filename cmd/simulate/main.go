@@ -18,17 +18,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // env is read once (the binaries' own MSGX_ variables and defaults); flags override it.
 type env struct {
-	config.Process
-	config.Mailbox
+	settings.Process
+	mailbox.Config
 }
 
 type options struct {

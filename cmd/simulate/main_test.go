@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/simulate"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 func TestMain(m *testing.M) {
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 func TestRunDryWritesExpected(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "expected.json")
-	o, err := parseFlags([]string{"-dry-run", "-flights", "20", "-date", "2026-05-01", "-expected", path}, env{Process: config.Process{AirportTZ: "Asia/Shanghai"}})
+	o, err := parseFlags([]string{"-dry-run", "-flights", "20", "-date", "2026-05-01", "-expected", path}, env{Process: settings.Process{AirportTZ: "Asia/Shanghai"}})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), o, zerolog.Nop(), &out))
@@ -37,8 +37,8 @@ func TestRunDryWritesExpected(t *testing.T) {
 
 func TestParseFlagsRejects(t *testing.T) {
 	t.Parallel()
-	_, err := parseFlags([]string{"-pace", "steady", "-rate", "0"}, env{Process: config.Process{AirportTZ: "Asia/Shanghai"}})
+	_, err := parseFlags([]string{"-pace", "steady", "-rate", "0"}, env{Process: settings.Process{AirportTZ: "Asia/Shanghai"}})
 	require.Error(t, err)
-	_, err = parseFlags([]string{"-date", "tomorrow"}, env{Process: config.Process{AirportTZ: "Asia/Shanghai"}})
+	_, err = parseFlags([]string{"-date", "tomorrow"}, env{Process: settings.Process{AirportTZ: "Asia/Shanghai"}})
 	require.Error(t, err)
 }

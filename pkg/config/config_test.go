@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/settings"
+
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/jobs"
 )
@@ -14,7 +16,7 @@ import (
 // Tests here set process environment variables, so they do not run in parallel.
 
 func TestDefaultsAreValid(t *testing.T) {
-	cfg, err := Load(RoleProcessor)
+	cfg, err := Load(settings.RoleProcessor)
 	require.NoError(t, err)
 	require.Equal(t, 5, cfg.MaxAttempts)
 	require.Equal(t, 30*time.Second, cfg.Ingest.MaxCommitDelay)
@@ -39,7 +41,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.env, func(t *testing.T) {
 			t.Setenv(c.env, c.value)
-			_, err := Load(RoleIngest)
+			_, err := Load(settings.RoleIngest)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), c.want)
 			require.NotContains(t, err.Error(), "\n", "one bad value, one line")
@@ -62,7 +64,7 @@ func TestEveryBadValueIsReportedAtOnce(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	_, err := Load(RoleIngest)
+	_, err := Load(settings.RoleIngest)
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
 	require.Equal(t, []string{
@@ -104,16 +106,16 @@ func setProduction(t *testing.T) {
 
 func TestProductionAcceptsTheSafeConfiguration(t *testing.T) {
 	setProduction(t)
-	for _, role := range []Role{RoleIngest, RoleProcessor, RoleDispatcher, RoleJobs} {
+	for _, role := range []settings.Role{settings.RoleIngest, settings.RoleProcessor, settings.RoleDispatcher, settings.RoleJobs} {
 		_, err := Load(role)
 		require.NoError(t, err, role)
 	}
 	t.Setenv("MSGX_MYSQL_DSN", "msgx_ingest@tcp(aodb.example:3306)/msgx_mailbox?tls=msgx-ca")
 	t.Setenv("MSGX_MYSQL_TLS_CA_FILE", "/etc/msgx/aodb-ca.pem")
-	_, err := Load(RoleIngest)
+	_, err := Load(settings.RoleIngest)
 	require.NoError(t, err, "a private CA for the mailbox")
 	t.Setenv("MSGX_API_TOKENS", "")
-	_, err = Load(RoleProcessor)
+	_, err = Load(settings.RoleProcessor)
 	require.NoError(t, err, "only ingest serves the API")
 }
 
@@ -121,35 +123,35 @@ func TestProductionAcceptsTheSafeConfiguration(t *testing.T) {
 func TestProductionRefusals(t *testing.T) {
 	cases := []struct {
 		name string
-		role Role
+		role settings.Role
 		env  map[string]string
 		want string
 	}{
-		{"shadow with compat", RoleDispatcher, map[string]string{"MSGX_SHADOW": "true"},
+		{"shadow with compat", settings.RoleDispatcher, map[string]string{"MSGX_SHADOW": "true"},
 			"MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
-		{"pg plaintext", RoleProcessor, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=disable"},
+		{"pg plaintext", settings.RoleProcessor, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=disable"},
 			"MSGX_PG_URL: production requires sslmode=verify-full (TLS with the server's name verified), got sslmode disable"},
-		{"pg sslmode unset", RoleProcessor, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx"},
+		{"pg sslmode unset", settings.RoleProcessor, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx"},
 			"MSGX_PG_URL: production requires sslmode=verify-full (TLS with the server's name verified), got sslmode unset"},
-		{"pg require", RoleJobs, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=require"},
+		{"pg require", settings.RoleJobs, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=require"},
 			"got sslmode require"},
-		{"pg verify-ca", RoleJobs, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=verify-ca"},
+		{"pg verify-ca", settings.RoleJobs, map[string]string{"MSGX_PG_URL": "postgres://u@db:5432/msgx?sslmode=verify-ca"},
 			"got sslmode verify-ca"},
-		{"mysql plaintext", RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?parseTime=true"},
+		{"mysql plaintext", settings.RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?parseTime=true"},
 			"MSGX_MYSQL_DSN: production requires TLS with a verified server: no tls= (plaintext)"},
-		{"mysql skip-verify", RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?tls=skip-verify"},
+		{"mysql skip-verify", settings.RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?tls=skip-verify"},
 			"MSGX_MYSQL_DSN: production requires TLS with a verified server: tls=skip-verify does not verify the server"},
-		{"mysql preferred", RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u:p?w)@tcp(aodb:3306)/msgx_mailbox?tls=preferred"},
+		{"mysql preferred", settings.RoleIngest, map[string]string{"MSGX_MYSQL_DSN": "u:p?w)@tcp(aodb:3306)/msgx_mailbox?tls=preferred"},
 			"tls=preferred does not verify the server"},
-		{"mysql private CA without file", RoleJobs, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?tls=msgx-ca"},
+		{"mysql private CA without file", settings.RoleJobs, map[string]string{"MSGX_MYSQL_DSN": "u@tcp(aodb:3306)/msgx_mailbox?tls=msgx-ca"},
 			"MSGX_MYSQL_DSN: production requires TLS with a verified server: tls=msgx-ca needs MSGX_MYSQL_TLS_CA_FILE"},
-		{"kafka plaintext", RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false"},
+		{"kafka plaintext", settings.RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false"},
 			"MSGX_KAFKA_TLS: production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)"},
-		{"sasl plain without tls", RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false", "MSGX_KAFKA_SASL_MECHANISM": "PLAIN"},
+		{"sasl plain without tls", settings.RoleDispatcher, map[string]string{"MSGX_KAFKA_TLS": "false", "MSGX_KAFKA_SASL_MECHANISM": "PLAIN"},
 			"MSGX_KAFKA_SASL_MECHANISM: PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it"},
-		{"dispatcher send hold (a test hook)", RoleDispatcher, map[string]string{"MSGX_DEV_HOLD_SEND": "/tmp/hold"},
+		{"dispatcher send hold (a test hook)", settings.RoleDispatcher, map[string]string{"MSGX_DEV_HOLD_SEND": "/tmp/hold"},
 			"MSGX_DEV_HOLD_SEND: a test hook; production refuses it"},
-		{"api without tokens", RoleIngest, map[string]string{"MSGX_API_TOKENS": ""},
+		{"api without tokens", settings.RoleIngest, map[string]string{"MSGX_API_TOKENS": ""},
 			"MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new)"},
 	}
 	for _, c := range cases {
@@ -171,7 +173,7 @@ func TestProductionRefusals(t *testing.T) {
 	setProduction(t)
 	t.Setenv("MSGX_SHADOW", "true")
 	t.Setenv("MSGX_COMPAT_ENTRY", "false")
-	_, err := Load(RoleDispatcher)
+	_, err := Load(settings.RoleDispatcher)
 	require.NoError(t, err, "production shadow mode without the compat entry is allowed")
 }
 
@@ -182,14 +184,14 @@ func TestRemovedInProcessBrokerIsRefused(t *testing.T) {
 	for _, env := range []string{"development", "production"} {
 		t.Setenv("MSGX_ENV", env)
 		t.Setenv("MSGX_KAFKA_INPROCESS", "true")
-		_, err := Load(RoleDispatcher)
+		_, err := Load(settings.RoleDispatcher)
 		require.EqualError(t, err, "MSGX_KAFKA_INPROCESS: removed; the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address")
 	}
 }
 
 // A component's own defaults (what its tests start from) are the documented ones.
 func TestComponentDefaultsAreTheDocumentedOnes(t *testing.T) {
-	cfg, err := Load(RoleJobs)
+	cfg, err := Load(settings.RoleJobs)
 	require.NoError(t, err)
 	want := jobs.Defaults()
 	want.Location = nil // the process's, set by JobsConfig
@@ -200,17 +202,7 @@ func TestComponentDefaultsAreTheDocumentedOnes(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, jc.MarkTimeout, "half the leader session timeout, under MSGX_DB_TIMEOUT")
 	require.Equal(t, 100, jc.HistoryBatch)
 	require.Equal(t, "03:30", jc.HistorySweepAt.String())
-
-	pc := cfg.ProcessorConfig()
-	require.Equal(t, 1000, pc.Batch)
-	require.Equal(t, 4000, pc.FlightCache)
-	require.Equal(t, 50*time.Millisecond, pc.IdlePoll, "min(MSGX_POLL_INTERVAL, 100ms)")
-	require.Equal(t, 5, pc.MaxAttempts)
-	dc := cfg.DispatchConfig()
-	require.Equal(t, "msgx.flight.state", dc.TopicState)
-	require.Equal(t, time.Minute, dc.ErrorWait)
-	require.True(t, cfg.CompatConfig().Enabled)
-	require.Equal(t, 10*time.Second, cfg.IngestConfig().DBTimeout)
+	// Each binary's own derivations are tested beside it (cmd/<binary>/config_test.go).
 }
 
 // Every bad value is reported, one line each, whichever component declares it.
@@ -222,7 +214,7 @@ func TestEveryBadValueOneLineEach(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	_, err := Load(RoleIngest)
+	_, err := Load(settings.RoleIngest)
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
 	require.Len(t, lines, 9, "%q", err)
@@ -239,7 +231,7 @@ func TestRedacted(t *testing.T) {
 	t.Setenv("MSGX_KAFKA_SASL_PASSWORD", "kafka-secret")
 	t.Setenv("MSGX_API_TOKENS", "aodb:send:"+strings.Repeat("ab", 32))
 	t.Setenv("MSGX_CONSOLE_SESSION_KEY", strings.Repeat("k", 32))
-	cfg, err := Load(RoleIngest)
+	cfg, err := Load(settings.RoleIngest)
 	require.NoError(t, err)
 	r := cfg.Redacted()
 	require.Len(t, r, len(envconf.Fields(Config{})), "every variable")
@@ -256,5 +248,4 @@ func TestRedacted(t *testing.T) {
 			require.NotContains(t, v, secret, name)
 		}
 	}
-	require.Equal(t, "postgres://u:%5Bredacted%5D@h/d?password=%5Bredacted%5D", redactURL("postgres://u:p@h/d?password=q"))
 }

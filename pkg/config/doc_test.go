@@ -18,8 +18,11 @@ const docPath = "../../docs/configuration.md"
 
 const docHead = `# Configuration
 
-Every binary (and msgxctl) reads its settings from the environment, prefix ` + "`MSGX_`" + `
+Every binary reads its settings from the environment, prefix ` + "`MSGX_`" + `
 (envconfig). Durations use Go syntax (` + "`500ms`, `30s`, `15m`, `24h`" + `); lists are comma-separated.
+Each binary reads and validates the settings of what it runs (the table's first word names the
+stage; settings without one are every binary's): a bad Kafka value stops the dispatcher, not
+ingest. msgxctl reads them all.
 A bad value stops the binary at start-up with exit code 2 and one line per bad value naming the
 variable. ` + "`MSGX_ENV=production`" + ` additionally refuses, one line each: shadow mode with the compat
 entry on; ` + "`MSGX_PG_URL`" + ` without ` + "`sslmode=verify-full`" + `; ` + "`MSGX_MYSQL_DSN`" + ` without ` + "`tls=true`" + ` or
@@ -32,8 +35,10 @@ Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL
 ` + "`MSGX_API_TOKENS`" + ` holds only SHA-256 hashes of the API tokens.
 
 Each stage declares its own settings where it uses them (the tagged fields of ingest.Config,
-ingest.CompatConfig, processor.Config, kafka.Config, dispatch.Config, jobs.Config,
-leader.Config); pkg/config declares the ones every process shares and composes them. This file
+ingest.CompatConfig, ingest.APIConfig, processor.Config, kafka.Config, dispatch.Config,
+jobs.Config, request.Config, console.Config, leader.Config, mailbox.Config); pkg/settings
+declares the ones every process shares; each binary composes its parts (cmd/<binary>/config.go)
+and pkg/config composes them all for msgxctl and this file. This file
 is generated from those declarations (` + "`go test ./pkg/config -update`" + `); a test fails when they disagree.
 
 | variable | default | meaning |

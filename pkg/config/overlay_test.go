@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // TestProductionOverlayIsAccepted: the production Kubernetes overlay's settings (its ConfigMap
@@ -32,7 +34,7 @@ func TestProductionOverlayIsAccepted(t *testing.T) {
 		t.Setenv("MSGX_PG_URL", strings.NewReplacer("PASSWORD", "pw", "HOST", "db.example").Replace(url[1]))
 		t.Setenv("MSGX_MYSQL_DSN", strings.NewReplacer("PASSWORD", "pw", "HOST", "aodb.example").Replace(dsn[1]))
 	}
-	for _, role := range []Role{RoleIngest, RoleProcessor, RoleDispatcher, RoleJobs, RoleConsole} {
+	for _, role := range []settings.Role{settings.RoleIngest, settings.RoleProcessor, settings.RoleDispatcher, settings.RoleJobs, settings.RoleConsole} {
 		overlay(t)
 		require.Equal(t, "production", os.Getenv("MSGX_ENV"))
 		_, err := Load(role)
@@ -41,14 +43,14 @@ func TestProductionOverlayIsAccepted(t *testing.T) {
 
 	overlay(t)
 	t.Setenv("MSGX_PG_URL", strings.Replace(os.Getenv("MSGX_PG_URL"), "sslmode=verify-full", "sslmode=require", 1))
-	_, err = Load(RoleProcessor)
+	_, err = Load(settings.RoleProcessor)
 	require.ErrorContains(t, err, "MSGX_PG_URL: production requires sslmode=verify-full")
 	overlay(t)
 	t.Setenv("MSGX_MYSQL_DSN", strings.Replace(os.Getenv("MSGX_MYSQL_DSN"), "&tls=msgx-ca", "", 1))
-	_, err = Load(RoleIngest)
+	_, err = Load(settings.RoleIngest)
 	require.ErrorContains(t, err, "MSGX_MYSQL_DSN: production requires TLS with a verified server")
 	overlay(t)
 	t.Setenv("MSGX_MYSQL_TLS_CA_FILE", "")
-	_, err = Load(RoleJobs)
+	_, err = Load(settings.RoleJobs)
 	require.ErrorContains(t, err, "needs MSGX_MYSQL_TLS_CA_FILE", "the overlay's CA file is what tls=msgx-ca needs")
 }

@@ -22,15 +22,17 @@ import (
 
 	"github.com/msgx/msgx/pkg/buildinfo"
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/migrate"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // Spec is what a binary adds to the shared lifecycle.
 type Spec struct {
-	Role     config.Role
-	Config   config.Config
+	Role     settings.Role
+	Process  settings.Process
+	Leader   leader.Config
 	Log      zerolog.Logger
 	Registry *prometheus.Registry
 	Pool     *pgxpool.Pool
@@ -47,14 +49,15 @@ type Spec struct {
 
 // OpenPool opens the binary's PostgreSQL pool. Transactions left idle (a paused process) are
 // ended by the server, so they cannot hold locks that a new leader waits for.
-func OpenPool(ctx context.Context, cfg config.Config, role config.Role) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(cfg.PGURL)
+// The leader's session timeout bounds an idle transaction too.
+func OpenPool(ctx context.Context, p settings.Process, lc leader.Config, role settings.Role) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(p.PGURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse MSGX_PG_URL: %w", err)
 	}
-	pc.MaxConns = cfg.PGMaxConns
+	pc.MaxConns = p.PGMaxConns
 	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-" + string(role)
-	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.Leader.SessionTimeout.Milliseconds())
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(lc.SessionTimeout.Milliseconds())
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
@@ -65,15 +68,15 @@ func OpenPool(ctx context.Context, cfg config.Config, role config.Role) (*pgxpoo
 // OpenAPIPool opens ingest's API pool: small (MSGX_API_PG_MAX_CONNS) and with a statement
 // timeout (MSGX_API_STATEMENT_TIMEOUT), so that a flood of API requests waits for its own
 // connections and never for those of the poll loop.
-func OpenAPIPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(cfg.PGURL)
+func OpenAPIPool(ctx context.Context, p settings.Process, lc leader.Config, maxConns int32, statementTimeout time.Duration) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(p.PGURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse MSGX_PG_URL: %w", err)
 	}
-	pc.MaxConns = cfg.API.PGMaxConns
+	pc.MaxConns = maxConns
 	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-ingest-api"
-	pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(cfg.API.StatementTimeout.Milliseconds())
-	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(cfg.Leader.SessionTimeout.Milliseconds())
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(statementTimeout.Milliseconds())
+	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(lc.SessionTimeout.Milliseconds())
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open the API's PostgreSQL pool: %w", err)
@@ -89,7 +92,7 @@ func Holder() string {
 
 // Run runs the binary until ctx ends or a fatal error.
 func Run(ctx context.Context, spec Spec) error {
-	cfg := spec.Config
+	cfg := spec.Process
 	leaderGauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "msgx_leader", Help: "1 while this instance leads its role, else 0.",
 	}, []string{"role"})
@@ -102,8 +105,11 @@ func Run(ctx context.Context, spec Spec) error {
 	}
 	leaderGauge.WithLabelValues(string(spec.Role)).Set(0)
 
-	lc := cfg.Leader
+	lc := spec.Leader
 	lc.Role, lc.Holder = string(spec.Role), Holder()
+	if lc.Hint == nil {
+		lc.Hint = migrate.Hint
+	}
 	elector, err := leader.New(lc, spec.Pool.Config().ConnConfig, spec.Log)
 	if err != nil {
 		return err
@@ -167,7 +173,7 @@ func Run(ctx context.Context, spec Spec) error {
 // graceful shutdown: the servers' /readyz answer 503 and work's context ends at once; the
 // servers keep serving for cfg.ShutdownDrain (timed on clk), then shut down within
 // cfg.ShutdownTimeout.
-func Serve(ctx context.Context, cfg config.Config, clk clock.Clock, log zerolog.Logger, servers []*obs.Server, work func(ctx context.Context) error) error {
+func Serve(ctx context.Context, cfg settings.Process, clk clock.Clock, log zerolog.Logger, servers []*obs.Server, work func(ctx context.Context) error) error {
 	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
 	serveCtx, stopServing := context.WithCancel(gctx)
 	defer stopServing()
@@ -201,10 +207,10 @@ func Serve(ctx context.Context, cfg config.Config, clk clock.Clock, log zerolog.
 	return g.Wait()
 }
 
-// LogStart is every binary's first log line: its build and the configuration it runs with,
-// secrets redacted (config.Config.Redacted).
-func LogStart(log zerolog.Logger, cfg config.Config) {
+// LogStart is every binary's first log line: its build and the configuration it runs with (cfg,
+// its composition), secrets redacted (settings.Values).
+func LogStart(log zerolog.Logger, cfg settings.Composition) {
 	in := buildinfo.Read()
 	log.Info().Str("version", in.Version).Str("revision", in.Revision).Bool("modified", in.Modified).
-		Str("go_version", in.GoVersion).Interface("config", cfg.Redacted()).Msg("starting")
+		Str("go_version", in.GoVersion).Interface("config", settings.Values(cfg)).Msg("starting")
 }

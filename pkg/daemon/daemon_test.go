@@ -14,25 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 
-// eventually polls cond with a deadline (no sleep stands in for a condition).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// wait is how long a test waits for the daemon to reach a state, and tick how often it looks.
+const wait, tick = 20 * time.Second, 10 * time.Millisecond
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -53,20 +46,23 @@ type running struct {
 func start(t *testing.T, ctx context.Context, clk clock.Clock, drain time.Duration, work func(context.Context, leader.Lease) error) running {
 	t.Helper()
 	db := testdb.New(t)
-	var cfg config.Config
+	var cfg settings.Process
+	var lc leader.Config
 	envconf.Defaults(&cfg)
+	envconf.Defaults(&lc)
 	cfg.PGURL, cfg.HTTPAddr = db.URL, "127.0.0.1:0"
 	cfg.ShutdownDrain, cfg.LivenessStall = drain, time.Minute
-	cfg.Leader.Retry = 100 * time.Millisecond
+	lc.Retry = 100 * time.Millisecond
 	require.NoError(t, cfg.Validate())
-	pool, err := daemon.OpenPool(ctx, cfg, config.RoleProcessor)
+	require.NoError(t, lc.Validate())
+	pool, err := daemon.OpenPool(ctx, cfg, lc, settings.RoleProcessor)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	addr := make(chan string, 1)
 	r := running{done: make(chan error, 1)}
 	go func() {
 		r.done <- daemon.Run(ctx, daemon.Spec{
-			Role: config.RoleProcessor, Config: cfg, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
+			Role: settings.RoleProcessor, Process: cfg, Leader: lc, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(),
 			Pool: pool, Work: work, Clock: clk, Started: func(s *obs.Server) { addr <- s.Addr() },
 		})
 	}()
@@ -76,10 +72,32 @@ func start(t *testing.T, ctx context.Context, clk clock.Clock, drain time.Durati
 
 func (r running) readiness(t *testing.T) (int, map[string]any) {
 	t.Helper()
-	code, body := get(t, r.base+"/readyz")
-	var out map[string]any
-	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	code, out, err := r.probe()
+	require.NoError(t, err)
 	return code, out
+}
+
+// probe reads /readyz without failing the test: require.Eventually's conditions run on another
+// goroutine, where require must not be called.
+func (r running) probe() (int, map[string]any, error) {
+	resp, err := http.Get(r.base + "/readyz")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, err
+}
+
+// role is the role /readyz reports, and its status code ("" while it cannot be read).
+func (r running) role() (int, string) {
+	code, out, err := r.probe()
+	if err != nil {
+		return 0, ""
+	}
+	role, _ := out["role"].(string)
+	return code, role
 }
 
 // TestHealthzFailsWhenTheLoopHangs: a stage loop that stops ticking (a handler that blocks)
@@ -111,7 +129,7 @@ func TestHealthzFailsWhenTheLoopHangs(t *testing.T) {
 			}
 		}
 	})
-	eventually(t, "leadership", func() bool { _, out := r.readiness(t); return out["role"] == "leader" })
+	require.Eventually(t, func() bool { _, role := r.role(); return role == "leader" }, wait, tick, "leadership")
 	code, body := get(t, r.base+"/healthz")
 	require.Equal(t, http.StatusOK, code, body)
 
@@ -151,15 +169,15 @@ func TestShutdownDrainsBeforeClosing(t *testing.T) {
 		close(stopped)
 		return nil
 	})
-	eventually(t, "leadership", func() bool { code, out := r.readiness(t); return code == http.StatusOK && out["role"] == "leader" })
+	require.Eventually(t, func() bool { code, role := r.role(); return code == http.StatusOK && role == "leader" }, wait, tick, "leadership")
 
 	cancel()
 	<-stopped // the work stops first
-	eventually(t, "readiness to flip", func() bool { code, _ := r.readiness(t); return code == http.StatusServiceUnavailable })
+	require.Eventually(t, func() bool { code, _ := r.role(); return code == http.StatusServiceUnavailable }, wait, tick, "readiness to flip")
 	code, out := r.readiness(t)
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, true, out["draining"])
-	eventually(t, "the lock to be released", func() bool { _, out := r.readiness(t); return out["role"] == "standby" })
+	require.Eventually(t, func() bool { _, role := r.role(); return role == "standby" }, wait, tick, "the lock to be released")
 	code, body := get(t, r.base+"/healthz")
 	require.Equal(t, http.StatusOK, code, "still serving during the drain: %s", body)
 	select {

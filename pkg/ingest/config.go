@@ -7,10 +7,11 @@ import (
 )
 
 // Config tunes the poll loop. Each setting's variable and default are in its tags (pkg/envconf,
-// docs/configuration.md); zero fields take the defaults (docs/spec.md §4). DBTimeout is the process's
-// MSGX_DB_TIMEOUT, set by the binary.
+// docs/configuration.md); zero fields take the defaults (docs/spec.md §4). PollInterval and DBTimeout
+// are the mailbox's and the process's, set by the binary.
 type Config struct {
-	PollInterval   time.Duration `envconfig:"MSGX_POLL_INTERVAL" default:"50ms" desc:"ingest: wait between mailbox polls when the last poll was not a full batch"`
+	// PollInterval is the mailbox's MSGX_POLL_INTERVAL (mailbox.Config), set by the binary.
+	PollInterval   time.Duration `default:"50ms"`
 	ClaimBatch     int           `envconfig:"MSGX_CLAIM_BATCH" default:"500" desc:"ingest: mailbox rows read per poll"`
 	MaxCommitDelay time.Duration `envconfig:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped"`
 	ReprobeWindow  time.Duration `envconfig:"MSGX_GAP_REPROBE_WINDOW" default:"24h" desc:"ingest: how long skipped ids are re-probed for a late commit"`
@@ -34,7 +35,7 @@ func (c Config) withDefaults() Config {
 // first; the binary's configuration is validated as read).
 func (c Config) Validate() error {
 	var p envconf.Problems
-	p.Positive("MSGX_POLL_INTERVAL", c.PollInterval)
+	p.Positive("ingest: poll interval", c.PollInterval)
 	p.Between("MSGX_CLAIM_BATCH", int64(c.ClaimBatch), 1, 10000)
 	p.Positive("MSGX_MAX_COMMIT_DELAY", c.MaxCommitDelay)
 	p.Positive("MSGX_GAP_REPROBE_WINDOW", c.ReprobeWindow)

@@ -31,7 +31,6 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/envconf"
-	"github.com/msgx/msgx/pkg/migrate"
 )
 
 // ErrFenced means the lease's epoch is no longer the role's current one: another instance took
@@ -155,6 +154,9 @@ type Config struct {
 	// Retry is the standby's lock attempt period.
 	Retry time.Duration `envconfig:"MSGX_LEADER_RETRY" default:"1s" desc:"how often a standby tries to take the leader lock; also the leader's lock ping period (capped at a third of the session timeout)"`
 	Now   func() time.Time
+	// Hint, when set, names the fix of a campaign error (a database or schema not there yet);
+	// it is logged beside the error.
+	Hint func(error) string
 }
 
 // Validate reports every bad setting, one line each.
@@ -228,8 +230,10 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 				return err
 			}
 			ev := e.log.Warn().Err(err)
-			if hint := migrate.Hint(err); hint != "" {
-				ev = ev.Str("hint", hint)
+			if e.cfg.Hint != nil {
+				if hint := e.cfg.Hint(err); hint != "" {
+					ev = ev.Str("hint", hint)
+				}
 			}
 			ev.Msg("leader campaign failed; retrying")
 			if !clock.WallSleep(ctx, e.cfg.Retry) {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -47,16 +46,12 @@ func newElector(t *testing.T, db *testdb.DB, holder string) *leader.Elector {
 	return e
 }
 
-// eventually polls cond every 20ms up to waitLimit (waiting on another party, not a timing claim).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// runElector runs e.Run in its own goroutine; the returned wait gives Run's error to the test's
+// goroutine, which checks it (require must not be called from another goroutine).
+func runElector(ctx context.Context, e *leader.Elector, work func(context.Context, leader.Lease) error) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, work) }()
+	return func() error { return <-done }
 }
 
 func TestExactlyOneLeaderAmongThree(t *testing.T) {
@@ -77,14 +72,13 @@ func TestExactlyOneLeaderAmongThree(t *testing.T) {
 		active.Add(-1)
 		return nil
 	}
-	var wg sync.WaitGroup
 	electors := make([]*leader.Elector, 3)
+	waits := make([]func() error, 3)
 	for i := range electors {
 		electors[i] = newElector(t, db, fmt.Sprintf("e%d", i))
-		wg.Add(1)
-		go func() { defer wg.Done(); require.NoError(t, electors[i].Run(ctx, work)) }()
+		waits[i] = runElector(ctx, electors[i], work)
 	}
-	eventually(t, "a leader", func() bool { return active.Load() == 1 })
+	require.Eventually(t, func() bool { return active.Load() == 1 }, waitLimit, 20*time.Millisecond, "a leader")
 	// Give the standbys many campaign rounds (10 retries) to prove none of them gets in.
 	deadline := time.Now().Add(10 * retry)
 	for time.Now().Before(deadline) {
@@ -100,7 +94,9 @@ func TestExactlyOneLeaderAmongThree(t *testing.T) {
 	}
 	require.Equal(t, 1, leaders)
 	cancel()
-	wg.Wait()
+	for _, wait := range waits {
+		require.NoError(t, wait())
+	}
 	require.Equal(t, int32(1), maxActive.Load())
 	require.Equal(t, int32(1), starts.Load())
 }
@@ -113,26 +109,18 @@ func TestTakeoverAfterTerminateBackend(t *testing.T) {
 
 	var aStopped atomic.Bool
 	a, b := newElector(t, db, "a"), newElector(t, db, "b")
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		require.NoError(t, a.Run(ctx, func(ctx context.Context, _ leader.Lease) error {
-			<-ctx.Done()
-			aStopped.Store(true)
-			return nil
-		}))
-	}()
-	eventually(t, "a leads", func() bool { ok, _ := a.IsLeader(); return ok })
+	waitA := runElector(ctx, a, func(ctx context.Context, _ leader.Lease) error {
+		<-ctx.Done()
+		aStopped.Store(true)
+		return nil
+	})
+	require.Eventually(t, func() bool { ok, _ := a.IsLeader(); return ok }, waitLimit, 20*time.Millisecond, "a leads")
 	bEpoch := make(chan int64, 1)
-	go func() {
-		defer wg.Done()
-		require.NoError(t, b.Run(ctx, func(ctx context.Context, l leader.Lease) error {
-			bEpoch <- l.Epoch
-			<-ctx.Done()
-			return nil
-		}))
-	}()
+	waitB := runElector(ctx, b, func(ctx context.Context, l leader.Lease) error {
+		bEpoch <- l.Epoch
+		<-ctx.Done()
+		return nil
+	})
 
 	var pid int32
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT backend_pid FROM leader_lease WHERE role = 'jobs'`).Scan(&pid))
@@ -148,11 +136,12 @@ func TestTakeoverAfterTerminateBackend(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("b did not take over")
 	}
-	eventually(t, "a stops its work", aStopped.Load)
+	require.Eventually(t, aStopped.Load, waitLimit, 20*time.Millisecond, "a stops its work")
 	ok, _ = a.IsLeader()
 	require.False(t, ok)
 	cancel()
-	wg.Wait()
+	require.NoError(t, waitA())
+	require.NoError(t, waitB())
 }
 
 // TestFencingProtocol shows the two halves of fencing on real PostgreSQL: a takeover waits for a
@@ -179,12 +168,12 @@ func TestFencingProtocol(t *testing.T) {
 		_, err := bumpConn.Exec(ctx, `UPDATE leader_lease SET epoch = epoch + 1 WHERE role = 'jobs'`)
 		bumped <- err
 	}()
-	eventually(t, "the takeover to wait on the share lock", func() bool {
+	require.Eventually(t, func() bool {
 		var waiting bool
-		require.NoError(t, db.Pool.QueryRow(ctx,
-			`SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1`, bumpPID).Scan(&waiting))
-		return waiting
-	})
+		err := db.Pool.QueryRow(ctx,
+			`SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, bumpPID).Scan(&waiting)
+		return err == nil && waiting
+	}, waitLimit, 20*time.Millisecond, "the takeover to wait on the share lock")
 	require.NoError(t, tx.Commit(ctx), "the old leader's in-flight transaction commits before the takeover")
 	require.NoError(t, <-bumped)
 
@@ -348,9 +337,9 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	// The new leader announces itself before its first write commits: wait for one.
 	require.Eventually(t, func() bool {
 		var newRows int64
-		require.NoError(t, db.Pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM fence_probe WHERE epoch = 2`).Scan(&newRows))
-		return newRows > 0
+		err := db.Pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM fence_probe WHERE epoch = 2`).Scan(&newRows)
+		return err == nil && newRows > 0
 	}, 10*time.Second, 10*time.Millisecond, "the new leader works")
 	// After stepping down, a campaigns again as a standby and stays one.
 	ok := true
@@ -366,31 +355,28 @@ func TestLeaderRenewsItsRow(t *testing.T) {
 	db := testdb.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	e := newElector(t, db, "renewer")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		require.NoError(t, e.Run(ctx, func(ctx context.Context, lease leader.Lease) error {
-			// A protected transaction now and then, as the stages run them.
-			for ctx.Err() == nil {
-				tx, err := db.Pool.Begin(ctx)
-				if err != nil {
-					return nil
-				}
-				_ = lease.Check(ctx, tx)
-				time.Sleep(50 * time.Millisecond)
-				_ = tx.Rollback(context.Background())
-				time.Sleep(50 * time.Millisecond)
+	wait := runElector(ctx, e, func(ctx context.Context, lease leader.Lease) error {
+		// A protected transaction now and then, as the stages run them.
+		for ctx.Err() == nil {
+			tx, err := db.Pool.Begin(ctx)
+			if err != nil {
+				return nil
 			}
-			return nil
-		}))
-	}()
-	eventually(t, "a leader", func() bool { ok, _ := e.IsLeader(); return ok })
+			_ = lease.Check(ctx, tx)
+			time.Sleep(50 * time.Millisecond)
+			_ = tx.Rollback(context.Background())
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	})
+	require.Eventually(t, func() bool { ok, _ := e.IsLeader(); return ok }, waitLimit, 20*time.Millisecond, "a leader")
 	var acquired, first time.Time
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT acquired_at, renewed_at FROM leader_lease WHERE role = 'jobs'`).Scan(&acquired, &first))
-	eventually(t, "two renewals", func() bool {
+	require.Eventually(t, func() bool {
 		var renewed time.Time
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT renewed_at FROM leader_lease WHERE role = 'jobs'`).Scan(&renewed))
+		if err := db.Pool.QueryRow(ctx, `SELECT renewed_at FROM leader_lease WHERE role = 'jobs'`).Scan(&renewed); err != nil {
+			return false
+		}
 		if renewed.After(first) && !first.Equal(acquired) {
 			return true
 		}
@@ -398,7 +384,7 @@ func TestLeaderRenewsItsRow(t *testing.T) {
 			first = renewed
 		}
 		return false
-	})
+	}, waitLimit, 20*time.Millisecond, "two renewals")
 	cancel()
-	wg.Wait()
+	require.NoError(t, wait())
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/request"
+	"github.com/msgx/msgx/pkg/settings"
+)
+
+// Config is the console's configuration: the process's settings and what its actions use (the
+// outbox's retry policy, the request store, shadow mode).
+type Config struct {
+	settings.Process
+	Leader  leader.Config // the session timeout bounds the pool's idle transactions
+	Mailbox mailbox.Config
+	settings.Retry
+
+	Requests request.Config
+	Console  console.Config
+}
+
+// load reads and validates the environment.
+func load() (Config, error) { return settings.Load[Config](settings.RoleConsole) }
+
+// Validate reports every bad value, one line each; in production also the refusals.
+func (c Config) Validate() error {
+	var p envconf.Problems
+	p.Join(c.Process.Validate())
+	p.Join(c.Leader.Validate())
+	p.Join(c.Mailbox.Validate())
+	p.Join(c.Retry.Validate())
+	p.Join(c.requestConfig().Validate())
+	p.Join(c.Console.Validate())
+	if c.Production() {
+		p.Join(c.Process.ProductionRefusals())
+		p.Join(c.Mailbox.ProductionRefusals())
+		p.Join(c.Console.ProductionRefusals())
+	}
+	return p.Err()
+}
+
+// requestConfig is the request store's configuration.
+func (c Config) requestConfig() request.Config {
+	rc := c.Requests
+	rc.Location = c.Location()
+	return rc
+}
+
+// outboxPolicy is the retry policy of delivery, which a replay resets.
+func (c Config) outboxPolicy() outbox.Policy { return outbox.Policy(c.Retry) }

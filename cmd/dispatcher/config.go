@@ -1,0 +1,50 @@
+package main
+
+import (
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/settings"
+)
+
+// Config is the dispatcher binary's configuration: the process's settings and the parts it runs.
+type Config struct {
+	settings.Process
+	Leader leader.Config
+	settings.Retry
+
+	Kafka    kafka.Config
+	Dispatch dispatch.Config
+}
+
+// load reads and validates the environment.
+func load() (Config, error) { return settings.Load[Config](settings.RoleDispatcher) }
+
+// Validate reports every bad value, one line each; in production also the refusals.
+func (c Config) Validate() error {
+	var p envconf.Problems
+	p.Join(c.Process.Validate())
+	p.Join(c.Leader.Validate())
+	p.Join(c.Retry.Validate())
+	p.Join(c.Kafka.Validate())
+	p.Join(c.Dispatch.Validate())
+	if c.Production() {
+		p.Join(c.Process.ProductionRefusals())
+		p.Join(c.Dispatch.ProductionRefusals())
+		p.Join(c.Kafka.ProductionRefusals())
+	}
+	return p.Err()
+}
+
+// dispatchConfig is the dispatcher's configuration.
+func (c Config) dispatchConfig() dispatch.Config {
+	dc := c.Dispatch
+	dc.TopicChanges, dc.TopicState = c.Kafka.TopicChanges, c.Kafka.TopicState
+	dc.ErrorWait = c.BackoffMax
+	return dc
+}
+
+// outboxPolicy is the retry policy of delivery (the same as processing).
+func (c Config) outboxPolicy() outbox.Policy { return outbox.Policy(c.Retry) }

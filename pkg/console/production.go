@@ -1,0 +1,13 @@
+package console
+
+import "github.com/msgx/msgx/pkg/envconf"
+
+// ProductionRefusals are the console settings production refuses: sessions signed by a random
+// per-process key (they would end at every restart and differ between replicas).
+func (c Config) ProductionRefusals() error {
+	var p envconf.Problems
+	if c.SessionKey == "" {
+		p.Add("MSGX_CONSOLE_SESSION_KEY", "must be set in production (sessions signed by a per-process random key end at every restart and differ between replicas)")
+	}
+	return p.Err()
+}

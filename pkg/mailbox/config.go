@@ -1,0 +1,60 @@
+package mailbox
+
+import (
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/msgx/msgx/pkg/envconf"
+)
+
+// Config are the settings of the legacy MySQL mailbox, shared by the stages that use it (ingest,
+// processor, jobs; msgxctl and the console read Shadow).
+type Config struct {
+	MySQLDSN       string `envconfig:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format); TLS: tls=true (system roots) or tls=msgx-ca (MSGX_MYSQL_TLS_CA_FILE); production requires one of them"`
+	MySQLTLSCAFile string `envconfig:"MSGX_MYSQL_TLS_CA_FILE" default:"" desc:"PEM CA bundle that verifies the mailbox server for DSNs with tls=msgx-ca"`
+	Shadow         bool   `envconfig:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
+	ProcessedValue string `envconfig:"MSGX_MAILBOX_PROCESSED_VALUE" default:"" desc:"when set, also written to CMINMSGS_STATUS with the processed marker (empty: STATUS untouched)"`
+	// PollInterval is ingest's poll period; the processor's fallback poll follows it.
+	PollInterval time.Duration `envconfig:"MSGX_POLL_INTERVAL" default:"50ms" desc:"ingest: wait between mailbox polls when the last poll was not a full batch (the processor's fallback poll is never slower)"`
+}
+
+// Validate reports every bad value, one line each.
+func (c Config) Validate() error {
+	var p envconf.Problems
+	if c.MySQLDSN == "" {
+		p.Add("MSGX_MYSQL_DSN", "must be set")
+	}
+	if len(c.ProcessedValue) > 20 {
+		p.Add("MSGX_MAILBOX_PROCESSED_VALUE", "must fit CMINMSGS_STATUS varchar(20), got %d characters", len(c.ProcessedValue))
+	}
+	p.Positive("MSGX_POLL_INTERVAL", c.PollInterval)
+	return p.Err()
+}
+
+// ProductionRefusals are the mailbox settings production refuses: a connection that is
+// plaintext or does not verify the server (docs/security.md).
+func (c Config) ProductionRefusals() error {
+	var p envconf.Problems
+	if why := VerifiedTLS(c.MySQLDSN, c.MySQLTLSCAFile); why != "" {
+		p.Add("MSGX_MYSQL_DSN", "production requires TLS with a verified server: %s", why)
+	}
+	return p.Err()
+}
+
+// Redact hides the password of MSGX_MYSQL_DSN in the start-up log's values.
+func (c Config) Redact(values map[string]string) {
+	dsn := values["MSGX_MYSQL_DSN"]
+	if dsn == "" {
+		return
+	}
+	dc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		values["MSGX_MYSQL_DSN"] = "[redacted]"
+		return
+	}
+	if dc.Passwd != "" {
+		dc.Passwd = "[redacted]"
+	}
+	values["MSGX_MYSQL_DSN"] = dc.FormatDSN()
+}
