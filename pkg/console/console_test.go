@@ -257,8 +257,8 @@ func TestLoginSessionAndScopes(t *testing.T) {
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'PENDING'`, w.deadID))
 }
 
-// The Message page lists every attempt in order (issue 21: "every attempt with its class and
-// reason"), and keeps them after a replay.
+// The Message page lists every attempt in order, each with its class and reason, and keeps them
+// after a replay.
 func TestMessagePageShowsEveryAttempt(t *testing.T) {
 	t.Parallel()
 	w := setup(t)

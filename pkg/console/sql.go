@@ -1,7 +1,7 @@
 package console
 
 // The console's queries. Each page reads through an index or a small table, so a page costs the
-// same with a long history (the benchmark seeds 1,000,000 messages).
+// same with any length of history (BenchmarkPages).
 
 const (
 	// leaders with renewal age.
