@@ -1,6 +1,8 @@
-// Package status reads a snapshot of the whole pipeline from PostgreSQL for operators
-// (msgxctl status, the demo's progress line): watermark and gap, head, backlog, dead letters,
-// markers, leaders and dispatcher lag. Read-only; every query is cheap (indexed or tiny tables).
+// Package status reads what operators look at from PostgreSQL: a snapshot of the whole pipeline
+// (msgxctl status, the console's pipeline page, the demo's progress line: watermark and gap,
+// head, backlog, dead letters, markers, leaders and dispatcher lag), and one message, live or
+// archived, with its attempts and audit rows (ReadMessage: msgxctl show, the console's message
+// page). Read-only; every query is cheap (indexed or tiny tables).
 package status
 
 import (
