@@ -90,43 +90,14 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 	if err != nil {
 		return err
 	}
-	var listCode string
-	switch {
-	case sub == "list" && len(pos) != 1:
-		return fs.Usagef("want one list NAME, got %d argument(s)", len(pos))
-	case sub == "list":
-		listCode = pos[0]
-	case len(pos) > 0:
-		return fs.Usagef("unexpected argument %q", pos[0])
+	spec, err := requestSpec(fs, sub, pos, *fromS, *toS)
+	if err != nil {
+		return err
 	}
-	spec := request.Spec{Kind: request.List, ListCode: listCode, Origin: request.Operator, Actor: *actor, Reason: *reason}
-	if sub == "schedule" {
-		spec.Kind = request.Schedule
-		if spec.From, err = time.Parse(time.DateOnly, *fromS); err != nil {
-			return fs.Refusef("--from: want YYYY-MM-DD, got %q", *fromS)
-		}
-		if spec.To, err = time.Parse(time.DateOnly, *toS); err != nil {
-			return fs.Refusef("--to: want YYYY-MM-DD, got %q", *toS)
-		}
-	}
+	spec.Actor, spec.Reason = *actor, *reason
 	now := env.clock.Now()
 	if *dry {
-		prev, err := env.store.Preview(ctx, spec, now)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(out, map[string]any{"dry_run": true, "request": prev.Request, "would_supersede": prev.Superseded})
-		}
-		fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
-			prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
-		if len(prev.Superseded) > 0 {
-			fmt.Fprintf(out, "would expire the open request(s) %v of the same scope (superseded)\n", prev.Superseded)
-		}
-		if env.shadow {
-			fmt.Fprintln(out, "shadow mode: the real command would refuse (nothing is sent in shadow mode)")
-		}
-		return nil
+		return requestPreview(ctx, env, spec, now, *asJSON, out)
 	}
 	if env.shadow {
 		return errors.New("request: shadow mode (MSGX_SHADOW=true) sends nothing to the AODB")
@@ -147,6 +118,57 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 	if *asJSON {
 		return writeJSON(out, map[string]any{"request": r, "superseded": reg.Superseded})
 	}
+	requestRegistered(out, env, r, reg.Superseded)
+	return nil
+}
+
+// requestSpec is the operator's request a command line asks for: list NAME, or schedule with
+// --from and --to (actor and reason are the caller's).
+func requestSpec(fs *cmdline.FlagSet, sub string, pos []string, from, to string) (request.Spec, error) {
+	spec := request.Spec{Kind: request.List, Origin: request.Operator}
+	switch {
+	case sub == "list" && len(pos) != 1:
+		return spec, fs.Usagef("want one list NAME, got %d argument(s)", len(pos))
+	case sub == "list":
+		spec.ListCode = pos[0]
+		return spec, nil
+	case len(pos) > 0:
+		return spec, fs.Usagef("unexpected argument %q", pos[0])
+	}
+	var err error
+	spec.Kind = request.Schedule
+	if spec.From, err = time.Parse(time.DateOnly, from); err != nil {
+		return spec, fs.Refusef("--from: want YYYY-MM-DD, got %q", from)
+	}
+	if spec.To, err = time.Parse(time.DateOnly, to); err != nil {
+		return spec, fs.Refusef("--to: want YYYY-MM-DD, got %q", to)
+	}
+	return spec, nil
+}
+
+// requestPreview prints what registering spec would do (--dry-run): the request, its XML and
+// the open requests it would supersede.
+func requestPreview(ctx context.Context, env requestEnv, spec request.Spec, now time.Time, asJSON bool, out io.Writer) error {
+	prev, err := env.store.Preview(ctx, spec, now)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(out, map[string]any{"dry_run": true, "request": prev.Request, "would_supersede": prev.Superseded})
+	}
+	fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
+		prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
+	if len(prev.Superseded) > 0 {
+		fmt.Fprintf(out, "would expire the open request(s) %v of the same scope (superseded)\n", prev.Superseded)
+	}
+	if env.shadow {
+		fmt.Fprintln(out, "shadow mode: the real command would refuse (nothing is sent in shadow mode)")
+	}
+	return nil
+}
+
+// requestRegistered prints a registered request as it is now, and the requests it superseded.
+func requestRegistered(out io.Writer, env requestEnv, r request.Request, superseded []int64) {
 	switch r.Status {
 	case request.Registered:
 		fmt.Fprintf(out, "request %d: %s %s REGISTERED (SEQN %06d); the jobs stage writes it to coutmsgs at its next request sweep; answer expected within %s\n",
@@ -155,10 +177,9 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		fmt.Fprintf(out, "request %d: %s %s %s (coutmsgs id %d, SEQN %06d); answer expected within %s of registration\n",
 			r.ID, r.Kind, r.Scope, r.Status, r.OutMsgID, r.SEQN, env.store.Config().Timeout)
 	}
-	if len(reg.Superseded) > 0 {
-		fmt.Fprintf(out, "expired the earlier open request(s) %v of the same scope\n", reg.Superseded)
+	if len(superseded) > 0 {
+		fmt.Fprintf(out, "expired the earlier open request(s) %v of the same scope\n", superseded)
 	}
-	return nil
 }
 
 func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.Writer) error {

@@ -4,28 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/msgx/msgx/pkg/processor"
 	"io"
 	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jackc/pgx/v5"
+	"unicode/utf8"
 
 	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/status"
 )
 
 func init() {
 	register("show", command{summary: "one message: state, attempts, errors, identity, marker (show <msg_id> [--raw] [--json])", run: showCmd})
-}
-
-// showAudit is one audit row naming the message.
-type showAudit struct {
-	Action string    `json:"action"`
-	Actor  string    `json:"actor"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
 }
 
 // showFirst are the fields the human form shows first, in this order; the others follow by name.
@@ -52,56 +44,91 @@ func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Write
 		return err
 	}
 	defer pool.Close()
+	st, err := status.ReadMessage(ctx, pool, id)
+	if errors.Is(err, status.ErrNoMessage) {
+		return fmt.Errorf("message %d not found", id)
+	}
+	if err != nil {
+		return err
+	}
 	if *raw {
-		var text *string
-		if err := pool.QueryRow(ctx, showRawSQL, id).Scan(&text); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("message %d not found", id)
-			}
-			return fmt.Errorf("read message text: %w", err)
-		}
-		if text == nil {
-			return fmt.Errorf("message %d: its text was cleared (MSGX_RAW_RETENTION)", id)
-		}
-		if *asJSON {
-			return writeJSON(out, map[string]any{"msg_id": id, "raw": *text})
-		}
-		_, err := io.WriteString(out, *text)
-		return err
+		return showRaw(out, id, st.Message.Raw, *asJSON)
 	}
-	var doc map[string]any
-	if err := pool.QueryRow(ctx, showSQL, id).Scan(&doc); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("message %d not found", id)
-		}
-		return fmt.Errorf("read message: %w", err)
-	}
-	rows, err := pool.Query(ctx, showAuditSQL, id)
-	if err != nil {
-		return fmt.Errorf("read audit: %w", err)
-	}
-	audits, err := pgx.CollectRows(rows, pgx.RowToStructByPos[showAudit])
-	if err != nil {
-		return fmt.Errorf("read audit: %w", err)
-	}
-	if audits == nil {
-		audits = []showAudit{}
-	}
-	doc["audit"] = audits
-	attempts, err := processor.Attempts(ctx, pool, id)
-	if err != nil {
-		return err
-	}
-	doc["attempt_history"] = attempts // "attempts" is proc_state's count
+	doc := showDoc(st.Message)
+	doc["audit"] = st.Audit
+	doc["attempt_history"] = st.Attempts // "attempts" is proc_state's count
 	if *asJSON {
 		return writeJSON(out, doc)
 	}
-	return showText(out, id, doc, attempts, audits)
+	return showText(out, id, doc, st.Attempts, st.Audit)
+}
+
+// showRaw prints a message's text as it arrived.
+func showRaw(out io.Writer, id int64, text *string, asJSON bool) error {
+	if text == nil {
+		return fmt.Errorf("message %d: its text was cleared (MSGX_RAW_RETENTION)", id)
+	}
+	if asJSON {
+		return writeJSON(out, map[string]any{"msg_id": id, "raw": *text})
+	}
+	_, err := io.WriteString(out, *text)
+	return err
+}
+
+// showDoc is a message's row under its column names, without its text (raw_length says how
+// long it is); times read as PostgreSQL writes them in JSON, empty text as null.
+func showDoc(m status.Message) map[string]any {
+	doc := map[string]any{
+		"msg_id": m.MsgID, "status": m.Status, "error_class": orNull(m.Class), "reason": orNull(m.Reason),
+		"attempts": m.Attempts, "next_attempt_at": pgTime(m.NextAttemptAt), "identity_key": orNull(m.IdentityKey),
+		"content_differs": m.ContentDiffers, "msg_type": orNull(m.Type), "msg_styp": orNull(m.Styp),
+		"received_at": pgWall(m.ReceivedAt), "enqueued_at": pgTime(&m.EnqueuedAt), "late": m.Late,
+		"processing_started_at": pgTime(m.StartedAt), "finished_at": pgTime(m.FinishedAt),
+		"backfill_next_at": pgTime(m.BackfillNextAt), "backfill_attempts": m.BackfillAttempts,
+		"backfill_error": orNull(m.BackfillError), "backfill_outcome": orNull(m.BackfillOutcome),
+		"backfill_done_at": pgTime(m.BackfillDoneAt), "backfill_abandoned_at": pgTime(m.BackfillAbandonedAt),
+		"processing_through": nil, "crashes": m.Crashes, "deaths": m.Deaths,
+		"raw_sha256": orNull(m.SHA256), "raw_length": nil,
+	}
+	if m.ProcessingThrough != nil {
+		doc["processing_through"] = *m.ProcessingThrough
+	}
+	if m.Raw != nil {
+		doc["raw_length"] = utf8.RuneCountInString(*m.Raw)
+	}
+	if m.Archived {
+		doc["archived"] = true
+		doc["archived_at"], doc["raw_cleared_at"] = pgTime(m.ArchivedAt), pgTime(m.RawClearedAt)
+	}
+	return doc
+}
+
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// pgTime writes a timestamptz as PostgreSQL's JSON does; nil stays null.
+func pgTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Format("2006-01-02T15:04:05.999999-07:00")
+}
+
+// pgWall writes a timestamp without time zone as PostgreSQL's JSON does; nil stays null.
+func pgWall(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Format("2006-01-02T15:04:05.999999")
 }
 
 // showText is show's human form: one "field  value" line per set field (the important ones
-// first), then the audit rows.
-func showText(out io.Writer, id int64, doc map[string]any, attempts []processor.Attempt, audits []showAudit) error {
+// first), then the attempts and the audit rows.
+func showText(out io.Writer, id int64, doc map[string]any, attempts []processor.Attempt, audits []status.Audit) error {
 	title := fmt.Sprintf("message %d", id)
 	if doc["archived"] == true {
 		title += " (archived)"

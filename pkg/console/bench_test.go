@@ -49,8 +49,8 @@ func seedHistory(b *testing.B, db *testdb.DB) {
 	}
 }
 
-// BenchmarkPages renders each page over a 1,000,000-message history (the goal: < 200 ms each).
-// `make bench` runs it.
+// BenchmarkPages renders each page over seedHistory's long history; `make bench` runs it (the
+// goal and the figures: docs/console.md).
 func BenchmarkPages(b *testing.B) {
 	db := testdb.New(b)
 	seedHistory(b, db)

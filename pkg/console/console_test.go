@@ -257,8 +257,8 @@ func TestLoginSessionAndScopes(t *testing.T) {
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'PENDING'`, w.deadID))
 }
 
-// The Message page lists every attempt in order (issue 21: "every attempt with its class and
-// reason"), and keeps them after a replay.
+// The Message page lists every attempt in order, each with its class and reason, and keeps them
+// after a replay.
 func TestMessagePageShowsEveryAttempt(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
@@ -307,4 +307,31 @@ func TestPagesRender(t *testing.T) {
 	}
 	code, _ := get(t, op, w.srv.URL+"/flights/99999999")
 	require.Equal(t, http.StatusNotFound, code)
+}
+
+// A purged flight's page shows the final state the history sweep kept (flight_history, in the
+// document pkg/jobs writes: the flight row and its detail tables) and no MAFL.
+func TestPurgedFlightShowsFinalState(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	const purged = 999
+	_, err := w.db.Pool.Exec(ctx, `INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
+		SELECT $2, operation_day, state_version, jsonb_build_object('flight', to_jsonb(f) || jsonb_build_object('flid', $2::bigint),
+		       'details', jsonb_build_object('flight_delay', '[]'::jsonb,
+		           'flight_route', (SELECT jsonb_agg(to_jsonb(d) - 'flid') FROM flight_route d WHERE d.flid = f.flid))),
+		       'quiet', now()
+		  FROM flight f WHERE flid = $1`, w.deadFL, purged)
+	require.NoError(t, err)
+	var stnd, version string
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT stnd, state_version::text FROM flight WHERE flid = $1`, w.deadFL).Scan(&stnd, &version))
+
+	code, body := get(t, op, w.srv.URL+"/flights/"+itoa(purged))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "(quiet): the final state is shown.")
+	require.Contains(t, body, `<strong id="version">`+version+`</strong>`)
+	require.Contains(t, body, `<td data-field="stnd">`+stnd+`</td>`)
+	require.Contains(t, body, `data-field="flight_route"`, "a detail table with rows")
+	require.NotContains(t, body, `data-field="flight_delay"`, "an empty detail table is left out")
+	require.Contains(t, body, "No code-share children.")
 }

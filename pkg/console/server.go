@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -203,7 +204,22 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	s.render(w, r, code, "error", "Refused", map[string]any{"Code": code, "Message": msg})
+	s.render(w, r, code, "error", "Refused", errorPage{Code: code, Message: msg})
+}
+
+// errorPage is a refusal: the status code and what the user can do about it.
+type errorPage struct {
+	Code    int
+	Message string
+}
+
+// collect runs a query of the page's and collects its rows into Ts, column by position.
+func collect[T any](s *Server, r *http.Request, sql string, args ...any) ([]T, error) {
+	rows, err := s.d.Pool.Query(r.Context(), sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[T])
 }
 
 // page is what every template receives.
@@ -244,42 +260,3 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name, 
 func (s *Server) zone() string {
 	return s.d.Location.String() + " (UTC" + s.d.Now().In(s.d.Location).Format("-07:00") + ")"
 }
-
-func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "login", "Log in", map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
-}
-
-// safeNext keeps a redirect inside the console.
-func safeNext(next string) string {
-	u, err := url.Parse(next)
-	if err != nil || next == "" || u.IsAbs() || u.Host != "" || len(next) < 1 || next[0] != '/' || (len(next) > 1 && (next[1] == '/' || next[1] == '\\')) {
-		return "/"
-	}
-	return next
-}
-
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	token := r.PostFormValue("token")
-	next := safeNext(r.PostFormValue("next"))
-	cl, ok := s.d.Config.Tokens.Lookup(token)
-	scope := consoleScope(cl)
-	if !ok || scope == "" {
-		s.d.Metrics.logins.WithLabelValues("refused").Inc()
-		s.d.Log.Warn().Str("remote", r.RemoteAddr).Msg("console login refused")
-		s.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Next": next, "Error": "Unknown token."})
-		return
-	}
-	s.d.Metrics.logins.WithLabelValues("ok").Inc()
-	http.SetCookie(w, s.sess.issue(cl.Name, scope, s.d.Now()))
-	s.d.Log.Info().Str("user", cl.Name).Msg("console login")
-	http.Redirect(w, r, next, http.StatusSeeOther)
-}
-
-func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, s.sess.clear())
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
-	return nil
-}
-
-// actor names a console user in audit rows.
-func actor(r *http.Request) string { return "console:" + sessionOf(r).User }

@@ -1,20 +1,11 @@
 package console
 
 // The console's queries. Each page reads through an index or a small table, so a page costs the
-// same with a long history (the benchmark seeds 1,000,000 messages).
+// same with any length of history (BenchmarkPages).
 
 const (
-	// leaders with renewal age.
-	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
-
-	// flightSQL is the current row of one flight, as JSON (the page lists its fields).
-	flightSQL = `SELECT to_jsonb(f) FROM flight f WHERE flid = $1`
-
 	// flightPurgedSQL is a purged flight's final state.
 	flightPurgedSQL = `SELECT final_state, purge_reason, purged_at FROM flight_history WHERE flid = $1 ORDER BY state_version DESC LIMIT 1`
-
-	// maflSQL is the master's MAFL, derived (docs/spec.md: ACTIVE children, no self-reference).
-	maflSQL = `SELECT flid, COALESCE(flno, '') FROM flight WHERE maid = $1 AND flid <> $1 AND state = 'ACTIVE' ORDER BY flid`
 
 	// flightSearchSQL finds flights by flight number (with or without the airline code) and
 	// operation day.
@@ -34,23 +25,6 @@ SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, COALESCE(e
  WHERE e.partition_key = $1
  ORDER BY e.state_version DESC, e.target LIMIT $2`
 
-	// messageSQL is one message (live or archived).
-	messageSQL = `
-SELECT msg_id, COALESCE(raw, ''), COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
-       COALESCE(reason, ''), attempts, next_attempt_at, COALESCE(identity_key, ''), content_differs,
-       COALESCE(msg_type, ''), COALESCE(msg_styp, ''), received_at, enqueued_at, late, processing_started_at,
-       finished_at, backfill_next_at, backfill_attempts, COALESCE(backfill_error, ''), COALESCE(backfill_outcome, ''),
-       backfill_done_at, backfill_abandoned_at, false
-  FROM proc_state WHERE msg_id = $1
-UNION ALL
-SELECT msg_id, COALESCE(raw, ''), COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
-       COALESCE(reason, ''), attempts, next_attempt_at, COALESCE(identity_key, ''), content_differs,
-       COALESCE(msg_type, ''), COALESCE(msg_styp, ''), received_at, enqueued_at, late, processing_started_at,
-       finished_at, backfill_next_at, backfill_attempts, COALESCE(backfill_error, ''), COALESCE(backfill_outcome, ''),
-       backfill_done_at, backfill_abandoned_at, true
-  FROM proc_state_hst WHERE msg_id = $1
- LIMIT 1`
-
 	// duplicatesSQL are the other messages of the same identity.
 	duplicatesSQL = `
 SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 AND msg_id <> $2
@@ -63,10 +37,6 @@ SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 A
 	messageEventsSQL = `
 SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, COALESCE(last_error, '')
   FROM msg_event WHERE msg_id = $1 ORDER BY event_id`
-
-	// messageAuditSQL are the audit rows naming a message (dlq-* rows name event ids).
-	messageAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
- WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
 
 	// deadMessagesSQL lists DEAD and FAILED messages of the given classes, each half through its
 	// partial index (proc_state_dead, proc_state_open).

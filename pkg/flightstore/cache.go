@@ -13,8 +13,8 @@ import (
 )
 
 // Cache keeps the full states of the flights a processor read or wrote, so a batch loads from
-// PostgreSQL only what changed since (issue 19: the full load — a JSON subquery per detail table,
-// decoded in Go — was a third of the processor's CPU and the second most expensive statement).
+// PostgreSQL only what changed since: the full load (a JSON subquery per detail table, decoded in
+// Go) is the processor's most expensive read.
 //
 // An entry is only ever used after checking it against the database: each state is kept with
 // the xmin of the flight row it was read from, or the id of the transaction that wrote it, and

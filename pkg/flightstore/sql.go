@@ -42,16 +42,22 @@ func selectExpr(col string, k flight.Kind) string {
 }
 
 var (
-	loadSQL         string
-	insertFlightSQL string
+	loadSQL         = buildLoadSQL()
+	insertFlightSQL = buildInsertFlightSQL()
 	deleteDetailSQL [flight.NumColls]string
 	upsertDetailSQL [flight.NumColls]string
 )
 
 func init() {
-	// loadSQL reads the full state of every requested FLID in one statement: the flight row,
-	// one subquery per detail table (its rows in input order as a JSON array of arrays) and the
-	// stored MAFL children, also for FLIDs not stored (a child may name a future master).
+	for c := range flight.NumColls {
+		deleteDetailSQL[c], upsertDetailSQL[c] = buildDetailSQL(flight.Collections[c])
+	}
+}
+
+// buildLoadSQL reads the full state of every requested FLID in one statement: the flight row,
+// one subquery per detail table (its rows in input order as a JSON array of arrays) and the
+// stored MAFL children, also for FLIDs not stored (a child may name a future master).
+func buildLoadSQL() string {
 	var sel []string
 	for _, c := range flight.Fields {
 		sel = append(sel, selectExpr("f."+c.Name, c.Kind))
@@ -71,10 +77,13 @@ func init() {
 		sel = append(sel, `(SELECT json_agg(json_build_array(`+strings.Join(cols, ", ")+`) ORDER BY d.ord) FROM `+d.Table+` d WHERE `+where+`)::text`)
 	}
 	sel = append(sel, childrenSQL)
-	loadSQL = `SELECT q.flid, f.flid IS NOT NULL, f.xmin::text, ` + strings.Join(sel, ",\n       ") + `
+	return `SELECT q.flid, f.flid IS NOT NULL, f.xmin::text, ` + strings.Join(sel, ",\n       ") + `
   FROM unnest($1::bigint[]) AS q(flid) LEFT JOIN flight f ON f.flid = q.flid`
+}
 
-	// insert: $1 flid[], $2..$N+1 the fields, then operation_day, state, version, last_msg_id, prov[], now.
+// buildInsertFlightSQL inserts new flights: $1 flid[], $2..$N+1 the fields, then
+// operation_day[], state[], version[], last_msg_id[], prov[], now.
+func buildInsertFlightSQL() string {
 	n := int(flight.NumFields)
 	cols, args, vals := []string{"flid"}, []string{"$1::bigint[]"}, []string{"u.flid"}
 	for i, c := range flight.Fields {
@@ -91,48 +100,49 @@ func init() {
 		fmt.Sprintf("$%d::bigint[]", n+5), fmt.Sprintf("$%d::text[]", n+6))
 	aliases = append(aliases, "day", "state", "version", "msg", "prov")
 	vals = append(vals, "NULLIF(u.day, '')::date", "u.state", "u.version", "u.msg", "u.prov", fmt.Sprintf("$%d", n+7), fmt.Sprintf("$%d", n+7))
-	insertFlightSQL = `INSERT INTO flight (` + strings.Join(cols, ", ") + `)
+	return `INSERT INTO flight (` + strings.Join(cols, ", ") + `)
 SELECT ` + strings.Join(vals, ", ") + `
   FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)`
+}
 
-	for c := range flight.NumColls {
-		d := flight.Collections[c]
-		key := d.Cols[0]
-		kindCond := ""
-		if d.RouteKind != "" {
-			kindCond = " AND t.kind = '" + d.RouteKind + "'"
-		}
-		deleteDetailSQL[c] = `DELETE FROM ` + d.Table + ` t USING unnest($1::bigint[], $2::` + arrayType(key.Kind) + `) AS u(flid, k)
+// buildDetailSQL returns the statements that delete a detail table's rows by key ($1 flid[],
+// $2 key[]) and upsert its rows ($1 flid[], $2 ord[], then one array per column).
+func buildDetailSQL(d flight.Collection) (del, upsert string) {
+	key := d.Cols[0]
+	kindCond := ""
+	if d.RouteKind != "" {
+		kindCond = " AND t.kind = '" + d.RouteKind + "'"
+	}
+	del = `DELETE FROM ` + d.Table + ` t USING unnest($1::bigint[], $2::` + arrayType(key.Kind) + `) AS u(flid, k)
  WHERE t.flid = u.flid AND t.` + key.Name + ` = u.k` + kindCond
 
-		cols := []string{"flid", "ord"}
-		args := []string{"$1::bigint[]", "$2::bigint[]"}
-		aliases := []string{"flid", "ord"}
-		vals := []string{"u.flid", "u.ord"}
-		if d.RouteKind != "" {
-			cols = append(cols, "kind")
-			vals = append(vals, "'"+d.RouteKind+"'")
+	cols := []string{"flid", "ord"}
+	args := []string{"$1::bigint[]", "$2::bigint[]"}
+	aliases := []string{"flid", "ord"}
+	vals := []string{"u.flid", "u.ord"}
+	if d.RouteKind != "" {
+		cols = append(cols, "kind")
+		vals = append(vals, "'"+d.RouteKind+"'")
+	}
+	set := []string{"ord = EXCLUDED.ord"}
+	for i, col := range d.Cols {
+		cols = append(cols, col.Name)
+		args = append(args, fmt.Sprintf("$%d::%s", i+3, arrayType(col.Kind)))
+		aliases = append(aliases, fmt.Sprintf("c%d", i))
+		vals = append(vals, fromArray(fmt.Sprintf("u.c%d", i), col.Kind))
+		if i > 0 {
+			set = append(set, col.Name+" = EXCLUDED."+col.Name)
 		}
-		var set []string
-		set = append(set, "ord = EXCLUDED.ord")
-		for i, col := range d.Cols {
-			cols = append(cols, col.Name)
-			args = append(args, fmt.Sprintf("$%d::%s", i+3, arrayType(col.Kind)))
-			aliases = append(aliases, fmt.Sprintf("c%d", i))
-			vals = append(vals, fromArray(fmt.Sprintf("u.c%d", i), col.Kind))
-			if i > 0 {
-				set = append(set, col.Name+" = EXCLUDED."+col.Name)
-			}
-		}
-		conflict := "flid, " + key.Name
-		if d.RouteKind != "" {
-			conflict = "flid, kind, " + key.Name
-		}
-		upsertDetailSQL[c] = `INSERT INTO ` + d.Table + ` (` + strings.Join(cols, ", ") + `)
+	}
+	conflict := "flid, " + key.Name
+	if d.RouteKind != "" {
+		conflict = "flid, kind, " + key.Name
+	}
+	upsert = `INSERT INTO ` + d.Table + ` (` + strings.Join(cols, ", ") + `)
 SELECT ` + strings.Join(vals, ", ") + `
   FROM unnest(` + strings.Join(args, ", ") + `) AS u(` + strings.Join(aliases, ", ") + `)
 ON CONFLICT (` + conflict + `) DO UPDATE SET ` + strings.Join(set, ", ")
-	}
+	return del, upsert
 }
 
 // updateFlightSQL returns the UPDATE for a set of changed scalar fields: $1 flid[], one array

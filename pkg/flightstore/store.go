@@ -1,9 +1,10 @@
 // Package flightstore keeps flight state in PostgreSQL: it loads the full states of a set of
-// flights (one statement for the whole set, with one subquery per detail table; Load, and
-// Loader for package flight's batch rules) and saves what changed (only changed rows and
-// columns, one round trip; Save), with the schedule snapshot log. Load and save only: the merge
-// and batch rules (version bump, purge floor, MAFL) are package flight's, the events package
-// event's and outbox's, the flight plug-in of the processor package processor/flights.
+// flights (one statement for the whole set, with one subquery per detail table; Load, Loader
+// for package flight's batch rules, and Read, one flight's current state for the read API and
+// the console) and saves what changed (only changed rows and columns, one round trip; Save),
+// with the schedule snapshot log. Load and save only: the merge and batch rules (version bump,
+// purge floor, which MAFLs to derive) are package flight's, the events package event's and
+// outbox's, the flight plug-in of the processor package processor/flights.
 package flightstore
 
 import (

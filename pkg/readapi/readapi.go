@@ -22,10 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
-	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 )
 
@@ -47,15 +45,9 @@ type Config struct {
 	Chunk     int           // flights per flightstore.Load in a day listing (DefaultChunk)
 }
 
-// DB is what the read API needs from PostgreSQL (a *pgxpool.Pool).
-type DB interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
-
-var _ DB = (*pgxpool.Pool)(nil)
-
-// readOnly is every request's transaction: one snapshot for the whole answer, no writes.
-var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+// DB is what the read API needs from PostgreSQL (a *pgxpool.Pool). Every request reads in one
+// flightstore.ReadOnly transaction: one snapshot for the whole answer, no writes.
+type DB = flightstore.Beginner
 
 // Handler serves both routes; it dispatches on the pattern the ServeMux matched.
 type Handler struct {
@@ -95,12 +87,7 @@ func (h *Handler) flight(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DBTimeout)
 	defer cancel()
-	var s *flight.State
-	err = pgx.BeginTxFunc(ctx, h.db, readOnly, func(tx pgx.Tx) error {
-		l, err := flightstore.Load(ctx, tx, []int64{flid})
-		s = l.States[flid]
-		return err
-	})
+	s, err := flightstore.Read(ctx, h.db, flid)
 	if err != nil {
 		h.unavailable(w, r, err, zerolog.Dict().Int64("flid", flid))
 		return
@@ -135,7 +122,7 @@ func (h *Handler) day(w http.ResponseWriter, r *http.Request) {
 	started := false
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 64<<10)
-	err = pgx.BeginTxFunc(ctx, h.db, readOnly, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, h.db, flightstore.ReadOnly, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, dayFlidsSQL, day)
 		flids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {

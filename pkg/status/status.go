@@ -1,6 +1,8 @@
-// Package status reads a snapshot of the whole pipeline from PostgreSQL for operators
-// (msgxctl status, the demo's progress line): watermark and gap, head, backlog, dead letters,
-// markers, leaders and dispatcher lag. Read-only; every query is cheap (indexed or tiny tables).
+// Package status reads what operators look at from PostgreSQL: a snapshot of the whole pipeline
+// (msgxctl status, the console's pipeline page, the demo's progress line: watermark and gap,
+// head, backlog, dead letters, markers, leaders and dispatcher lag), and one message, live or
+// archived, with its attempts and audit rows (ReadMessage: msgxctl show, the console's message
+// page). Read-only; every query is cheap (indexed or tiny tables).
 package status
 
 import (
@@ -87,32 +89,6 @@ type Target struct {
 	Dead    int64    `json:"dead"`
 	Oldest  *float64 `json:"oldest_pending_seconds,omitempty"`
 }
-
-const (
-	cursorSQL = `SELECT watermark, gap_start, gap_first_seen_at FROM inbox_cursor`
-	gapsSQL   = `SELECT count(*), count(found_at) FROM inbox_gap`
-	headSQL   = `
-SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, '') FROM proc_state
- WHERE status IN ('PENDING', 'FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)
- ORDER BY msg_id LIMIT 1`
-	deadSQL = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
-	// markersSQL and abandonedSQL each read through their partial index (proc_state_marker_owed,
-	// proc_state_marker_abandoned), so they cost the same with any history.
-	markersSQL = `
-SELECT count(*), min(finished_at) FROM proc_state
- WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
-	abandonedSQL = `
-SELECT count(*) FROM proc_state
- WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_next_at IS NOT NULL`
-	// openSQL counts the open messages through proc_state_open (Options.OpenOnly).
-	openSQL    = `SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
-	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
-	outboxSQL  = `
-SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
-       min(created_at) FILTER (WHERE status = 'PENDING')
-  FROM msg_event WHERE status IN ('PENDING', 'DEAD') GROUP BY target ORDER BY target`
-	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
-)
 
 // Options tune ReadWith.
 type Options struct {

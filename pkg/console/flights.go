@@ -1,0 +1,182 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/flightstore"
+)
+
+// flightsPage is the flight search and its hits.
+type flightsPage struct {
+	Q, Day string
+	Hits   []flightHit
+}
+
+// flightHit is one search result.
+type flightHit struct {
+	FLID         int64
+	ALCD, FLNO   string
+	MVIN         string
+	OperationDay *time.Time
+	State        string
+	Version      int64
+	SODT         *time.Time
+}
+
+func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
+	p := flightsPage{Q: strings.TrimSpace(r.URL.Query().Get("q")), Day: strings.TrimSpace(r.URL.Query().Get("day"))}
+	if p.Q == "" {
+		s.render(w, r, http.StatusOK, "flights", "Flights", p)
+		return nil
+	}
+	if flid, err := strconv.ParseInt(p.Q, 10, 64); err == nil && p.Day == "" {
+		http.Redirect(w, r, "/flights/"+strconv.FormatInt(flid, 10), http.StatusSeeOther)
+		return nil
+	}
+	var day *time.Time
+	if p.Day != "" {
+		d, err := time.Parse(time.DateOnly, p.Day)
+		if err != nil {
+			return userError{"The day must be YYYY-MM-DD."}
+		}
+		day = &d
+	}
+	hits, err := collect[flightHit](s, r, flightSearchSQL, p.Q, day)
+	if err != nil {
+		return fmt.Errorf("search flights: %w", err)
+	}
+	if len(hits) == 1 {
+		http.Redirect(w, r, "/flights/"+strconv.FormatInt(hits[0].FLID, 10), http.StatusSeeOther)
+		return nil
+	}
+	p.Hits = hits
+	s.render(w, r, http.StatusOK, "flights", "Flights", p)
+	return nil
+}
+
+// flightPage is one flight: its current state as the read API serves it (or, once purged, the
+// final state the history sweep kept), its MAFL and its version history.
+type flightPage struct {
+	FLID     int64
+	Title    string // airline code and flight number
+	State    string
+	Version  string
+	Day      string
+	Master   int64 // the code-share master (MAID); 0: none
+	Purged   *purge
+	MAFL     []flight.Child
+	Fields   []field
+	Versions []version
+}
+
+// purge is why and when the history sweep purged a flight.
+type purge struct {
+	Reason string
+	At     time.Time
+}
+
+const historyLimit = 200
+
+func (s *Server) flight(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	flid, err := strconv.ParseInt(r.PathValue("flid"), 10, 64)
+	if err != nil {
+		return errNotFound
+	}
+	p := flightPage{FLID: flid}
+	st, err := flightstore.Read(ctx, s.d.Pool, flid)
+	if err != nil {
+		return fmt.Errorf("read flight: %w", err)
+	}
+	var doc map[string]any
+	if st != nil {
+		doc, err = stateDoc(st)
+		p.MAFL = st.MAFL
+	} else {
+		doc, p.Purged, err = s.purgedFlight(ctx, flid)
+	}
+	if err != nil {
+		return err
+	}
+	p.describe(doc)
+	versions, err := collect[version](s, r, flightEventsSQL, strconv.FormatInt(flid, 10), historyLimit)
+	if err != nil {
+		return fmt.Errorf("read flight events: %w", err)
+	}
+	diffVersions(versions)
+	p.Versions = versions
+	s.render(w, r, http.StatusOK, "flight", fmt.Sprintf("Flight %d", flid), p)
+	return nil
+}
+
+// stateDoc is a state's JSON as published, without its MAFL (the page lists it apart) and
+// without empty collections.
+func stateDoc(st *flight.State) (map[string]any, error) {
+	doc, err := decodeDoc(st.AppendJSON(nil))
+	if err != nil {
+		return nil, fmt.Errorf("read flight %d: %w", st.FLID, err)
+	}
+	delete(doc, "mafl")
+	for c := range flight.NumColls {
+		if len(st.C[c]) == 0 {
+			delete(doc, flight.Collections[c].Name)
+		}
+	}
+	return doc, nil
+}
+
+// purgedFlight is a purged flight's final state (the flight row's columns and its non-empty
+// detail tables); errNotFound when the flight was never purged either.
+func (s *Server) purgedFlight(ctx context.Context, flid int64) (map[string]any, *purge, error) {
+	var final []byte
+	var pg purge
+	if err := s.d.Pool.QueryRow(ctx, flightPurgedSQL, flid).Scan(&final, &pg.Reason, &pg.At); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil, errNotFound
+		}
+		return nil, nil, fmt.Errorf("read purged flight: %w", err)
+	}
+	doc, err := decodeDoc(final)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read purged flight %d: %w", flid, err)
+	}
+	row, _ := doc["flight"].(map[string]any)
+	details, _ := doc["details"].(map[string]any)
+	if row == nil {
+		row = map[string]any{}
+	}
+	for table, rows := range details {
+		if list, ok := rows.([]any); ok && len(list) > 0 {
+			row[table] = rows
+		}
+	}
+	return row, &pg, nil
+}
+
+// describe fills the page's header and fields from a flight's JSON.
+func (p *flightPage) describe(doc map[string]any) {
+	p.Fields = fields(doc)
+	p.Title = str(doc["alcd"]) + str(doc["flno"])
+	p.State, p.Version, p.Day = str(doc["state"]), str(doc["state_version"]), str(doc["operation_day"])
+	p.Master, _ = strconv.ParseInt(str(doc["maid"]), 10, 64)
+}
+
+// decodeDoc decodes a JSON object, numbers kept as written.
+func decodeDoc(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc map[string]any
+	err := dec.Decode(&doc)
+	return doc, err
+}

@@ -1,0 +1,73 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/msgx/msgx/pkg/processor"
+)
+
+// funcs are the templates' functions.
+func (s *Server) funcs() template.FuncMap {
+	return template.FuncMap{
+		// t shows a time in the airport zone; wall is a wall-clock time already in airport time
+		// (timestamp without time zone columns).
+		"t": func(v any) string {
+			switch x := v.(type) {
+			case time.Time:
+				if x.IsZero() {
+					return "—"
+				}
+				return x.In(s.d.Location).Format("2006-01-02 15:04:05 MST")
+			case *time.Time:
+				if x == nil || x.IsZero() {
+					return "—"
+				}
+				return x.In(s.d.Location).Format("2006-01-02 15:04:05 MST")
+			}
+			return fmt.Sprint(v)
+		},
+		"wall": func(v *time.Time) string {
+			if v == nil {
+				return "—"
+			}
+			return v.Format("2006-01-02 15:04:05") + " " + s.d.Now().In(s.d.Location).Format("MST")
+		},
+		"age":     s.age,
+		"classes": func() []processor.Class { return processor.ReplayableClasses },
+		"join":    joinIDs,
+	}
+}
+
+// age is how long ago a time was, or a duration in seconds ("—" for nil).
+func (s *Server) age(v any) string {
+	var d time.Duration
+	switch x := v.(type) {
+	case time.Time:
+		d = s.d.Now().Sub(x)
+	case *time.Time:
+		if x == nil {
+			return "—"
+		}
+		d = s.d.Now().Sub(*x)
+	case float64:
+		d = time.Duration(x * float64(time.Second))
+	case *float64:
+		if x == nil {
+			return "—"
+		}
+		d = time.Duration(*x * float64(time.Second))
+	}
+	return d.Round(time.Second).String()
+}
+
+func joinIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ", ")
+}

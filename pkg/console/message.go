@@ -1,0 +1,94 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/status"
+)
+
+// messagePage is one message (status.ReadMessage) with its identity, the events it caused and
+// whether it may be replayed from here.
+type messagePage struct {
+	M          status.Message
+	Pretty     string         // the raw text indented
+	Decoded    []decodedField // its leaf elements
+	Attempts   []processor.Attempt
+	Audit      []status.Audit
+	Duplicates []duplicate
+	Owner      int64 // the message its identity is bound to; 0: none
+	BoundAt    time.Time
+	Events     []msgEvent
+	Replayable bool
+}
+
+type duplicate struct {
+	MsgID          int64
+	Status         string
+	ContentDiffers bool
+}
+
+type msgEvent struct {
+	EventID   int64
+	Target    string
+	FLID      string
+	Type      string
+	Version   int64
+	Status    string
+	SentAt    *time.Time
+	LastError string
+}
+
+func (s *Server) messageLookup(w http.ResponseWriter, r *http.Request) error {
+	id, err := strconv.ParseInt(strings.TrimSpace(r.URL.Query().Get("id")), 10, 64)
+	if err != nil {
+		return userError{"A message id is a number."}
+	}
+	http.Redirect(w, r, "/messages/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return errNotFound
+	}
+	st, err := status.ReadMessage(ctx, s.d.Pool, id)
+	if errors.Is(err, status.ErrNoMessage) {
+		return errNotFound
+	}
+	if err != nil {
+		return err
+	}
+	m := st.Message
+	var raw string
+	if m.Raw != nil {
+		raw = *m.Raw
+	}
+	p := messagePage{M: m, Pretty: prettyXML(raw), Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
+	if m.IdentityKey != "" {
+		if p.Duplicates, err = collect[duplicate](s, r, duplicatesSQL, m.IdentityKey, id); err != nil {
+			return fmt.Errorf("read duplicates: %w", err)
+		}
+		switch err := s.d.Pool.QueryRow(ctx, identityOwnerSQL, m.IdentityKey).Scan(&p.Owner, &p.BoundAt); {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read identity: %w", err)
+		}
+	}
+	if p.Events, err = collect[msgEvent](s, r, messageEventsSQL, id); err != nil {
+		return fmt.Errorf("read events: %w", err)
+	}
+	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
+	p.Replayable = ok && !m.Archived // replay reads proc_state only
+	s.render(w, r, http.StatusOK, "message", fmt.Sprintf("Message %d", id), p)
+	return nil
+}

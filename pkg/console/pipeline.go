@@ -1,0 +1,48 @@
+package console
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/msgx/msgx/pkg/request"
+	"github.com/msgx/msgx/pkg/status"
+)
+
+// pipelinePage is the pipeline at a glance: the status snapshot (leaders included), its counts
+// sorted by name, and the open requests.
+type pipelinePage struct {
+	Status   status.Snapshot
+	Open     []request.Request
+	Statuses []kv
+	Dead     []kv
+}
+
+type kv struct {
+	K string
+	V int64
+}
+
+func sortedKV(m map[string]int64) []kv {
+	out := make([]kv, 0, len(m))
+	for k, v := range m {
+		out = append(out, kv{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].K < out[j].K })
+	return out
+}
+
+func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	snap, err := status.ReadWith(ctx, s.d.Pool, s.d.Now(), status.Options{OpenOnly: true})
+	if err != nil {
+		return err
+	}
+	open, err := s.d.Requests.ListOpen(ctx)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "pipeline", "Pipeline", pipelinePage{
+		Status: snap, Open: open, Statuses: sortedKV(snap.ByStatus), Dead: sortedKV(snap.DeadByClass),
+	})
+	return nil
+}

@@ -1,0 +1,51 @@
+package status
+
+// Every SQL statement of the operators' reads, bound parameters only.
+
+const (
+	cursorSQL = `SELECT watermark, gap_start, gap_first_seen_at FROM inbox_cursor`
+	gapsSQL   = `SELECT count(*), count(found_at) FROM inbox_gap`
+	headSQL   = `
+SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, '') FROM proc_state
+ WHERE status IN ('PENDING', 'FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)
+ ORDER BY msg_id LIMIT 1`
+	deadSQL = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
+	// markersSQL and abandonedSQL each read through their partial index (proc_state_marker_owed,
+	// proc_state_marker_abandoned), so they cost the same with any history.
+	markersSQL = `
+SELECT count(*), min(finished_at) FROM proc_state
+ WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+	abandonedSQL = `
+SELECT count(*) FROM proc_state
+ WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_next_at IS NOT NULL`
+	// openSQL counts the open messages through proc_state_open (Options.OpenOnly).
+	openSQL    = `SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
+	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
+	outboxSQL  = `
+SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
+       min(created_at) FILTER (WHERE status = 'PENDING')
+  FROM msg_event WHERE status IN ('PENDING', 'DEAD') GROUP BY target ORDER BY target`
+	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
+)
+
+// messageColumns are the columns of a message that proc_state and proc_state_hst share, in the
+// order Message scans them.
+const messageColumns = `msg_id, raw, COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
+       COALESCE(reason, ''), attempts, next_attempt_at, COALESCE(identity_key, ''), content_differs,
+       COALESCE(msg_type, ''), COALESCE(msg_styp, ''), received_at, enqueued_at, late, processing_started_at,
+       finished_at, backfill_next_at, backfill_attempts, COALESCE(backfill_error, ''), COALESCE(backfill_outcome, ''),
+       backfill_done_at, backfill_abandoned_at, processing_through, crashes, deaths`
+
+const (
+	// messageSQL is one message, live (proc_state) or archived (proc_state_hst): a message is in
+	// one of the two.
+	messageSQL = `
+SELECT ` + messageColumns + `, false, NULL::timestamptz, NULL::timestamptz FROM proc_state WHERE msg_id = $1
+UNION ALL
+SELECT ` + messageColumns + `, true, archived_at, raw_cleared_at FROM proc_state_hst WHERE msg_id = $1
+ LIMIT 1`
+
+	// messageAuditSQL are the audit rows naming a message (dlq-* rows name event ids instead).
+	messageAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
+ WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
+)
