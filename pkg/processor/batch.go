@@ -125,12 +125,12 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 	if o := w.dup; o != nil {
 		// The identity stays with its owner.
 		r.identity = ""
-		r.status, r.reason = StatusSkipped, fmt.Sprintf("duplicate-of:%d", o.id)
-		if string(o.sha) != string(w.sha) {
+		r.status, r.reason = StatusSkipped, fmt.Sprintf("duplicate-of:%d", o.MsgID)
+		if string(o.SHA256) != string(w.sha) {
 			r.differs = true
 			r.reason += " content-differs"
 			p.metrics.contentDiffers.Inc()
-			p.log.Warn().Int64("msg_id", w.row.id).Int64("first", o.id).Str("identity", w.identity).
+			p.log.Warn().Int64("msg_id", w.row.id).Int64("first", o.MsgID).Str("identity", w.identity).
 				Msg("pump: same identity, different content (PRE-7 broken upstream)")
 		}
 		return r

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -96,8 +97,8 @@ type work struct {
 	read     *sis.Meta // the META read of a message that failed to decode (nil: none reached)
 	identity string
 	sha      []byte
-	dup      *owner // the message this one duplicates (bind)
-	reused   bool   // its key was bound to a message outside the identity window (bind)
+	dup      *identity.Binding // the message this one duplicates (bind)
+	reused   bool              // its key was bound to a message outside the identity window (bind)
 }
 
 // result is a message's outcome in a batch.
@@ -202,7 +203,7 @@ func (p *Engine) prepare(r headRow) work {
 		}
 		return w
 	}
-	w.msg, w.identity = m, p.identity(m.Meta)
+	w.msg, w.identity = m, p.cfg.Rule().Key(m.Meta)
 	return w
 }
 

@@ -26,7 +26,7 @@ func (p *Engine) describe(r *result, w *work) {
 		read := map[string]string{"SNDR": clip.String(w.read.SNDR, metaBound), "SEQN": clip.String(w.read.SEQN, metaBound), "TYPE": r.typ, "STYP": r.styp,
 			"DTTM": clip.String(w.read.DTTMRaw, metaBound)}
 		if w.read.SNDR != "" && w.read.TYPE != "" && w.read.STYP != "" && w.read.SEQN != "" {
-			read["identity"] = clip.String(p.identity(*w.read), 4*metaBound)
+			read["identity"] = clip.String(p.cfg.Rule().Key(*w.read), 4*metaBound)
 		}
 		if b, err := json.Marshal(read); err == nil {
 			r.meta = string(b)
