@@ -29,10 +29,13 @@ type Config struct {
 	MarkerTimeout      time.Duration // bound of one immediate marker write (0: 10 s)
 }
 
+// maxBatch is the largest batch MSGX_PUMP_BATCH allows.
+const maxBatch = 10000
+
 // Validate reports every bad value of the stage's settings, one line each.
 func (c Config) Validate() error {
 	var p envconf.Problems
-	p.Between("MSGX_PUMP_BATCH", int64(c.Batch), 1, 10000)
+	p.Between("MSGX_PUMP_BATCH", int64(c.Batch), 1, maxBatch)
 	p.Positive("MSGX_HEAD_DEADLINE", c.HeadDeadline)
 	if c.IdentityWindow < time.Second || c.IdentityWindow%time.Second != 0 {
 		p.Add("MSGX_IDENTITY_WINDOW", "must be whole seconds, at least 1s, got %s", c.IdentityWindow)

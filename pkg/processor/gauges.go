@@ -13,8 +13,8 @@ import (
 const gaugePeriod = 5 * time.Second
 
 // gaugeLoop refreshes the gauges every gaugePeriod beside the pump, never on its path: the
-// counts read every open or owed row — 0.24 s and 0.59 s a call at a backlog of a million
-// messages (issue 19) — and the head used to wait for them.
+// counts read every open or owed row, so their cost grows with the backlog, and the head must
+// not wait for them (docs/benchmarks.md).
 func (p *Engine) gaugeLoop(ctx context.Context, lease leader.Lease) {
 	defer lease.Stopped("gauges")
 	for {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/wake"
 )
@@ -36,7 +37,7 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 		switch {
 		case err != nil:
 			p.log.Error().Err(err).Dur("retry_in", pause).Msg("pump: step failed")
-			wait, pause = pause, min(2*pause, p.cfg.BackoffMax)
+			wait, pause = pause, backoff.Next(pause, p.cfg.BackoffBase, p.cfg.BackoffMax)
 		case res.Idle:
 			wait, pause = p.cfg.IdlePoll, p.cfg.BackoffBase
 		case !res.WaitUntil.IsZero():
