@@ -222,6 +222,7 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed}, nil
 }
 
+// terminalOnly is rs without its FAILED results.
 func terminalOnly(rs []result) []result {
 	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == StatusFailed })
 }

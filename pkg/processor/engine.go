@@ -170,6 +170,8 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	return StepResult{Processed: len(t), Failed: len(t) < len(results)}, nil
 }
 
+// loadHead reads the head run: at most limit open rows from the head, with their text
+// (headSQL, bounded by maxBatchBytes).
 func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, error) {
 	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes)
 	if err != nil {
@@ -206,10 +208,3 @@ func (p *Engine) prepare(r headRow) work {
 	w.msg, w.identity = m, p.cfg.Rule().Key(m.Meta)
 	return w
 }
-
-// Bounds of text recorded from a failure: a META value read from a rejected message (it may be
-// any length) and an attempt's reason built from an error or a panic value.
-const (
-	metaBound   = 64
-	reasonBound = 2000
-)

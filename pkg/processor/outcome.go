@@ -14,6 +14,13 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 )
 
+// Bounds of text recorded from a failure: a META value read from a rejected message (it may be
+// any length) and an attempt's reason built from an error or a panic value.
+const (
+	metaBound   = 64   // characters
+	reasonBound = 2000 // characters
+)
+
 // describe completes r with the message's TYPE and STYP and, for a message that failed to
 // decode, the META that was read (kept on the row and its attempt: a DEAD message still says
 // what it claimed to be; its identity is shown, never bound).
