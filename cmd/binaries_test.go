@@ -4,6 +4,7 @@ package cmd_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,8 +72,10 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 	}{
 		{"processor", []string{"MSGX_MAX_ATTEMPTS=0"}, "processor: bad configuration: MSGX_MAX_ATTEMPTS: must be between 1 and 100, got 0"},
 		{"ingest", []string{"MSGX_POLL_INTERVAL=soon"}, `ingest: bad configuration: MSGX_POLL_INTERVAL: cannot parse "soon" as Duration`},
-		{"dispatcher", []string{"MSGX_ENV=production", "MSGX_SHADOW=true", "MSGX_PG_URL=postgres://u@db/msgx?sslmode=verify-full",
-			"MSGX_MYSQL_DSN=u@tcp(aodb:3306)/m?tls=true", "MSGX_KAFKA_TLS=true"}, "dispatcher: bad configuration: MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
+		{"ingest", []string{"MSGX_ENV=production", "MSGX_SHADOW=true", "MSGX_PG_URL=postgres://u@db/msgx?sslmode=verify-full",
+			"MSGX_MYSQL_DSN=u@tcp(aodb:3306)/m?tls=true", "MSGX_API_TOKENS=aodb:send:" + strings.Repeat("ab", 32)}, "ingest: bad configuration: MSGX_COMPAT_ENTRY: must be false in production shadow mode"},
+		{"dispatcher", []string{"MSGX_ENV=production", "MSGX_PG_URL=postgres://u@db/msgx?sslmode=verify-full"},
+			"dispatcher: bad configuration: MSGX_KAFKA_TLS: production requires TLS to the Kafka brokers"},
 		{"processor", []string{"MSGX_ENV=production", "MSGX_MYSQL_DSN=u@tcp(aodb:3306)/m?tls=true", "MSGX_KAFKA_TLS=true"},
 			"processor: bad configuration: MSGX_PG_URL: production requires sslmode=verify-full"},
 		{"dispatcher", []string{"MSGX_KAFKA_INPROCESS=true"}, "dispatcher: bad configuration: MSGX_KAFKA_INPROCESS: removed; the development broker runs as its own process"},
@@ -81,9 +84,13 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.bin, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(filepath.Join(binDir, c.bin))
+			// A binary that accepted the configuration would run on: the context ends it.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(binDir, c.bin))
 			cmd.Env = append(cleanEnv(), c.env...)
 			out, err := cmd.CombinedOutput()
+			require.NoError(t, ctx.Err(), "%s accepted the configuration and ran: %s", c.bin, out)
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit)
 			require.Equal(t, 2, exit.ExitCode())

@@ -23,29 +23,10 @@ import (
 	"github.com/msgx/msgx/pkg/migrate"
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/processor"
-	"github.com/msgx/msgx/pkg/processor/flights"
-	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/processor/plugins"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
-	"github.com/msgx/msgx/pkg/sis"
 )
-
-// handlers maps each message kind to its handler. A kind missing here is FAILED
-// UNSUPPORTED (retried, then DEAD EXHAUSTED, replayable once a handler exists). Both plug-ins
-// get the request rules (RESP guard, self-healing trigger; docs/requests.md).
-func handlers(requests *request.Hooks, cache *flightstore.Cache) map[sis.Kind]processor.Handler {
-	// One flight handler for every flight kind: a batch's flight messages share one session.
-	fl, ref := flights.Handler{Requests: requests, Cache: cache}, refdata.Handler{Requests: requests}
-	return map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate:     fl,
-		sis.KindFlightDelete:     fl,
-		sis.KindScheduleSnapshot: fl,
-		sis.KindScheduleAdd:      fl,
-		sis.KindScheduleDelete:   fl,
-		sis.KindRefList:          ref,
-		sis.KindSeason:           ref,
-	}
-}
 
 func main() {
 	if code, start := cmdline.Service("processor", "msgx's processor stage: processes the messages in mailbox order into flight state while it leads the processor role; serves /healthz /readyz /metrics (MSGX_HTTP_ADDR).", os.Args[1:], os.Stdout, os.Stderr); !start {
@@ -101,7 +82,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.
 	if pc.FlightCache > 0 {
 		cache = flightstore.NewCache(pc.FlightCache)
 	}
-	p := processor.New(pc, pool, handlers(hooks, cache), mb, clk, processor.NewMetrics(reg), log)
+	p := processor.New(pc, pool, plugins.Handlers(hooks, cache), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     settings.RoleProcessor,
 		Process:  cfg.Process,

@@ -11,31 +11,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/obs"
-
-	"github.com/msgx/msgx/pkg/processor/flights"
-	"github.com/msgx/msgx/pkg/refdata"
-	"github.com/msgx/msgx/pkg/request"
-	"github.com/msgx/msgx/pkg/sis"
 )
-
-// Every handler the binary registers gets the request rules: without them a SCHD RESP or a list
-// RESP would be applied unsolicited (docs/requests.md).
-func TestHandlersGetTheRequestRules(t *testing.T) {
-	hooks := &request.Hooks{}
-	hs := handlers(hooks, nil)
-	require.Contains(t, hs, sis.KindScheduleSnapshot)
-	require.Contains(t, hs, sis.KindRefList)
-	for kind, h := range hs {
-		switch h := h.(type) {
-		case flights.Handler:
-			require.Same(t, hooks, h.Requests, "%s", kind)
-		case refdata.Handler:
-			require.Same(t, hooks, h.Requests, "%s", kind)
-		default:
-			t.Fatalf("%s: handler %T not checked", kind, h)
-		}
-	}
-}
 
 // A processor whose identity rule disagrees with the stored one refuses to start, with one line
 // naming the msgxctl command that changes the stored rule; nothing is stored over it.

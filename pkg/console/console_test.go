@@ -26,11 +26,9 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
-	"github.com/msgx/msgx/pkg/processor/flights"
-	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/processor/plugins"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/roles"
-	"github.com/msgx/msgx/pkg/sis"
 )
 
 var ctx = context.Background()
@@ -81,16 +79,11 @@ func setup(t testing.TB) *world {
 	n := firstID + int64(len(day.Messages)) - 1
 	_, err = db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
 	require.NoError(t, err)
-	fl, ref := flights.Handler{}, refdata.Handler{}
 	eng := processor.New(processor.Config{
 		Batch: 200, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
-	}, db.Pool, map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
-		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
-		sis.KindRefList: ref, sis.KindSeason: ref,
-	}, nil, clk, nil, zerolog.Nop())
+	}, db.Pool, plugins.Handlers(nil, nil), nil, clk, nil, zerolog.Nop())
 	lease := leader.Lease{Role: "processor", Epoch: 1}
 	idle := false
 	for range 100000 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/kafka"
 )
@@ -146,7 +147,7 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 		if !clock.WallSleep(ctx, wait) {
 			return false, nil
 		}
-		wait = min(2*wait, maxRetryWait)
+		wait = backoff.Next(wait, l.retry, maxRetryWait)
 	}
 }
 

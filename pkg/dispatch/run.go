@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -60,7 +61,7 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 // it backs off (doubling from wait up to ErrorWait). Fencing ends it.
 func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration, full int,
 	idle func(context.Context, time.Duration) bool, step func(context.Context) (Result, error)) error {
-	backoff := time.Duration(0)
+	pause := time.Duration(0)
 	for {
 		res, err := step(ctx)
 		switch {
@@ -73,16 +74,16 @@ func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration
 			d.log.Warn().Str("target", target).Err(err).Msg("dispatcher: kafka producer broken; the term dials a new one")
 			return err
 		case err != nil || res.Outage:
-			backoff = min(max(2*backoff, wait), d.cfg.ErrorWait)
+			pause = backoff.Next(pause, wait, d.cfg.ErrorWait)
 			if err != nil {
-				d.log.Error().Err(err).Str("target", target).Dur("retry_in", backoff).Msg("dispatcher: step failed")
+				d.log.Error().Err(err).Str("target", target).Dur("retry_in", pause).Msg("dispatcher: step failed")
 			}
-			if !clock.WallSleep(ctx, backoff) {
+			if !clock.WallSleep(ctx, pause) {
 				return nil
 			}
 			continue
 		}
-		backoff = 0
+		pause = 0
 		if res.Claimed >= full || res.More {
 			continue
 		}

@@ -1,8 +1,10 @@
-// Package identity keeps the business identity rule of the processor (docs/spec.md §5, PRE-7):
-// how long a key SNDR|TYPE|STYP|SEQN[|day] names the same message (the window) and whether the
-// key includes the DTTM day. The rule is stored in the database (identity_rule, one row): the
-// first processor start stores its configuration, a processor whose configuration disagrees
-// refuses to start (Ensure), and msgxctl identity set changes it with an audit row (Set).
+// Package identity is the business identity of a message (docs/spec.md §5, PRE-7): its key
+// SNDR|TYPE|STYP|SEQN[|day] (Rule.Key), the binding rule deciding which message owns a key
+// within the window (Rule.Bind, pure: the processor reads and stores the bindings), and the rule
+// itself: how long a key names the same message (the window) and whether the key includes the
+// DTTM day. The rule is stored in the database (identity_rule, one row): the first processor
+// start stores its configuration, a processor whose configuration disagrees refuses to start
+// (Ensure), and msgxctl identity set changes it with an audit row (Set).
 package identity
 
 import (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/identity"
+	"github.com/msgx/msgx/pkg/sis"
 )
 
 var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
@@ -86,4 +87,42 @@ func TestRuleSame(t *testing.T) {
 	require.False(t, r.Same(t0.Add(time.Hour+time.Second), t0))
 	require.True(t, strings.HasPrefix(identity.Command(r), "msgxctl identity set --window 1h "))
 	require.Error(t, identity.Ensure(context.Background(), nil, identity.Rule{Window: 1500 * time.Millisecond}, "x", t0))
+}
+
+func TestKey(t *testing.T) {
+	t.Parallel()
+	m := sis.Meta{SNDR: "AODB", TYPE: "FLOP", STYP: "STND", SEQN: "42", DTTM: time.Date(2026, 12, 2, 23, 59, 0, 0, time.UTC)}
+	require.Equal(t, "AODB|FLOP|STND|42", identity.Rule{Window: time.Hour}.Key(m))
+	require.Equal(t, "AODB|FLOP|STND|42|20261202", identity.Rule{Window: time.Hour, IncludeDay: true}.Key(m))
+}
+
+// The binding rule over one batch: a new key binds; its own binding changes nothing; within the
+// window a same-key message is a duplicate of the bound one; outside it the key was reused, and
+// only the newer message takes the key; a later claim in the batch sees the earlier's binding.
+func TestBind(t *testing.T) {
+	t.Parallel()
+	r := identity.Rule{Window: time.Hour}
+	b := func(id int64, d time.Duration) identity.Binding {
+		return identity.Binding{MsgID: id, SHA256: []byte{byte(id)}, DTTM: t0.Add(d)}
+	}
+	bound := map[string]identity.Binding{"own": b(1, 0), "dup": b(2, 0), "old": b(3, 0), "new": b(4, 0)}
+	claims := []identity.Claim{
+		{Key: "own", Binding: b(1, 0)},
+		{Key: "dup", Binding: b(10, time.Hour)},
+		{Key: "old", Binding: b(11, -2*time.Hour)},
+		{Key: "new", Binding: b(12, 2*time.Hour)},
+		{Key: "new", Binding: b(13, 2*time.Hour+time.Minute)},
+		{Key: "", Binding: b(14, 0)},
+		{Key: "free", Binding: b(15, 0)},
+		{Key: "free", Binding: b(16, 3*time.Hour)},
+	}
+	verdicts, changed := r.Bind(bound, claims)
+	d2, d12 := b(2, 0), b(12, 2*time.Hour)
+	require.Equal(t, []identity.Verdict{
+		{}, {Dup: &d2}, {Reused: true}, {Reused: true}, {Dup: &d12}, {}, {}, {Reused: true},
+	}, verdicts)
+	require.Equal(t, []identity.Claim{claims[3], {Key: "free", Binding: b(16, 3*time.Hour)}}, changed)
+	require.Equal(t, b(12, 2*time.Hour), bound["new"])
+	require.Equal(t, b(16, 3*time.Hour), bound["free"])
+	require.Equal(t, b(3, 0), bound["old"], "an older message with a reused key leaves the key bound")
 }

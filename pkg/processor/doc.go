@@ -1,10 +1,14 @@
 // Package processor is the processor stage of cmd/processor. Its Engine drains proc_state in
 // strict msg_id order (the head is the smallest open msg_id ≤ the ingest watermark W), decodes
-// each message, binds its business identity, hands it to the Handler of its kind (handler.go:
-// the plug-in contract; the flight handler is package processor/flights, the reference-data
-// handler package refdata) and commits the business change, its outbox events, the terminal
-// status and the backfill intent in one PostgreSQL transaction. Files: engine.go (Step and its
-// pieces), handler.go (the contract), status.go (statuses, error classes), replay.go, sql.go.
+// each message, binds its business identity (pkg/identity), hands it to the Handler of its kind
+// (handler.go: the plug-in contract; the flight handler is package processor/flights, the
+// reference-data handler package refdata, the table of which serves which kind package
+// processor/plugins) and commits the business change, its outbox events, the terminal status and
+// the backfill intent in one PostgreSQL transaction. Files: engine.go (the Engine, Step, the head
+// and decoding), run.go (the run loop), batch.go (a batch's transaction and careful mode),
+// identity.go (reading and storing identity bindings), outcome.go (outcomes and their writes),
+// attempts.go (the attempt rule and history), markers.go (the immediate marker), gauges.go,
+// config.go, handler.go (the contract), status.go (statuses, error classes), replay.go, sql.go.
 //
 // States of a proc_state row (Status, status.go; error classes Class):
 //

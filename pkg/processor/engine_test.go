@@ -469,7 +469,7 @@ func child() int {
 }
 
 // lockHold is how long TestMarkerNeverBlocksFIFO holds the mailbox row lock
-// (MSGX_TEST_LOCK_HOLD, e.g. 60s for the scenario; the assertion is about progress).
+// (MSGX_TEST_LOCK_HOLD, e.g. 60s for a lock held a minute; the assertion is about progress).
 func lockHold(t *testing.T) time.Duration {
 	if v := os.Getenv("MSGX_TEST_LOCK_HOLD"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -25,7 +25,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"status", "class"}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "msgx_pump_batch_messages", Help: "Messages committed per pump transaction.",
-			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
+			// Up to the largest batch MSGX_PUMP_BATCH allows (Validate).
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, maxBatch},
 		}),
 		txSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "msgx_pump_tx_seconds", Help: "Duration of one pump batch transaction.",

@@ -14,13 +14,12 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
-// TestIdentityLockProbesTheKeysWhateverThePlan (issue 19): msg_identity grows by a row per
-// message, and its statistics may lag (a new table; autovacuum not run yet, or off). Whatever the
-// plan — a generic plan made on the empty table and cached by the prepared statement, or a
-// custom plan on a table never analyzed — the batch's keys are probed by index: with
-// "identity_key = ANY($1)" the custom plan scanned the whole table comparing every row with
-// every key (650 ms a batch at 70k bindings: the 2,000 msgs/s benchmark fell behind by 18,000
-// messages a minute). 100,000 bindings, 1,000 keys: no sequential scan of msg_identity.
+// TestIdentityLockProbesTheKeysWhateverThePlan: msg_identity grows by a row per message, and its
+// statistics may lag (a new table; autovacuum not run yet, or off). Whatever the plan — a
+// generic plan made on the empty table and cached by the prepared statement, or a custom plan on
+// a table never analyzed — the batch's keys are probed by index: with "identity_key = ANY($1)"
+// the custom plan scanned the whole table comparing every row with every key
+// (docs/benchmarks.md). 100,000 bindings, 1,000 keys: no sequential scan of msg_identity.
 func TestIdentityLockProbesTheKeysWhateverThePlan(t *testing.T) {
 	t.Parallel()
 	// 1,000 keys of a batch, as a literal (EXECUTE takes neither bound parameters nor subqueries).

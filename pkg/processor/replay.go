@@ -90,14 +90,8 @@ type ReplayReport struct {
 // the refusals, nothing is requeued and the error wraps ErrRefused.
 func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayReport, error) {
 	rep := ReplayReport{DryRun: req.DryRun}
-	if req.Class == "" && len(req.IDs) == 0 {
-		return rep, fmt.Errorf("replay: choose --class or --ids")
-	}
-	if req.Class != "" && !slices.Contains(ReplayableClasses, req.Class) {
-		return rep, fmt.Errorf("replay: %w: class %s is never replayed (only %v): the same bytes would fail the same way", ErrRefused, req.Class, ReplayableClasses)
-	}
-	if !req.DryRun && (req.Actor == "" || req.Reason == "") {
-		return rep, fmt.Errorf("replay: --actor and --reason are required (audit)")
+	if err := req.check(); err != nil {
+		return rep, err
 	}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		rep.Items, rep.Refused = nil, nil
@@ -108,81 +102,29 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 			}
 			rep.Refused = refused
 		}
-		rows, err := tx.Query(ctx, replayCandidatesSQL, string(req.Class), req.IDs, NoMatchPrefix+"%")
+		cands, err := candidates(ctx, tx, req)
 		if err != nil {
-			return fmt.Errorf("select replay candidates: %w", err)
-		}
-		type cand struct {
-			item ReplayItem
-			raw  *string
-		}
-		var cands []cand
-		for rows.Next() {
-			var c cand
-			if err := rows.Scan(&c.item.MsgID, &c.item.Status, &c.item.Class, &c.item.Reason, &c.raw); err != nil {
-				rows.Close()
-				return fmt.Errorf("select replay candidates: %w", err)
-			}
-			if ok, _ := Replayable(Status(c.item.Status), Class(c.item.Class), c.item.Reason); ok {
-				cands = append(cands, c)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("select replay candidates: %w", err)
+			return err
 		}
 		var ids []int64
 		var errs []string // the error text each replayed message had (replay_audit.errors)
 		for _, c := range cands {
+			item := c.item
 			if c.raw != nil {
-				c.item.FLIDs = flidsOf(*c.raw)
+				item.FLIDs = flidsOf(*c.raw)
 			}
-			if len(c.item.FLIDs) > 0 {
-				keys := make([]string, len(c.item.FLIDs))
-				for i, f := range c.item.FLIDs {
-					keys[i] = strconv.FormatInt(f, 10)
-				}
-				r, err := tx.Query(ctx, laterTouchesSQL, keys, c.item.MsgID, c.item.FLIDs)
-				if err != nil {
-					return fmt.Errorf("find later touches: %w", err)
-				}
-				later, err := pgx.CollectRows(r, pgx.RowTo[int64])
-				if err != nil {
-					return fmt.Errorf("find later touches: %w", err)
-				}
-				c.item.LaterTouches = later
-				r, err = tx.Query(ctx, unknownFlightsSQL, c.item.FLIDs)
-				if err != nil {
-					return fmt.Errorf("find unknown flights: %w", err)
-				}
-				if c.item.UnknownFLIDs, err = pgx.CollectRows(r, pgx.RowTo[int64]); err != nil {
-					return fmt.Errorf("find unknown flights: %w", err)
-				}
+			if err := touches(ctx, tx, &item); err != nil {
+				return err
 			}
-			rep.Items = append(rep.Items, c.item)
-			ids = append(ids, c.item.MsgID)
-			errs = append(errs, strings.TrimSpace(c.item.Status+" "+c.item.Class)+": "+c.item.Reason)
+			rep.Items = append(rep.Items, item)
+			ids = append(ids, item.MsgID)
+			errs = append(errs, strings.TrimSpace(item.Status+" "+item.Class)+": "+item.Reason)
 		}
 		if req.DryRun || len(ids) == 0 || len(rep.Refused) > 0 {
 			return nil
 		}
-		classes := make([]string, len(ReplayableClasses))
-		for i, c := range ReplayableClasses {
-			classes[i] = string(c)
-		}
-		tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchPrefix+"%")
-		if err != nil {
-			return fmt.Errorf("requeue: %w", err)
-		}
-		rep.Requeued = tag.RowsAffected()
-		selector := "class=" + string(req.Class)
-		if len(req.IDs) > 0 {
-			selector = fmt.Sprintf("ids=%v", req.IDs)
-		}
-		if _, err := tx.Exec(ctx, auditSQL, req.Actor, req.Reason, selector, ids, req.Now, errs); err != nil {
-			return fmt.Errorf("write replay audit: %w", err)
-		}
-		return nil
+		rep.Requeued, err = requeue(ctx, tx, req, ids, errs)
+		return err
 	})
 	if err == nil && len(rep.Refused) > 0 {
 		why := make([]string, len(rep.Refused))
@@ -192,6 +134,95 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 		err = fmt.Errorf("replay: %w (nothing requeued): %s", ErrRefused, strings.Join(why, "; "))
 	}
 	return rep, err
+}
+
+// check refuses a request that selects nothing, names a class that is never replayed, or (not
+// dry) lacks its audit fields.
+func (req ReplayRequest) check() error {
+	if req.Class == "" && len(req.IDs) == 0 {
+		return fmt.Errorf("replay: choose --class or --ids")
+	}
+	if req.Class != "" && !slices.Contains(ReplayableClasses, req.Class) {
+		return fmt.Errorf("replay: %w: class %s is never replayed (only %v): the same bytes would fail the same way", ErrRefused, req.Class, ReplayableClasses)
+	}
+	if !req.DryRun && (req.Actor == "" || req.Reason == "") {
+		return fmt.Errorf("replay: --actor and --reason are required (audit)")
+	}
+	return nil
+}
+
+// candidate is a message the request selects that the replay rule allows, with its text.
+type candidate struct {
+	item ReplayItem
+	raw  *string
+}
+
+// candidates reads the messages the request selects and keeps the replayable ones.
+func candidates(ctx context.Context, tx pgx.Tx, req ReplayRequest) ([]candidate, error) {
+	rows, err := tx.Query(ctx, replayCandidatesSQL, string(req.Class), req.IDs, NoMatchPrefix+"%")
+	if err != nil {
+		return nil, fmt.Errorf("select replay candidates: %w", err)
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := r.Scan(&c.item.MsgID, &c.item.Status, &c.item.Class, &c.item.Reason, &c.raw)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("select replay candidates: %w", err)
+	}
+	return slices.DeleteFunc(all, func(c candidate) bool {
+		ok, _ := Replayable(Status(c.item.Status), Class(c.item.Class), c.item.Reason)
+		return !ok
+	}), nil
+}
+
+// touches completes an item that names flights with the later messages that already changed
+// them and the flights not stored now.
+func touches(ctx context.Context, tx pgx.Tx, item *ReplayItem) error {
+	if len(item.FLIDs) == 0 {
+		return nil
+	}
+	keys := make([]string, len(item.FLIDs))
+	for i, f := range item.FLIDs {
+		keys[i] = strconv.FormatInt(f, 10)
+	}
+	r, err := tx.Query(ctx, laterTouchesSQL, keys, item.MsgID, item.FLIDs)
+	if err != nil {
+		return fmt.Errorf("find later touches: %w", err)
+	}
+	if item.LaterTouches, err = pgx.CollectRows(r, pgx.RowTo[int64]); err != nil {
+		return fmt.Errorf("find later touches: %w", err)
+	}
+	r, err = tx.Query(ctx, unknownFlightsSQL, item.FLIDs)
+	if err != nil {
+		return fmt.Errorf("find unknown flights: %w", err)
+	}
+	if item.UnknownFLIDs, err = pgx.CollectRows(r, pgx.RowTo[int64]); err != nil {
+		return fmt.Errorf("find unknown flights: %w", err)
+	}
+	return nil
+}
+
+// requeue makes ids PENDING again (guarded by the replay rule) and writes the audit row with the
+// error text each one had; it returns how many rows it requeued.
+func requeue(ctx context.Context, tx pgx.Tx, req ReplayRequest, ids []int64, errs []string) (int64, error) {
+	classes := make([]string, len(ReplayableClasses))
+	for i, c := range ReplayableClasses {
+		classes[i] = string(c)
+	}
+	tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchPrefix+"%")
+	if err != nil {
+		return 0, fmt.Errorf("requeue: %w", err)
+	}
+	selector := "class=" + string(req.Class)
+	if len(req.IDs) > 0 {
+		selector = fmt.Sprintf("ids=%v", req.IDs)
+	}
+	if _, err := tx.Exec(ctx, auditSQL, req.Actor, req.Reason, selector, ids, req.Now, errs); err != nil {
+		return tag.RowsAffected(), fmt.Errorf("write replay audit: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // refusals explains each requested id that replay will not touch.
@@ -229,17 +260,5 @@ func flidsOf(raw string) []int64 {
 	if err != nil {
 		return nil
 	}
-	var out []int64
-	if m.Flop != nil {
-		out = append(out, m.Flop.FLID)
-	}
-	if m.Schedule != nil {
-		for _, r := range m.Schedule.Records {
-			if v, ok := r.FLID.Get(); ok {
-				out = append(out, v)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return m.FLIDs()
 }

@@ -57,12 +57,12 @@ WITH charged AS (
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
 SELECT msg_id, attempts, $2, $3, 'CRASHED', $4 || ' (crash ' || crashes || ' in a row)' FROM charged`
 
-	// lockIdentitiesSQL reads (and locks, in key order) the bindings of a batch's keys (bind
-	// decides). Each key is probed by the primary key in a LATERAL subquery, which no plan can
-	// turn into a scan: with "identity_key = ANY($1)" a table without statistics (a new one;
-	// autovacuum not yet run or off) made every key look like a match of every row, and each
-	// batch scanned the whole table comparing every row with every key — 650 ms a batch at 70k
-	// bindings, and the 2,000 msgs/s benchmark fell behind by 18,000 messages a minute (issue 19).
+	// lockIdentitiesSQL reads (and locks, in key order) the bindings of a batch's keys
+	// (identity.Rule.Bind decides). Each key is probed by the primary key in a LATERAL subquery,
+	// which no plan can turn into a scan: with "identity_key = ANY($1)" a table without
+	// statistics (a new one; autovacuum not yet run or off) made every key look like a match of
+	// every row, and each batch scanned the whole table comparing every row with every key
+	// (docs/benchmarks.md).
 	lockIdentitiesSQL = `
 SELECT m.identity_key, m.msg_id, m.raw_sha256, m.dttm
   FROM (SELECT DISTINCT key FROM unnest($1::text[]) AS u(key) ORDER BY key) k

@@ -13,10 +13,8 @@ import (
 
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
-	"github.com/msgx/msgx/pkg/processor/flights"
-	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/processor/plugins"
 	"github.com/msgx/msgx/pkg/request"
-	"github.com/msgx/msgx/pkg/sis"
 )
 
 // The RESP guard and the self-healing trigger inside the real processor: the engine with the
@@ -44,12 +42,7 @@ func newPipeline(t *testing.T, mod func(*request.TriggerConfig)) *pipeline {
 	}
 	hooks, err := request.NewHooks(b.store, tc, b.metrics, zerolog.Nop())
 	require.NoError(t, err)
-	fl, ref := flights.Handler{Requests: hooks}, refdata.Handler{Requests: hooks}
-	handlers := map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
-		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
-		sis.KindRefList: ref, sis.KindSeason: ref,
-	}
+	handlers := plugins.Handlers(hooks, nil)
 	p := &pipeline{bundle: b, hooks: hooks, lease: leader.Lease{Role: "processor", Epoch: 1}}
 	p.pump = processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,

@@ -33,8 +33,7 @@ import (
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
-	"github.com/msgx/msgx/pkg/processor/flights"
-	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/processor/plugins"
 	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
 	"github.com/msgx/msgx/pkg/status"
@@ -237,12 +236,7 @@ func flopCncl(flid int64) string {
 }
 
 func processors() map[sis.Kind]processor.Handler {
-	fl, ref := flights.Handler{}, refdata.Handler{}
-	return map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
-		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
-		sis.KindRefList: ref, sis.KindSeason: ref,
-	}
+	return plugins.Handlers(nil, nil)
 }
 
 func (b *bundle) pump(pool *pgxpool.Pool, marker processor.Marker) *processor.Engine {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/backoff"
 )
 
 // Topics.
@@ -47,7 +49,8 @@ func Listen(ctx context.Context, connConfig *pgx.ConnConfig, topic string, log z
 }
 
 func (l *Listener) loop(ctx context.Context, cc *pgx.ConnConfig, topic string) {
-	pause := 100 * time.Millisecond
+	const first, most = 100 * time.Millisecond, 5 * time.Second // the retry waits while the connection is lost
+	pause := first
 	for ctx.Err() == nil {
 		err := l.listen(ctx, cc, topic)
 		if ctx.Err() != nil {
@@ -59,7 +62,7 @@ func (l *Listener) loop(ctx context.Context, cc *pgx.ConnConfig, topic string) {
 			return
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 5*time.Second)
+		pause = backoff.Next(pause, first, most)
 	}
 }
 

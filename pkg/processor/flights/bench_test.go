@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkSnapshot2000 applies a generated 2,000-flight day as one SCHD DNLD through the pump
-// (decode, validate, load, merge, save, 4,000 events, snapshot log; target < 2 s).
+// (decode, validate, load, merge, save, 4,000 events, snapshot log).
 func BenchmarkSnapshot2000(b *testing.B) {
 	d := genDay(2000, 1)
 	for b.Loop() {

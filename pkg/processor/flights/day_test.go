@@ -323,7 +323,7 @@ func (d *day) check(t testing.TB, e *env) {
 
 func TestGeneratedDay(t *testing.T) {
 	t.Parallel()
-	flights, flops := 2000, 50000 // the full size (≈40 s on 2 cores)
+	flights, flops := 2000, 50000 // a full airport day
 	if testing.Short() {
 		flights, flops = 200, 500
 	}

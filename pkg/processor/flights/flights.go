@@ -66,16 +66,7 @@ func (h Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message)
 	s := h.session(tx, msgs[0].Now)
 	var flids []int64
 	for _, m := range msgs {
-		switch {
-		case m.Decoded.Flop != nil:
-			flids = append(flids, m.Decoded.Flop.FLID)
-		case m.Decoded.Schedule != nil:
-			for i := range m.Decoded.Schedule.Records {
-				if v, ok := m.Decoded.Schedule.Records[i].FLID.Get(); ok {
-					flids = append(flids, v)
-				}
-			}
-		}
+		flids = append(flids, m.Decoded.FLIDs()...)
 	}
 	return s, s.batch.Preload(ctx, flids)
 }

@@ -22,8 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
-	"github.com/msgx/msgx/pkg/processor/flights"
-	"github.com/msgx/msgx/pkg/refdata"
+	"github.com/msgx/msgx/pkg/processor/plugins"
 	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -46,14 +45,10 @@ var airport = func() *time.Location {
 	return loc
 }()
 
-// processors is the same map cmd/processor registers, with cache as the flight cache.
+// processors is the map cmd/processor registers (without the request rules), with cache as the
+// flight cache.
 func processors(cache *flightstore.Cache) map[sis.Kind]processor.Handler {
-	fl, ref := flights.Handler{Cache: cache}, refdata.Handler{}
-	return map[sis.Kind]processor.Handler{
-		sis.KindFlightUpdate: fl, sis.KindFlightDelete: fl,
-		sis.KindScheduleSnapshot: fl, sis.KindScheduleAdd: fl, sis.KindScheduleDelete: fl,
-		sis.KindRefList: ref, sis.KindSeason: ref,
-	}
+	return plugins.Handlers(nil, cache)
 }
 
 // env is one test's pipeline: a fresh schema, the real pump with the real processors.

@@ -1,0 +1,228 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msgx/msgx/pkg/clip"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/wake"
+)
+
+// pickBatch chooses the batch from the head run. A head that was being processed when a previous
+// attempt ended without an outcome (processing_through set), or a FAILED head, runs alone and
+// starts careful mode (Step counts it down): the next Batch messages run one per transaction, so
+// a message that kills the process is isolated. After the head, a batch holds only untouched
+// PENDING rows.
+func (p *Engine) pickBatch(rows []headRow) []headRow {
+	head := rows[0]
+	if head.through != nil || head.status == StatusFailed {
+		if head.status == StatusPending && p.careful == 0 {
+			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
+		}
+		p.careful = max(p.careful, p.cfg.Batch)
+		rows = rows[:1]
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].status != StatusPending || rows[i].startedAt != nil {
+			rows = rows[:i]
+			break
+		}
+	}
+	return rows
+}
+
+// apply runs the batch in one transaction. It returns the terminal results committed and, when
+// the batch stopped at a message that did not succeed, that message's outcome (also committed).
+func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, batch []work) ([]result, *result, error) {
+	start := time.Now()
+	var results []result
+	var failure *result
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+		results, failure = nil, nil
+		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
+			return fmt.Errorf("take pipeline lock: %w", err)
+		}
+		if err := p.bind(ctx, tx, now, batch); err != nil {
+			return err
+		}
+		sessions, order, err := p.begin(ctx, tx, now, lease, batch)
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			r := p.process(ctx, tx, now, lease, &batch[i], sessions, i)
+			if r.status == StatusFailed {
+				// FIFO: nothing behind a failed message runs in this batch.
+				f := p.failure(batch[i], r.class, r.reason, now)
+				failure = &f
+				break
+			}
+			results = append(results, r)
+		}
+		for _, b := range order {
+			if err := sessions[b].Flush(ctx); err != nil {
+				return fmt.Errorf("flush %T: %w", b, err)
+			}
+		}
+		if len(results) > 0 {
+			if err := wake.Notify(ctx, tx, wake.Outbox); err != nil {
+				return err
+			}
+		}
+		return p.write(ctx, tx, now, lease, results, failure)
+	})
+	p.metrics.txSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return nil, nil, err
+	}
+	p.metrics.batchSize.Observe(float64(len(results)))
+	return results, failure, nil
+}
+
+// begin starts one session per Batcher that serves messages of the batch (in first-use order).
+func (p *Engine) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, batch []work) (map[Batcher]Session, []Batcher, error) {
+	var order []Batcher
+	msgs := map[Batcher][]Message{}
+	for _, w := range batch {
+		if w.decErr != nil {
+			continue
+		}
+		b, ok := p.handlers[w.msg.Kind].(Batcher)
+		if !ok {
+			continue
+		}
+		if _, seen := msgs[b]; !seen {
+			order = append(order, b)
+		}
+		msgs[b] = append(msgs[b], Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease})
+	}
+	sessions := make(map[Batcher]Session, len(order))
+	for _, b := range order {
+		s, err := b.Begin(ctx, tx, msgs[b])
+		if err != nil {
+			return nil, nil, fmt.Errorf("begin %T: %w", b, err)
+		}
+		sessions[b] = s
+	}
+	return sessions, order, nil
+}
+
+// process decides one message's outcome, applying it under its own savepoint.
+func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, w *work, sessions map[Batcher]Session, i int) result {
+	r := result{id: w.row.id, identity: w.identity, reused: w.reused}
+	p.describe(&r, w)
+	if w.decErr != nil {
+		r.class, r.reason = classify(w.decErr)
+		r.status = r.class.status()
+		return r
+	}
+	if o := w.dup; o != nil {
+		// The identity stays with its owner.
+		r.identity = ""
+		r.status, r.reason = StatusSkipped, fmt.Sprintf("duplicate-of:%d", o.MsgID)
+		if string(o.SHA256) != string(w.sha) {
+			r.differs = true
+			r.reason += " content-differs"
+			p.metrics.contentDiffers.Inc()
+			p.log.Warn().Int64("msg_id", w.row.id).Int64("first", o.MsgID).Str("identity", w.identity).
+				Msg("pump: same identity, different content (PRE-7 broken upstream)")
+		}
+		return r
+	}
+	if slices.Contains(p.cfg.IgnoreTypes, w.msg.Meta.TYPE) {
+		r.status, r.reason = StatusSkipped, "ignored:"+w.msg.Meta.TYPE
+		return r
+	}
+	h, ok := p.handlers[w.msg.Kind]
+	if !ok {
+		r.status, r.class = StatusFailed, ClassUnsupported
+		r.reason = fmt.Sprintf("no processor for %s %s/%s", w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
+		return r
+	}
+	m := Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease}
+	if b, ok := h.(Batcher); ok && sessions[b] != nil {
+		// In memory: a failed Apply leaves no trace, so no savepoint is needed.
+		out, err := p.applyOne(ctx, m, func() (Outcome, error) { return sessions[b].Apply(ctx, m) })
+		return p.outcome(r, out, err)
+	}
+	sp := fmt.Sprintf("m%d", i)
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
+		r.status, r.class, r.reason = StatusFailed, ClassInfra, "savepoint: "+err.Error()
+		return r
+	}
+	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return h.Apply(ctx, tx, m) })
+	if err != nil {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
+			r.status, r.class, r.reason = StatusFailed, ClassInfra, "rollback to savepoint: "+rerr.Error()
+			return r
+		}
+	}
+	return p.outcome(r, out, err)
+}
+
+// applyOne calls the processor; a panic is logged with the message id, charged to the message
+// (recordPanic) and re-raised.
+func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
+			p.recordPanic(m, v)
+			panic(v)
+		}
+	}()
+	return apply()
+}
+
+// failBatch handles a batch transaction that failed as a whole (e.g. a Flush). A batch of several
+// messages charges nobody: the engine goes on one message per transaction (careful mode), so the
+// message that causes it fails alone. A message alone is charged: FAILED (or DEAD EXHAUSTED at
+// the attempt limit). Fencing and cancellation are returned as they are (the attempt was
+// interrupted, INV-23).
+func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, batch []work, err error) (StepResult, error) {
+	if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
+		return StepResult{}, err
+	}
+	if len(batch) > 1 {
+		p.careful = max(p.careful, p.cfg.Batch)
+		from, to := batch[0].row.id, batch[len(batch)-1].row.id
+		p.log.Warn().Err(err).Int64("from", from).Int64("to", to).
+			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
+		// The attempt ended: the head's mark no longer names the batch, and each message's
+		// history says what happened to it (nobody is charged).
+		why := clip.String(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err), reasonBound)
+		ids := make([]int64, len(batch))
+		for i, w := range batch {
+			ids[i] = w.row.id
+		}
+		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, batchFailedSQL, from, ids, now, lease.Epoch, why)
+			return err
+		}); werr != nil {
+			return StepResult{}, fmt.Errorf("apply batch: %w (recording its end: %v)", err, werr)
+		}
+		p.ownMark = 0
+		return StepResult{Failed: true}, nil
+	}
+	class, reason := classify(err)
+	if class.permanent() {
+		class = ClassInfra
+	}
+	f := p.failure(batch[0], class, reason, now)
+	if cerr := p.commit(ctx, lease, now, nil, &f); cerr != nil {
+		return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
+	}
+	p.ownMark = 0
+	p.afterCommit(ctx, now, []result{f})
+	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed}, nil
+}
+
+// terminalOnly is rs without its FAILED results.
+func terminalOnly(rs []result) []result {
+	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == StatusFailed })
+}

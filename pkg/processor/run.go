@@ -1,0 +1,53 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/wake"
+)
+
+// Run drains the head until ctx ends. It returns leader.ErrFenced when a newer leader took over;
+// other errors are logged and retried after a pause (the failure is recorded on the message
+// where it can be).
+func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
+	defer p.WaitMarkers()
+	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
+	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
+	gctx, stopGauges := context.WithCancel(ctx)
+	var gauges sync.WaitGroup
+	gauges.Go(func() { p.gaugeLoop(gctx, lease) })
+	defer gauges.Wait()
+	defer stopGauges()
+	pause := p.cfg.BackoffBase
+	for {
+		lease.Tick("pump")
+		res, err := p.Step(ctx, lease)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, leader.ErrFenced) {
+			return err
+		}
+		var wait time.Duration
+		switch {
+		case err != nil:
+			p.log.Error().Err(err).Dur("retry_in", pause).Msg("pump: step failed")
+			wait, pause = pause, backoff.Next(pause, p.cfg.BackoffBase, p.cfg.BackoffMax)
+		case res.Idle:
+			wait, pause = p.cfg.IdlePoll, p.cfg.BackoffBase
+		case !res.WaitUntil.IsZero():
+			wait, pause = min(res.WaitUntil.Sub(p.clock.Now()), p.cfg.IdlePoll), p.cfg.BackoffBase
+		default:
+			pause = p.cfg.BackoffBase
+			continue
+		}
+		if wait > 0 && !inbox.Wait(ctx, wait) {
+			return nil
+		}
+	}
+}
