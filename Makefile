@@ -39,8 +39,13 @@ test-race: ## go test -race over everything (real PostgreSQL and MariaDB); pkg/d
 	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 12m ./pkg/dispatch/
 
+.PHONY: setup
+setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool); a no-op when they are there
+	bash scripts/ensure-db.sh
+	bash scripts/ensure-tools.sh
+
 .PHONY: test
-test: lint verify test-race k8s-test rules-test ## what CI runs: lint, migration verify, race tests, manifest checks, alert rule tests
+test: setup lint verify test-race k8s-test rules-test ## what CI runs: set-up, lint, migration verify, race tests, manifest checks, alert rule tests
 
 .PHONY: bench
 bench: ## benchmarks (separate from make test): package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md (MSGX_BENCH_1M=1 adds the 1,000,000-message backlog run)
