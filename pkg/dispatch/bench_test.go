@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/outbox"
 )
@@ -54,7 +55,7 @@ func BenchmarkDispatch(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 
-			raw, err := kafka.DialNonTransactional(bd.kcfg)
+			raw, err := broker.DialPlain(bd.kcfg)
 			require.NoError(b, err)
 			defer raw.Close()
 			recs := make([]kafka.Record, 0, v.batch)

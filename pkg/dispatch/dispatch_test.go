@@ -47,7 +47,7 @@ type bundle struct {
 	db       *testdb.DB
 	broker   *broker.InProcess
 	kcfg     kafka.Config
-	producer *kafka.Producer
+	producer dispatch.Sender
 	sender   *faultySender
 	store    *outbox.Store
 	clock    *clock.Fake
@@ -80,11 +80,7 @@ func setup(t testing.TB, opt options) *bundle {
 	if opt.compression != "" {
 		b.kcfg.Compression = opt.compression
 	}
-	dial := kafka.Dial
-	if opt.nonTxn {
-		dial = kafka.DialNonTransactional
-	}
-	p, err := dial(b.kcfg)
+	p, err := dial(b.kcfg, opt.nonTxn)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	b.producer = p
@@ -101,6 +97,18 @@ func setup(t testing.TB, opt options) *bundle {
 	}, b.store, b.sender, b.clock, b.reg, zerolog.Nop())
 	require.NoError(t, err)
 	return b
+}
+
+// dial connects the production producer, or (nonTxn, benchmarks only) a plain one without
+// transactions.
+func dial(cfg kafka.Config, nonTxn bool) (interface {
+	dispatch.Sender
+	Close() error
+}, error) {
+	if nonTxn {
+		return broker.DialPlain(cfg)
+	}
+	return kafka.Dial(cfg)
 }
 
 // faultySender fails the records that poison picks with a retryable error, as a broker that
