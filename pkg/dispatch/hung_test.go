@@ -39,7 +39,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestHungBroker (issue 16): a broker that holds a produce request (its request loop frozen, as
+// TestHungBroker: a broker that holds a produce request (its request loop frozen, as
 // a SIGSTOPped broker's is) fails the readiness probe within its timeout, the blocked send is
 // logged as a warning, and the oldest-unacknowledged-send gauge grows; once the broker answers
 // the batch is delivered, nothing lost.
@@ -112,7 +112,7 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// TestReplayOfDeadStateAfterNewerPublishesNothingOlder (issue 16): v5 of a FLID dies, v6 is
+// TestReplayOfDeadStateAfterNewerPublishesNothingOlder: v5 of a FLID dies, v6 is
 // sent and settles it; a replay finds nothing. A dead v4 left from before (not settled) that an
 // operator replays is settled by the next flush without being sent: the state topic holds v6
 // only.

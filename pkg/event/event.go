@@ -121,7 +121,7 @@ func Changed(evs []Event, src Source, old, next *flight.State) []Event {
 // state of those it keeps; every other event stays as it is, in its place. The events of one
 // transaction become visible to the dispatcher together, and msgx.flight.state carries only a
 // flight's newest state (docs/events.md), so an older state of the same transaction could never
-// be published: writing it would only cost (issue 19). Enqueue calls it.
+// be published: writing it would only cost. Enqueue calls it.
 func Latest(evs []Event) []Event {
 	newest := map[int64]int{} // FLID → index of its last KAFKA:schd event
 	for i, e := range evs {
