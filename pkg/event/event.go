@@ -1,7 +1,8 @@
 // Package event is the one home of the Kafka event contract (docs/events.md): the outbox
-// targets, the event types, the outbox row (Event) and the encoders of every payload. Writers
-// build their events here and hand them to outbox.Enqueue; the dispatcher reads the same
-// constants. The bytes these encoders produce are what consumers receive: change them only with
+// targets, the event types, the outbox row (Event), the encoders of every payload and the
+// Kafka record of a claimed event (Record: key, value, headers, schema_version). Writers build
+// their events here and hand them to outbox.Enqueue; the dispatcher turns what it claims into
+// records here. The bytes these encoders produce are what consumers receive: change them only with
 // the contract.
 //
 //	flight change (processor)  ──▶ Changed ──▶ KAFKA:msg  {flid,msg_id,type,styp,state_version,event,changed}
