@@ -72,7 +72,7 @@ func (d *devbroker) close(t *testing.T) {
 
 func produce(t *testing.T, brokers []string, n int) {
 	t.Helper()
-	p, err := kafka.DialNonTransactional(broker.ClientConfig(brokers))
+	p, err := broker.DialPlain(broker.ClientConfig(brokers))
 	require.NoError(t, err)
 	defer p.Close()
 	var recs []kafka.Record

@@ -96,7 +96,7 @@ func TestRefusesD3Violation(t *testing.T) {
 	cfg.Kafka.ProduceTimeout = time.Hour
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)
 	require.ErrorIs(t, err, dispatch.ErrRefused)
-	require.Contains(t, err.Error(), "Producer.Timeout must be between")
+	require.Contains(t, err.Error(), "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between")
 }
 
 // The D3 override variables do not exist: setting one is refused by the configuration (the

@@ -2,10 +2,7 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -13,14 +10,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// Sender produces records: kafka.Producer in production.
+// Sender produces records: in production the Link, over the kafka.Producer of the term.
 type Sender interface {
 	// Send produces recs and answers each (nil: acknowledged by the broker under D3).
 	Send(ctx context.Context, recs []kafka.Record) []error
@@ -29,58 +25,6 @@ type Sender interface {
 }
 
 var _ Sender = (*kafka.Producer)(nil)
-
-// Config tunes the dispatcher. The tagged fields are the stage's settings (variable, default:
-// pkg/envconf, docs/configuration.md); the topics are the Kafka adapter's and ErrorWait the
-// process's MSGX_BACKOFF_MAX, set by the binary. Zero tuning values take their default.
-type Config struct {
-	Batch        int           `envconfig:"MSGX_DISPATCH_BATCH" default:"2000" desc:"dispatcher: KAFKA:msg events sent per batch"`
-	FlushPeriod  time.Duration `envconfig:"MSGX_SCHD_FLUSH_PERIOD" default:"3s" desc:"dispatcher: KAFKA:schd aggregation period"`
-	FlushLimit   int           `envconfig:"MSGX_SCHD_FLUSH_LIMIT" default:"500" desc:"dispatcher: FLIDs per KAFKA:schd flush"`
-	TopicChanges string        // topic of KAFKA:msg
-	TopicState   string        // topic of KAFKA:schd
-	// Idle is the KAFKA:msg loop's wait after a batch that was not full.
-	Idle time.Duration `default:"100ms"`
-	// StatsPeriod is how often the backlog gauges are refreshed.
-	StatsPeriod time.Duration `default:"5s"`
-	// ErrorWait caps the wait after a database error or a Kafka outage.
-	ErrorWait time.Duration `default:"30s"`
-	// SendWarn is how long a send may stay unanswered before a warning is logged (and again
-	// each time as long again passes).
-	SendWarn time.Duration `envconfig:"MSGX_DISPATCH_SEND_WARN" default:"5s" desc:"dispatcher: log a warning when a send has been waiting for the broker this long"`
-	// HoldFile is a test hook (the real-process zombie test, issue 16): while this file exists,
-	// every send waits after its batch was read and before it reaches Kafka. Empty (the default)
-	// it is inert; MSGX_ENV=production refuses it.
-	HoldFile string `envconfig:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
-}
-
-// Validate reports every bad value of the stage's settings, one line each.
-func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Between("MSGX_DISPATCH_BATCH", int64(c.Batch), 1, 10000)
-	p.Positive("MSGX_SCHD_FLUSH_PERIOD", c.FlushPeriod)
-	p.Between("MSGX_SCHD_FLUSH_LIMIT", int64(c.FlushLimit), 1, 10000)
-	p.Positive("MSGX_DISPATCH_SEND_WARN", c.SendWarn)
-	return p.Err()
-}
-
-func (c *Config) defaults() error {
-	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait, &c.SendWarn} {
-		*d = max(*d, 0)
-	}
-	envconf.FillZero(c)
-	switch {
-	case c.Batch < 1:
-		return fmt.Errorf("dispatch: batch must be positive, got %d", c.Batch)
-	case c.FlushLimit < 1:
-		return fmt.Errorf("dispatch: flush limit must be positive, got %d", c.FlushLimit)
-	case c.FlushPeriod <= 0:
-		return fmt.Errorf("dispatch: flush period must be positive, got %s", c.FlushPeriod)
-	case c.TopicChanges == "" || c.TopicState == "":
-		return errors.New("dispatch: both topics must be set")
-	}
-	return nil
-}
 
 // Dispatcher drains the outbox to Kafka.
 type Dispatcher struct {
@@ -126,89 +70,6 @@ func (d *Dispatcher) oldestUnacked() float64 {
 		return 0
 	}
 	return max(0, d.clock.Now().Sub(oldest).Seconds())
-}
-
-// send sends recs, tracking the send for the unacknowledged-age gauge and warning each
-// SendWarn while it waits.
-func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Record) []error {
-	held := d.hold(ctx, target, len(recs))
-	if held {
-		// The held batch goes out even if the lease loss was noticed meanwhile: the hook stands
-		// for a send already on its way when the process was paused, the case Kafka must fence.
-		ctx = context.WithoutCancel(ctx)
-	}
-	d.mu.Lock()
-	d.nextSend++
-	id := d.nextSend
-	d.inflight[id] = d.clock.Now()
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.inflight, id)
-		d.mu.Unlock()
-	}()
-	start := time.Now()
-	var warn *time.Timer
-	var wmu sync.Mutex
-	var arm func()
-	arm = func() {
-		wmu.Lock()
-		defer wmu.Unlock()
-		warn = time.AfterFunc(d.cfg.SendWarn, func() {
-			d.log.Warn().Str("target", target).Int("records", len(recs)).Dur("waiting", time.Since(start).Round(time.Millisecond)).
-				Msg("kafka send blocked: the broker has not answered")
-			arm()
-		})
-	}
-	arm()
-	errs := d.sender.Send(ctx, recs)
-	if held {
-		ev := d.log.Warn().Str("target", target).Int("records", len(recs))
-		for _, err := range errs {
-			if err != nil {
-				ev = ev.AnErr("answer", err)
-				break
-			}
-		}
-		ev.Msg("dev hold: the held send was answered")
-	}
-	wmu.Lock()
-	warn.Stop()
-	wmu.Unlock()
-	return errs
-}
-
-// holdPoll is how often a held send looks at its hold file.
-const holdPoll = 20 * time.Millisecond
-
-// hold is the HoldFile test hook: while the file exists it waits (ctx ending releases it too),
-// then the send goes on whatever the reason, as a paused process that resumes would. It reports
-// whether it held.
-func (d *Dispatcher) hold(ctx context.Context, target string, records int) bool {
-	if d.cfg.HoldFile == "" {
-		return false
-	}
-	if _, err := os.Stat(d.cfg.HoldFile); err != nil {
-		return false
-	}
-	d.log.Warn().Str("target", target).Int("records", records).Str("hold_file", d.cfg.HoldFile).Msg("dev hold: send held")
-	t := time.NewTicker(holdPoll)
-	defer t.Stop()
-	reason := "hold file removed"
-	for {
-		if _, err := os.Stat(d.cfg.HoldFile); err != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			reason = "context ended"
-		case <-t.C:
-			continue
-		}
-		break
-	}
-	d.log.Warn().Str("target", target).Int("records", records).Str("reason", reason).Msg("dev hold: released; sending")
-	return true
 }
 
 // Result is what one step did.
@@ -257,206 +118,4 @@ func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Resul
 	res.Sent += int(settled)
 	res.More = more
 	return res, err
-}
-
-// SchemaVersion is the version of the record contract (docs/events.md), in every record's
-// schema_version header.
-const SchemaVersion = "1"
-
-// record turns a claimed event into its Kafka record.
-func record(topic string, epoch int64, c outbox.Claimed) kafka.Record {
-	h := []kafka.Header{
-		{Key: "schema_version", Value: SchemaVersion},
-		{Key: "event_time", Value: c.CreatedAt.UTC().Format(time.RFC3339Nano)},
-		{Key: "event_id", Value: strconv.FormatInt(c.EventID, 10)},
-		{Key: "flid", Value: c.FLID},
-		{Key: "state_version", Value: strconv.FormatInt(c.StateVersion, 10)},
-		{Key: "epoch", Value: strconv.FormatInt(epoch, 10)},
-		{Key: "event_type", Value: c.Type},
-	}
-	if c.MsgID != 0 {
-		h = append(h, kafka.Header{Key: "msg_id", Value: strconv.FormatInt(c.MsgID, 10)})
-	}
-	var value []byte
-	if c.Payload != nil && (c.Type == event.Upsert || c.Target == event.TargetMsg) {
-		value = c.Payload
-	}
-	return kafka.Record{Topic: topic, Key: c.FLID, Value: value, Headers: h}
-}
-
-func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed) (Result, error) {
-	recs := make([]kafka.Record, len(claimed))
-	for i, c := range claimed {
-		recs[i] = record(topic, lease.Epoch, c)
-	}
-	start := time.Now()
-	errs := d.send(ctx, target, recs)
-	d.m.latency.WithLabelValues(target).Observe(time.Since(start).Seconds())
-	d.m.batchSize.WithLabelValues(target).Observe(float64(len(recs)))
-
-	// A batch is one Kafka transaction: a non-retryable rejection aborts the others. Several
-	// rejections may be one poisoned record failing the transaction (or its partition batch):
-	// send each rejected record again alone before declaring any DEAD, then the others that
-	// failed with them together once more.
-	var fatal []int
-	others := false
-	for i, err := range errs {
-		if kafka.NonRetryable(err) {
-			fatal = append(fatal, i)
-		} else if err != nil {
-			others = true
-		}
-	}
-	if len(fatal) > 0 && brokenOrFenced(errs) == nil {
-		if len(fatal) > 1 || others {
-			for _, i := range fatal {
-				errs[i] = d.send(ctx, target, recs[i:i+1])[0]
-			}
-		}
-		var again []int
-		for i, err := range errs {
-			if err != nil && !kafka.NonRetryable(err) {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 && len(again) < len(recs) {
-			sub := make([]kafka.Record, len(again))
-			for j, i := range again {
-				sub[j] = recs[i]
-			}
-			for j, err := range d.send(ctx, target, sub) {
-				errs[again[j]] = err
-			}
-		}
-	}
-
-	// A producer fenced by a newer one (a newer leader initialised the same transactional id)
-	// ends this term; a broken one (a send abandoned at its timeout) is replaced by the link.
-	// Neither counts an attempt against the events.
-	if err := brokenOrFenced(errs); err != nil {
-		if errors.Is(err, kafka.ErrFenced) {
-			return Result{Claimed: len(claimed)}, fmt.Errorf("%w: %w", leader.ErrFenced, err)
-		}
-		d.m.outages.Inc()
-		return Result{Claimed: len(claimed), Outage: true}, fmt.Errorf("%s send: %w", target, err)
-	}
-
-	res := Result{Claimed: len(claimed)}
-	var sent []int64
-	var sentStates []outbox.Claimed
-	var failures []outbox.Failure
-	var stateFailures []outbox.StateFailure
-	for i, err := range errs {
-		if err == nil {
-			sent = append(sent, claimed[i].Represents...)
-			sentStates = append(sentStates, claimed[i])
-			continue
-		}
-		failures = append(failures, outbox.Failure{IDs: claimed[i].Represents, Err: err.Error(), Fatal: kafka.NonRetryable(err)})
-		stateFailures = append(stateFailures, outbox.StateFailure{FLID: claimed[i].FLID, Version: claimed[i].StateVersion, Err: err.Error(), Fatal: kafka.NonRetryable(err)})
-	}
-
-	if len(sent) == 0 && len(failures) > 0 && !failures[0].Fatal && allRetryable(failures) {
-		if perr := d.sender.Ping(ctx); perr != nil {
-			d.m.outages.Inc()
-			d.log.Warn().Str("target", target).Int("records", len(recs)).Str("error", failures[0].Err).
-				AnErr("ping", perr).Msg("kafka unreachable: batch not counted against its events")
-			return Result{Claimed: len(claimed), Outage: true}, nil
-		}
-	}
-
-	now := d.clock.Now()
-	d.observeLag(ctx, target, sentStates, now)
-	if target == event.TargetSchd && len(sentStates) > 0 {
-		n, err := d.store.MarkStatesSent(ctx, lease, sentStates, now)
-		if err != nil {
-			return res, err
-		}
-		res.Sent = int(n)
-		d.m.sent.WithLabelValues(target).Add(float64(n))
-	} else if len(sent) > 0 {
-		if _, err := d.store.MarkSent(ctx, lease, sent, now); err != nil {
-			return res, err
-		}
-		res.Sent = len(sent)
-		d.m.sent.WithLabelValues(target).Add(float64(len(sent)))
-	}
-	if len(failures) > 0 {
-		var outcomes []outbox.Outcome
-		var err error
-		if target == event.TargetSchd {
-			outcomes, err = d.store.MarkStatesFailed(ctx, lease, stateFailures, now)
-		} else {
-			outcomes, err = d.store.MarkFailed(ctx, lease, failures, now)
-		}
-		if err != nil {
-			return res, err
-		}
-		errByID := map[int64]string{}
-		for _, f := range failures {
-			for _, id := range f.IDs {
-				errByID[id] = f.Err
-			}
-		}
-		for _, o := range outcomes {
-			ev := d.log.Warn()
-			if o.Status == outbox.StatusDead {
-				res.Dead++
-				ev = d.log.Error()
-			} else {
-				res.Retried++
-				ev = ev.Time("next_attempt_at", o.NextAttemptAt)
-			}
-			ev.Str("target", target).Int64("event_id", o.EventID).Int("attempts", o.Attempts).
-				Str("status", o.Status).Str("error", errByID[o.EventID]).Msg("send failed")
-		}
-		d.m.retried.WithLabelValues(target).Add(float64(res.Retried))
-		d.m.dead.WithLabelValues(target).Add(float64(res.Dead))
-	}
-	return res, nil
-}
-
-// brokenOrFenced returns the first answer saying the producer cannot send any more.
-func brokenOrFenced(errs []error) error {
-	for _, err := range errs {
-		if errors.Is(err, kafka.ErrFenced) || errors.Is(err, kafka.ErrBroken) {
-			return err
-		}
-	}
-	return nil
-}
-
-func allRetryable(fs []outbox.Failure) bool {
-	for _, f := range fs {
-		if f.Fatal {
-			return false
-		}
-	}
-	return true
-}
-
-// observeLag records the end-to-end lag of the acknowledged records: from ingest's enqueue of
-// each record's message to now (the acknowledgement), with one query for the batch. Events
-// without a message (purges) are not observed; a failed look-up only loses the observation.
-func (d *Dispatcher) observeLag(ctx context.Context, target string, acked []outbox.Claimed, now time.Time) {
-	ids := make([]int64, 0, len(acked))
-	for _, c := range acked {
-		if c.MsgID != 0 {
-			ids = append(ids, c.MsgID)
-		}
-	}
-	if len(ids) == 0 {
-		return
-	}
-	origin, err := d.store.OriginTimes(ctx, ids)
-	if err != nil {
-		d.log.Warn().Err(err).Str("target", target).Msg("dispatcher: end-to-end lag not observed")
-		return
-	}
-	h := d.m.lag.WithLabelValues(target)
-	for _, c := range acked {
-		if at, ok := origin[c.MsgID]; ok && c.MsgID != 0 {
-			h.Observe(max(0, now.Sub(at).Seconds()))
-		}
-	}
 }

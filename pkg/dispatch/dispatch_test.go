@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,7 +47,7 @@ type bundle struct {
 	db       *testdb.DB
 	broker   *broker.InProcess
 	kcfg     kafka.Config
-	producer *kafka.Producer
+	producer dispatch.Sender
 	sender   *faultySender
 	store    *outbox.Store
 	clock    *clock.Fake
@@ -80,11 +80,7 @@ func setup(t testing.TB, opt options) *bundle {
 	if opt.compression != "" {
 		b.kcfg.Compression = opt.compression
 	}
-	dial := kafka.Dial
-	if opt.nonTxn {
-		dial = kafka.DialNonTransactional
-	}
-	p, err := dial(b.kcfg)
+	p, err := dial(b.kcfg, opt.nonTxn)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 	b.producer = p
@@ -101,6 +97,18 @@ func setup(t testing.TB, opt options) *bundle {
 	}, b.store, b.sender, b.clock, b.reg, zerolog.Nop())
 	require.NoError(t, err)
 	return b
+}
+
+// dial connects the production producer, or (nonTxn, benchmarks only) a plain one without
+// transactions.
+func dial(cfg kafka.Config, nonTxn bool) (interface {
+	dispatch.Sender
+	Close() error
+}, error) {
+	if nonTxn {
+		return broker.DialPlain(cfg)
+	}
+	return kafka.Dial(cfg)
 }
 
 // faultySender fails the records that poison picks with a retryable error, as a broker that
@@ -322,34 +330,12 @@ func TestOrderingUnderFaults(t *testing.T) {
 	t.Logf("%d events over %d FLIDs: %d steps, %d retried attempts, %d records consumed, %d duplicates (identified by event_id/flid/state_version headers), %d dropped connections, %d slow answers",
 		n, flids, steps, total.Retried, len(recs), len(dups), drops.Load(), slows.Load())
 	require.Positive(t, total.Retried, "the fault bursts must reach the dispatcher's retry path")
-	require.Equal(t, float64(n), testutil.ToFloat64(b.metric("msgx_dispatch_sent_total")))
-}
-
-// metric reads the first series of one metric family of the dispatcher's registry.
-func (b *bundle) metric(name string) prometheus.Collector { return collectorOf{b.reg, name} }
-
-// collectorOf re-exposes one gathered metric family so testutil.ToFloat64 can read it.
-type collectorOf struct {
-	reg  *prometheus.Registry
-	name string
-}
-
-func (c collectorOf) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
-func (c collectorOf) Collect(ch chan<- prometheus.Metric) {
-	mfs, _ := c.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != c.name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			if m.GetHistogram() != nil {
-				v = float64(m.GetHistogram().GetSampleCount())
-			}
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(c.name, "", nil, nil), prometheus.UntypedValue, v)
-			return
-		}
-	}
+	require.NoError(t, testutil.GatherAndCompare(b.reg, strings.NewReader(fmt.Sprintf(`
+# HELP msgx_dispatch_sent_total Events marked SENT after the broker acknowledged (schd: every represented event).
+# TYPE msgx_dispatch_sent_total counter
+msgx_dispatch_sent_total{target="KAFKA:msg"} %d
+msgx_dispatch_sent_total{target="KAFKA:schd"} 0
+`, n)), "msgx_dispatch_sent_total"))
 }
 
 func TestPoisonedEventDeadHoldsItsFLIDThenReplayDelivers(t *testing.T) {
@@ -385,7 +371,12 @@ func TestPoisonedEventDeadHoldsItsFLIDThenReplayDelivers(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, res.Claimed)
 	require.NoError(t, b.disp.RefreshStats(ctx))
-	require.Equal(t, 1.0, testutil.ToFloat64(b.metric("msgx_dispatch_dead_letters")))
+	require.NoError(t, testutil.GatherAndCompare(b.reg, strings.NewReader(`
+# HELP msgx_dispatch_dead_letters DEAD msg_event rows (the DLQ) per target.
+# TYPE msgx_dispatch_dead_letters gauge
+msgx_dispatch_dead_letters{target="KAFKA:msg"} 1
+msgx_dispatch_dead_letters{target="KAFKA:schd"} 0
+`), "msgx_dispatch_dead_letters"))
 
 	// The operator replays it (what msgxctl dlq replay --flid 3 does): delivered in order.
 	b.sender.setPoison(nil)
@@ -622,9 +613,8 @@ func TestEndToEndLag(t *testing.T) {
 	res, err := b.disp.StepMsg(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Sent)
-	lag := gatheredHistogram(t, b, "msgx_end_to_end_lag_seconds", event.TargetMsg)
-	require.Equal(t, uint64(2), lag.GetSampleCount(), "1003 has no proc_state row")
-	require.Equal(t, 30.0+20.0, lag.GetSampleSum())
+	// 1003 has no proc_state row: two observations, 30 s and 20 s.
+	require.NoError(t, testutil.GatherAndCompare(b.reg, strings.NewReader(lagHelp+lagSeries(event.TargetMsg, 2, 30.0+20.0, 30)), "msgx_end_to_end_lag_seconds"))
 
 	// The state record (stateEvent: message 2001, enqueued at t0+25s), acknowledged at t0+35s.
 	_, err = b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES (2001, 'x', 'PENDING', $1)`, t0.Add(25*time.Second))
@@ -633,27 +623,26 @@ func TestEndToEndLag(t *testing.T) {
 	res, err = b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Sent)
-	lag = gatheredHistogram(t, b, "msgx_end_to_end_lag_seconds", event.TargetSchd)
-	require.Equal(t, uint64(1), lag.GetSampleCount())
-	require.Equal(t, 10.0, lag.GetSampleSum())
+	require.NoError(t, testutil.GatherAndCompare(b.reg, strings.NewReader(lagHelp+lagSeries(event.TargetMsg, 2, 30.0+20.0, 30)+lagSeries(event.TargetSchd, 1, 10, 10)),
+		"msgx_end_to_end_lag_seconds"))
 }
 
-func gatheredHistogram(t *testing.T, b *bundle, name, target string) *dto.Histogram {
-	t.Helper()
-	mfs, err := b.reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
+const lagHelp = `# HELP msgx_end_to_end_lag_seconds From ingest's enqueue of the mailbox message (its first sight of the committed row) to the broker's acknowledgement of the record it caused, per target.
+# TYPE msgx_end_to_end_lag_seconds histogram
+`
+
+// lagSeries is the exposition of the lag histogram of target with count observations summing
+// to sum, all in the bucket of upper bound from and above.
+func lagSeries(target string, count int, sum, from float64) string {
+	var out strings.Builder
+	for _, le := range []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600} {
+		n := 0
+		if le >= from {
+			n = count
 		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "target" && l.GetValue() == target {
-					return m.GetHistogram()
-				}
-			}
-		}
+		fmt.Fprintf(&out, "msgx_end_to_end_lag_seconds_bucket{target=%q,le=\"%g\"} %d\n", target, le, n)
 	}
-	require.FailNow(t, "no such series", "%s{target=%q}", name, target)
-	return nil
+	fmt.Fprintf(&out, "msgx_end_to_end_lag_seconds_bucket{target=%q,le=\"+Inf\"} %d\n", target, count)
+	fmt.Fprintf(&out, "msgx_end_to_end_lag_seconds_sum{target=%q} %g\nmsgx_end_to_end_lag_seconds_count{target=%q} %d\n", target, sum, target, count)
+	return out.String()
 }

@@ -62,7 +62,7 @@ var _ Sender = (*Link)(nil)
 // NewLink returns the link for cfg; retry is the first wait after a failed attempt. A
 // configuration that breaks producer rule D3 is refused (ErrRefused) before anything connects.
 func NewLink(cfg kafka.Config, retry time.Duration, log zerolog.Logger) (*Link, error) {
-	if _, err := kafka.NewSaramaConfig(cfg); err != nil {
+	if err := kafka.VerifyD3(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	if retry <= 0 {

@@ -36,7 +36,7 @@ func (h holdSender) Send(ctx context.Context, recs []kafka.Record) []error {
 	return h.Sender.Send(ctx, recs)
 }
 
-// TestZombieLeaderFencedInKafka (issue 16), in process: leader A reads a batch of both targets
+// TestZombieLeaderFencedInKafka, in process: leader A reads a batch of both targets
 // and is held before sending; B takes the lease, initialises its producers (fencing A's), sends
 // the batch and newer versions; A resumes and tries to send its stale batch. A's send is fenced
 // (its step ends with leader.ErrFenced), and a read_committed consumer sees, per FLID and on

@@ -1,7 +1,8 @@
 // Package event is the one home of the Kafka event contract (docs/events.md): the outbox
-// targets, the event types, the outbox row (Event) and the encoders of every payload. Writers
-// build their events here and hand them to outbox.Enqueue; the dispatcher reads the same
-// constants. The bytes these encoders produce are what consumers receive: change them only with
+// targets, the event types, the outbox row (Event), the encoders of every payload and the
+// Kafka record of a claimed event (Record: key, value, headers, schema_version). Writers build
+// their events here and hand them to outbox.Enqueue; the dispatcher turns what it claims into
+// records here. The bytes these encoders produce are what consumers receive: change them only with
 // the contract.
 //
 //	flight change (processor)  ──▶ Changed ──▶ KAFKA:msg  {flid,msg_id,type,styp,state_version,event,changed}
@@ -51,8 +52,8 @@ type Event struct {
 // Validate checks what the contract requires of an event. The payload's JSON syntax is not
 // checked here nor by the database (msg_event.body is text): the encoders of this package are
 // the only source of payloads and produce valid JSON (pinned byte for byte by their tests; every
-// flight-processor test parses every event it wrote), and the flight processor writes thousands
-// of payloads a second.
+// flight-processor test parses every event it wrote), and checking every payload would cost on
+// the flight processor's hot path.
 func (e Event) Validate() error {
 	switch {
 	case e.Target != TargetMsg && e.Target != TargetSchd:
@@ -121,7 +122,7 @@ func Changed(evs []Event, src Source, old, next *flight.State) []Event {
 // state of those it keeps; every other event stays as it is, in its place. The events of one
 // transaction become visible to the dispatcher together, and msgx.flight.state carries only a
 // flight's newest state (docs/events.md), so an older state of the same transaction could never
-// be published: writing it would only cost (issue 19). Enqueue calls it.
+// be published: writing it would only cost. Enqueue calls it.
 func Latest(evs []Event) []Event {
 	newest := map[int64]int{} // FLID → index of its last KAFKA:schd event
 	for i, e := range evs {

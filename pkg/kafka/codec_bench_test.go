@@ -15,9 +15,9 @@ import (
 )
 
 // realisticBatch is one produce batch of n records of the given kind, as the encoders of
-// pkg/event write them for flights of a busy day: state records (the full state, ~2 KB, most
-// scalar fields null, a route, stands, gates, check-in rows) or change records (~300 B, a
-// few changed fields). The flights differ (FLID, flight number, times, stands), as in a batch.
+// pkg/event write them for flights of a busy day: state records (the full state, most scalar
+// fields null, a route, stands, gates, check-in rows) or change records (a few changed
+// fields). The flights differ (FLID, flight number, times, stands), as in a batch.
 func realisticBatch(kind string, n int) []byte {
 	rng := rand.New(rand.NewPCG(1, 2))
 	day := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)

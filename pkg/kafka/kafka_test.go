@@ -48,26 +48,26 @@ func TestNewSaramaConfigSetsD3(t *testing.T) {
 	}
 }
 
-func TestVerifyProducerD3RefusesNonTransactional(t *testing.T) {
+func TestCheckProducerD3RefusesNonTransactional(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:9092"})
 	sc, err := kafka.NewTxnSaramaConfig(cfg, cfg.TopicChanges)
 	require.NoError(t, err)
 	sc.Producer.Transaction.ID = ""
-	require.ErrorContains(t, kafka.VerifyProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.ID must be")
+	require.ErrorContains(t, kafka.CheckProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.ID must be")
 	sc.Producer.Transaction.ID = "other.msgx.flight.changes"
-	require.ErrorContains(t, kafka.VerifyProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.ID must be")
+	require.ErrorContains(t, kafka.CheckProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.ID must be")
 	sc.Producer.Transaction.ID = cfg.TransactionalID(cfg.TopicChanges)
 	sc.Producer.Transaction.Timeout = 0
-	require.ErrorContains(t, kafka.VerifyProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.Timeout must be between")
+	require.ErrorContains(t, kafka.CheckProducerD3(sc, cfg, cfg.TopicChanges), "Producer.Transaction.Timeout must be between")
 
 	cfg.SendTimeout = 0
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "send timeout")
+	require.ErrorContains(t, err, "MSGX_KAFKA_SEND_TIMEOUT: must be between")
 	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
 	cfg.TxnIDPrefix = ""
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "transactional id prefix")
+	require.ErrorContains(t, err, "MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX: must be set")
 	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
 	cfg.Compression = "gzip"
 	_, err = kafka.NewSaramaConfig(cfg)
@@ -77,7 +77,7 @@ func TestVerifyProducerD3RefusesNonTransactional(t *testing.T) {
 	require.ErrorContains(t, err, "zstd needs Kafka version 2.1.0")
 }
 
-func TestVerifyD3RefusesEachViolation(t *testing.T) {
+func TestCheckD3RefusesEachViolation(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:9092"})
 	for name, tc := range map[string]struct {
@@ -102,7 +102,7 @@ func TestVerifyD3RefusesEachViolation(t *testing.T) {
 			sc, err := kafka.NewSaramaConfig(cfg)
 			require.NoError(t, err)
 			tc.mutate(sc)
-			err = kafka.VerifyD3(sc, cfg)
+			err = kafka.CheckD3(sc, cfg)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "producer rule D3 violated: "+tc.want)
 			require.NotContains(t, err.Error(), "\n\n")
@@ -120,16 +120,29 @@ func TestConfigRefusesBadValues(t *testing.T) {
 	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
 	cfg.ProduceTimeout = 0
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "Producer.Timeout must be between")
+	require.ErrorContains(t, err, "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between")
 
 	cfg = kafkatest.Config(nil)
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "no brokers")
+	require.ErrorContains(t, err, "MSGX_KAFKA_BROKERS: must list at least one broker")
 
 	cfg = kafkatest.Config([]string{"x:1"})
 	cfg.SASLMechanism = "GSSAPI"
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "not supported")
+	require.ErrorContains(t, err, `MSGX_KAFKA_SASL_MECHANISM: must be empty, PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got "GSSAPI"`)
+}
+
+// VerifyD3 builds every producer's configuration without connecting: it refuses what Validate
+// refuses and a breach of D3 that only the built configuration shows.
+func TestVerifyD3(t *testing.T) {
+	t.Parallel()
+	cfg := kafkatest.Config([]string{"127.0.0.1:1"}) // nothing listens: nothing connects
+	require.NoError(t, kafka.VerifyD3(cfg))
+	cfg.Version = "0.10.2.0"
+	require.ErrorContains(t, kafka.VerifyD3(cfg), "producer rule D3 violated: Version must be at least 0.11.0")
+	cfg = kafkatest.Config([]string{"127.0.0.1:1"})
+	cfg.TxnTimeout = time.Hour
+	require.ErrorContains(t, kafka.VerifyD3(cfg), "MSGX_KAFKA_TXN_TIMEOUT: must be between")
 }
 
 func TestSendCheckTopicsAndClassify(t *testing.T) {
@@ -237,7 +250,7 @@ func TestProbeSeesAHungBroker(t *testing.T) {
 		took := time.Since(start)
 		require.Error(t, err)
 		// The whole probe, not each of its steps, is bounded by the timeout: /readyz turns 503
-		// within the check timeout (issue 16).
+		// within the check timeout.
 		require.Less(t, took, timeout+250*time.Millisecond, "sasl %v: bounded by the timeout as a whole", sasl)
 		require.GreaterOrEqual(t, took, timeout-50*time.Millisecond)
 	}

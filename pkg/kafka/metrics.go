@@ -6,7 +6,7 @@ import (
 )
 
 // clientMetrics is the go-metrics registry every sarama client of the process reports to
-// (NewSaramaConfig sets it), so that one collector sees the producers of every leadership term.
+// (newSaramaConfig sets it), so that one collector sees the producers of every leadership term.
 // The clients share each metric by name (sarama's GetOrRegister), so the counters sum over the
 // process's clients and never restart.
 var clientMetrics gometrics.Registry = keepRegistry{gometrics.NewRegistry()}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -239,11 +240,11 @@ func PGBenchCeiling(ctx context.Context, pgURL string, d time.Duration) (float64
 }
 
 // RawProduceRate sends n records of size bytes (keys spread over keys values, the headers the
-// dispatcher sets) to cfg.TopicChanges with the sarama producer of pkg/kafka, in batches of
-// batch, without transactions, and returns the acknowledged records per second: the broker
+// dispatcher sets) to cfg.TopicChanges with a plain sarama producer (broker.DialPlain: the
+// dispatcher's client library), in batches of batch, without transactions, and returns the acknowledged records per second: the broker
 // ceiling of the dispatcher.
 func RawProduceRate(ctx context.Context, cfg kafka.Config, n, batch, size, keys int) (float64, error) {
-	p, err := kafka.DialNonTransactional(cfg)
+	p, err := broker.DialPlain(cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,264 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+)
+
+// record turns a claimed event into its Kafka record on topic (the contract: event.Record).
+func record(topic string, epoch int64, c outbox.Claimed) kafka.Record {
+	r := event.Record(event.Claimed{
+		EventID: c.EventID, Target: c.Target, FLID: c.FLID, Type: c.Type, StateVersion: c.StateVersion,
+		MsgID: c.MsgID, Payload: c.Payload, CreatedAt: c.CreatedAt,
+	}, epoch)
+	h := make([]kafka.Header, len(r.Headers))
+	for i, x := range r.Headers {
+		h[i] = kafka.Header(x)
+	}
+	return kafka.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
+}
+
+// deliver sends the claimed events as one batch of records on topic and records the outcome.
+func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed) (Result, error) {
+	recs := make([]kafka.Record, len(claimed))
+	for i, c := range claimed {
+		recs[i] = record(topic, lease.Epoch, c)
+	}
+	errs := d.produce(ctx, target, recs)
+
+	// A producer fenced by a newer one (a newer leader initialised the same transactional id)
+	// ends this term; a broken one (a send abandoned at its timeout) is replaced by the link.
+	// Neither counts an attempt against the events.
+	if err := brokenOrFenced(errs); err != nil {
+		if errors.Is(err, kafka.ErrFenced) {
+			return Result{Claimed: len(claimed)}, fmt.Errorf("%w: %w", leader.ErrFenced, err)
+		}
+		d.m.outages.Inc()
+		return Result{Claimed: len(claimed), Outage: true}, fmt.Errorf("%s send: %w", target, err)
+	}
+
+	a := sortAnswers(claimed, errs)
+	if d.outage(ctx, target, len(recs), a) {
+		return Result{Claimed: len(claimed), Outage: true}, nil
+	}
+	res := Result{Claimed: len(claimed)}
+	now := d.clock.Now()
+	d.observeLag(ctx, target, a.sentStates, now)
+	if err := d.markSent(ctx, lease, target, a, now, &res); err != nil {
+		return res, err
+	}
+	if err := d.markFailed(ctx, lease, target, a, now, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// produce sends recs once, observing the batch, then sends again what a rejection of another
+// record may have failed (resendRejected). It answers each record.
+func (d *Dispatcher) produce(ctx context.Context, target string, recs []kafka.Record) []error {
+	start := time.Now()
+	errs := d.send(ctx, target, recs)
+	d.m.latency.WithLabelValues(target).Observe(time.Since(start).Seconds())
+	d.m.batchSize.WithLabelValues(target).Observe(float64(len(recs)))
+	if hasNonRetryable(errs) && brokenOrFenced(errs) == nil {
+		d.resendRejected(ctx, target, recs, errs)
+	}
+	return errs
+}
+
+// resendRejected updates errs after a batch with non-retryable answers. A batch is one Kafka
+// transaction: a non-retryable rejection aborts the others. Several rejections may be one
+// poisoned record failing the transaction (or its partition batch): each rejected record is
+// sent again alone before any is declared DEAD, then the others that failed with them together
+// once more.
+func (d *Dispatcher) resendRejected(ctx context.Context, target string, recs []kafka.Record, errs []error) {
+	var fatal []int
+	others := false
+	for i, err := range errs {
+		if kafka.NonRetryable(err) {
+			fatal = append(fatal, i)
+		} else if err != nil {
+			others = true
+		}
+	}
+	if len(fatal) > 1 || others {
+		for _, i := range fatal {
+			errs[i] = d.send(ctx, target, recs[i:i+1])[0]
+		}
+	}
+	var again []int
+	for i, err := range errs {
+		if err != nil && !kafka.NonRetryable(err) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 || len(again) == len(recs) {
+		return
+	}
+	sub := make([]kafka.Record, len(again))
+	for j, i := range again {
+		sub[j] = recs[i]
+	}
+	for j, err := range d.send(ctx, target, sub) {
+		errs[again[j]] = err
+	}
+}
+
+func hasNonRetryable(errs []error) bool {
+	for _, err := range errs {
+		if kafka.NonRetryable(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// answers sorts a batch's records by their answers: the acknowledged and the failed, in the
+// shapes of the two targets' outbox updates.
+type answers struct {
+	sent          []int64          // KAFKA:msg: the event ids to mark SENT
+	sentStates    []outbox.Claimed // the acknowledged events (KAFKA:schd: the states to mark)
+	failures      []outbox.Failure
+	stateFailures []outbox.StateFailure
+}
+
+func sortAnswers(claimed []outbox.Claimed, errs []error) answers {
+	var a answers
+	for i, err := range errs {
+		if err == nil {
+			a.sent = append(a.sent, claimed[i].Represents...)
+			a.sentStates = append(a.sentStates, claimed[i])
+			continue
+		}
+		fatal := kafka.NonRetryable(err)
+		a.failures = append(a.failures, outbox.Failure{IDs: claimed[i].Represents, Err: err.Error(), Fatal: fatal})
+		a.stateFailures = append(a.stateFailures, outbox.StateFailure{FLID: claimed[i].FLID, Version: claimed[i].StateVersion, Err: err.Error(), Fatal: fatal})
+	}
+	return a
+}
+
+// outage reports whether the batch failed whole, every record retryable, while no broker
+// answers a ping: then it is not the events' fault and no attempt is counted.
+func (d *Dispatcher) outage(ctx context.Context, target string, records int, a answers) bool {
+	if len(a.sent) > 0 || len(a.failures) == 0 || a.failures[0].Fatal || !allRetryable(a.failures) {
+		return false
+	}
+	perr := d.sender.Ping(ctx)
+	if perr == nil {
+		return false
+	}
+	d.m.outages.Inc()
+	d.log.Warn().Str("target", target).Int("records", records).Str("error", a.failures[0].Err).
+		AnErr("ping", perr).Msg("kafka unreachable: batch not counted against its events")
+	return true
+}
+
+// markSent marks the acknowledged events SENT (KAFKA:schd: the states and every older unsent
+// event of their FLIDs).
+func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target string, a answers, now time.Time, res *Result) error {
+	if target == event.TargetSchd && len(a.sentStates) > 0 {
+		n, err := d.store.MarkStatesSent(ctx, lease, a.sentStates, now)
+		if err != nil {
+			return err
+		}
+		res.Sent = int(n)
+		d.m.sent.WithLabelValues(target).Add(float64(n))
+	} else if len(a.sent) > 0 {
+		if _, err := d.store.MarkSent(ctx, lease, a.sent, now); err != nil {
+			return err
+		}
+		res.Sent = len(a.sent)
+		d.m.sent.WithLabelValues(target).Add(float64(len(a.sent)))
+	}
+	return nil
+}
+
+// markFailed counts an attempt against the failed events (backoff, or DEAD) and logs each.
+func (d *Dispatcher) markFailed(ctx context.Context, lease leader.Lease, target string, a answers, now time.Time, res *Result) error {
+	if len(a.failures) == 0 {
+		return nil
+	}
+	var outcomes []outbox.Outcome
+	var err error
+	if target == event.TargetSchd {
+		outcomes, err = d.store.MarkStatesFailed(ctx, lease, a.stateFailures, now)
+	} else {
+		outcomes, err = d.store.MarkFailed(ctx, lease, a.failures, now)
+	}
+	if err != nil {
+		return err
+	}
+	errByID := map[int64]string{}
+	for _, f := range a.failures {
+		for _, id := range f.IDs {
+			errByID[id] = f.Err
+		}
+	}
+	for _, o := range outcomes {
+		ev := d.log.Warn()
+		if o.Status == outbox.StatusDead {
+			res.Dead++
+			ev = d.log.Error()
+		} else {
+			res.Retried++
+			ev = ev.Time("next_attempt_at", o.NextAttemptAt)
+		}
+		ev.Str("target", target).Int64("event_id", o.EventID).Int("attempts", o.Attempts).
+			Str("status", o.Status).Str("error", errByID[o.EventID]).Msg("send failed")
+	}
+	d.m.retried.WithLabelValues(target).Add(float64(res.Retried))
+	d.m.dead.WithLabelValues(target).Add(float64(res.Dead))
+	return nil
+}
+
+// brokenOrFenced returns the first answer saying the producer cannot send any more.
+func brokenOrFenced(errs []error) error {
+	for _, err := range errs {
+		if errors.Is(err, kafka.ErrFenced) || errors.Is(err, kafka.ErrBroken) {
+			return err
+		}
+	}
+	return nil
+}
+
+func allRetryable(fs []outbox.Failure) bool {
+	for _, f := range fs {
+		if f.Fatal {
+			return false
+		}
+	}
+	return true
+}
+
+// observeLag records the end-to-end lag of the acknowledged records: from ingest's enqueue of
+// each record's message to now (the acknowledgement), with one query for the batch. Events
+// without a message (purges) are not observed; a failed look-up only loses the observation.
+func (d *Dispatcher) observeLag(ctx context.Context, target string, acked []outbox.Claimed, now time.Time) {
+	ids := make([]int64, 0, len(acked))
+	for _, c := range acked {
+		if c.MsgID != 0 {
+			ids = append(ids, c.MsgID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	origin, err := d.store.OriginTimes(ctx, ids)
+	if err != nil {
+		d.log.Warn().Err(err).Str("target", target).Msg("dispatcher: end-to-end lag not observed")
+		return
+	}
+	h := d.m.lag.WithLabelValues(target)
+	for _, c := range acked {
+		if at, ok := origin[c.MsgID]; ok && c.MsgID != 0 {
+			h.Observe(max(0, now.Sub(at).Seconds()))
+		}
+	}
+}

@@ -1,0 +1,29 @@
+// Package kafka is msgx's one adapter to Kafka: every sarama type stays inside it. It builds the
+// producer configuration under rule D3 and refuses to start when any part of D3 is missing
+// (d3.go), sends batches of records in transactions with one answer per record (producer.go),
+// probes the brokers for readiness (probe.go), checks (and, in tests, creates) the topics
+// (admin.go), and classifies broker rejections (errors.go). The development broker is
+// pkg/dev/broker.
+//
+// Producer rule D3 (docs/spec.md §9), not overridable by any setting:
+//
+//	Producer.Idempotent     = true
+//	Producer.Transaction.ID = <MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX>.<topic>: one stable
+//	                          transactional producer per dispatcher role and topic, so the
+//	                          producer a new leader initialises fences every older one
+//	Producer.RequiredAcks   = WaitForAll (acks=all)
+//	Net.MaxOpenRequests     = 1 (one request in flight per broker: no reordering on retry)
+//	Net.Dial/Read/WriteTimeout, Producer.Timeout, Producer.Transaction.Timeout bounded
+//	                          (> 0, ≤ MaxTimeout); every Send is bounded by the send timeout
+//	Version                 = the configured version, at least 0.11.0 (transactions)
+//	Producer.Retry.Max, Producer.Transaction.Retry.Max between 1 and MaxProducerRetries
+//	                          (sarama's own retries stay short; the dispatcher's backoff does
+//	                          the long retrying)
+//
+// Each Send is one Kafka transaction per topic: begin, produce, commit. Records of an aborted
+// or fenced transaction are never seen by consumers reading with isolation.level=read_committed
+// (docs/events.md). A producer whose transaction could not be finished in time (a hung broker)
+// or that was fenced is broken: every later Send answers ErrBroken, and its owner dials a new
+// one (initialising it with the same transactional id aborts the abandoned transaction) after
+// checking that it still leads.
+package kafka

@@ -1,0 +1,9 @@
+package kafka
+
+// The sarama configuration builder and its D3 checks, for the tests of package kafka_test.
+var (
+	NewSaramaConfig    = newSaramaConfig
+	NewTxnSaramaConfig = newTxnSaramaConfig
+	CheckD3            = checkD3
+	CheckProducerD3    = checkProducerD3
+)
