@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -102,3 +103,16 @@ func (c Config) TransactionalID(topic string) string { return c.TxnIDPrefix + ".
 
 // Topics returns the two topic names.
 func (c Config) Topics() []string { return []string{c.TopicChanges, c.TopicState} }
+
+// ProductionRefusals are the Kafka settings production refuses: a connection without TLS, and
+// above all a SASL PLAIN password sent in clear (docs/security.md).
+func (c Config) ProductionRefusals() error {
+	var p envconf.Problems
+	switch {
+	case !c.TLS && strings.EqualFold(c.SASLMechanism, "PLAIN"):
+		p.Add("MSGX_KAFKA_SASL_MECHANISM", "PLAIN without MSGX_KAFKA_TLS=true sends the Kafka password in clear; production refuses it")
+	case !c.TLS:
+		p.Add("MSGX_KAFKA_TLS", "production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)")
+	}
+	return p.Err()
+}
