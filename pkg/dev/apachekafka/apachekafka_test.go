@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/msgx/msgx/pkg/dev/apachekafka"
+	"github.com/msgx/msgx/pkg/dev/tlsenv"
 )
 
 // opTimeout bounds each step of a test against the broker; failover after a kill takes up to
@@ -57,7 +59,9 @@ func TestClusterSurvivesKill(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, victim.Kill())
 	require.False(t, victim.Running())
+	killed := time.Now()
 	produce(ctx, t, p, "two-nodes") // the remaining two are min.insync.replicas
+	t.Logf("acks=all produce with node %d killed took %s", victim.ID, time.Since(killed).Round(time.Millisecond))
 	now, err := c.Leader(ctx, "rf3", 0)
 	require.NoError(t, err)
 	require.NotEqual(t, victim.ID, now.ID, "leadership moved off the killed node")
@@ -118,4 +122,25 @@ func logPeakRSS(t *testing.T, c *apachekafka.Cluster) {
 		require.NoError(t, err)
 		t.Logf("node %d peak RSS %s", n.ID, fmt.Sprintf("%.0f MiB", float64(rss)/(1<<20)))
 	}
+}
+
+func TestSCRAMOverTLS(t *testing.T) {
+	t.Parallel()
+	ca, err := tlsenv.NewCA(t.TempDir())
+	require.NoError(t, err)
+	c := apachekafka.Start(t, apachekafka.Options{
+		SCRAM: &apachekafka.SCRAM{User: "msgx", Password: "pass,with=odd]chars\""},
+		TLS:   &apachekafka.TLS{CertFile: ca.CertFile, KeyFile: ca.KeyFile, Client: ca.ClientTLS()},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	require.NoError(t, c.CreateTopic(ctx, "secure", 1, nil))
+	produce(ctx, t, client(t, c, kgo.DefaultProduceTopic("secure")), "over-tls")
+	require.Equal(t, []string{"over-tls"}, consume(ctx, t, c, "secure", 1))
+
+	wrong, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(ca.ClientTLS()),
+		kgo.SASL(scram.Auth{User: "msgx", Pass: "wrong"}.AsSha512Mechanism()))
+	require.NoError(t, err)
+	defer wrong.Close()
+	require.Error(t, wrong.Ping(ctx), "a wrong password is refused")
 }

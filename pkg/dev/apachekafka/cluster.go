@@ -109,7 +109,11 @@ var formatJVM = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=
 func (c *Cluster) format(ctx context.Context, node *Node, java, lib, clusterID string) error {
 	args := []string{"format", "--cluster-id", clusterID, "--config", "server.properties"}
 	if s := c.opts.SCRAM; s != nil {
-		args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%q,password=%q]", s.mechanism(), s.User, s.Password))
+		cred, err := s.credential()
+		if err != nil {
+			return err
+		}
+		args = append(args, "--add-scram", cred)
 	}
 	argv := javaCommand(java, lib, node.dir, formatJVM, "kafka.tools.StorageTool", args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

@@ -1,7 +1,12 @@
 package apachekafka
 
 import (
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"os"
@@ -49,6 +54,9 @@ func (o Options) Validate() error {
 		if s.User == "" || s.Password == "" {
 			return fmt.Errorf("scram: user and password are required")
 		}
+		if strings.ContainsAny(s.User, `",=[]\`) {
+			return fmt.Errorf("scram: user %q: the storage tool cannot take any of \" , = [ ] \\ in a name", s.User)
+		}
 		if m := s.mechanism(); m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512" {
 			return fmt.Errorf("scram: unknown mechanism %q", m)
 		}
@@ -59,6 +67,29 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// scramIterations is Kafka's minimum iteration count for SCRAM credentials.
+const scramIterations = 4096
+
+// credential is the user's SCRAM credential as the storage tool's --add-scram takes it: the salted
+// password computed here, so the tool never parses the password (its parser splits on commas).
+func (s *SCRAM) credential() (string, error) {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", fmt.Errorf("scram salt: %w", err)
+	}
+	h, size := sha512.New, sha512.Size
+	if s.mechanism() == "SCRAM-SHA-256" {
+		h, size = sha256.New, sha256.Size
+	}
+	salted, err := pbkdf2.Key(h, s.Password, salt, scramIterations, size)
+	if err != nil {
+		return "", fmt.Errorf("scram salted password: %w", err)
+	}
+	enc := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf("%s=[name=%q,salt=%q,saltedpassword=%q,iterations=%d]",
+		s.mechanism(), s.User, enc(salt), enc(salted), scramIterations), nil
+}
+
 func (s *SCRAM) mechanism() string {
 	if s.Mechanism == "" {
 		return "SCRAM-SHA-512"
@@ -66,11 +97,13 @@ func (s *SCRAM) mechanism() string {
 	return s.Mechanism
 }
 
-// defaultJVM sizes a broker for a small machine shared with other processes: a fixed small heap,
-// the serial collector (no parallel GC threads) and no shared perf-data file in /tmp.
+// defaultJVM sizes a broker for a small machine shared with other processes: a small heap, the
+// serial collector (no parallel GC threads), only the quick JIT compiler (starting a JVM spends
+// most of its CPU compiling; a throughput measurement should pass JVM without it) and no
+// perf-data file in /tmp.
 var defaultJVM = []string{
-	"-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:-UsePerfData",
-	"-Djava.awt.headless=true",
+	"-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+ExitOnOutOfMemoryError",
+	"-XX:-UsePerfData", "-Djava.awt.headless=true",
 }
 
 // ports are a node's listeners on 127.0.0.1: clients, the other brokers, the controllers.
