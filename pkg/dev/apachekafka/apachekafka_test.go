@@ -18,7 +18,7 @@ import (
 // the broker session timeout.
 const opTimeout = 90 * time.Second
 
-func TestSingleNodeTransactions(t *testing.T) {
+func TestSingleNode(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
 	c := apachekafka.Start(t, apachekafka.Options{})
@@ -36,9 +36,23 @@ func TestSingleNodeTransactions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(1), coord.ID)
 
-	got := consume(ctx, t, c, "txn", 3)
-	require.ElementsMatch(t, []string{"committed-1", "committed-2", "committed-3"}, got)
+	committed := []string{"committed-1", "committed-2", "committed-3"}
+	require.ElementsMatch(t, committed, consume(ctx, t, c, "txn", 3))
 	logPeakRSS(t, c)
+
+	node := c.Node(1)
+	require.NoError(t, node.Freeze())
+	require.True(t, node.Frozen())
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	require.Error(t, p.Ping(short), "a frozen broker answers nothing")
+	require.NoError(t, node.Thaw())
+	require.NoError(t, p.Ping(ctx))
+
+	began = time.Now()
+	require.NoError(t, node.Restart(ctx)) // SIGTERM, then the same data and ports
+	t.Logf("graceful restart took %s", time.Since(began).Round(time.Millisecond))
+	require.ElementsMatch(t, committed, consume(ctx, t, c, "txn", 3))
 }
 
 func TestClusterSurvivesKill(t *testing.T) {

@@ -174,7 +174,7 @@ func freePorts(n int) ([]ports, error) {
 // Nodes are the cluster's nodes, in node id order.
 func (c *Cluster) Nodes() []*Node { return c.nodes }
 
-// Node is the node with id (1..n).
+// Node is the node with id (1..n); it panics for another id.
 func (c *Cluster) Node(id int32) *Node { return c.nodes[id-1] }
 
 // Addrs are the client listeners of every node, the bootstrap servers of the cluster.

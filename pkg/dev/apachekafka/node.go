@@ -98,20 +98,22 @@ func (n *Node) PeakRSS() (int64, error) {
 }
 
 // start launches the JVM, its output appended to the log file. The JVM gets SIGKILL if this
-// process dies first (Pdeathsig), so a killed test leaves no broker behind.
+// process dies first (Pdeathsig), so a killed test leaves no broker behind. (Linux sends it when
+// the forking thread ends; the Go runtime ends a thread only under a goroutine that locked it
+// and exited, which this package never does.)
 func (n *Node) start() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.aliveLocked() {
 		return fmt.Errorf("node %d is already running", n.ID)
 	}
-	log, err := os.OpenFile(n.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(n.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("node %d log: %w", n.ID, err)
 	}
-	defer log.Close()
+	defer out.Close() // the child has its own copy
 	cmd := exec.Command(n.java[0], n.java[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = n.dir, log, log
+	cmd.Dir, cmd.Stdout, cmd.Stderr = n.dir, out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start node %d: %w", n.ID, err)
