@@ -40,9 +40,10 @@ test-race: ## go test -race over everything (real PostgreSQL and MariaDB); pkg/d
 	$(GO) test -count=1 -timeout 12m ./pkg/dispatch/
 
 .PHONY: setup
-setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool); a no-op when they are there
+setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, Apache Kafka's jars); a no-op when they are there
 	bash scripts/ensure-db.sh
 	bash scripts/ensure-tools.sh
+	bash scripts/ensure-kafka.sh >/dev/null
 
 .PHONY: test
 test: setup lint verify test-race k8s-test rules-test ## what CI runs: set-up, lint, migration verify, race tests, manifest checks, alert rule tests
