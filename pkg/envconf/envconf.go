@@ -7,8 +7,8 @@
 // default tag is a tuning value without a variable (its default lives in the same place); a
 // struct field without tags is walked into (components compose, flat: a variable's name is its
 // tag, never prefixed by the field path). A component's Validate names the variables in its
-// messages with a Problems. Only pkg/config (and a few tools) call Process; components call
-// Defaults. Types: whatever envconfig parses (strings, bools, ints, time.Duration, comma-separated
+// messages with a Problems. Only settings.Load (and the development tools) call Process;
+// components and tests call Defaults. Types: whatever envconfig parses (strings, bools, ints, time.Duration, comma-separated
 // []string, any encoding.TextUnmarshaler).
 //
 // envconfig stops at the first value that does not parse; Process hands it one field at a time

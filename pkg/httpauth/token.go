@@ -1,5 +1,6 @@
-// Package httpauth guards msgx's HTTP API (ingest's compat entry and read API): per-client
-// bearer tokens with scopes, a per-client rate limit and a global concurrency limit.
+// Package httpauth guards msgx's authenticated HTTP listeners — ingest's API (compat entry and
+// read API) and the console's login — with per-client bearer tokens with scopes; the API also
+// with a per-client rate limit and a global concurrency limit (Gate).
 //
 // Configuration holds only the SHA-256 of each token (MSGX_API_TOKENS, entries
 // "client:scope+scope:sha256hex"); the token itself lives with its client (a Secret). A request's
