@@ -3,8 +3,8 @@ package processor_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/msgx/msgx/pkg/dev/corpus"
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -79,9 +79,7 @@ func (b *bundle) pump(t *testing.T) *processor.Engine {
 
 // flop returns a FLOP STND message for flid with sequence number seqn.
 func flop(seqn int, flid int64, stand string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>
-<FLOP><FLID>%d</FLID><FFID>CA-CA101-A-02DEC261345-D</FFID><STND>%s</STND></FLOP></MSG>`, seqn, flid, stand)
+	return sisbuild.Stand(int64(seqn), sisbuild.DTTM, flid, stand)
 }
 
 // enqueue inserts proc_state rows as ingest does and moves W to the largest id.

@@ -2,7 +2,6 @@ package processor_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,15 +9,14 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
 // flopAt is flop with its DTTM.
 func flopAt(seqn int, dttm time.Time, flid int64, stand string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>%s</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>
-<FLOP><FLID>%d</FLID><FFID>CA-CA101-A-02DEC261345-D</FFID><STND>%s</STND></FLOP></MSG>`, seqn, dttm.Format("20060102150405"), flid, stand)
+	return sisbuild.Stand(int64(seqn), dttm, flid, stand)
 }
 
 // reusedCount reads msgx_pump_identity_reused_total from reg.

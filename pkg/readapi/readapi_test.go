@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
@@ -161,33 +162,15 @@ func (b *bundle) get(t *testing.T, path string, header ...string) response {
 	return response{resp.StatusCode, resp.Header, string(body)}
 }
 
-var seqn atomic.Int64
-
-func header(typ, styp string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
-		seqn.Add(1), typ, styp)
-}
+var seq sisbuild.Seq
 
 func flop(styp string, flid int64, body string) string {
-	return header("FLOP", styp) + fmt.Sprintf(`<FLOP><FLID>%d</FLID><FFID>YG-YG9028-D-23JAN210535-D</FFID>%s</FLOP></MSG>`, flid, body)
+	return sisbuild.FLOP(seq.Next(), styp, flid, body)
 }
 
-func schd(styp string, records ...string) string {
-	var b strings.Builder
-	b.WriteString(header("SCHD", styp))
-	fmt.Fprintf(&b, "<SCHD><RECS>%d</RECS>", len(records))
-	for _, r := range records {
-		b.WriteString("<FLTR>" + r + "</FLTR>")
-	}
-	b.WriteString("</SCHD></MSG>")
-	return b.String()
-}
+func schd(styp string, records ...string) string { return sisbuild.SCHD(seq.Next(), styp, records...) }
 
-func fltr(flid int64, flno, sodt, extra string) string {
-	return fmt.Sprintf(`<FLID>%d</FLID><ALCD>%s</ALCD><FLNO>%s</FLNO><MVIN>D</MVIN><SODT>%s</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>733</ACFT>%s`,
-		flid, flno[:2], flno, sodt, extra)
-}
+func fltr(flid int64, flno, sodt, extra string) string { return sisbuild.FLTR(flid, flno, sodt, extra) }
 
 // child is a code-share child of master.
 func child(flid int64, flno, sodt string, master int64) string {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/flight"
@@ -207,33 +206,18 @@ func (e *env) countEvents(t testing.TB) int {
 	return n
 }
 
-var seqn atomic.Int64
+// seq numbers every message the tests build (sisbuild: the shared builders).
+var seq sisbuild.Seq
 
-func header(typ, styp string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
-		seqn.Add(1), typ, styp)
-}
+func header(typ, styp string) string { return sisbuild.Header(seq.Next(), sisbuild.DTTM, typ, styp) }
 
 // flop builds a FLOP message whose payload is body.
 func flop(styp string, flid int64, body string) string {
-	return header("FLOP", styp) + fmt.Sprintf(`<FLOP><FLID>%d</FLID><FFID>YG-YG9028-D-23JAN210535-D</FFID>%s</FLOP></MSG>`, flid, body)
+	return sisbuild.FLOP(seq.Next(), styp, flid, body)
 }
 
 // schd builds a SCHD message with the records (FLTR bodies) and a matching RECS.
-func schd(styp string, records ...string) string {
-	var b strings.Builder
-	b.WriteString(header("SCHD", styp))
-	fmt.Fprintf(&b, "<SCHD><RECS>%d</RECS>", len(records))
-	for _, r := range records {
-		b.WriteString("<FLTR>" + r + "</FLTR>")
-	}
-	b.WriteString("</SCHD></MSG>")
-	return b.String()
-}
+func schd(styp string, records ...string) string { return sisbuild.SCHD(seq.Next(), styp, records...) }
 
 // fltr is a minimal valid schedule record plus extra elements.
-func fltr(flid int64, flno, sodt, extra string) string {
-	return fmt.Sprintf(`<FLID>%d</FLID><ALCD>%s</ALCD><FLNO>%s</FLNO><MVIN>D</MVIN><SODT>%s</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>733</ACFT>%s`,
-		flid, flno[:2], flno, sodt, extra)
-}
+func fltr(flid int64, flno, sodt, extra string) string { return sisbuild.FLTR(flid, flno, sodt, extra) }

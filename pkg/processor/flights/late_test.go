@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/flight"
 )
 
 // headerAt is header with the message's creation time (META DTTM, yyyyMMddHHmmss).
 func headerAt(typ, styp, dttm string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>%s</DTTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
-		seqn.Add(1), dttm, typ, styp)
+	at, err := time.Parse("20060102150405", dttm)
+	if err != nil {
+		panic("headerAt: " + err.Error())
+	}
+	return sisbuild.Header(seq.Next(), at, typ, styp)
 }
 
 // esttAt is a FLOP ESTT for flid created at dttm.
