@@ -19,8 +19,8 @@ const StaleLate = "stale:late"
 //   - every flight a message changes gets state_version + 1 once for that message, and its
 //     LastMsgID (INV-13), however many of the message's records name it;
 //   - a FLID stored before but purged since (its history kept) continues above its purged
-//     history and its purge TOMBSTONE (last purged version + 1): its first version is the last
-//     purged one + 2, so consumers deduplicating by (flid, state_version) never drop its events;
+//     history and its purge TOMBSTONE: its first version is PurgeVersion(last purged) + 1, so
+//     consumers deduplicating by (flid, state_version) never drop its events;
 //   - the MAFL of every master whose children may have changed is derived again (INV-21,
 //     INV-22): the old and new master of a changed child, and the message's own flights (a
 //     created or re-activated master derives its MAFL from the stored children).
@@ -73,10 +73,10 @@ type Batch struct {
 	children map[int64][]Child // stored MAFL elements per master FLID
 	cur      map[int64]*State  // after the messages applied so far
 	touched  map[int64]bool    // changed since the last Take
-	floor    map[int64]int64   // versions a re-used FLID must exceed (its purged history)
+	floor    map[int64]int64   // the version a re-used FLID must exceed (PurgeVersion)
 	// childOf indexes the touched flights whose current state is a child, by master (and
 	// masterOf the master each is indexed under), so a master's MAFL is derived from its own
-	// children instead of a scan of every touched flight per message (issue 19).
+	// children instead of a scan of every touched flight per message.
 	childOf  map[int64]map[int64]bool
 	masterOf map[int64]int64
 }
@@ -113,7 +113,7 @@ func (b *Batch) Preload(ctx context.Context, flids []int64) error {
 		b.stored[id], b.cur[id] = st, st
 		if st == nil {
 			if v, ok := l.Purged[id]; ok {
-				b.floor[id] = v + 1
+				b.floor[id] = PurgeVersion(v)
 			}
 		}
 	}

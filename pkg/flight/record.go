@@ -108,14 +108,47 @@ var recordTimes = []struct {
 // free text), a field it does not carry stays; a collection it carries replaces that
 // collection. SODT sets the operation day, which never changes once set (INV-12).
 func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
-	if sodt, ok := r.SODT.Get(); ok {
-		day := OperationDay(sodt)
-		if s.OperationDay != "" && s.OperationDay != day {
-			return nil, violation("flight %d: operation day conflict: stored %s, SODT %s gives %s",
-				s.FLID, s.OperationDay, sodt.Format("02Jan06 15:04"), day)
-		}
-		s.OperationDay = day
+	if err := setOperationDay(s, r); err != nil {
+		return nil, err
 	}
+	setRecordScalars(s, r)
+	if r.PORT.Present { // the record's PORT list is the door times: slots it does not name are cleared
+		s.set(PortOpen, Null)
+		s.set(PortClose, Null)
+		if err := setPorts(s, r.PORT.Items); err != nil {
+			return nil, err
+		}
+	}
+	if err := replaceRecordCollections(s, r); err != nil {
+		return nil, err
+	}
+	var notes []string
+	if r.PSHT.Present {
+		notes = append(notes, patchPush(s, r.PSHT.Items)...)
+	}
+	if r.TIPT.Present {
+		notes = append(notes, patchTractor(s, r.TIPT.Items)...)
+	}
+	return notes, nil
+}
+
+// setOperationDay sets the operation day from the record's SODT, refusing a change (INV-12).
+func setOperationDay(s *State, r *sis.FlightRecord) error {
+	sodt, ok := r.SODT.Get()
+	if !ok {
+		return nil
+	}
+	day := OperationDay(sodt)
+	if s.OperationDay != "" && s.OperationDay != day {
+		return violation("flight %d: operation day conflict: stored %s, SODT %s gives %s",
+			s.FLID, s.OperationDay, sodt.Format("02Jan06 15:04"), day)
+	}
+	s.OperationDay = day
+	return nil
+}
+
+// setRecordScalars sets every scalar field the record carries.
+func setRecordScalars(s *State, r *sis.FlightRecord) {
 	for _, t := range recordText {
 		v := t.get(r)
 		switch {
@@ -164,26 +197,17 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 	if r.FLAB.Present {
 		setIrregular(s, FLABARES, FLABReason, r.FLAB)
 	}
-	if r.PORT.Present { // the record's PORT list is the door times: slots it does not name are cleared
-		s.set(PortOpen, Null)
-		s.set(PortClose, Null)
-		if err := setPorts(s, r.PORT.Items); err != nil {
-			return nil, err
-		}
-	}
-	// Carried collections replace the stored ones. Sequence-numbered lists must not repeat a
-	// number; keyed lists take the last entry of a key.
-	replace := func(c C, present bool, rows []Row) error {
-		if !present {
-			return nil
-		}
-		return replaceBySeq(s, c, rows)
-	}
-	for _, x := range []struct {
+}
+
+// replaceRecordCollections replaces every collection the record carries. Sequence-numbered
+// lists must not repeat a number; keyed lists take the last entry of a key.
+func replaceRecordCollections(s *State, r *sis.FlightRecord) error {
+	type carried struct {
 		c       C
 		present bool
 		rows    []Row
-	}{
+	}
+	for _, x := range []carried{
 		{ROUT, r.ROUT.Present, rows(r.ROUT.Items, routeRow)},
 		{ERUT, r.ERUT.Present, rows(r.ERUT.Items, routeRow)},
 		{PSDT, r.PSDT.Present, rows(r.PSDT.Items, standRow)},
@@ -194,15 +218,14 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 		{CHOT, r.CHOT.Present, rows(r.CHOT.Items, chockRow)},
 		{ABTM, r.ABTM.Present, rows(r.ABTM.Items, airbridgeRow)},
 	} {
-		if err := replace(x.c, x.present, x.rows); err != nil {
-			return nil, err
+		if !x.present {
+			continue
+		}
+		if err := replaceBySeq(s, x.c, x.rows); err != nil {
+			return err
 		}
 	}
-	for _, x := range []struct {
-		c       C
-		present bool
-		rows    []Row
-	}{
+	for _, x := range []carried{
 		{DELY, r.DELY.Present, rows(r.DELY.Items, delayRow)},
 		{SRVT, r.SRVT.Present, rows(r.SRVT.Items, serviceRow)},
 		{VIPF, r.VIPF.Present, rows(r.VIPF.Items, vipRow)},
@@ -211,14 +234,7 @@ func applyRecord(s *State, r *sis.FlightRecord) ([]string, error) {
 			mergeByKey(s, x.c, x.rows, true)
 		}
 	}
-	var notes []string
-	if r.PSHT.Present {
-		notes = append(notes, patchPush(s, r.PSHT.Items)...)
-	}
-	if r.TIPT.Present {
-		notes = append(notes, patchTractor(s, r.TIPT.Items)...)
-	}
-	return notes, nil
+	return nil
 }
 
 func decimalVal(f sis.Field[string]) Value {

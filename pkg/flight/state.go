@@ -12,6 +12,13 @@ const (
 	Deleted = "DELETED"
 )
 
+// PurgeVersion is the state_version of the TOMBSTONE the history purge writes for a flight whose
+// last stored version is last, and the floor a re-used FLID continues above: a flight stored
+// again under a purged FLID starts at PurgeVersion(last)+1. Consumers deduplicate by (flid,
+// state_version), so neither the tombstone nor the re-used flight may repeat a version the
+// purged flight has had.
+func PurgeVersion(last int64) int64 { return last + 1 }
+
 // Child is one element of a master's MAFL projection (INV-21).
 type Child struct {
 	FLID int64  `json:"flid"`

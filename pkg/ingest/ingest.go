@@ -233,6 +233,30 @@ func (i *Ingester) reprobe(ctx context.Context, now time.Time) (int, error) {
 		i.nextProbe = now.Add(i.cfg.ReprobeEvery)
 		return 0, nil
 	}
+	inserted, closed, err := i.enqueueLate(ctx, found, now)
+	if err != nil {
+		i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
+		return 0, fmt.Errorf("enqueue late rows: %w", err)
+	}
+	// A full probe may have more: look again on the next step.
+	if len(found) < i.cfg.ClaimBatch {
+		i.nextProbe = now.Add(i.cfg.ReprobeEvery)
+	}
+	i.reportLate(inserted, closed)
+	_ = i.timed(ctx, func(ctx context.Context) error {
+		n, oldest, err := ledgerStats(ctx, i.d.DB, now)
+		if err == nil {
+			i.d.Metrics.ledger(n, oldest)
+		}
+		return err // only the metric is stale; the next re-probe refreshes it
+	})
+	return len(closed), nil
+}
+
+// enqueueLate enqueues the late rows found and closes their skipped ids in the ledger, in one
+// transaction; it returns the ids it inserted (a late row the compat entry enqueued already is
+// not) and the skipped ids it closed.
+func (i *Ingester) enqueueLate(ctx context.Context, found []mailbox.Message, now time.Time) ([]int64, []foundGap, error) {
 	c := newCopies(found)
 	var (
 		inserted []int64
@@ -250,14 +274,11 @@ func (i *Ingester) reprobe(ctx context.Context, now time.Time) (int, error) {
 			return wake.Notify(ctx, tx, wake.Inbox)
 		})
 	})
-	if err != nil {
-		i.d.Metrics.pollErrors.WithLabelValues("postgres").Inc()
-		return 0, fmt.Errorf("enqueue late rows: %w", err)
-	}
-	// A full probe may have more: look again on the next step.
-	if len(found) < i.cfg.ClaimBatch {
-		i.nextProbe = now.Add(i.cfg.ReprobeEvery)
-	}
+	return inserted, closed, err
+}
+
+// reportLate logs each late row and counts them.
+func (i *Ingester) reportLate(inserted []int64, closed []foundGap) {
 	isNew := make(map[int64]bool, len(inserted))
 	for _, id := range inserted {
 		isNew[id] = true
@@ -272,14 +293,6 @@ func (i *Ingester) reprobe(ctx context.Context, now time.Time) (int, error) {
 	}
 	i.d.Metrics.late.Add(float64(len(closed)))
 	i.d.Metrics.enqueued.WithLabelValues("late").Add(float64(len(inserted)))
-	_ = i.timed(ctx, func(ctx context.Context) error {
-		n, oldest, err := ledgerStats(ctx, i.d.DB, now)
-		if err == nil {
-			i.d.Metrics.ledger(n, oldest)
-		}
-		return err // only the metric is stale; the next re-probe refreshes it
-	})
-	return len(closed), nil
 }
 
 // timed runs f with the per-round-trip deadline.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/leader"
@@ -422,17 +423,11 @@ func TestRunStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.ing.Run(ctx) }()
-	// Wait on the condition (bounded), not on time.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var n int
-		require.NoError(t, b.pg.Pool.QueryRow(context.Background(), `SELECT count(*) FROM proc_state WHERE msg_id = $1`, id).Scan(&n))
-		if n == 1 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "row not enqueued by Run")
-		time.Sleep(5 * time.Millisecond)
-	}
+		assert.NoError(c, b.pg.Pool.QueryRow(context.Background(), `SELECT count(*) FROM proc_state WHERE msg_id = $1`, id).Scan(&n))
+		assert.Equal(c, 1, n, "row not enqueued by Run")
+	}, 10*time.Second, 5*time.Millisecond)
 	cancel()
 	err := <-done
 	require.True(t, err == nil || errors.Is(err, context.Canceled), "Run: %v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/clip"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
@@ -106,7 +107,7 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 		outcomes, errs, nexts := make([]string, n), make([]string, n), make([]*time.Time, n)
 		for i, o := range due {
 			if err != nil {
-				errs[i] = truncate(err.Error(), 500)
+				errs[i] = clip.String(err.Error(), maxBackfillError)
 				if !now.Before(o.enqueued.Add(j.cfg.Overdue)) {
 					outcomes[i] = OutcomeOverdue
 					continue
@@ -187,12 +188,8 @@ func (j *Jobs) refreshBackfillGauges(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
+// maxBackfillError bounds, in characters, the mailbox error a row's backfill_error keeps.
+const maxBackfillError = 500
 
 // Abandoned is one abandoned marker, listed for reconciliation.
 type Abandoned struct {

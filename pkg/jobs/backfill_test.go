@@ -2,9 +2,12 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
@@ -181,6 +184,39 @@ func TestBackfillOverdue(t *testing.T) {
 		require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, id).Outcome)
 		require.Equal(t, 1, b.marker.writes(id))
 	}
+}
+
+// A mailbox error is recorded on the row bounded in characters, never cut inside one: an error
+// text cut inside a multi-byte character is not valid UTF-8, and PostgreSQL would refuse the
+// whole record of the chunk's outcomes.
+func TestBackfillErrorBoundedInCharacters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.terminal(t, 1, t0, t0, nil)
+	b.mailboxRow(t, 1, nil)
+	// 200 characters of three bytes each: a cut at 500 bytes would fall inside a character.
+	b.marker.failWith(errors.New("mailbox: " + strings.Repeat("航班取消", 50)))
+	j := b.jobs(t)
+
+	b.clock.Advance(30 * time.Second)
+	res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.ErrorContains(t, err, "mailbox unavailable")
+	require.NotContains(t, err.Error(), "record marker outcomes")
+	require.Equal(t, 1, res.Selected)
+	r := b.backfillRow(t, 1)
+	require.NotNil(t, r.Error)
+	require.True(t, utf8.ValidString(*r.Error))
+	require.Equal(t, "mailbox: "+strings.Repeat("航班取消", 50), *r.Error, "209 characters are within the bound")
+	require.NotNil(t, r.NextAt, "rescheduled with backoff")
+
+	// Past the bound of 500 characters: cut to it, ending in an ellipsis.
+	b.marker.failWith(errors.New(strings.Repeat("航班取消", 150)))
+	b.clock.Advance(time.Hour)
+	_, err = j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.ErrorContains(t, err, "mailbox unavailable")
+	r = b.backfillRow(t, 1)
+	require.Equal(t, 500, utf8.RuneCountInString(*r.Error))
+	require.True(t, strings.HasSuffix(*r.Error, "…"))
 }
 
 // PENDING and FAILED rows are never marked, and shadow mode writes nothing to MySQL.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -114,14 +115,11 @@ func besidePump(tb testing.TB, rows, flights int) figures {
 		return from, next
 	}
 	waitDrained := func(to int64) {
-		for {
+		require.EventuallyWithT(tb, func(ct *assert.CollectT) {
 			var open int
-			require.NoError(tb, db.Pool.QueryRow(c, `SELECT count(*) FROM proc_state WHERE status IN ('PENDING','FAILED') AND msg_id <= $1`, to).Scan(&open))
-			if open == 0 {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			assert.NoError(ct, db.Pool.QueryRow(c, `SELECT count(*) FROM proc_state WHERE status IN ('PENDING','FAILED') AND msg_id <= $1`, to).Scan(&open))
+			assert.Zero(ct, open, "messages not processed yet")
+		}, 5*time.Minute, 10*time.Millisecond)
 	}
 	ages := func(from, to int64) (n int, p50, p99, mx time.Duration) {
 		var a, b, m float64

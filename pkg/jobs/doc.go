@@ -36,11 +36,12 @@
 // airport day) and that are DELETED or not updated for HistoryQuiet. They are read without locks,
 // then each batch is purged in one transaction:
 //
-//	lease check → PIPELINE_LOCK → re-check (same state_version and updated_at, criteria still
-//	met; FOR UPDATE) → flight_history row (flight + every detail table as jsonb) → TOMBSTONE
-//	pair (KAFKA:msg + KAFKA:schd, state_version+1) for an ACTIVE flight → the masters of purged
-//	ACTIVE children: MAFL derived again, version+1, change events (INV-22) → DELETE flight
-//	(details cascade) → commit
+//	lease check → flight_history rows (flight + every detail table as jsonb, for the flights
+//	still at their selected state_version and updated_at) → PIPELINE_LOCK → re-check (same
+//	state_version and updated_at, criteria still met; FOR UPDATE) → the history rows of flights
+//	not confirmed dropped → TOMBSTONE pair (KAFKA:msg + KAFKA:schd, flight.PurgeVersion) for an
+//	ACTIVE flight → the masters of purged ACTIVE children: MAFL derived again, version+1, change
+//	events (INV-22) → DELETE flight (details cascade) → commit
 //
 // A flight the processor changed after selection is kept (INV-18); any failure rolls back the
 // history row, the TOMBSTONE and the delete together. The daily sweep is done for the day once a

@@ -81,107 +81,19 @@ func (j *Jobs) history(ctx context.Context, lease leader.Lease, now time.Time) (
 // TOMBSTONE pair for those purged without a prior delete, and deletes them (details cascade):
 // one transaction under PIPELINE_LOCK, so it commits all of it or nothing (INV-18).
 func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, cands []candidate, dayCutoff, quietCutoff time.Time) (int, error) {
-	n := len(cands)
-	flids, versions, updated := make([]int64, n), make([]int64, n), make([]time.Time, n)
-	for i, c := range cands {
-		flids[i], versions[i], updated[i] = c.flid, c.version, c.updated
-	}
 	var purged []confirmed
 	err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
-		purged = nil
-		// The history documents are built before PIPELINE_LOCK, so the lock is held only for
-		// the re-check and the delete. A document stays only for a flight the re-check finds
-		// at the very state_version (and updated_at) it was built from.
-		rows, err := tx.Query(ctx, historyInsertSQL, flids, versions, updated, now)
-		if err != nil {
-			return fmt.Errorf("write flight history: %w", err)
-		}
-		written, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (historyRow, error) {
-			var h historyRow
-			return h, r.Scan(&h.id, &h.flid, &h.version)
-		})
-		if err != nil {
-			return fmt.Errorf("write flight history: %w", err)
-		}
-		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
-			return fmt.Errorf("take pipeline lock: %w", err)
-		}
-		rows, err = tx.Query(ctx, historyRecheckSQL, flids, versions, updated, dayCutoff, quietCutoff)
-		if err != nil {
-			return fmt.Errorf("re-check purge candidates: %w", err)
-		}
-		purged, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (confirmed, error) {
-			var c confirmed
-			return c, r.Scan(&c.flid, &c.version, &c.state, &c.maid)
-		})
-		if err != nil {
-			return fmt.Errorf("re-check purge candidates: %w", err)
-		}
-		keep := make(map[int64]int64, len(purged))
-		for _, c := range purged {
-			keep[c.flid] = c.version
-		}
-		var stale []int64
-		for _, h := range written {
-			if v, ok := keep[h.flid]; !ok || v != h.version {
-				stale = append(stale, h.id)
-			}
-		}
-		if len(stale) > 0 {
-			if _, err := tx.Exec(ctx, historyDropSQL, stale); err != nil {
-				return fmt.Errorf("drop stale flight history: %w", err)
-			}
-		}
-		if len(purged) == 0 {
-			return nil
-		}
-		if len(written)-len(stale) != len(purged) {
-			return fmt.Errorf("purge: %d history documents for %d flights", len(written)-len(stale), len(purged))
-		}
-		ids := make([]int64, len(purged))
-		gone := make([]*flight.State, len(purged))
-		var events []event.Event
-		for i, c := range purged {
-			ids[i] = c.flid
-			gone[i] = &flight.State{FLID: c.flid, Status: c.state}
-			if c.maid != nil {
-				gone[i].F[flight.MAID] = flight.Int(*c.maid)
-			}
-			if c.state == flight.Deleted {
-				continue // its delete already produced its TOMBSTONE
-			}
-			events = event.Purged(events, c.flid, c.version+1)
-		}
-		// INV-22: the masters of purged ACTIVE children lose them from their MAFL.
-		masters, err := flight.Unlinked(ctx, flightstore.Loader{Tx: tx}, gone)
-		if err != nil {
-			return fmt.Errorf("purge: derive the masters' MAFL: %w", err)
-		}
-		if err := flightstore.Save(ctx, tx, masters, nil, now); err != nil {
-			return fmt.Errorf("purge: bump the masters: %w", err)
-		}
-		for _, m := range masters {
-			events = event.Changed(events, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
-		}
-		if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, historyDeleteSQL, ids)
-		if err != nil {
-			return fmt.Errorf("delete purged flights: %w", err)
-		}
-		if tag.RowsAffected() != int64(len(ids)) {
-			return fmt.Errorf("delete purged flights: %d of %d deleted", tag.RowsAffected(), len(ids))
-		}
-		return nil
+		var err error
+		purged, err = purgeTx(ctx, tx, now, cands, dayCutoff, quietCutoff)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	kept := n - len(purged)
+	kept := len(cands) - len(purged)
 	tombstones := 0
 	for _, c := range purged {
-		if c.state != "DELETED" {
+		if c.state != flight.Deleted {
 			tombstones++
 		}
 	}
@@ -192,4 +104,111 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 	}
 	j.log.Debug().Int("purged", len(purged)).Int("tombstones", tombstones).Msg("history: batch purged")
 	return len(purged), nil
+}
+
+// purgeTx is the transaction of purge; it returns the candidates it purged. The history
+// documents are built before PIPELINE_LOCK, so the lock is held only for the re-check and the
+// delete. A document stays only for a flight the re-check finds at the very state_version (and
+// updated_at) it was built from.
+func purgeTx(ctx context.Context, tx pgx.Tx, now time.Time, cands []candidate, dayCutoff, quietCutoff time.Time) ([]confirmed, error) {
+	n := len(cands)
+	flids, versions, updated := make([]int64, n), make([]int64, n), make([]time.Time, n)
+	for i, c := range cands {
+		flids[i], versions[i], updated[i] = c.flid, c.version, c.updated
+	}
+	rows, err := tx.Query(ctx, historyInsertSQL, flids, versions, updated, now)
+	if err != nil {
+		return nil, fmt.Errorf("write flight history: %w", err)
+	}
+	written, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (historyRow, error) {
+		var h historyRow
+		return h, r.Scan(&h.id, &h.flid, &h.version)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write flight history: %w", err)
+	}
+	if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
+		return nil, fmt.Errorf("take pipeline lock: %w", err)
+	}
+	rows, err = tx.Query(ctx, historyRecheckSQL, flids, versions, updated, dayCutoff, quietCutoff)
+	if err != nil {
+		return nil, fmt.Errorf("re-check purge candidates: %w", err)
+	}
+	purged, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (confirmed, error) {
+		var c confirmed
+		return c, r.Scan(&c.flid, &c.version, &c.state, &c.maid)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("re-check purge candidates: %w", err)
+	}
+	documents, err := dropStaleHistory(ctx, tx, written, purged)
+	if err != nil || len(purged) == 0 {
+		return purged, err
+	}
+	if documents != len(purged) {
+		return nil, fmt.Errorf("purge: %d history documents for %d flights", documents, len(purged))
+	}
+	return purged, removePurged(ctx, tx, now, purged)
+}
+
+// dropStaleHistory deletes the history documents written for flights the re-check did not
+// confirm at the version they were built from, and returns how many documents remain.
+func dropStaleHistory(ctx context.Context, tx pgx.Tx, written []historyRow, purged []confirmed) (int, error) {
+	keep := make(map[int64]int64, len(purged))
+	for _, c := range purged {
+		keep[c.flid] = c.version
+	}
+	var stale []int64
+	for _, h := range written {
+		if v, ok := keep[h.flid]; !ok || v != h.version {
+			stale = append(stale, h.id)
+		}
+	}
+	if len(stale) > 0 {
+		if _, err := tx.Exec(ctx, historyDropSQL, stale); err != nil {
+			return 0, fmt.Errorf("drop stale flight history: %w", err)
+		}
+	}
+	return len(written) - len(stale), nil
+}
+
+// removePurged enqueues the TOMBSTONE pairs of the purged flights not deleted before, takes
+// the purged children out of their masters' MAFL, and deletes the purged flights.
+func removePurged(ctx context.Context, tx pgx.Tx, now time.Time, purged []confirmed) error {
+	ids := make([]int64, len(purged))
+	gone := make([]*flight.State, len(purged))
+	var events []event.Event
+	for i, c := range purged {
+		ids[i] = c.flid
+		gone[i] = &flight.State{FLID: c.flid, Status: c.state}
+		if c.maid != nil {
+			gone[i].F[flight.MAID] = flight.Int(*c.maid)
+		}
+		if c.state == flight.Deleted {
+			continue // its delete already produced its TOMBSTONE
+		}
+		events = event.Purged(events, c.flid, flight.PurgeVersion(c.version))
+	}
+	// INV-22: the masters of purged ACTIVE children lose them from their MAFL.
+	masters, err := flight.Unlinked(ctx, flightstore.Loader{Tx: tx}, gone)
+	if err != nil {
+		return fmt.Errorf("purge: derive the masters' MAFL: %w", err)
+	}
+	if err := flightstore.Save(ctx, tx, masters, nil, now); err != nil {
+		return fmt.Errorf("purge: bump the masters: %w", err)
+	}
+	for _, m := range masters {
+		events = event.Changed(events, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
+	}
+	if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, historyDeleteSQL, ids)
+	if err != nil {
+		return fmt.Errorf("delete purged flights: %w", err)
+	}
+	if tag.RowsAffected() != int64(len(ids)) {
+		return fmt.Errorf("delete purged flights: %d of %d deleted", tag.RowsAffected(), len(ids))
+	}
+	return nil
 }

@@ -65,12 +65,13 @@ func (b *bundle) jobs(t *testing.T) *jobs.Jobs {
 	return j
 }
 
-// switchMarker is the real mailbox, or during an outage a mailbox on a closed port; it counts
-// every marker written per id.
+// switchMarker is the real mailbox, or during an outage a mailbox on a closed port, or failing
+// with a given error; it counts every marker written per id.
 type switchMarker struct {
 	up   *mailbox.Mailbox
 	mu   sync.Mutex
 	down *mailbox.Mailbox
+	fail error // set: every call fails with it
 	// written counts MarkWritten outcomes per id.
 	written map[int64]int
 	calls   map[int64]int
@@ -102,7 +103,11 @@ func (s *switchMarker) MarkEach(ctx context.Context, ids []int64, at time.Time, 
 	for _, id := range ids {
 		s.calls[id]++
 	}
+	fail := s.fail
 	s.mu.Unlock()
+	if fail != nil {
+		return nil, fail
+	}
 	out, err := m.MarkEach(ctx, ids, at, status)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,6 +117,13 @@ func (s *switchMarker) MarkEach(ctx context.Context, ids []int64, at time.Time, 
 		}
 	}
 	return out, err
+}
+
+// failWith makes every call fail with err (nil: no longer).
+func (s *switchMarker) failWith(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = err
 }
 
 func (s *switchMarker) writes(id int64) int {

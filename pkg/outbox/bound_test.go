@@ -11,7 +11,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
-// TestStateClaimBoundedByFlushLimit (issue 16): after a 100,000-event KAFKA:schd backlog (an
+// TestStateClaimBoundedByFlushLimit: after a 100,000-event KAFKA:schd backlog (an
 // outage: 2,000 FLIDs with 49 versions each, and one FLID with 2,000), a flush's claim reads at
 // most the flush limit of FLIDs by index, whatever the backlog: EXPLAIN ANALYZE shows no
 // sequential scan of msg_event, and the msg_event rows its nodes produce stay within a small

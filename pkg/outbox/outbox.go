@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/clip"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/leader"
 )
@@ -394,7 +395,7 @@ func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []F
 	var fatal []bool
 	for _, f := range failures {
 		for _, id := range f.IDs {
-			ids, msgs, fatal = append(ids, id), append(msgs, truncate(f.Err, 2000)), append(fatal, f.Fatal)
+			ids, msgs, fatal = append(ids, id), append(msgs, clip.String(f.Err, maxNote)), append(fatal, f.Fatal)
 		}
 	}
 	if len(ids) == 0 {
@@ -443,7 +444,7 @@ func (s *Store) MarkStatesFailed(ctx context.Context, fence leader.Fence, failur
 	n := len(failures)
 	keys, msgs, fatal, versions := make([]string, n), make([]string, n), make([]bool, n), make([]int64, n)
 	for i, f := range failures {
-		keys[i], msgs[i], fatal[i], versions[i] = f.FLID, truncate(f.Err, 2000), f.Fatal, f.Version
+		keys[i], msgs[i], fatal[i], versions[i] = f.FLID, clip.String(f.Err, maxNote), f.Fatal, f.Version
 	}
 	out, err := s.markFailed(ctx, fence, markStatesFailedSQL, keys, msgs, fatal, now, versions)
 	if err != nil {
@@ -452,12 +453,9 @@ func (s *Store) MarkStatesFailed(ctx context.Context, fence leader.Fence, failur
 	return out, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
+// maxNote bounds, in characters, the free text an event's last_error keeps (a failure's error,
+// an operator's skip note).
+const maxNote = 2000
 
 // TargetStats is the backlog of one target.
 type TargetStats struct {
@@ -590,7 +588,7 @@ func (s *Store) Skip(ctx context.Context, ids []int64, who Admin, now time.Time)
 	if who.Reason == "" {
 		return nil, errors.New("skip: a reason is required")
 	}
-	note := truncate("skipped by "+who.Actor+": "+who.Reason, 2000)
+	note := clip.String("skipped by "+who.Actor+": "+who.Reason, maxNote)
 	return s.admin(ctx, who, "dlq-skip", fmt.Sprintf("ids=%v", ids), now, func(tx pgx.Tx) (pgx.Rows, error) {
 		return tx.Query(ctx, skipSQL, ids, note)
 	})

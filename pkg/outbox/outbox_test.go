@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -358,4 +360,42 @@ func TestClaimHeadsPastAHeldBacklog(t *testing.T) {
 	heads, err = b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1503}, ids(heads))
+}
+
+// Free text written to last_error (a failure's error, an operator's skip note) is bounded in
+// characters, never cut inside one: PostgreSQL refuses a string that is not valid UTF-8, and the
+// mark or the skip would be lost with it.
+func TestFreeTextBoundedInCharacters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1)))
+	lastError := func(id int64) string {
+		var s string
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT last_error FROM msg_event WHERE event_id = $1`, id).Scan(&s))
+		require.True(t, utf8.ValidString(s), "last_error of %d is valid UTF-8", id)
+		return s
+	}
+
+	// 700 characters of three bytes each: a cut at 2,000 bytes would fall inside a character.
+	reason := strings.Repeat("航班取消", 175)
+	out, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1, 2}, Err: "kafka: " + reason, Fatal: true}}, t0)
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	require.Equal(t, "kafka: "+reason, lastError(1), "707 characters are within the bound")
+
+	got, err := b.store.Skip(ctx, []int64{1}, outbox.Admin{Actor: "ops", Reason: reason}, t0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, got)
+	require.Equal(t, "skipped by ops: "+reason, lastError(1))
+
+	// Past the bound of 2,000 characters: cut to it, ending in an ellipsis.
+	long := strings.Repeat("航班取消", 750)
+	got, err = b.store.Skip(ctx, []int64{2}, outbox.Admin{Actor: "ops", Reason: long}, t0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, got)
+	note := lastError(2)
+	require.Equal(t, 2000, utf8.RuneCountInString(note))
+	require.True(t, strings.HasPrefix(note, "skipped by ops: 航班取消"))
+	require.True(t, strings.HasSuffix(note, "…"))
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -46,8 +47,8 @@ func TestGuardChecksAndCloses(t *testing.T) {
 	require.Equal(t, request.Done, got.Status)
 	require.Equal(t, int64(4), got.ResponseID)
 	require.Equal(t, "no-open-request", check(slst, 5).Skip, "a second answer finds the request closed")
-	require.Equal(t, 1.0, counter(t, b.metrics.Responses.WithLabelValues("RQRD", "matched")))
-	require.Equal(t, 4.0, counter(t, b.metrics.Responses.WithLabelValues("RQRD", request.SkipNoOpenRequest)))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Responses.WithLabelValues("RQRD", "matched")))
+	require.Equal(t, 4.0, testutil.ToFloat64(b.metrics.Responses.WithLabelValues("RQRD", request.SkipNoOpenRequest)))
 }
 
 func TestResponsesFromMessages(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -232,9 +233,9 @@ func TestResponseGuardInTheProcessor(t *testing.T) {
 	done = p.get(t, rqrd.ID)
 	require.Equal(t, request.Done, done.Status)
 	require.Equal(t, got[0].ID, done.ResponseID)
-	require.Equal(t, 2.0, counter(t, p.metrics.Responses.WithLabelValues("RQRD", request.SkipNoOpenRequest)),
+	require.Equal(t, 2.0, testutil.ToFloat64(p.metrics.Responses.WithLabelValues("RQRD", request.SkipNoOpenRequest)),
 		"two list RESP skipped: the unsolicited one and the late one")
-	require.Equal(t, 4.0, counter(t, p.metrics.Responses.WithLabelValues("RQFD", request.SkipNoOpenRequest)),
+	require.Equal(t, 4.0, testutil.ToFloat64(p.metrics.Responses.WithLabelValues("RQFD", request.SkipNoOpenRequest)),
 		"unsolicited, before-sent, other-days, twice")
 }
 
@@ -281,7 +282,7 @@ func TestSelfHealingFromUnknownFlightFLOPs(t *testing.T) {
 		if on {
 			require.Equal(t, 1, n, "one request for the day under the burst")
 			require.Equal(t, 1, m, "another operation day is another scope")
-			require.Equal(t, 2.0, counter(t, p.metrics.Triggers.WithLabelValues("self-heal", request.TriggerFired)))
+			require.Equal(t, 2.0, testutil.ToFloat64(p.metrics.Triggers.WithLabelValues("self-heal", request.TriggerFired)))
 		} else {
 			require.Zero(t, n+m, "the trigger is off")
 			require.Zero(t, p.count(t, `SELECT count(*) FROM req_heal_tally`), "off: nothing counted")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -169,8 +170,8 @@ func TestLifecycleExpiresAtTimeout(t *testing.T) {
 	res, err := b.sweeper.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, res.Expired, "not yet due")
-	require.Equal(t, 1.0, gauge(t, b.metrics.Open.WithLabelValues("RQRD")))
-	require.Equal(t, (30*time.Minute - time.Second).Seconds(), gauge(t, b.metrics.OldestOpen.WithLabelValues("RQRD")))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Open.WithLabelValues("RQRD")))
+	require.Equal(t, (30*time.Minute - time.Second).Seconds(), testutil.ToFloat64(b.metrics.OldestOpen.WithLabelValues("RQRD")))
 
 	b.clock.Advance(time.Second)
 	res, err = b.sweeper.Sweep(ctx)
@@ -180,8 +181,8 @@ func TestLifecycleExpiresAtTimeout(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, request.Expired, got.Status)
 	require.Equal(t, request.ReasonTimeout, got.CloseReason)
-	require.Equal(t, 0.0, gauge(t, b.metrics.Open.WithLabelValues("RQRD")))
-	require.Equal(t, 1.0, counter(t, b.metrics.Outcomes.WithLabelValues("RQRD", request.OutcomeExpired)))
+	require.Equal(t, 0.0, testutil.ToFloat64(b.metrics.Open.WithLabelValues("RQRD")))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Outcomes.WithLabelValues("RQRD", request.OutcomeExpired)))
 
 	// A late response finds nothing to close.
 	require.NoError(t, pgx.BeginFunc(ctx, b.pg.Pool, func(tx pgx.Tx) error {

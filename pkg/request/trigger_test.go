@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -62,8 +63,8 @@ func TestSelfHealFiresOncePerDayAndScopeUnderABurst(t *testing.T) {
 		"another operation day is another scope")
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM req_track WHERE actor = 'msgx:self-heal' AND reason LIKE '5 FLOPs for unknown flights of 2026-12-0_ within 10m0s'`),
 		"the request row audits the trigger: actor and reason")
-	require.Equal(t, 2.0, counter(t, b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerFired)))
-	require.Positive(t, counter(t, b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerRateLimited)))
+	require.Equal(t, 2.0, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerFired)))
+	require.Positive(t, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerRateLimited)))
 
 	// Even after the request closed, the same day is not asked again within the cooldown …
 	_, err := b.pg.Pool.Exec(ctx, `UPDATE req_track SET status = 'EXPIRED', closed_at = $1, close_reason = 'timeout'`, b.clock.Now())
@@ -101,8 +102,8 @@ func TestSelfHealOffAndShadow(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, fired)
 	require.Zero(t, b.count(t, `SELECT count(*) FROM req_track`), "nothing is registered when off or in shadow mode")
-	require.Equal(t, 2.0, counter(t, b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerShadow))+
-		counter(t, b.metrics.Triggers.WithLabelValues("bootstrap", request.TriggerShadow)))
+	require.Equal(t, 2.0, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerShadow))+
+		testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("bootstrap", request.TriggerShadow)))
 }
 
 func TestBootstrapOnEmptyFlightTable(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/xdg-go/scram"
@@ -41,67 +42,16 @@ func ApplyPG(ctx context.Context, conn *pgx.Conn, o PGOptions) (Report, error) {
 				return fmt.Errorf("read current schema: %w", err)
 			}
 		}
-		for _, r := range PGRoles {
-			name := Name(o.Prefix, r)
-			var exists bool
-			if err := tx.QueryRow(ctx, pgRoleExistsSQL, name).Scan(&exists); err != nil {
-				return fmt.Errorf("look up role %s: %w", name, err)
-			}
-			if !exists {
-				if err := execRendered(ctx, tx, pgCreateRoleSQL, name, o.ConnLimit); err != nil {
-					return fmt.Errorf("create role %s: %w", name, err)
-				}
-				rep.Created = append(rep.Created, name)
-			}
-			if pw, ok := o.Passwords[r]; ok {
-				v, err := scramVerifier(pw)
-				if err != nil {
-					return fmt.Errorf("password of %s: %w", name, err)
-				}
-				if err := execRendered(ctx, tx, pgPasswordSQL, name, v); err != nil {
-					return fmt.Errorf("set password of %s: %w", name, err)
-				}
-			}
+		if err := pgEnsureRoles(ctx, tx, o, &rep); err != nil {
+			return err
 		}
-		others := make([]string, 0, len(PGRoles)-1)
-		for _, r := range PGRoles[1:] {
-			others = append(others, Name(o.Prefix, r))
+		if err := pgResetPrivileges(ctx, tx, o); err != nil {
+			return err
 		}
-		if err := execRenderedList(ctx, tx, pgSchemaSQL, o.Schema, Name(o.Prefix, Owner), others); err != nil {
-			return fmt.Errorf("schema %s privileges: %w", o.Schema, err)
+		if err := grantTable(ctx, tx, o, &rep); err != nil {
+			return err
 		}
-		for _, name := range others {
-			if err := execRenderedList(ctx, tx, pgRevokeSQL, o.Schema, name); err != nil {
-				return fmt.Errorf("reset privileges of %s: %w", name, err)
-			}
-		}
-		missing := map[string]bool{}
-		for _, g := range pgGrants {
-			name := Name(o.Prefix, g.role)
-			for _, obj := range g.objects {
-				var kind *string
-				err := tx.QueryRow(ctx, pgRelKindSQL, o.Schema, obj).Scan(&kind)
-				if errors.Is(err, pgx.ErrNoRows) {
-					if !missing[obj] {
-						missing[obj] = true
-						rep.Missing = append(rep.Missing, o.Schema+"."+obj)
-					}
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("look up %s.%s: %w", o.Schema, obj, err)
-				}
-				if g.privs == "USAGE" {
-					err = execRendered(ctx, tx, pgGrantSequenceSQL, o.Schema, obj, name)
-				} else {
-					err = execRendered(ctx, tx, pgGrantTableSQL, g.privs, o.Schema, obj, name)
-				}
-				if err != nil {
-					return fmt.Errorf("grant %s on %s.%s to %s: %w", g.privs, o.Schema, obj, name, err)
-				}
-			}
-		}
-		if missing["leader_lease_member"] {
+		if slices.Contains(rep.Missing, o.Schema+".leader_lease_member") {
 			return nil
 		}
 		for _, r := range LeaseRoles {
@@ -115,6 +65,84 @@ func ApplyPG(ctx context.Context, conn *pgx.Conn, o PGOptions) (Report, error) {
 		return Report{}, fmt.Errorf("apply PostgreSQL roles: %w", err)
 	}
 	return rep, nil
+}
+
+// pgEnsureRoles creates the roles that do not exist (listing them in rep.Created) and sets the
+// passwords given.
+func pgEnsureRoles(ctx context.Context, tx pgx.Tx, o PGOptions, rep *Report) error {
+	for _, r := range PGRoles {
+		name := Name(o.Prefix, r)
+		var exists bool
+		if err := tx.QueryRow(ctx, pgRoleExistsSQL, name).Scan(&exists); err != nil {
+			return fmt.Errorf("look up role %s: %w", name, err)
+		}
+		if !exists {
+			if err := execRendered(ctx, tx, pgCreateRoleSQL, name, o.ConnLimit); err != nil {
+				return fmt.Errorf("create role %s: %w", name, err)
+			}
+			rep.Created = append(rep.Created, name)
+		}
+		if pw, ok := o.Passwords[r]; ok {
+			v, err := scramVerifier(pw)
+			if err != nil {
+				return fmt.Errorf("password of %s: %w", name, err)
+			}
+			if err := execRendered(ctx, tx, pgPasswordSQL, name, v); err != nil {
+				return fmt.Errorf("set password of %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// pgResetPrivileges sets the schema's privileges and takes every privilege in it from the roles
+// other than the owner, so that grantTable leaves exactly those of the grant table.
+func pgResetPrivileges(ctx context.Context, tx pgx.Tx, o PGOptions) error {
+	others := make([]string, 0, len(PGRoles)-1)
+	for _, r := range PGRoles[1:] {
+		others = append(others, Name(o.Prefix, r))
+	}
+	if err := execRenderedList(ctx, tx, pgSchemaSQL, o.Schema, Name(o.Prefix, Owner), others); err != nil {
+		return fmt.Errorf("schema %s privileges: %w", o.Schema, err)
+	}
+	for _, name := range others {
+		if err := execRenderedList(ctx, tx, pgRevokeSQL, o.Schema, name); err != nil {
+			return fmt.Errorf("reset privileges of %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// grantTable grants the privileges of the grant table; the objects not there yet are listed once
+// each in rep.Missing.
+func grantTable(ctx context.Context, tx pgx.Tx, o PGOptions, rep *Report) error {
+	missing := map[string]bool{}
+	for _, g := range pgGrants {
+		name := Name(o.Prefix, g.role)
+		for _, obj := range g.objects {
+			var kind *string
+			err := tx.QueryRow(ctx, pgRelKindSQL, o.Schema, obj).Scan(&kind)
+			if errors.Is(err, pgx.ErrNoRows) {
+				if !missing[obj] {
+					missing[obj] = true
+					rep.Missing = append(rep.Missing, o.Schema+"."+obj)
+				}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("look up %s.%s: %w", o.Schema, obj, err)
+			}
+			if g.privs == "USAGE" {
+				err = execRendered(ctx, tx, pgGrantSequenceSQL, o.Schema, obj, name)
+			} else {
+				err = execRendered(ctx, tx, pgGrantTableSQL, g.privs, o.Schema, obj, name)
+			}
+			if err != nil {
+				return fmt.Errorf("grant %s on %s.%s to %s: %w", g.privs, o.Schema, obj, name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // execRendered runs the statement the server renders from sql and args (format with %I/%L).

@@ -426,9 +426,8 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 	require.Len(t, s.Leaders, 4)
 }
 
-// TestProcessorNeedsFlightHistory is the reproduced deployment bug of issue 14: with the grants
-// of the old deploy/k8s/roles.sql (no SELECT on flight_history) the processor could not create a
-// flight; the schedule went DEAD EXHAUSTED and a FLOP for an unknown flight DEAD instead of
+// TestProcessorNeedsFlightHistory: without SELECT on flight_history the processor cannot create
+// a flight; the schedule goes DEAD EXHAUSTED and a FLOP for an unknown flight DEAD instead of
 // SKIPPED. Revoking the grant brings the failure back; TestStagesRunUnderTheirRoles passes with it.
 func TestProcessorNeedsFlightHistory(t *testing.T) {
 	t.Parallel()

@@ -46,6 +46,8 @@ type decoder struct {
 	loc      *time.Location
 	warnings []string
 	counts   []nameCount
+	// flightSeen counts each flight element since startFlight (indexed as flightFields).
+	flightSeen [flightElements]uint16
 }
 
 type nameCount struct {

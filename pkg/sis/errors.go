@@ -3,6 +3,8 @@ package sis
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/msgx/msgx/pkg/clip"
 )
 
 // Class is the pipeline error class of a decode failure (docs/spec.md §5).
@@ -39,25 +41,11 @@ func (e *Error) Error() string {
 
 const maxErrValue = 64
 
-func clip(v string) string {
-	if len(v) <= maxErrValue {
-		return v
-	}
-	n := 0
-	for i := range v {
-		if n == maxErrValue {
-			return v[:i] + "…"
-		}
-		n++
-	}
-	return v
-}
-
 func newErr(c Class, path, value, msg string) *Error {
 	if !utf8.ValidString(value) {
 		value = strconv.Quote(value)
 	}
-	return &Error{Class: c, Path: path, Value: clip(value), Msg: msg}
+	return &Error{Class: c, Path: path, Value: clip.String(value, maxErrValue), Msg: msg}
 }
 
 func malformed(path, value, msg string) *Error { return newErr(ClassMalformed, path, value, msg) }

@@ -1,148 +1,110 @@
 package sis
 
 import (
-	"strconv"
 	"time"
 )
 
-// entry states returned by the collection entry decoders.
-const (
-	entryItem  = iota // a real entry
-	entryEmpty        // an empty entry: dropped
-	entryClear        // the bare "remove all" form (DELY, ERUT, SRVT)
-)
-
-type entryDecoder[T any] func(x *decoder, ni int32, path string) (T, int, *Error)
-
-func addEntry[T any](x *decoder, l *List[T], ci int32, parent string, dec entryDecoder[T]) *Error {
-	name := x.node(ci).name
-	path := parent + "/" + name + "[" + strconv.Itoa(x.next(name)) + "]"
-	v, state, err := dec(x, ci, path)
-	if err != nil {
-		return err
-	}
-	l.Present = true
-	if l.Items == nil {
-		l.Items = []T{}
-	}
-	switch state {
-	case entryItem:
-		l.Items = append(l.Items, v)
-	case entryClear:
-		l.ClearAll = true
-	}
-	return nil
+// flightFields is the one list of the elements of a flight record (a FLTR, and the payload of
+// a FLOP): each element's name with the setter that decodes it into its field. The record
+// decoder, the FLOP payload and the FLOP's ignored-element warning all read it.
+var flightFields = [...]elem[FlightRecord]{
+	{"FLID", id(12, func(r *FlightRecord) *Field[int64] { return &r.FLID })},
+	{"FFID", str(func(r *FlightRecord) *Field[string] { return &r.FFID })},
+	{"ALCD", str(func(r *FlightRecord) *Field[string] { return &r.ALCD })},
+	{"ALSC", str(func(r *FlightRecord) *Field[string] { return &r.ALSC })},
+	{"FLNO", str(func(r *FlightRecord) *Field[string] { return &r.FLNO })},
+	{"MVIN", str(func(r *FlightRecord) *Field[string] { return &r.MVIN })},
+	{"SODT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.SODT })},
+	{"FLTY", str(func(r *FlightRecord) *Field[string] { return &r.FLTY })},
+	{"FLIN", str(func(r *FlightRecord) *Field[string] { return &r.FLIN })},
+	{"ROUT", list(routeEntry.decode, func(r *FlightRecord) *List[RouteEntry] { return &r.ROUT })},
+	{"ERUT", list(routeEntry.decode, func(r *FlightRecord) *List[RouteEntry] { return &r.ERUT })},
+	{"ACFT", str(func(r *FlightRecord) *Field[string] { return &r.ACFT })},
+	{"RENO", str(func(r *FlightRecord) *Field[string] { return &r.RENO })},
+	{"TAOP", str(func(r *FlightRecord) *Field[string] { return &r.TAOP })},
+	{"TAFL", str(func(r *FlightRecord) *Field[string] { return &r.TAFL })},
+	{"TAID", id(12, func(r *FlightRecord) *Field[int64] { return &r.TAID })},
+	{"TRML", str(func(r *FlightRecord) *Field[string] { return &r.TRML })},
+	{"MAXP", num(maxSmallint, func(r *FlightRecord) *Field[int] { return &r.MAXP })},
+	{"STND", str(func(r *FlightRecord) *Field[string] { return &r.STND })},
+	{"PSDT", list(standEntry.decode, func(r *FlightRecord) *List[StandAllocation] { return &r.PSDT })},
+	{"PHAG", id(10, func(r *FlightRecord) *Field[int64] { return &r.PHAG })},
+	{"FHAG", id(10, func(r *FlightRecord) *Field[int64] { return &r.FHAG })},
+	{"MHAG", id(10, func(r *FlightRecord) *Field[int64] { return &r.MHAG })},
+	{"EXSC", str(func(r *FlightRecord) *Field[string] { return &r.EXSC })},
+	{"EXSR", str(func(r *FlightRecord) *Field[string] { return &r.EXSR })},
+	{"FTSS", str(func(r *FlightRecord) *Field[string] { return &r.FTSS })},
+	{"CHDT", list(chuteEntry.decode, func(r *FlightRecord) *List[ChuteAllocation] { return &r.CHDT })},
+	{"GTDT", list(gateEntry.decode, func(r *FlightRecord) *List[GateAllocation] { return &r.GTDT })},
+	{"CKDT", list(checkinEntry.decode, func(r *FlightRecord) *List[CheckinAllocation] { return &r.CKDT })},
+	{"CLDT", list(carouselEntry.decode, func(r *FlightRecord) *List[CarouselAllocation] { return &r.CLDT })},
+	{"FDIV", diversion},
+	{"FRET", irregular("REID", func(r *FlightRecord) *Field[Irregular] { return &r.FRET })},
+	{"FLAB", irregular("ARES", func(r *FlightRecord) *Field[Irregular] { return &r.FLAB })},
+	{"CSOP", str(func(r *FlightRecord) *Field[string] { return &r.CSOP })},
+	{"CSFT", str(func(r *FlightRecord) *Field[string] { return &r.CSFT })},
+	{"MAID", id(12, func(r *FlightRecord) *Field[int64] { return &r.MAID })},
+	{"ESTT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.ESTT })},
+	{"ACTT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.ACTT })},
+	{"APPT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.APPT })},
+	{"BOTM", tm(func(r *FlightRecord) *Field[time.Time] { return &r.BOTM })},
+	{"LACL", tm(func(r *FlightRecord) *Field[time.Time] { return &r.LACL })},
+	{"FINT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.FINT })},
+	{"CNCL", tm(func(r *FlightRecord) *Field[time.Time] { return &r.CNCL })},
+	{"EGSR", tm(func(r *FlightRecord) *Field[time.Time] { return &r.EGSR })},
+	{"EGST", tm(func(r *FlightRecord) *Field[time.Time] { return &r.EGST })},
+	{"PEDT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.PEDT })},
+	{"NEAT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.NEAT })},
+	{"PADT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.PADT })},
+	{"NAAT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.NAAT })},
+	{"COBT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.COBT })},
+	{"CTOT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.CTOT })},
+	{"TOBT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.TOBT })},
+	{"EOBT", tm(func(r *FlightRecord) *Field[time.Time] { return &r.EOBT })},
+	{"IEST", tm(func(r *FlightRecord) *Field[time.Time] { return &r.IEST })},
+	{"RUNW", str(func(r *FlightRecord) *Field[string] { return &r.RUNW })},
+	{"PORT", list(portEntry.decode, func(r *FlightRecord) *List[Port] { return &r.PORT })},
+	{"TIPT", list(tractorEntry.decode, func(r *FlightRecord) *List[TractorInPlace] { return &r.TIPT })},
+	{"PSHT", list(pushEntry.decode, func(r *FlightRecord) *List[Push] { return &r.PSHT })},
+	{"DELY", list(decDelay, func(r *FlightRecord) *List[Delay] { return &r.DELY })},
+	{"SRVT", list(serviceEntry.decode, func(r *FlightRecord) *List[Service] { return &r.SRVT })},
+	{"ABTM", list(airbridgeEntry.decode, func(r *FlightRecord) *List[Airbridge] { return &r.ABTM })},
+	{"CHOT", list(chockEntry.decode, func(r *FlightRecord) *List[Chock] { return &r.CHOT })},
+	{"VIPF", list(vipEntry.decode, func(r *FlightRecord) *List[VIP] { return &r.VIPF })},
+	{"REMC", str(func(r *FlightRecord) *Field[string] { return &r.REMC })},
+	{"VIPP", num(maxSmallint, func(r *FlightRecord) *Field[int] { return &r.VIPP })},
+	{"VIPR", num(9, func(r *FlightRecord) *Field[int] { return &r.VIPR })},
+	{"LBNO", num(maxSmallint, func(r *FlightRecord) *Field[int] { return &r.LBNO })},
+	{"LBWT", weight},
+	{"PAXC", num(maxSmallint, func(r *FlightRecord) *Field[int] { return &r.PAXC })},
 }
 
-func unknown(path, name string) *Error {
-	return codecErr(path+"/"+name, name, "unknown element")
+// flightElements is the length of flightFields, a constant so that the decoder can count
+// the elements in an array (its type cannot refer to flightFields, whose setters refer to it).
+const flightElements = 69
+
+// Compiles only while flightElements is the length of flightFields.
+const _ = uint(len(flightFields)-flightElements) + uint(flightElements-len(flightFields))
+
+// flightIndex maps an element name to its place in flightFields.
+var flightIndex = func() map[string]int {
+	m := make(map[string]int, len(flightFields))
+	for i, f := range flightFields {
+		m[f.name] = i
+	}
+	return m
+}()
+
+// isFlightElement reports whether name is an element of a flight record.
+func isFlightElement(name string) bool {
+	_, ok := flightIndex[name]
+	return ok
 }
 
-// flightElements is every element name flightField understands.
-var flightElements = map[string]bool{}
-
-func init() {
-	for _, n := range []string{
-		"FLID", "FFID", "ALCD", "ALSC", "FLNO", "MVIN", "SODT", "FLTY", "FLIN", "ROUT", "ERUT",
-		"ACFT", "RENO", "TAOP", "TAFL", "TAID", "TRML", "MAXP", "STND", "PSDT", "PHAG", "FHAG",
-		"MHAG", "EXSC", "EXSR", "FTSS", "CHDT", "GTDT", "CKDT", "CLDT", "FDIV", "FRET", "FLAB",
-		"CSOP", "CSFT", "MAID", "ESTT", "ACTT", "APPT", "BOTM", "LACL", "FINT", "CNCL", "EGSR",
-		"EGST", "PEDT", "NEAT", "PADT", "NAAT", "COBT", "CTOT", "TOBT", "EOBT", "IEST", "RUNW",
-		"PORT", "TIPT", "PSHT", "DELY", "SRVT", "ABTM", "CHOT", "VIPF", "REMC", "VIPP", "VIPR",
-		"LBNO", "LBWT", "PAXC",
-	} {
-		flightElements[n] = true
-	}
-}
-
-func (r *FlightRecord) strField(name string) *Field[string] {
-	switch name {
-	case "FFID":
-		return &r.FFID
-	case "ALCD":
-		return &r.ALCD
-	case "ALSC":
-		return &r.ALSC
-	case "FLNO":
-		return &r.FLNO
-	case "MVIN":
-		return &r.MVIN
-	case "FLTY":
-		return &r.FLTY
-	case "FLIN":
-		return &r.FLIN
-	case "ACFT":
-		return &r.ACFT
-	case "RENO":
-		return &r.RENO
-	case "TAOP":
-		return &r.TAOP
-	case "TAFL":
-		return &r.TAFL
-	case "TRML":
-		return &r.TRML
-	case "STND":
-		return &r.STND
-	case "EXSC":
-		return &r.EXSC
-	case "EXSR":
-		return &r.EXSR
-	case "FTSS":
-		return &r.FTSS
-	case "CSOP":
-		return &r.CSOP
-	case "CSFT":
-		return &r.CSFT
-	case "RUNW":
-		return &r.RUNW
-	case "REMC":
-		return &r.REMC
-	}
-	return nil
-}
-
-func (r *FlightRecord) timeField(name string) *Field[time.Time] {
-	switch name {
-	case "SODT":
-		return &r.SODT
-	case "ESTT":
-		return &r.ESTT
-	case "ACTT":
-		return &r.ACTT
-	case "APPT":
-		return &r.APPT
-	case "BOTM":
-		return &r.BOTM
-	case "LACL":
-		return &r.LACL
-	case "FINT":
-		return &r.FINT
-	case "CNCL":
-		return &r.CNCL
-	case "EGSR":
-		return &r.EGSR
-	case "EGST":
-		return &r.EGST
-	case "PEDT":
-		return &r.PEDT
-	case "NEAT":
-		return &r.NEAT
-	case "PADT":
-		return &r.PADT
-	case "NAAT":
-		return &r.NAAT
-	case "COBT":
-		return &r.COBT
-	case "CTOT":
-		return &r.CTOT
-	case "TOBT":
-		return &r.TOBT
-	case "EOBT":
-		return &r.EOBT
-	case "IEST":
-		return &r.IEST
-	}
-	return nil
+// startFlight resets the element counts before the elements of a record or FLOP payload.
+func (x *decoder) startFlight() {
+	clear(x.flightSeen[:])
+	x.counts = x.counts[:0]
 }
 
 // flightRecord decodes a FLTR element.
@@ -150,7 +112,7 @@ func (x *decoder) flightRecord(ni int32, path string, r *FlightRecord) *Error {
 	if err := x.noText(ni, path); err != nil {
 		return err
 	}
-	x.counts = x.counts[:0]
+	x.startFlight()
 	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
 		ok, err := x.flightField(r, c, path)
 		if err != nil {
@@ -165,86 +127,44 @@ func (x *decoder) flightRecord(ni int32, path string, r *FlightRecord) *Error {
 
 // flightField decodes child ci into r; false when ci is not a flight element.
 func (x *decoder) flightField(r *FlightRecord, ci int32, parent string) (bool, *Error) {
-	name := x.node(ci).name
-	if f := r.strField(name); f != nil {
-		return true, x.setStr(f, ci, parent, name)
+	i, ok := flightIndex[x.node(ci).name]
+	if !ok {
+		return false, nil
 	}
-	if f := r.timeField(name); f != nil {
-		return true, x.setTime(f, ci, parent)
+	x.flightSeen[i]++
+	_, err := flightFields[i].set(x, r, ci, parent, int(x.flightSeen[i]))
+	return true, err
+}
+
+// weight decodes LBWT, a decimal(11,2) kept as validated text.
+func weight(x *decoder, r *FlightRecord, ci int32, parent string, _ int) (bool, *Error) {
+	if r.LBWT.Present {
+		return false, dup(parent+"/LBWT", x.node(ci).text)
 	}
-	switch name {
-	case "FLID":
-		return true, x.setID(&r.FLID, ci, parent, 12)
-	case "TAID":
-		return true, x.setID(&r.TAID, ci, parent, 12)
-	case "MAID":
-		return true, x.setID(&r.MAID, ci, parent, 12)
-	case "PHAG":
-		return true, x.setID(&r.PHAG, ci, parent, 10)
-	case "FHAG":
-		return true, x.setID(&r.FHAG, ci, parent, 10)
-	case "MHAG":
-		return true, x.setID(&r.MHAG, ci, parent, 10)
-	case "MAXP":
-		return true, x.setInt(&r.MAXP, ci, parent, maxSmallint)
-	case "VIPP":
-		return true, x.setInt(&r.VIPP, ci, parent, maxSmallint)
-	case "VIPR":
-		return true, x.setInt(&r.VIPR, ci, parent, 9)
-	case "LBNO":
-		return true, x.setInt(&r.LBNO, ci, parent, maxSmallint)
-	case "PAXC":
-		return true, x.setInt(&r.PAXC, ci, parent, maxSmallint)
-	case "LBWT":
-		if r.LBWT.Present {
-			return true, dup(parent+"/LBWT", x.node(ci).text)
-		}
-		v, err := x.leaf(ci, parent+"/LBWT")
-		if err != nil {
-			return true, err
-		}
-		if v != "" && !isDecimal(v) {
-			return true, protocol(parent+"/LBWT", v, "must be a decimal with at most 2 fraction digits")
-		}
-		return true, strValue(&r.LBWT, v, parent, "/LBWT", "LBWT")
-	case "FDIV":
-		return true, x.setDiversion(&r.FDIV, ci, parent)
-	case "FRET":
-		return true, x.setIrregular(&r.FRET, ci, parent, "REID")
-	case "FLAB":
-		return true, x.setIrregular(&r.FLAB, ci, parent, "ARES")
-	case "ROUT":
-		return true, addEntry(x, &r.ROUT, ci, parent, decRoute)
-	case "ERUT":
-		return true, addEntry(x, &r.ERUT, ci, parent, decRoute)
-	case "PSDT":
-		return true, addEntry(x, &r.PSDT, ci, parent, decStand)
-	case "GTDT":
-		return true, addEntry(x, &r.GTDT, ci, parent, decGate)
-	case "CKDT":
-		return true, addEntry(x, &r.CKDT, ci, parent, decCheckin)
-	case "CLDT":
-		return true, addEntry(x, &r.CLDT, ci, parent, decCarousel)
-	case "CHDT":
-		return true, addEntry(x, &r.CHDT, ci, parent, decChute)
-	case "CHOT":
-		return true, addEntry(x, &r.CHOT, ci, parent, decChock)
-	case "ABTM":
-		return true, addEntry(x, &r.ABTM, ci, parent, decAirbridge)
-	case "PORT":
-		return true, addEntry(x, &r.PORT, ci, parent, decPort)
-	case "TIPT":
-		return true, addEntry(x, &r.TIPT, ci, parent, decTractor)
-	case "PSHT":
-		return true, addEntry(x, &r.PSHT, ci, parent, decPush)
-	case "DELY":
-		return true, addEntry(x, &r.DELY, ci, parent, decDelay)
-	case "SRVT":
-		return true, addEntry(x, &r.SRVT, ci, parent, decService)
-	case "VIPF":
-		return true, addEntry(x, &r.VIPF, ci, parent, decVIP)
+	v, err := x.leafIn(ci, parent)
+	if err != nil {
+		return false, err
 	}
-	return false, nil
+	if v != "" && !isDecimal(v) {
+		return false, protocol(parent+"/LBWT", v, "must be a decimal with at most 2 fraction digits")
+	}
+	err = strValue(&r.LBWT, v, parent, "/LBWT", "LBWT")
+	return r.LBWT.HasValue(), err
+}
+
+// diversion decodes FDIV.
+func diversion(x *decoder, r *FlightRecord, ci int32, parent string, _ int) (bool, *Error) {
+	err := x.setDiversion(&r.FDIV, ci, parent)
+	return r.FDIV.HasValue(), err
+}
+
+// irregular decodes FRET or FLAB, whose indicator is the attribute attrName.
+func irregular(attrName string, field func(*FlightRecord) *Field[Irregular]) setter[FlightRecord] {
+	return func(x *decoder, r *FlightRecord, ci int32, parent string, _ int) (bool, *Error) {
+		f := field(r)
+		err := x.setIrregular(f, ci, parent, attrName)
+		return f.HasValue(), err
+	}
 }
 
 func (x *decoder) setDiversion(f *Field[Diversion], ci int32, parent string) *Error {
@@ -310,392 +230,151 @@ func (x *decoder) setIrregular(f *Field[Irregular], ci int32, parent, attrName s
 	return nil
 }
 
-func required(ok bool, path, msg string) *Error {
-	if ok {
-		return nil
-	}
-	return protocol(path, "", msg)
-}
+// The kinds of collection entry of a flight record.
+var (
+	routeEntry = newEntryKind(entryKind[RouteEntry]{
+		seq: "RTNO", seqField: func(e *RouteEntry) *Field[int] { return &e.RTNO }, seqReq: true,
+		elems: []elem[RouteEntry]{
+			{"APCD", str(func(e *RouteEntry) *Field[string] { return &e.APCD })},
+			{"SCAT", tm(func(e *RouteEntry) *Field[time.Time] { return &e.SCAT })},
+			{"SCDT", tm(func(e *RouteEntry) *Field[time.Time] { return &e.SCDT })},
+		},
+		blank: entryClear, key: "APCD",
+	})
+	standEntry = newEntryKind(entryKind[StandAllocation]{
+		seq: "PSNO", seqField: func(e *StandAllocation) *Field[int] { return &e.PSNO }, seqReq: true,
+		elems: []elem[StandAllocation]{
+			{"PSST", str(func(e *StandAllocation) *Field[string] { return &e.PSST })},
+			{"STST", tm(func(e *StandAllocation) *Field[time.Time] { return &e.STST })},
+			{"STET", tm(func(e *StandAllocation) *Field[time.Time] { return &e.STET })},
+		},
+		blank: entryEmpty, key: "PSST",
+	})
+	gateEntry = newEntryKind(entryKind[GateAllocation]{
+		seq: "GTNO", seqField: func(e *GateAllocation) *Field[int] { return &e.GTNO }, seqReq: true,
+		elems: []elem[GateAllocation]{
+			{"GATE", str(func(e *GateAllocation) *Field[string] { return &e.GATE })},
+			{"GTYP", str(func(e *GateAllocation) *Field[string] { return &e.GTYP })},
+			{"PGOT", tm(func(e *GateAllocation) *Field[time.Time] { return &e.PGOT })},
+			{"PGCT", tm(func(e *GateAllocation) *Field[time.Time] { return &e.PGCT })},
+			{"GOTM", tm(func(e *GateAllocation) *Field[time.Time] { return &e.GOTM })},
+			{"GCTM", tm(func(e *GateAllocation) *Field[time.Time] { return &e.GCTM })},
+		},
+		blank: entryEmpty, key: "GATE",
+	})
+	checkinEntry = newEntryKind(entryKind[CheckinAllocation]{
+		seq: "CKNO", seqField: func(e *CheckinAllocation) *Field[int] { return &e.CKNO }, seqReq: true,
+		elems: []elem[CheckinAllocation]{
+			{"CHKC", str(func(e *CheckinAllocation) *Field[string] { return &e.CHKC })},
+			{"CCLS", str(func(e *CheckinAllocation) *Field[string] { return &e.CCLS })},
+			{"CTYP", str(func(e *CheckinAllocation) *Field[string] { return &e.CTYP })},
+			{"PCOT", tm(func(e *CheckinAllocation) *Field[time.Time] { return &e.PCOT })},
+			{"PCCT", tm(func(e *CheckinAllocation) *Field[time.Time] { return &e.PCCT })},
+			{"COTM", tm(func(e *CheckinAllocation) *Field[time.Time] { return &e.COTM })},
+			{"CCTM", tm(func(e *CheckinAllocation) *Field[time.Time] { return &e.CCTM })},
+		},
+		blank: entryEmpty, key: "CHKC",
+	})
+	carouselEntry = newEntryKind(entryKind[CarouselAllocation]{
+		seq: "CLNO", seqField: func(e *CarouselAllocation) *Field[int] { return &e.CLNO }, seqReq: true,
+		elems: []elem[CarouselAllocation]{
+			{"BELT", str(func(e *CarouselAllocation) *Field[string] { return &e.BELT })},
+			{"BCLS", str(func(e *CarouselAllocation) *Field[string] { return &e.BCLS })},
+			{"BTYP", str(func(e *CarouselAllocation) *Field[string] { return &e.BTYP })},
+			{"PCOT", tm(func(e *CarouselAllocation) *Field[time.Time] { return &e.PCOT })},
+			{"PCCT", tm(func(e *CarouselAllocation) *Field[time.Time] { return &e.PCCT })},
+			{"FBAG", tm(func(e *CarouselAllocation) *Field[time.Time] { return &e.FBAG })},
+			{"LBAG", tm(func(e *CarouselAllocation) *Field[time.Time] { return &e.LBAG })},
+		},
+		blank: entryEmpty, key: "BELT",
+	})
+	chuteEntry = newEntryKind(entryKind[ChuteAllocation]{
+		seq: "CHNO", seqField: func(e *ChuteAllocation) *Field[int] { return &e.CHNO }, seqReq: true,
+		elems: []elem[ChuteAllocation]{
+			{"CHUT", str(func(e *ChuteAllocation) *Field[string] { return &e.CHUT })},
+			{"CCLS", str(func(e *ChuteAllocation) *Field[string] { return &e.CCLS })},
+			{"CTYP", str(func(e *ChuteAllocation) *Field[string] { return &e.CTYP })},
+			{"PCBT", tm(func(e *ChuteAllocation) *Field[time.Time] { return &e.PCBT })},
+			{"PCET", tm(func(e *ChuteAllocation) *Field[time.Time] { return &e.PCET })},
+			{"CBTM", tm(func(e *ChuteAllocation) *Field[time.Time] { return &e.CBTM })},
+			{"CETM", tm(func(e *ChuteAllocation) *Field[time.Time] { return &e.CETM })},
+		},
+		blank: entryEmpty, key: "CHUT",
+	})
+	chockEntry = newEntryKind(entryKind[Chock]{
+		seq: "CSNO", seqField: func(e *Chock) *Field[int] { return &e.CSNO }, seqReq: true,
+		elems: []elem[Chock]{
+			{"CHTM", tm(func(e *Chock) *Field[time.Time] { return &e.CHTM })},
+			{"CHID", str(func(e *Chock) *Field[string] { return &e.CHID })},
+			{"CHST", str(func(e *Chock) *Field[string] { return &e.CHST })},
+		},
+		blank: entryEmpty, key: "CHST",
+	})
+	airbridgeEntry = newEntryKind(entryKind[Airbridge]{
+		seq: "ASNO", seqField: func(e *Airbridge) *Field[int] { return &e.ASNO }, seqReq: true,
+		elems: []elem[Airbridge]{
+			{"ABDG", str(func(e *Airbridge) *Field[string] { return &e.ABDG })},
+			{"ABOP", str(func(e *Airbridge) *Field[string] { return &e.ABOP })},
+			{"AOTM", tm(func(e *Airbridge) *Field[time.Time] { return &e.AOTM })},
+		},
+		blank: entryEmpty, key: "ABDG",
+	})
+	portEntry = newEntryKind(entryKind[Port]{
+		elems: []elem[Port]{
+			{"POTM", tm(func(e *Port) *Field[time.Time] { return &e.POTM })},
+			{"POID", str(func(e *Port) *Field[string] { return &e.POID })},
+		},
+		blank: entryEmpty, key: "POID", keyMsg: "POID required (O or C)",
+	})
+	tractorEntry = newEntryKind(entryKind[TractorInPlace]{
+		elems: []elem[TractorInPlace]{
+			{"TRTM", tm(func(e *TractorInPlace) *Field[time.Time] { return &e.TRTM })},
+			{"TRST", str(func(e *TractorInPlace) *Field[string] { return &e.TRST })},
+		},
+		blank: entryEmpty, key: "TRST",
+	})
+	pushEntry = newEntryKind(entryKind[Push]{
+		seq: "PSHN", seqField: func(e *Push) *Field[int] { return &e.PSHN },
+		elems: []elem[Push]{
+			{"PSTM", tm(func(e *Push) *Field[time.Time] { return &e.PSTM })},
+			{"PSID", str(func(e *Push) *Field[string] { return &e.PSID })},
+			{"PUST", str(func(e *Push) *Field[string] { return &e.PUST })},
+		},
+		blank: entryEmpty, key: "PUST",
+	})
+	serviceEntry = newEntryKind(entryKind[Service]{
+		elems: []elem[Service]{
+			{"SRTC", str(func(e *Service) *Field[string] { return &e.SRTC })},
+			{"SRQT", num(maxSmallint, func(e *Service) *Field[int] { return &e.SRQT })},
+			{"SRST", tm(func(e *Service) *Field[time.Time] { return &e.SRST })},
+			{"SRET", tm(func(e *Service) *Field[time.Time] { return &e.SRET })},
+			{"SRPR", id(10, func(e *Service) *Field[int64] { return &e.SRPR })},
+			{"SANR", str(func(e *Service) *Field[string] { return &e.SANR })},
+			{"SARR", str(func(e *Service) *Field[string] { return &e.SARR })},
+		},
+		blank: entryClear, key: "SRTC",
+	})
+	// docs/sis.md §e.2: VIPF entries without VPCD are ignored.
+	vipEntry = newEntryKind(entryKind[VIP]{
+		elems: []elem[VIP]{
+			{"VPCD", str(func(e *VIP) *Field[string] { return &e.VPCD })},
+			{"VFES", num(maxSmallint, func(e *VIP) *Field[int] { return &e.VFES })},
+			{"VIPT", list(vipServiceEntry.decode, func(e *VIP) *List[VIPService] { return &e.VIPT })},
+		},
+		blank: entryEmpty, key: "VPCD", orphan: "VIPF entry without VPCD ignored",
+	})
+	vipServiceEntry = newEntryKind(entryKind[VIPService]{
+		elems: []elem[VIPService]{
+			{"VSCD", str(func(e *VIPService) *Field[string] { return &e.VSCD })},
+			{"VTQY", id(18, func(e *VIPService) *Field[int64] { return &e.VTQY })},
+			{"VTST", tm(func(e *VIPService) *Field[time.Time] { return &e.VTST })},
+			{"VTET", tm(func(e *VIPService) *Field[time.Time] { return &e.VTET })},
+		},
+		blank: entryEmpty, key: "VSCD",
+	})
+)
 
-func decRoute(x *decoder, ni int32, path string) (RouteEntry, int, *Error) {
-	var e RouteEntry
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.RTNO, ni, path, "RTNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "APCD":
-			err = x.setStr(&e.APCD, c, path, "APCD")
-		case "SCAT":
-			err = x.setTime(&e.SCAT, c, path)
-		case "SCDT":
-			err = x.setTime(&e.SCDT, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !e.RTNO.HasValue() && !e.APCD.HasValue() && !e.SCAT.HasValue() && !e.SCDT.HasValue() {
-		return e, entryClear, nil
-	}
-	if err := required(e.RTNO.HasValue(), path+"@RTNO", "RTNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.APCD.HasValue(), path+"/APCD", "APCD required")
-}
-
-func decStand(x *decoder, ni int32, path string) (StandAllocation, int, *Error) {
-	var e StandAllocation
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.PSNO, ni, path, "PSNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "PSST":
-			err = x.setStr(&e.PSST, c, path, "PSST")
-		case "STST":
-			err = x.setTime(&e.STST, c, path)
-		case "STET":
-			err = x.setTime(&e.STET, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !e.PSNO.HasValue() && !e.PSST.HasValue() && !e.STST.HasValue() && !e.STET.HasValue() {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.PSNO.HasValue(), path+"@PSNO", "PSNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.PSST.HasValue(), path+"/PSST", "PSST required")
-}
-
-func decGate(x *decoder, ni int32, path string) (GateAllocation, int, *Error) {
-	var e GateAllocation
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.GTNO, ni, path, "GTNO"); err != nil {
-		return e, 0, err
-	}
-	any := e.GTNO.HasValue()
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "GATE":
-			err = x.setStr(&e.GATE, c, path, "GATE")
-		case "GTYP":
-			err = x.setStr(&e.GTYP, c, path, "GTYP")
-		case "PGOT":
-			err = x.setTime(&e.PGOT, c, path)
-		case "PGCT":
-			err = x.setTime(&e.PGCT, c, path)
-		case "GOTM":
-			err = x.setTime(&e.GOTM, c, path)
-		case "GCTM":
-			err = x.setTime(&e.GCTM, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	any = any || e.GATE.HasValue() || e.GTYP.HasValue() || e.PGOT.HasValue() || e.PGCT.HasValue() || e.GOTM.HasValue() || e.GCTM.HasValue()
-	if !any {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.GTNO.HasValue(), path+"@GTNO", "GTNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.GATE.HasValue(), path+"/GATE", "GATE required")
-}
-
-func decCheckin(x *decoder, ni int32, path string) (CheckinAllocation, int, *Error) {
-	var e CheckinAllocation
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.CKNO, ni, path, "CKNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "CHKC":
-			err = x.setStr(&e.CHKC, c, path, "CHKC")
-		case "CCLS":
-			err = x.setStr(&e.CCLS, c, path, "CCLS")
-		case "CTYP":
-			err = x.setStr(&e.CTYP, c, path, "CTYP")
-		case "PCOT":
-			err = x.setTime(&e.PCOT, c, path)
-		case "PCCT":
-			err = x.setTime(&e.PCCT, c, path)
-		case "COTM":
-			err = x.setTime(&e.COTM, c, path)
-		case "CCTM":
-			err = x.setTime(&e.CCTM, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.CKNO.HasValue() || e.CHKC.HasValue() || e.CCLS.HasValue() || e.CTYP.HasValue() || e.PCOT.HasValue() ||
-		e.PCCT.HasValue() || e.COTM.HasValue() || e.CCTM.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.CKNO.HasValue(), path+"@CKNO", "CKNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.CHKC.HasValue(), path+"/CHKC", "CHKC required")
-}
-
-func decCarousel(x *decoder, ni int32, path string) (CarouselAllocation, int, *Error) {
-	var e CarouselAllocation
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.CLNO, ni, path, "CLNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "BELT":
-			err = x.setStr(&e.BELT, c, path, "BELT")
-		case "BCLS":
-			err = x.setStr(&e.BCLS, c, path, "BCLS")
-		case "BTYP":
-			err = x.setStr(&e.BTYP, c, path, "BTYP")
-		case "PCOT":
-			err = x.setTime(&e.PCOT, c, path)
-		case "PCCT":
-			err = x.setTime(&e.PCCT, c, path)
-		case "FBAG":
-			err = x.setTime(&e.FBAG, c, path)
-		case "LBAG":
-			err = x.setTime(&e.LBAG, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.CLNO.HasValue() || e.BELT.HasValue() || e.BCLS.HasValue() || e.BTYP.HasValue() || e.PCOT.HasValue() ||
-		e.PCCT.HasValue() || e.FBAG.HasValue() || e.LBAG.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.CLNO.HasValue(), path+"@CLNO", "CLNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.BELT.HasValue(), path+"/BELT", "BELT required")
-}
-
-func decChute(x *decoder, ni int32, path string) (ChuteAllocation, int, *Error) {
-	var e ChuteAllocation
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.CHNO, ni, path, "CHNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "CHUT":
-			err = x.setStr(&e.CHUT, c, path, "CHUT")
-		case "CCLS":
-			err = x.setStr(&e.CCLS, c, path, "CCLS")
-		case "CTYP":
-			err = x.setStr(&e.CTYP, c, path, "CTYP")
-		case "PCBT":
-			err = x.setTime(&e.PCBT, c, path)
-		case "PCET":
-			err = x.setTime(&e.PCET, c, path)
-		case "CBTM":
-			err = x.setTime(&e.CBTM, c, path)
-		case "CETM":
-			err = x.setTime(&e.CETM, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.CHNO.HasValue() || e.CHUT.HasValue() || e.CCLS.HasValue() || e.CTYP.HasValue() || e.PCBT.HasValue() ||
-		e.PCET.HasValue() || e.CBTM.HasValue() || e.CETM.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.CHNO.HasValue(), path+"@CHNO", "CHNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.CHUT.HasValue(), path+"/CHUT", "CHUT required")
-}
-
-func decChock(x *decoder, ni int32, path string) (Chock, int, *Error) {
-	var e Chock
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.CSNO, ni, path, "CSNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "CHTM":
-			err = x.setTime(&e.CHTM, c, path)
-		case "CHID":
-			err = x.setStr(&e.CHID, c, path, "CHID")
-		case "CHST":
-			err = x.setStr(&e.CHST, c, path, "CHST")
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.CSNO.HasValue() || e.CHTM.HasValue() || e.CHID.HasValue() || e.CHST.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.CSNO.HasValue(), path+"@CSNO", "CSNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.CHST.HasValue(), path+"/CHST", "CHST required")
-}
-
-func decAirbridge(x *decoder, ni int32, path string) (Airbridge, int, *Error) {
-	var e Airbridge
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.ASNO, ni, path, "ASNO"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "ABDG":
-			err = x.setStr(&e.ABDG, c, path, "ABDG")
-		case "ABOP":
-			err = x.setStr(&e.ABOP, c, path, "ABOP")
-		case "AOTM":
-			err = x.setTime(&e.AOTM, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.ASNO.HasValue() || e.ABDG.HasValue() || e.ABOP.HasValue() || e.AOTM.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.ASNO.HasValue(), path+"@ASNO", "ASNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.ABDG.HasValue(), path+"/ABDG", "ABDG required")
-}
-
-func decPort(x *decoder, ni int32, path string) (Port, int, *Error) {
-	var e Port
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "POTM":
-			err = x.setTime(&e.POTM, c, path)
-		case "POID":
-			err = x.setStr(&e.POID, c, path, "POID")
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !e.POTM.HasValue() && !e.POID.HasValue() {
-		return e, entryEmpty, nil
-	}
-	return e, entryItem, required(e.POID.HasValue(), path+"/POID", "POID required (O or C)")
-}
-
-func decTractor(x *decoder, ni int32, path string) (TractorInPlace, int, *Error) {
-	var e TractorInPlace
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "TRTM":
-			err = x.setTime(&e.TRTM, c, path)
-		case "TRST":
-			err = x.setStr(&e.TRST, c, path, "TRST")
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !e.TRTM.HasValue() && !e.TRST.HasValue() {
-		return e, entryEmpty, nil
-	}
-	return e, entryItem, required(e.TRST.HasValue(), path+"/TRST", "TRST required")
-}
-
-func decPush(x *decoder, ni int32, path string) (Push, int, *Error) {
-	var e Push
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	if err := x.seqAttr(&e.PSHN, ni, path, "PSHN"); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "PSTM":
-			err = x.setTime(&e.PSTM, c, path)
-		case "PSID":
-			err = x.setStr(&e.PSID, c, path, "PSID")
-		case "PUST":
-			err = x.setStr(&e.PUST, c, path, "PUST")
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.PSHN.HasValue() || e.PSTM.HasValue() || e.PSID.HasValue() || e.PUST.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	return e, entryItem, required(e.PUST.HasValue(), path+"/PUST", "PUST required")
-}
-
+// decDelay decodes a DELY entry, whose values are attributes and its text.
 func decDelay(x *decoder, ni int32, path string) (Delay, int, *Error) {
 	var e Delay
 	text, err := x.leaf(ni, path)
@@ -732,109 +411,4 @@ func decDelay(x *decoder, ni int32, path string) (Delay, int, *Error) {
 		return e, entryClear, nil
 	}
 	return e, entryItem, required(e.CODE.HasValue(), path+"@CODE", "CODE required")
-}
-
-func decService(x *decoder, ni int32, path string) (Service, int, *Error) {
-	var e Service
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "SRTC":
-			err = x.setStr(&e.SRTC, c, path, "SRTC")
-		case "SRQT":
-			err = x.setInt(&e.SRQT, c, path, maxSmallint)
-		case "SRST":
-			err = x.setTime(&e.SRST, c, path)
-		case "SRET":
-			err = x.setTime(&e.SRET, c, path)
-		case "SRPR":
-			err = x.setID(&e.SRPR, c, path, 10)
-		case "SANR":
-			err = x.setStr(&e.SANR, c, path, "SANR")
-		case "SARR":
-			err = x.setStr(&e.SARR, c, path, "SARR")
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.SRTC.HasValue() || e.SRQT.HasValue() || e.SRST.HasValue() || e.SRET.HasValue() || e.SRPR.HasValue() ||
-		e.SANR.HasValue() || e.SARR.HasValue()) {
-		return e, entryClear, nil
-	}
-	return e, entryItem, required(e.SRTC.HasValue(), path+"/SRTC", "SRTC required")
-}
-
-func decVIP(x *decoder, ni int32, path string) (VIP, int, *Error) {
-	var e VIP
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
-	}
-	k := 0
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "VPCD":
-			err = x.setStr(&e.VPCD, c, path, "VPCD")
-		case "VFES":
-			err = x.setInt(&e.VFES, c, path, maxSmallint)
-		case "VIPT":
-			k++
-			err = x.vipService(&e.VIPT, c, path+"/VIPT["+strconv.Itoa(k)+"]")
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !e.VPCD.HasValue() { // docs/sis.md §e.2: entries without VPCD are ignored
-		if e.VFES.HasValue() || len(e.VIPT.Items) > 0 {
-			x.warn(path + ": VIPF entry without VPCD ignored")
-		}
-		return e, entryEmpty, nil
-	}
-	return e, entryItem, nil
-}
-
-func (x *decoder) vipService(l *List[VIPService], ni int32, path string) *Error {
-	var e VIPService
-	if err := x.noText(ni, path); err != nil {
-		return err
-	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "VSCD":
-			err = x.setStr(&e.VSCD, c, path, "VSCD")
-		case "VTQY":
-			err = x.setID(&e.VTQY, c, path, 18)
-		case "VTST":
-			err = x.setTime(&e.VTST, c, path)
-		case "VTET":
-			err = x.setTime(&e.VTET, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	l.Present = true
-	if l.Items == nil {
-		l.Items = []VIPService{}
-	}
-	if !(e.VSCD.HasValue() || e.VTQY.HasValue() || e.VTST.HasValue() || e.VTET.HasValue()) {
-		return nil
-	}
-	if err := required(e.VSCD.HasValue(), path+"/VSCD", "VSCD required"); err != nil {
-		return err
-	}
-	l.Items = append(l.Items, e)
-	return nil
 }

@@ -51,7 +51,7 @@ func (x *decoder) flop(root int32, styp string) (*FlightOp, bool, *Error) {
 	}
 	elems, supported := subtypeElements[styp]
 	op := &FlightOp{Subtype: styp}
-	x.counts = x.counts[:0]
+	x.startFlight()
 	var flid Field[int64]
 	var ffid Field[string]
 	fdel := false
@@ -79,7 +79,7 @@ func (x *decoder) flop(root int32, styp string) (*FlightOp, bool, *Error) {
 			}
 		case contains(elems, name):
 			_, err = x.flightField(&op.Payload, c, path)
-		case flightElements[name] || name == "FDEL":
+		case isFlightElement(name) || name == "FDEL":
 			x.warn(path + "/" + name + ": element ignored for subtype " + styp)
 		default:
 			err = unknown(path, name)

@@ -12,10 +12,9 @@ import (
 // of nodes linked by index) whose names, attribute values and texts are
 // substrings of the input where possible.
 //
-// Why not encoding/xml: its RawToken loop alone runs at ~45 MB/s on the SCHD
-// sample and ~17 µs for a GTDT FLOP on this machine, before any typed decoding,
-// below the SCHD target of 40 MB/s; it also silently stops at the root end tag
-// and expands nothing we need. This scanner rejects every DTD (no entity
+// Why not encoding/xml: its RawToken loop alone, before any typed decoding, is
+// slower than the decoder's throughput target for schedules; it also silently
+// stops at the root end tag and expands nothing we need. This scanner rejects every DTD (no entity
 // expansion is possible), checks UTF-8, nesting depth and trailing content.
 //
 // Supported: XML declaration, comments, processing instructions, CDATA,
@@ -473,42 +472,19 @@ func legalChar(r rune) bool {
 		r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
 }
 
+// startTag reads a start tag (or an empty-element tag) and opens its element.
 func (p *scanner) startTag() *Error {
-	d := p.d
 	start := p.i
 	p.i++ // '<'
 	q, err := p.name()
 	if err != nil {
 		return err
 	}
-	if len(d.stack) >= p.maxDepth {
-		return malformed(p.path(), q, "nesting deeper than "+strconv.Itoa(p.maxDepth)+" elements")
+	idx, err := p.addElement(start, q)
+	if err != nil {
+		return err
 	}
-	if len(d.stack) == 0 && len(d.nodes) > 0 {
-		return p.errAt(start, "second root element")
-	}
-	if len(d.nodes) >= maxElements {
-		return codecErr(p.path(), q, "more than "+strconv.Itoa(maxElements)+" elements")
-	}
-	local := localName(q)
-	if local == "" {
-		return p.errAt(start, "bad element name")
-	}
-	idx := int32(len(d.nodes))
-	parent := int32(-1)
-	if len(d.stack) > 0 {
-		parent = d.stack[len(d.stack)-1]
-	}
-	d.nodes = append(d.nodes, node{name: local, attrLo: int32(len(d.attrs)), attrHi: int32(len(d.attrs)), first: -1, last: -1, next: -1})
-	if parent >= 0 {
-		pn := &d.nodes[parent]
-		if pn.last >= 0 {
-			d.nodes[pn.last].next = idx
-		} else {
-			pn.first = idx
-		}
-		pn.last = idx
-	}
+	d := p.d
 	for {
 		sp := p.skipSpace()
 		if p.i >= len(p.s) {
@@ -530,57 +506,110 @@ func (p *scanner) startTag() *Error {
 		if !sp {
 			return p.errAt(p.i, "missing blank before attribute")
 		}
-		aq, err := p.name()
-		if err != nil {
+		if err := p.attribute(start, idx); err != nil {
 			return err
 		}
-		p.skipSpace()
-		if p.i >= len(p.s) || p.s[p.i] != '=' {
-			return p.errAt(p.i, "expected '=' after attribute name")
-		}
-		p.i++
-		p.skipSpace()
-		if p.i >= len(p.s) || (p.s[p.i] != '"' && p.s[p.i] != '\'') {
-			return p.errAt(p.i, "expected quoted attribute value")
-		}
-		quote := p.s[p.i]
-		vs := p.i + 1
-		ve := strings.IndexByte(p.s[vs:], quote)
-		if ve < 0 {
-			return p.errAt(p.i, "unterminated attribute value")
-		}
-		v := p.s[vs : vs+ve]
-		if strings.IndexByte(v, '<') >= 0 {
-			return p.errAt(vs, "'<' in attribute value")
-		}
-		if strings.IndexByte(v, '&') >= 0 {
-			u, err := p.unescape(v, vs)
-			if err != nil {
-				return err
-			}
-			v = u
-		}
-		if strings.ContainsAny(v, "\t\n\r") {
-			v = strings.Map(func(r rune) rune {
-				if r == '\t' || r == '\n' || r == '\r' {
-					return ' '
-				}
-				return r
-			}, v)
-		}
-		p.i = vs + ve + 1
-		n := &d.nodes[idx]
-		if n.attrHi-n.attrLo >= maxAttrs {
-			return p.errAt(start, "more than "+strconv.Itoa(maxAttrs)+" attributes")
-		}
-		for k := n.attrLo; k < n.attrHi; k++ {
-			if d.attrs[k].qname == aq {
-				return p.errAt(start, "duplicate attribute "+aq)
-			}
-		}
-		d.attrs = append(d.attrs, attr{name: localName(aq), qname: aq, value: v})
-		n.attrHi++
 	}
+}
+
+// addElement appends the element of qualified name q, whose tag begins at start, to the tree as
+// the last child of the open element, checking the limits of depth, roots and size.
+func (p *scanner) addElement(start int, q string) (int32, *Error) {
+	d := p.d
+	if len(d.stack) >= p.maxDepth {
+		return -1, malformed(p.path(), q, "nesting deeper than "+strconv.Itoa(p.maxDepth)+" elements")
+	}
+	if len(d.stack) == 0 && len(d.nodes) > 0 {
+		return -1, p.errAt(start, "second root element")
+	}
+	if len(d.nodes) >= maxElements {
+		return -1, codecErr(p.path(), q, "more than "+strconv.Itoa(maxElements)+" elements")
+	}
+	local := localName(q)
+	if local == "" {
+		return -1, p.errAt(start, "bad element name")
+	}
+	idx := int32(len(d.nodes))
+	parent := int32(-1)
+	if len(d.stack) > 0 {
+		parent = d.stack[len(d.stack)-1]
+	}
+	d.nodes = append(d.nodes, node{name: local, attrLo: int32(len(d.attrs)), attrHi: int32(len(d.attrs)), first: -1, last: -1, next: -1})
+	if parent >= 0 {
+		pn := &d.nodes[parent]
+		if pn.last >= 0 {
+			d.nodes[pn.last].next = idx
+		} else {
+			pn.first = idx
+		}
+		pn.last = idx
+	}
+	return idx, nil
+}
+
+// attribute reads one attribute of the element idx, whose tag begins at start.
+func (p *scanner) attribute(start int, idx int32) *Error {
+	d := p.d
+	aq, err := p.name()
+	if err != nil {
+		return err
+	}
+	p.skipSpace()
+	if p.i >= len(p.s) || p.s[p.i] != '=' {
+		return p.errAt(p.i, "expected '=' after attribute name")
+	}
+	p.i++
+	p.skipSpace()
+	v, err := p.attrValue()
+	if err != nil {
+		return err
+	}
+	n := &d.nodes[idx]
+	if n.attrHi-n.attrLo >= maxAttrs {
+		return p.errAt(start, "more than "+strconv.Itoa(maxAttrs)+" attributes")
+	}
+	for k := n.attrLo; k < n.attrHi; k++ {
+		if d.attrs[k].qname == aq {
+			return p.errAt(start, "duplicate attribute "+aq)
+		}
+	}
+	d.attrs = append(d.attrs, attr{name: localName(aq), qname: aq, value: v})
+	n.attrHi++
+	return nil
+}
+
+// attrValue reads a quoted attribute value: entities expanded, tabs and line ends as blanks.
+func (p *scanner) attrValue() (string, *Error) {
+	if p.i >= len(p.s) || (p.s[p.i] != '"' && p.s[p.i] != '\'') {
+		return "", p.errAt(p.i, "expected quoted attribute value")
+	}
+	quote := p.s[p.i]
+	vs := p.i + 1
+	ve := strings.IndexByte(p.s[vs:], quote)
+	if ve < 0 {
+		return "", p.errAt(p.i, "unterminated attribute value")
+	}
+	v := p.s[vs : vs+ve]
+	if strings.IndexByte(v, '<') >= 0 {
+		return "", p.errAt(vs, "'<' in attribute value")
+	}
+	if strings.IndexByte(v, '&') >= 0 {
+		u, err := p.unescape(v, vs)
+		if err != nil {
+			return "", err
+		}
+		v = u
+	}
+	if strings.ContainsAny(v, "\t\n\r") {
+		v = strings.Map(func(r rune) rune {
+			if r == '\t' || r == '\n' || r == '\r' {
+				return ' '
+			}
+			return r
+		}, v)
+	}
+	p.i = vs + ve + 1
+	return v, nil
 }
 
 func (p *scanner) endTag() *Error {
