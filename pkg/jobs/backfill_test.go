@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -256,9 +256,7 @@ func TestBackfillOnlyTerminalAndShadow(t *testing.T) {
 
 // flop is a FLOP STND message for flid with sequence number seqn.
 func flop(seqn int, flid int64, stand string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>
-<FLOP><FLID>%d</FLID><FFID>CA-CA101-A-02DEC261345-D</FFID><STND>%s</STND></FLOP></MSG>`, seqn, flid, stand)
+	return sisbuild.Stand(int64(seqn), sisbuild.DTTM, flid, stand)
 }
 
 // enqueue inserts a PENDING proc_state row as ingest does and moves W up to it.

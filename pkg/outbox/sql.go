@@ -164,7 +164,7 @@ UPDATE msg_event e
  WHERE e.event_id = f.id AND e.status = 'PENDING'
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
-// markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $8[i]
+// markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $7[i]
 // counts against every PENDING KAFKA:schd event of FLID $1[i] at or below it (the events it
 // represents), found by index.
 const markStatesFailedSQL = `

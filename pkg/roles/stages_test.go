@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dev/tlsenv"
 	"github.com/msgx/msgx/pkg/dispatch"
@@ -217,22 +217,16 @@ func asPg(err error, target **pgconn.PgError) bool {
 	return false
 }
 
-var seqn atomic.Int64
-
-func header(typ, styp string) string {
-	return fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20261202080000</DTTM><TYPE>%s</TYPE><STYP>%s</STYP></META>`,
-		seqn.Add(1), typ, styp)
-}
+var seq sisbuild.Seq
 
 // schdAdd creates flight flid (a schedule ADD record).
 func schdAdd(flid int64) string {
-	return header("SCHD", "ADD") + fmt.Sprintf(`<SCHD><RECS>1</RECS><FLTR><FLID>%d</FLID><ALCD>YG</ALCD><FLNO>YG9028</FLNO><MVIN>D</MVIN><SODT>23JAN210535</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>733</ACFT><STND>504</STND></FLTR></SCHD></MSG>`, flid)
+	return sisbuild.SCHD(seq.Next(), "ADD", sisbuild.FLTR(flid, "YG9028", "23JAN210535", "<STND>504</STND>"))
 }
 
 // flopCncl cancels flight flid.
 func flopCncl(flid int64) string {
-	return header("FLOP", "CNCL") + fmt.Sprintf(`<FLOP><FLID>%d</FLID><FFID>YG-YG9028-D-23JAN210535-D</FFID><CNCL>23JAN210600</CNCL></FLOP></MSG>`, flid)
+	return sisbuild.FLOP(seq.Next(), "CNCL", flid, "<CNCL>23JAN210600</CNCL>")
 }
 
 func processors() map[sis.Kind]processor.Handler {

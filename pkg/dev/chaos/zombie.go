@@ -21,7 +21,7 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// ZombieConfig configures the real-process zombie test (issue 16).
+// ZombieConfig configures the real-process zombie test: a deposed dispatcher resumed after its successor took over.
 type ZombieConfig struct {
 	BinDir string
 	LogDir string
