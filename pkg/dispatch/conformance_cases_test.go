@@ -174,6 +174,7 @@ func confAbortedRecordsInvisible(t *testing.T, b *confBroker) {
 		require.ErrorContains(t, err, "too large", "rejected with the big record's partition batch")
 	}
 	require.Positive(t, aborted, "records of other partitions were appended, then aborted")
+	t.Logf("%d of %d records appended, then aborted", aborted, keys)
 	for _, err := range p.Send(ctx, batch("committed-")) {
 		require.NoError(t, err)
 	}
@@ -256,6 +257,7 @@ func confCompactedStateEqualsPostgreSQL(t *testing.T, b *confBroker) {
 		return true
 	})
 
+	t.Logf("%d flights × %d versions and %d purges flushed; after %d filler tombstones, %d records remain", flights, versions, purge, filler-900000, len(recs))
 	rebuilt := map[string]kafkatest.Record{}
 	for _, r := range recs {
 		if r.Value == nil {
