@@ -179,7 +179,7 @@ func (b *confBroker) read(t *testing.T, topic string, opts ...kgo.Opt) []kafkate
 	return out
 }
 
-// dial connects the adapter's producer, closed with the test.
+// dialConf connects the adapter's producer, closed with the test.
 func dialConf(t *testing.T, cfg kafka.Config) *kafka.Producer {
 	t.Helper()
 	p, err := kafka.Dial(cfg)
