@@ -22,7 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// ZombieConfig configures the real-process zombie test (issue 16).
+// ZombieConfig configures the real-process zombie test.
 type ZombieConfig struct {
 	BinDir string
 	LogDir string
