@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/msgx/msgx/pkg/console"
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -27,19 +26,7 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleConsole)
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Join(c.Process.Validate())
-	p.Join(c.Leader.Validate())
-	p.Join(c.Mailbox.Validate())
-	p.Join(c.Retry.Validate())
-	p.Join(c.requestConfig().Validate())
-	p.Join(c.Console.Validate())
-	if c.Production() {
-		p.Join(c.Process.ProductionRefusals())
-		p.Join(c.Mailbox.ProductionRefusals())
-		p.Join(c.Console.ProductionRefusals())
-	}
-	return p.Err()
+	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Retry, c.requestConfig(), c.Console)
 }
 
 // requestConfig is the request store's configuration.

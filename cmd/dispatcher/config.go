@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/msgx/msgx/pkg/dispatch"
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -24,18 +23,7 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleDispatch
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Join(c.Process.Validate())
-	p.Join(c.Leader.Validate())
-	p.Join(c.Retry.Validate())
-	p.Join(c.Kafka.Validate())
-	p.Join(c.Dispatch.Validate())
-	if c.Production() {
-		p.Join(c.Process.ProductionRefusals())
-		p.Join(c.Dispatch.ProductionRefusals())
-		p.Join(c.Kafka.ProductionRefusals())
-	}
-	return p.Err()
+	return settings.Check(c.Process, c.Leader, c.Retry, c.Kafka, c.Dispatch)
 }
 
 // dispatchConfig is the dispatcher's configuration.

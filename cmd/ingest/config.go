@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
@@ -23,20 +22,8 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleIngest) 
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Join(c.Process.Validate())
-	p.Join(c.Leader.Validate())
-	p.Join(c.Mailbox.Validate())
-	p.Join(c.Ingest.Validate())
-	p.Join(c.Compat.Validate())
-	p.Join(c.API.Validate())
-	if c.Production() {
-		p.Join(c.Process.ProductionRefusals())
-		p.Join(c.Mailbox.ProductionRefusals())
-		p.Join(c.Compat.ShadowRefusal(c.Mailbox.Shadow))
-		p.Join(c.API.ProductionRefusals())
-	}
-	return p.Err()
+	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Ingest, c.Compat,
+		settings.Refusal(c.Compat.ShadowRefusal(c.Mailbox.Shadow)), c.API)
 }
 
 // pollConfig is the poll loop's configuration.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
@@ -24,19 +23,9 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleJobs) }
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Join(c.Process.Validate())
-	p.Join(c.Leader.Validate())
-	p.Join(c.Mailbox.Validate())
-	jc := c.Jobs // its own settings; derived values follow from settings checked above
+	jc := c.Jobs // its own settings; derived values follow from settings checked here
 	jc.Location = c.Location()
-	p.Join(jc.Validate())
-	p.Join(c.requestConfig().Validate())
-	if c.Production() {
-		p.Join(c.Process.ProductionRefusals())
-		p.Join(c.Mailbox.ProductionRefusals())
-	}
-	return p.Err()
+	return settings.Check(c.Process, c.Leader, c.Mailbox, jc, c.requestConfig())
 }
 
 // jobsConfig is the jobs' configuration.

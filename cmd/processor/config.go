@@ -3,7 +3,6 @@ package main
 import (
 	"time"
 
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -28,19 +27,7 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleProcesso
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Join(c.Process.Validate())
-	p.Join(c.Leader.Validate())
-	p.Join(c.Mailbox.Validate())
-	p.Join(c.Retry.Validate())
-	p.Join(c.Processor.Validate())
-	p.Join(c.requestConfig().Validate())
-	p.Join(c.triggerConfig().Validate())
-	if c.Production() {
-		p.Join(c.Process.ProductionRefusals())
-		p.Join(c.Mailbox.ProductionRefusals())
-	}
-	return p.Err()
+	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Retry, c.Processor, c.requestConfig(), c.triggerConfig())
 }
 
 // pumpConfig is the pump's configuration.

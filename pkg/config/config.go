@@ -14,7 +14,6 @@ import (
 
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/dispatch"
-	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -56,33 +55,14 @@ func Load(role settings.Role) (Config, error) {
 }
 
 // Validate checks every value and returns one line per bad one; in production also every
-// refusal (docs/security.md).
+// refusal (docs/security.md) but the console's and the API's, which are only theirs to refuse
+// (Load adds the API's for ingest).
 func (c Config) Validate() error {
-	var p envconf.Problems
-	p.Join(c.Process.Validate())
-	p.Join(c.Leader.Validate())
-	p.Join(c.Mailbox.Validate())
-	p.Join(c.Retry.Validate())
-	p.Join(c.Ingest.Validate())
-	p.Join(c.Compat.Validate())
-	p.Join(c.API.Validate())
-	p.Join(c.Processor.Validate())
-	p.Join(c.Kafka.Validate())
-	p.Join(c.Dispatch.Validate())
-	jc := c.Jobs // its own settings; derived values follow from settings checked above
+	jc := c.Jobs // its own settings; derived values follow from settings checked here
 	jc.Location = c.Location()
-	p.Join(jc.Validate())
-	p.Join(c.RequestConfig().Validate())
-	p.Join(c.TriggerConfig().Validate())
-	p.Join(c.Console.Validate())
-	if c.Production() {
-		p.Join(c.Process.ProductionRefusals())
-		p.Join(c.Mailbox.ProductionRefusals())
-		p.Join(c.Compat.ShadowRefusal(c.Mailbox.Shadow))
-		p.Join(c.Dispatch.ProductionRefusals())
-		p.Join(c.Kafka.ProductionRefusals())
-	}
-	return p.Err()
+	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Retry, c.Ingest, c.Compat,
+		settings.ValidateOnly(c.API), c.Processor, c.Kafka, c.Dispatch, jc, c.RequestConfig(), c.TriggerConfig(),
+		settings.ValidateOnly(c.Console), settings.Refusal(c.Compat.ShadowRefusal(c.Mailbox.Shadow)))
 }
 
 // Redacted returns every variable's effective value by name, secrets redacted (settings.Values).

@@ -188,3 +188,46 @@ func Load[C any, P interface {
 	errs = append(errs, P(&cfg).Validate())
 	return cfg, errors.Join(errs...)
 }
+
+// Part is one piece of a binary's composition: settings that validate themselves.
+type Part interface{ Validate() error }
+
+// Refuser is a Part with settings that production refuses (docs/security.md).
+type Refuser interface{ ProductionRefusals() error }
+
+// Check validates the process settings and every part, one line per bad value; in production
+// (MSGX_ENV) also what the process and every part that is a Refuser refuse.
+func Check(p Process, parts ...Part) error {
+	var pr envconf.Problems
+	pr.Join(p.Validate())
+	for _, part := range parts {
+		pr.Join(part.Validate())
+	}
+	if p.Production() {
+		pr.Join(p.ProductionRefusals())
+		for _, part := range parts {
+			if r, ok := part.(Refuser); ok {
+				pr.Join(r.ProductionRefusals())
+			}
+		}
+	}
+	return pr.Err()
+}
+
+// ValidateOnly is part without its production refusals: a composition that carries settings of
+// another binary (msgxctl's, every binary's) checks their values but not what only that binary
+// must refuse.
+func ValidateOnly(part Part) Part { return validateOnly{part} }
+
+type validateOnly struct{ part Part }
+
+func (v validateOnly) Validate() error { return v.part.Validate() }
+
+// Refusal is a production refusal that spans parts (err, nil when there is none), as a Part.
+func Refusal(err error) Part { return refusal{err} }
+
+type refusal struct{ err error }
+
+func (refusal) Validate() error { return nil }
+
+func (r refusal) ProductionRefusals() error { return r.err }

@@ -18,6 +18,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/verify"
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
@@ -29,6 +30,10 @@ type ZombieConfig struct {
 	Rounds int
 	FLIDs  int // flights per round (default 5)
 	Log    func(format string, args ...any)
+	// Kafka, when set, is the cluster the dispatchers and the consumer use instead of the
+	// stack's development broker (which then idles): its brokers, TLS and SASL. Both topics
+	// must exist with their default names (verify.TopicChanges, verify.TopicState).
+	Kafka *kafka.Config
 }
 
 // ZombieResult is what the rounds showed.
@@ -51,9 +56,9 @@ var zombieEnv = []string{
 // zombieWait bounds every wait of a round.
 const zombieWait = time.Minute
 
-// Zombie is the deterministic zombie test with real processes: the development broker
-// (cmd/devbroker) and two dispatcher binaries, each with its own send hold file
-// (MSGX_DEV_HOLD_SEND). Each round the leader L gets its hold file, reads a batch of both
+// Zombie is the deterministic zombie test with real processes: a broker (the development one,
+// cmd/devbroker, or the cluster of ZombieConfig.Kafka) and two dispatcher binaries, each with
+// its own send hold file (MSGX_DEV_HOLD_SEND). Each round the leader L gets its hold file, reads a batch of both
 // targets (v1 of the round's flights) and is held before sending; it is SIGSTOPped, the standby
 // takes over after the lease, sends the batch and newer versions (v2, v3); then L's hold file is
 // removed and L is SIGCONTed: it tries to send its stale batch, and goes back to standby. The
@@ -81,7 +86,11 @@ func Zombie(ctx context.Context, cfg ZombieConfig) (ZombieResult, error) {
 		return res, fmt.Errorf("start the broker: %w", err)
 	}
 	defer func() { _ = s.Close() }()
-	consumer, err := stack.Consume(s.Brokers, []string{verify.TopicChanges, verify.TopicState}, nil)
+	kcfg, kenv := kafka.Config{Brokers: s.Brokers}, []string(nil)
+	if cfg.Kafka != nil {
+		kcfg, kenv = *cfg.Kafka, kafkaEnv(*cfg.Kafka)
+	}
+	consumer, err := stack.ConsumeWith(kcfg, []string{verify.TopicChanges, verify.TopicState}, nil)
 	if err != nil {
 		return res, err
 	}
@@ -94,7 +103,7 @@ func Zombie(ctx context.Context, cfg ZombieConfig) (ZombieResult, error) {
 	var inst []*instance
 	for n := 1; n <= 2; n++ {
 		in := &instance{key: stack.InstanceKey("dispatcher", n), hold: filepath.Join(cfg.LogDir, fmt.Sprintf("hold-%d", n))}
-		if in.proc, err = s.StartInstanceWith(ctx, "dispatcher", n, []string{"MSGX_DEV_HOLD_SEND=" + in.hold}); err != nil {
+		if in.proc, err = s.StartInstanceWith(ctx, "dispatcher", n, append([]string{"MSGX_DEV_HOLD_SEND=" + in.hold}, kenv...)); err != nil {
 			return res, err
 		}
 		inst = append(inst, in)
@@ -238,6 +247,18 @@ func Zombie(ctx context.Context, cfg ZombieConfig) (ZombieResult, error) {
 	res.Records = len(recs)
 	res.Problems = zombieProblems(recs, deposed)
 	return res, nil
+}
+
+// kafkaEnv are the dispatcher settings that reach cluster k (after the stack's: they win).
+func kafkaEnv(k kafka.Config) []string {
+	env := []string{"MSGX_KAFKA_BROKERS=" + strings.Join(k.Brokers, ",")}
+	if k.TLS {
+		env = append(env, "MSGX_KAFKA_TLS=true", "MSGX_KAFKA_TLS_CA_FILE="+k.TLSCAFile)
+	}
+	if k.SASLMechanism != "" {
+		env = append(env, "MSGX_KAFKA_SASL_MECHANISM="+k.SASLMechanism, "MSGX_KAFKA_SASL_USER="+k.SASLUser, "MSGX_KAFKA_SASL_PASSWORD="+k.SASLPassword)
+	}
+	return env
 }
 
 // zombieProblems checks the records of the rounds' flights: none of the held leader's epoch,

@@ -84,13 +84,7 @@ func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.D
 		for _, fe := range fs.Errors() {
 			require.NoError(t, fe.Err, "fetch %s/%d", fe.Topic, fe.Partition)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: r.Value, Headers: map[string]string{}}
-			for _, h := range r.Headers {
-				rec.Headers[h.Key] = string(h.Value)
-			}
-			out = append(out, rec)
-		})
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, FromKgo(r)) })
 	}
 	return out
 }
@@ -99,53 +93,9 @@ func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.D
 // partition's last stable offset when called.
 func ConsumeAll(t testing.TB, brokers []string, topic string, timeout time.Duration) []Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	lcl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	require.NoError(t, err)
-	ends := endOffsets(ctx, t, lcl, topic)
-	lcl.Close()
-	// Transaction markers take offsets too: keep them while reading to know where each
-	// partition stands, and drop them from the result.
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	)
-	require.NoError(t, err)
-	defer cl.Close()
-	next := make([]int64, Partitions)
-	done := func() bool {
-		for p, end := range ends {
-			if next[p] < end {
-				return false
-			}
-		}
-		return true
-	}
 	var out []Record
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			require.FailNowf(t, "consume", "topic %s: not read up to %v within %s (at %v)", topic, ends, timeout, next)
-		}
-		for _, fe := range fs.Errors() {
-			require.NoError(t, fe.Err, "fetch %s/%d", fe.Topic, fe.Partition)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			next[r.Partition] = max(next[r.Partition], r.Offset+1)
-			if r.Attrs.IsControl() {
-				return
-			}
-			rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: r.Value, Headers: map[string]string{}}
-			for _, h := range r.Headers {
-				rec.Headers[h.Key] = string(h.Value)
-			}
-			out = append(out, rec)
-		})
+	for _, r := range ReadAll(t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic, timeout) {
+		out = append(out, FromKgo(r))
 	}
 	return out
 }
