@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -76,18 +78,62 @@ func runChild() int {
 	case "crash":
 		procs := map[sis.Kind]processor.Handler{sis.KindFlightUpdate: processor.HandlerFunc(versioned)}
 		p := processor.New(cfg, pool, procs, nil, clock.System{}, nil, log)
+		if err := drainAsLeader(ctx, pool, p, log); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	return 1
+}
+
+// drainAsLeader runs p as production does: it campaigns for the processor role and drains the
+// head while leader. A killed child's session (and lock) ends when its process dies, but a
+// transaction of its batch may still commit (its COMMIT was sent); the next child's epoch
+// increment waits for that transaction (the fence's share lock), so it reads the head after it.
+// Children that skipped election could overlap there and apply that batch again.
+func drainAsLeader(ctx context.Context, pool *pgxpool.Pool, p *processor.Engine, log zerolog.Logger) error {
+	el, err := leader.New(leader.Config{Role: "processor", Holder: fmt.Sprintf("child-%d", os.Getpid()),
+		SessionTimeout: 5 * time.Second, Retry: 10 * time.Millisecond}, pool.Config().ConnConfig, log)
+	if err != nil {
+		return err
+	}
+	ctx, drained := context.WithCancel(ctx)
+	defer drained()
+	return el.Run(ctx, func(ctx context.Context, lease leader.Lease) error {
 		for {
 			res, err := p.Step(ctx, lease)
 			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
+				return err
 			}
 			if res.Idle {
-				return 0
+				drained()
+				return nil
 			}
 		}
-	}
-	return 1
+	})
+}
+
+// gatedHandlers returns handlers that apply versioned; the first call then sends its backend's
+// pid on inBatch and waits for release to be closed, its batch's transaction still open.
+func gatedHandlers() (procs map[sis.Kind]processor.Handler, inBatch chan int32, release chan struct{}) {
+	inBatch, release = make(chan int32, 1), make(chan struct{})
+	var gated atomic.Bool
+	procs = map[sis.Kind]processor.Handler{sis.KindFlightUpdate: processor.HandlerFunc(
+		func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+			out, err := versioned(ctx, tx, m)
+			if err != nil || !gated.CompareAndSwap(false, true) {
+				return out, err
+			}
+			var pid int32
+			if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+				return out, err
+			}
+			inBatch <- pid
+			<-release
+			return out, nil
+		})}
+	return procs, inBatch, release
 }
 
 func crashTables(t *testing.T, b *bundle) {
@@ -256,4 +302,81 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 		  SELECT msg_id, version, row_number() OVER (PARTITION BY flid ORDER BY msg_id) AS want FROM effect_log
 		) x WHERE version <> want`).Scan(&mismatched))
 	require.Zero(t, mismatched, "seed %d", seed)
+}
+
+// A takeover waits for the old leader's batch: the batch's transaction holds the fence's share
+// lock on the lease row from its first statement, and the new leader's epoch increment waits
+// for it, so the new leader reads the head after the batch committed and applies nothing twice
+// (only the terminal-status write is guarded against a second apply; the handler's effects are
+// not).
+func TestTakeoverWaitsForTheOldLeadersBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	crashTables(t, b)
+	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	procs, inBatch, release := gatedHandlers()
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // a failure must not leave the batch holding its locks (the schema's cleanup waits for them)
+	ctx := context.Background()
+
+	type stepped struct {
+		res processor.StepResult
+		err error
+	}
+	old := processor.New(b.cfg, b.db.Pool, procs, nil, b.clock, nil, zerolog.Nop())
+	oldDone := make(chan stepped, 1)
+	go func() {
+		res, err := old.Step(ctx, b.lease)
+		oldDone <- stepped{res, err}
+	}()
+	var oldPID int32
+	select {
+	case oldPID = <-inBatch:
+	case s := <-oldDone:
+		require.FailNow(t, "the old leader's batch ended before its first message was applied", "%+v", s)
+	}
+
+	el, err := leader.New(leader.Config{Role: "processor", Holder: "new", SessionTimeout: 5 * time.Second, Retry: 10 * time.Millisecond},
+		b.db.Pool.Config().ConnConfig, zerolog.Nop())
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var newEpoch int64
+	var newStepErr error
+	newDone := make(chan error, 1)
+	go func() {
+		newDone <- el.Run(runCtx, func(ctx context.Context, lease leader.Lease) error {
+			defer stop()
+			newEpoch = lease.Epoch
+			p := processor.New(b.cfg, b.db.Pool, procs, nil, b.clock, nil, zerolog.Nop())
+			for {
+				res, err := p.Step(ctx, lease)
+				if err != nil || res.Idle {
+					newStepErr = err
+					return nil
+				}
+			}
+		})
+	}()
+	// The new leader holds the lock; its epoch increment waits behind the old leader's batch.
+	require.Eventually(t, func() bool {
+		var n int
+		err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid)) AND query LIKE '%INSERT INTO leader_lease%'`, oldPID).Scan(&n)
+		return err == nil && n == 1
+	}, 10*time.Second, 5*time.Millisecond)
+
+	open()
+	s := <-oldDone
+	require.NoError(t, s.err)
+	require.Equal(t, 3, s.res.Processed)
+	require.NoError(t, <-newDone)
+	require.NoError(t, newStepErr)
+	require.Equal(t, int64(2), newEpoch, "the new leader took over")
+
+	rows, err := b.db.Pool.Query(ctx, `SELECT msg_id FROM effect_log ORDER BY msg_id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 3}, ids, "each message applied once")
 }
