@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -17,20 +18,6 @@ import (
 // flopAt is flop with its DTTM.
 func flopAt(seqn int, dttm time.Time, flid int64, stand string) string {
 	return sisbuild.Stand(int64(seqn), dttm, flid, stand)
-}
-
-// reusedCount reads msgx_pump_identity_reused_total from reg.
-func reusedCount(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == "msgx_pump_identity_reused_total" {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatal("msgx_pump_identity_reused_total not registered")
-	return 0
 }
 
 // binding is msg_identity's owner of key.
@@ -50,8 +37,9 @@ func TestIdentityLifetime(t *testing.T) {
 	b := setup(t)
 	rec := &recorder{}
 	b.procs[sis.KindFlightUpdate] = rec
-	reg := prometheus.NewRegistry()
-	p := processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, processor.NewMetrics(reg), zerolog.Nop())
+	metrics := processor.NewMetrics(prometheus.NewRegistry())
+	p := processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, metrics, zerolog.Nop())
+	reusedTotal := metrics.IdentityReused()
 	const key = "AODB|FLOP|STND|7"
 	day := 24 * time.Hour
 
@@ -70,7 +58,7 @@ func TestIdentityLifetime(t *testing.T) {
 	require.Equal(t, "SKIPPED", r3.Status)
 	require.Equal(t, "duplicate-of:1 content-differs", r3.Reason)
 	require.True(t, r3.Differs)
-	require.Zero(t, reusedCount(t, reg))
+	require.Zero(t, testutil.ToFloat64(reusedTotal))
 
 	// Eight days later the AODB reused SEQN 7 (a reset): a new message, processed and bound; its
 	// resend in the same batch is its duplicate. A message of the first generation, arriving
@@ -92,7 +80,7 @@ func TestIdentityLifetime(t *testing.T) {
 	require.Equal(t, int64(4), id)
 	require.True(t, dttm.Equal(t0.Add(8*day)), "%s", dttm)
 	require.Equal(t, []int64{1, 4, 6}, rec.order)
-	require.Equal(t, 2.0, reusedCount(t, reg), "messages 4 and 6 reused the key")
+	require.Equal(t, 2.0, testutil.ToFloat64(reusedTotal), "messages 4 and 6 reused the key")
 
 	// Its own binding: a retry of the bound message is no duplicate and no reuse (replay).
 	_, err := b.db.Pool.Exec(context.Background(), `UPDATE proc_state SET status = 'PENDING', finished_at = NULL,
@@ -102,5 +90,5 @@ func TestIdentityLifetime(t *testing.T) {
 	require.NoError(t, err)
 	b.drain(t, p)
 	require.Equal(t, "SUCCEEDED", b.row(t, 4).Status)
-	require.Equal(t, 2.0, reusedCount(t, reg))
+	require.Equal(t, 2.0, testutil.ToFloat64(reusedTotal))
 }
