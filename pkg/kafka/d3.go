@@ -176,8 +176,8 @@ func checkD3(sc *sarama.Config, c Config) error {
 	bounded("Producer.Timeout", sc.Producer.Timeout)
 	bounded("Producer.Transaction.Timeout", sc.Producer.Transaction.Timeout)
 	bounded("send timeout (MSGX_KAFKA_SEND_TIMEOUT)", c.SendTimeout)
-	if !sc.Version.IsAtLeast(sarama.V0_11_0_0) {
-		bad("Version must be at least 0.11.0 (idempotence), got %s", sc.Version)
+	if !sc.Version.IsAtLeast(minVersion) {
+		bad("Version must be at least %s (transactions; older request versions are gone from Kafka 4), got %s", minVersion, sc.Version)
 	}
 	if want, err := sarama.ParseKafkaVersion(c.Version); err == nil && sc.Version != want {
 		bad("Version must be the configured %s, got %s", want, sc.Version)

@@ -15,7 +15,8 @@
 //	Net.MaxOpenRequests     = 1 (one request in flight per broker: no reordering on retry)
 //	Net.Dial/Read/WriteTimeout, Producer.Timeout, Producer.Transaction.Timeout bounded
 //	                          (> 0, ≤ MaxTimeout); every Send is bounded by the send timeout
-//	Version                 = the configured version, at least 0.11.0 (transactions)
+//	Version                 = the configured version, at least 2.1.0 (transactions; Kafka 4
+//	                          answers no older request version)
 //	Producer.Retry.Max, Producer.Transaction.Retry.Max between 1 and MaxProducerRetries
 //	                          (sarama's own retries stay short; the dispatcher's backoff does
 //	                          the long retrying)

@@ -2,6 +2,8 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"net"
 	"strings"
@@ -21,10 +23,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// sarama's go-metrics meters share one process-wide ticker goroutine.
-		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
-	)
+	code := m.Run()
+	if err := closeRealBroker(); err != nil {
+		fmt.Fprintln(os.Stderr, "close the shared Apache Kafka broker:", err)
+		code = 1
+	}
+	// sarama's go-metrics meters share one process-wide ticker goroutine.
+	if err := goleak.Find(goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 func TestNewSaramaConfigSetsD3(t *testing.T) {
@@ -72,9 +81,9 @@ func TestCheckProducerD3RefusesNonTransactional(t *testing.T) {
 	cfg.Compression = "gzip"
 	_, err = kafka.NewSaramaConfig(cfg)
 	require.ErrorContains(t, err, "compression must be none, lz4 or zstd")
-	cfg.Compression, cfg.Version = "zstd", "2.0.0"
+	cfg.Compression, cfg.Version = "zstd", "2.1.0"
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "zstd needs Kafka version 2.1.0")
+	require.NoError(t, err, "zstd from 2.1.0, the oldest version accepted")
 }
 
 func TestCheckD3RefusesEachViolation(t *testing.T) {
@@ -92,7 +101,7 @@ func TestCheckD3RefusesEachViolation(t *testing.T) {
 		"unbounded read":    {func(sc *sarama.Config) { sc.Net.ReadTimeout = time.Hour }, "Net.ReadTimeout must be between"},
 		"unbounded write":   {func(sc *sarama.Config) { sc.Net.WriteTimeout = -1 }, "Net.WriteTimeout must be between"},
 		"unbounded produce": {func(sc *sarama.Config) { sc.Producer.Timeout = 0 }, "Producer.Timeout must be between"},
-		"old version":       {func(sc *sarama.Config) { sc.Version = sarama.V0_10_2_0 }, "Version must be at least 0.11.0"},
+		"old version":       {func(sc *sarama.Config) { sc.Version = sarama.V2_0_0_0 }, "Version must be at least 2.1.0"},
 		"other version":     {func(sc *sarama.Config) { sc.Version = sarama.V3_0_0_0 }, "Version must be the configured 2.8.0"},
 		"no retries":        {func(sc *sarama.Config) { sc.Producer.Retry.Max = 0 }, "Producer.Retry.Max must be between"},
 		"endless retries":   {func(sc *sarama.Config) { sc.Producer.Retry.Max = 1000 }, "Producer.Retry.Max must be between"},
@@ -113,13 +122,23 @@ func TestCheckD3RefusesEachViolation(t *testing.T) {
 func TestConfigRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:9092"})
-	cfg.Version = "0.10.2.0"
-	_, err := kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "Version must be at least 0.11.0")
+	// Kafka 4 answers no request version older than 2.1's: an older setting is refused, in
+	// one line naming the variable.
+	for _, v := range []string{"0.10.2.0", "0.11.0.0", "2.0.0"} {
+		cfg.Version = v
+		_, err := kafka.NewSaramaConfig(cfg)
+		require.ErrorContains(t, err, "MSGX_KAFKA_VERSION: must be at least 2.1.0, got "+v)
+		require.NotContains(t, err.Error(), "\n")
+	}
+	for _, v := range []string{"2.1.0", "2.8.0", "3.9.0", "4.0.0"} {
+		cfg.Version = v
+		_, err := kafka.NewSaramaConfig(cfg)
+		require.NoError(t, err, v)
+	}
 
 	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
 	cfg.ProduceTimeout = 0
-	_, err = kafka.NewSaramaConfig(cfg)
+	_, err := kafka.NewSaramaConfig(cfg)
 	require.ErrorContains(t, err, "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between")
 
 	cfg = kafkatest.Config(nil)
@@ -138,8 +157,8 @@ func TestVerifyD3(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:1"}) // nothing listens: nothing connects
 	require.NoError(t, kafka.VerifyD3(cfg))
-	cfg.Version = "0.10.2.0"
-	require.ErrorContains(t, kafka.VerifyD3(cfg), "producer rule D3 violated: Version must be at least 0.11.0")
+	cfg.Version = "2.0.0"
+	require.ErrorContains(t, kafka.VerifyD3(cfg), "MSGX_KAFKA_VERSION: must be at least 2.1.0")
 	cfg = kafkatest.Config([]string{"127.0.0.1:1"})
 	cfg.TxnTimeout = time.Hour
 	require.ErrorContains(t, kafka.VerifyD3(cfg), "MSGX_KAFKA_TXN_TIMEOUT: must be between")
