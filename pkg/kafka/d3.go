@@ -18,6 +18,39 @@ const MaxProducerRetries = 10
 // producerRetries is the value the builder sets: a few quick in-client retries for leader moves.
 const producerRetries = 3
 
+// Transaction requests (AddPartitionsToTxn, EndTxn, InitProducerId) are retried up to
+// MaxProducerRetries times, waiting txnBackoffFirst, doubling, at most txnBackoffMax: a budget of
+// under two seconds. A real coordinator answers CONCURRENT_TRANSACTIONS to the first request of
+// a transaction until the previous one's markers are written, and COORDINATOR_NOT_AVAILABLE or
+// NOT_COORDINATOR while it moves; under load either can outlast a few short retries
+// (docs/kafka.md has the measurements).
+const (
+	txnBackoffFirst = 10 * time.Millisecond
+	txnBackoffMax   = 250 * time.Millisecond
+)
+
+// Produce requests answered NOT_ENOUGH_REPLICAS, NOT_LEADER or with a lost connection are retried
+// producerRetries times, waiting produceBackoffFirst, doubling up to produceBackoffMax: past
+// that the dispatcher's own backoff takes over.
+const (
+	produceBackoffFirst = 100 * time.Millisecond
+	produceBackoffMax   = 400 * time.Millisecond
+)
+
+// doubling is a sarama BackoffFunc: first, doubled on each retry, at most limit.
+func doubling(first, limit time.Duration) func(retries, maxRetries int) time.Duration {
+	return func(retries, _ int) time.Duration {
+		d := first
+		for range retries {
+			if d >= limit {
+				break
+			}
+			d *= 2
+		}
+		return min(d, limit)
+	}
+}
+
 // VerifyD3 builds the configuration of every producer Dial would make, without connecting, and
 // reports what it refuses: a bad setting (Validate) or a breach of producer rule D3.
 func VerifyD3(c Config) error {
@@ -51,14 +84,16 @@ func newSaramaConfig(c Config) (*sarama.Config, error) {
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Producer.Timeout = c.ProduceTimeout
 	sc.Producer.Retry.Max = producerRetries
-	sc.Producer.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Retry.Backoff = produceBackoffFirst
+	sc.Producer.Retry.BackoffFunc = doubling(produceBackoffFirst, produceBackoffMax)
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
 	sc.Producer.Partitioner = sarama.NewHashPartitioner
 	sc.Producer.Compression, _ = c.compression() // checked by Validate
 	sc.Producer.Transaction.Timeout = c.TxnTimeout
-	sc.Producer.Transaction.Retry.Max = producerRetries
-	sc.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Transaction.Retry.Max = MaxProducerRetries
+	sc.Producer.Transaction.Retry.Backoff = txnBackoffFirst
+	sc.Producer.Transaction.Retry.BackoffFunc = doubling(txnBackoffFirst, txnBackoffMax)
 	// Batch what the dispatcher hands over at once; a short linger lets a whole batch share
 	// one request per broker.
 	sc.Producer.Flush.Frequency = 2 * time.Millisecond

@@ -3,9 +3,9 @@ package kafka_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +55,21 @@ func TestNewSaramaConfigSetsD3(t *testing.T) {
 		require.Equal(t, 20*time.Second, tc.Producer.Transaction.Timeout)
 		require.True(t, tc.Producer.Idempotent)
 	}
+
+	// Transaction requests wait for a busy or moving coordinator longer than produce requests
+	// wait for a leader: a doubling backoff, a budget of about two seconds.
+	budget := func(max int, backoff func(retries, maxRetries int) time.Duration) (total time.Duration) {
+		for r := 0; r <= max; r++ {
+			total += backoff(r, max)
+		}
+		return total
+	}
+	require.Equal(t, kafka.MaxProducerRetries, sc.Producer.Transaction.Retry.Max)
+	require.Equal(t, 10*time.Millisecond, sc.Producer.Transaction.Retry.BackoffFunc(0, 10))
+	require.Equal(t, 250*time.Millisecond, sc.Producer.Transaction.Retry.BackoffFunc(10, 10))
+	require.Equal(t, 1810*time.Millisecond, budget(sc.Producer.Transaction.Retry.Max, sc.Producer.Transaction.Retry.BackoffFunc))
+	require.Equal(t, 3, sc.Producer.Retry.Max)
+	require.Equal(t, 1100*time.Millisecond, budget(sc.Producer.Retry.Max, sc.Producer.Retry.BackoffFunc))
 }
 
 func TestCheckProducerD3RefusesNonTransactional(t *testing.T) {
@@ -281,6 +296,11 @@ func TestProbeSeesAHungBroker(t *testing.T) {
 func TestFencing(t *testing.T) {
 	t.Parallel()
 	b, cfg := kafkatest.Broker(t)
+	checkFencing(t, b.Addrs(), cfg)
+}
+
+// checkFencing is TestFencing against the brokers at addrs.
+func checkFencing(t *testing.T, addrs []string, cfg kafka.Config) {
 	ctx := context.Background()
 	old, err := kafka.Dial(cfg)
 	require.NoError(t, err)
@@ -296,13 +316,15 @@ func TestFencing(t *testing.T) {
 	require.NoError(t, next.Send(ctx, []kafka.Record{rec("1", "new-2")})[0])
 
 	// The old producer is fenced for good: it never re-initialises by itself.
-	require.ErrorIs(t, old.Send(ctx, []kafka.Record{rec("1", "old-3")})[0], kafka.ErrFenced)
+	err = old.Send(ctx, []kafka.Record{rec("1", "old-3")})[0]
+	require.ErrorIs(t, err, kafka.ErrFenced)
+	t.Logf("the fenced producer's answer: %v", err)
 	require.ErrorIs(t, old.Broken(), kafka.ErrBroken)
 	require.ErrorIs(t, old.Send(ctx, []kafka.Record{rec("1", "old-4")})[0], kafka.ErrBroken)
 	require.NoError(t, next.Broken())
 	require.NoError(t, next.Send(ctx, []kafka.Record{rec("1", "new-5")})[0])
 
-	recs := kafkatest.ConsumeAll(t, b.Addrs(), cfg.TopicChanges, 10*time.Second)
+	recs := kafkatest.ConsumeAll(t, addrs, cfg.TopicChanges, 10*time.Second)
 	var vs []string
 	for _, r := range recs {
 		vs = append(vs, r.Headers["v"])

@@ -3,12 +3,17 @@ package kafka_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/msgx/msgx/pkg/dev/apachekafka"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
@@ -98,4 +103,73 @@ func TestRealBrokerBackToBackTransactions(t *testing.T) {
 		require.Equal(t, strconv.Itoa(next[r.Key]), string(r.Value), "key %s", r.Key)
 		next[r.Key]++
 	}
+}
+
+// TestRealBrokerFencing is TestFencing against Apache Kafka, which answers the fenced producer's
+// produce request with INVALID_PRODUCER_EPOCH (and its EndTxn with PRODUCER_FENCED): it is
+// fenced all the same, and never sends again.
+func TestRealBrokerFencing(t *testing.T) {
+	t.Parallel()
+	c, cfg := realConfig(t, "fencing")
+	checkFencing(t, c.Addrs(), cfg)
+}
+
+// TestRealBrokerConcurrentTransactionsWindow measures, with raw requests at the versions the
+// adapter speaks, how long the coordinator answers CONCURRENT_TRANSACTIONS to the
+// AddPartitionsToTxn that follows an EndTxn (the markers are written after EndTxn returns). The
+// transaction retry budget (d3.go) is chosen against these figures; the test logs them and
+// checks that every window ends.
+func TestRealBrokerConcurrentTransactionsWindow(t *testing.T) {
+	t.Parallel()
+	c, cfg := realConfig(t, "window")
+	cl, err := kgo.NewClient(append(c.ClientOpts(), kgo.MaxVersions(kversion.V2_8_0()))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	txnID := "msgx-window"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &txnID, 20_000
+	ir, err := init.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(ir.ErrorCode))
+	addPartitions := func() error {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = txnID, ir.ProducerID, ir.ProducerEpoch
+		topic := kmsg.NewAddPartitionsToTxnRequestTopic()
+		topic.Topic, topic.Partitions = cfg.TopicChanges, []int32{0, 1, 2, 3}
+		req.Topics = append(req.Topics, topic)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	// untilAdded asks until the partitions are added, answering how many asks it took.
+	untilAdded := func() int {
+		for asks := 1; ; asks++ {
+			err := addPartitions()
+			if err == nil {
+				return asks
+			}
+			require.ErrorIs(t, err, kerr.ConcurrentTransactions)
+		}
+	}
+	const txns = 50
+	windows := make([]time.Duration, 0, txns)
+	refused := 0
+	untilAdded()
+	for range txns {
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = txnID, ir.ProducerID, ir.ProducerEpoch, true
+		er, err := end.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.NoError(t, kerr.ErrorForCode(er.ErrorCode))
+		ended := time.Now()
+		refused += untilAdded() - 1
+		windows = append(windows, time.Since(ended))
+	}
+	slices.Sort(windows)
+	t.Logf("CONCURRENT_TRANSACTIONS after EndTxn, %d transactions: min %s, median %s, p90 %s, max %s; %d asks refused",
+		txns, windows[0], windows[txns/2], windows[txns*9/10], windows[txns-1], refused)
 }
