@@ -18,15 +18,17 @@ const MaxProducerRetries = 10
 // producerRetries is the value the builder sets: a few quick in-client retries for leader moves.
 const producerRetries = 3
 
-// Transaction requests (AddPartitionsToTxn, EndTxn, InitProducerId) are retried up to
-// MaxProducerRetries times, waiting txnBackoffFirst, doubling, at most txnBackoffMax: a budget of
-// under two seconds. A real coordinator answers CONCURRENT_TRANSACTIONS to the first request of
-// a transaction until the previous one's markers are written, and COORDINATOR_NOT_AVAILABLE or
-// NOT_COORDINATOR while it moves; under load either can outlast a few short retries
-// (docs/kafka.md has the measurements).
+// Transaction requests (AddPartitionsToTxn, EndTxn, InitProducerId) are retried txnRetries
+// times, waiting txnBackoffFirst, doubling up to txnBackoffMax. A real coordinator answers
+// CONCURRENT_TRANSACTIONS to the first AddPartitionsToTxn of a transaction until the previous
+// one's markers are written, and COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR while it moves;
+// the budget outlasts the longest such window measured (docs/kafka.md). It is not larger
+// because the retries nest: each produce retry runs the transaction retries again, so a send to
+// a dead broker would near the send timeout and break the producer instead of being an outage.
 const (
-	txnBackoffFirst = 10 * time.Millisecond
-	txnBackoffMax   = 250 * time.Millisecond
+	txnRetries      = 4
+	txnBackoffFirst = 20 * time.Millisecond
+	txnBackoffMax   = 320 * time.Millisecond
 )
 
 // Produce requests answered NOT_ENOUGH_REPLICAS, NOT_LEADER or with a lost connection are retried
@@ -91,7 +93,7 @@ func newSaramaConfig(c Config) (*sarama.Config, error) {
 	sc.Producer.Partitioner = sarama.NewHashPartitioner
 	sc.Producer.Compression, _ = c.compression() // checked by Validate
 	sc.Producer.Transaction.Timeout = c.TxnTimeout
-	sc.Producer.Transaction.Retry.Max = MaxProducerRetries
+	sc.Producer.Transaction.Retry.Max = txnRetries
 	sc.Producer.Transaction.Retry.Backoff = txnBackoffFirst
 	sc.Producer.Transaction.Retry.BackoffFunc = doubling(txnBackoffFirst, txnBackoffMax)
 	// Batch what the dispatcher hands over at once; a short linger lets a whole batch share
