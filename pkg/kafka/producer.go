@@ -237,6 +237,8 @@ func (t *txnProducer) transaction(recs []Record, abandoned *atomic.Bool) []error
 	return errs
 }
 
+// run is one transaction: begin, produce, then commit, or abort when a record failed or the
+// send was abandoned.
 func (t *txnProducer) run(recs []Record, abandoned *atomic.Bool) []error {
 	fail := func(op string, err error) []error {
 		if t.sync.TxnStatus()&sarama.ProducerTxnFlagFatalError != 0 {
