@@ -89,7 +89,7 @@ func TestRefusesD3Violation(t *testing.T) {
 	cfg.Kafka.Version = "0.10.2.0"
 	err = run(context.Background(), cfg, zerolog.Nop(), nil)
 	require.ErrorIs(t, err, dispatch.ErrRefused)
-	require.Contains(t, err.Error(), "producer rule D3 violated: Version must be at least 0.11.0")
+	require.Contains(t, err.Error(), "MSGX_KAFKA_VERSION: must be at least 2.1.0")
 	require.NotContains(t, err.Error(), "\n")
 
 	cfg.Kafka.Version = "2.8.0"

@@ -35,10 +35,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// sarama's go-metrics meters share one process-wide ticker goroutine.
-		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
-	)
+	code := m.Run()
+	if err := closeApacheKafka(); err != nil {
+		fmt.Fprintln(os.Stderr, "close the shared Apache Kafka broker:", err)
+		code = 1
+	}
+	// sarama's go-metrics meters share one process-wide ticker goroutine.
+	if err := goleak.Find(goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)

@@ -85,10 +85,16 @@ func TestHungBroker(t *testing.T) {
 	perr := kafka.Probe(ctx, b.kcfg, 300*time.Millisecond)
 	require.Error(t, perr, "a hung broker fails the readiness probe")
 	require.Less(t, time.Since(start), 3*time.Second, "within the check timeout (dial, write, read)")
-	require.Eventually(t, func() bool { return bytes.Contains([]byte(logs.String()), []byte("kafka send blocked")) },
-		10*time.Second, 10*time.Millisecond, "a warning while the send waits")
+	waited := time.Duration(0)
+	require.Eventually(t, func() bool {
+		b.clock.Advance(50 * time.Millisecond) // SendWarn on the dispatcher's clock
+		waited += 50 * time.Millisecond
+		return bytes.Contains([]byte(logs.String()), []byte("kafka send blocked"))
+	}, 10*time.Second, 10*time.Millisecond, "a warning while the send waits")
 	b.clock.Advance(7 * time.Second)
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(unackedAge+"msgx_dispatch_oldest_unacked_send_age_seconds 7\n"),
+	waited += 7 * time.Second
+	age := strconv.FormatFloat(waited.Seconds(), 'g', -1, 64)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(unackedAge+"msgx_dispatch_oldest_unacked_send_age_seconds "+age+"\n"),
 		"msgx_dispatch_oldest_unacked_send_age_seconds"))
 
 	close(release)

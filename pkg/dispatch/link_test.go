@@ -171,10 +171,10 @@ func TestLinkTermEndsWithContext(t *testing.T) {
 func TestLinkRefusesD3Violation(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:1"})
-	cfg.Version = "0.10.2.0"
+	cfg.Version = "2.0.0"
 	_, err := dispatch.NewLink(cfg, time.Second, zerolog.Nop())
 	require.ErrorIs(t, err, dispatch.ErrRefused)
-	require.Contains(t, err.Error(), "producer rule D3 violated: Version must be at least 0.11.0")
+	require.Contains(t, err.Error(), "MSGX_KAFKA_VERSION: must be at least 2.1.0")
 }
 
 // With a real broker, a term connects, checks the topics and sends.

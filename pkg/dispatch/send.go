@@ -3,9 +3,9 @@ package dispatch
 import (
 	"context"
 	"os"
-	"sync"
 	"time"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -18,31 +18,20 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 		// for a send already on its way when the process was paused, the case Kafka must fence.
 		ctx = context.WithoutCancel(ctx)
 	}
+	start := d.clock.Now()
 	d.mu.Lock()
 	d.nextSend++
 	id := d.nextSend
-	d.inflight[id] = d.clock.Now()
+	d.inflight[id] = start
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
 		delete(d.inflight, id)
 		d.mu.Unlock()
 	}()
-	start := time.Now()
-	var warn *time.Timer
-	var wmu sync.Mutex
-	var arm func()
-	arm = func() {
-		wmu.Lock()
-		defer wmu.Unlock()
-		warn = time.AfterFunc(d.cfg.SendWarn, func() {
-			d.log.Warn().Str("target", target).Int("records", len(recs)).Dur("waiting", time.Since(start).Round(time.Millisecond)).
-				Msg("kafka send blocked: the broker has not answered")
-			arm()
-		})
-	}
-	arm()
+	stopWarning := d.warnWhileBlocked(target, len(recs), start)
 	errs := d.sender.Send(ctx, recs)
+	stopWarning()
 	if held {
 		ev := d.log.Warn().Str("target", target).Int("records", len(recs))
 		for _, err := range errs {
@@ -53,10 +42,27 @@ func (d *Dispatcher) send(ctx context.Context, target string, recs []kafka.Recor
 		}
 		ev.Msg("dev hold: the held send was answered")
 	}
-	wmu.Lock()
-	warn.Stop()
-	wmu.Unlock()
 	return errs
+}
+
+// warnWhileBlocked logs a warning each time SendWarn passes on the dispatcher's clock until the
+// returned stop is called. The loop belongs to the send: stop returns only once it has ended,
+// so no warning can follow the send.
+func (d *Dispatcher) warnWhileBlocked(target string, records int, start time.Time) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for clock.Sleep(ctx, d.clock, d.cfg.SendWarn) && ctx.Err() == nil {
+			d.log.Warn().Str("target", target).Int("records", records).
+				Dur("waiting", d.clock.Now().Sub(start).Round(time.Millisecond)).
+				Msg("kafka send blocked: the broker has not answered")
+		}
+	}()
+	return func() {
+		cancel()
+		<-ended
+	}
 }
 
 // holdPoll is how often a held send looks at its hold file.

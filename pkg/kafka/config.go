@@ -10,6 +10,10 @@ import (
 	"github.com/msgx/msgx/pkg/envconf"
 )
 
+// minVersion is the oldest protocol version the adapter speaks: Kafka 4 removed every request
+// version older than Kafka 2.1's (KIP-896), and transactions need far less.
+var minVersion = sarama.V2_1_0_0
+
 // MaxTimeout bounds every D3 timeout.
 const MaxTimeout = 5 * time.Minute
 
@@ -21,7 +25,7 @@ const maxCheckTimeout = 2 * time.Second
 type Config struct {
 	Brokers        []string      `envconfig:"MSGX_KAFKA_BROKERS" default:"127.0.0.1:9092" desc:"dispatcher: Kafka bootstrap brokers"`
 	ClientID       string        `envconfig:"MSGX_KAFKA_CLIENT_ID" default:"msgx-dispatcher" desc:"dispatcher: Kafka client id"`
-	Version        string        `envconfig:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version (at least 0.11.0 for idempotence)"`
+	Version        string        `envconfig:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version sarama speaks (at least 2.1.0: Kafka 4 brokers refuse older request versions)"`
 	TopicChanges   string        `envconfig:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
 	TopicState     string        `envconfig:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
 	DialTimeout    time.Duration `envconfig:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
@@ -49,8 +53,10 @@ func (c Config) Validate() error {
 	if c.TopicChanges == "" || c.TopicState == "" || c.TopicChanges == c.TopicState {
 		p.Add("MSGX_KAFKA_TOPIC_CHANGES", "and MSGX_KAFKA_TOPIC_STATE must be set and differ")
 	}
-	if _, err := sarama.ParseKafkaVersion(c.Version); err != nil {
+	if v, err := sarama.ParseKafkaVersion(c.Version); err != nil {
 		p.Add("MSGX_KAFKA_VERSION", "%v", err)
+	} else if !v.IsAtLeast(minVersion) {
+		p.Add("MSGX_KAFKA_VERSION", "must be at least %s, got %s (Kafka 4 brokers no longer answer request versions older than 2.1, KIP-896)", minVersion, c.Version)
 	}
 	for _, t := range []struct {
 		name string
@@ -89,10 +95,7 @@ func (c Config) compression() (sarama.CompressionCodec, error) {
 		return sarama.CompressionNone, nil
 	case "", "lz4":
 		return sarama.CompressionLZ4, nil
-	case "zstd":
-		if v, err := sarama.ParseKafkaVersion(c.Version); err == nil && !v.IsAtLeast(sarama.V2_1_0_0) {
-			return 0, fmt.Errorf("zstd needs Kafka version 2.1.0 or later, got %s", c.Version)
-		}
+	case "zstd": // needs 2.1.0, the oldest version Validate accepts
 		return sarama.CompressionZSTD, nil
 	}
 	return 0, fmt.Errorf("compression must be none, lz4 or zstd, got %q", c.Compression)

@@ -18,6 +18,41 @@ const MaxProducerRetries = 10
 // producerRetries is the value the builder sets: a few quick in-client retries for leader moves.
 const producerRetries = 3
 
+// Transaction requests (AddPartitionsToTxn, EndTxn, InitProducerId) are retried txnRetries
+// times, waiting txnBackoffFirst, doubling up to txnBackoffMax. A real coordinator answers
+// CONCURRENT_TRANSACTIONS to the first AddPartitionsToTxn of a transaction until the previous
+// one's markers are written, and COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR while it moves;
+// the budget outlasts the longest such window measured (docs/kafka.md). It is not larger
+// because the retries nest: each produce retry runs the transaction retries again, so a send to
+// a dead broker would near the send timeout and break the producer instead of being an outage.
+const (
+	txnRetries      = 4
+	txnBackoffFirst = 20 * time.Millisecond
+	txnBackoffMax   = 320 * time.Millisecond
+)
+
+// Produce requests answered NOT_ENOUGH_REPLICAS, NOT_LEADER or with a lost connection are retried
+// producerRetries times, waiting produceBackoffFirst, doubling up to produceBackoffMax: past
+// that the dispatcher's own backoff takes over.
+const (
+	produceBackoffFirst = 100 * time.Millisecond
+	produceBackoffMax   = 400 * time.Millisecond
+)
+
+// doubling is a sarama BackoffFunc: first, doubled on each retry, at most limit.
+func doubling(first, limit time.Duration) func(retries, maxRetries int) time.Duration {
+	return func(retries, _ int) time.Duration {
+		d := first
+		for range retries {
+			if d >= limit {
+				break
+			}
+			d *= 2
+		}
+		return min(d, limit)
+	}
+}
+
 // VerifyD3 builds the configuration of every producer Dial would make, without connecting, and
 // reports what it refuses: a bad setting (Validate) or a breach of producer rule D3.
 func VerifyD3(c Config) error {
@@ -51,14 +86,16 @@ func newSaramaConfig(c Config) (*sarama.Config, error) {
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Producer.Timeout = c.ProduceTimeout
 	sc.Producer.Retry.Max = producerRetries
-	sc.Producer.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Retry.Backoff = produceBackoffFirst
+	sc.Producer.Retry.BackoffFunc = doubling(produceBackoffFirst, produceBackoffMax)
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
 	sc.Producer.Partitioner = sarama.NewHashPartitioner
 	sc.Producer.Compression, _ = c.compression() // checked by Validate
 	sc.Producer.Transaction.Timeout = c.TxnTimeout
-	sc.Producer.Transaction.Retry.Max = producerRetries
-	sc.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
+	sc.Producer.Transaction.Retry.Max = txnRetries
+	sc.Producer.Transaction.Retry.Backoff = txnBackoffFirst
+	sc.Producer.Transaction.Retry.BackoffFunc = doubling(txnBackoffFirst, txnBackoffMax)
 	// Batch what the dispatcher hands over at once; a short linger lets a whole batch share
 	// one request per broker.
 	sc.Producer.Flush.Frequency = 2 * time.Millisecond
@@ -176,8 +213,8 @@ func checkD3(sc *sarama.Config, c Config) error {
 	bounded("Producer.Timeout", sc.Producer.Timeout)
 	bounded("Producer.Transaction.Timeout", sc.Producer.Transaction.Timeout)
 	bounded("send timeout (MSGX_KAFKA_SEND_TIMEOUT)", c.SendTimeout)
-	if !sc.Version.IsAtLeast(sarama.V0_11_0_0) {
-		bad("Version must be at least 0.11.0 (idempotence), got %s", sc.Version)
+	if !sc.Version.IsAtLeast(minVersion) {
+		bad("Version must be at least %s (transactions; older request versions are gone from Kafka 4), got %s", minVersion, sc.Version)
 	}
 	if want, err := sarama.ParseKafkaVersion(c.Version); err == nil && sc.Version != want {
 		bad("Version must be the configured %s, got %s", want, sc.Version)

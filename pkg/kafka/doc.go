@@ -15,15 +15,18 @@
 //	Net.MaxOpenRequests     = 1 (one request in flight per broker: no reordering on retry)
 //	Net.Dial/Read/WriteTimeout, Producer.Timeout, Producer.Transaction.Timeout bounded
 //	                          (> 0, ≤ MaxTimeout); every Send is bounded by the send timeout
-//	Version                 = the configured version, at least 0.11.0 (transactions)
+//	Version                 = the configured version, at least 2.1.0 (transactions; Kafka 4
+//	                          answers no older request version)
 //	Producer.Retry.Max, Producer.Transaction.Retry.Max between 1 and MaxProducerRetries
 //	                          (sarama's own retries stay short; the dispatcher's backoff does
 //	                          the long retrying)
 //
 // Each Send is one Kafka transaction per topic: begin, produce, commit. Records of an aborted
 // or fenced transaction are never seen by consumers reading with isolation.level=read_committed
-// (docs/events.md). A producer whose transaction could not be finished in time (a hung broker)
-// or that was fenced is broken: every later Send answers ErrBroken, and its owner dials a new
-// one (initialising it with the same transactional id aborts the abandoned transaction) after
-// checking that it still leads.
+// (docs/events.md). A producer whose transaction could not be finished in time (a hung broker),
+// that was fenced (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH on a real broker's produce path),
+// or that a transaction left not ready for the next one is broken: every later Send answers
+// ErrBroken, and its owner dials a new one (initialising it with the same transactional id
+// aborts the abandoned transaction) after checking that it still leads. What each broker error
+// does, and the retry budgets chosen against a real broker: docs/kafka.md.
 package kafka

@@ -2,8 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,10 +23,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// sarama's go-metrics meters share one process-wide ticker goroutine.
-		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
-	)
+	code := m.Run()
+	if err := closeRealBroker(); err != nil {
+		fmt.Fprintln(os.Stderr, "close the shared Apache Kafka broker:", err)
+		code = 1
+	}
+	// sarama's go-metrics meters share one process-wide ticker goroutine.
+	if err := goleak.Find(goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 func TestNewSaramaConfigSetsD3(t *testing.T) {
@@ -46,6 +55,21 @@ func TestNewSaramaConfigSetsD3(t *testing.T) {
 		require.Equal(t, 20*time.Second, tc.Producer.Transaction.Timeout)
 		require.True(t, tc.Producer.Idempotent)
 	}
+
+	// Transaction and produce requests back off doubling; the waits of each add up to the
+	// budgets docs/kafka.md gives.
+	budget := func(max int, backoff func(retries, maxRetries int) time.Duration) (total time.Duration) {
+		for r := 0; r <= max; r++ {
+			total += backoff(r, max)
+		}
+		return total
+	}
+	require.Equal(t, 4, sc.Producer.Transaction.Retry.Max)
+	require.Equal(t, 20*time.Millisecond, sc.Producer.Transaction.Retry.BackoffFunc(0, 4))
+	require.Equal(t, 320*time.Millisecond, sc.Producer.Transaction.Retry.BackoffFunc(4, 4))
+	require.Equal(t, 620*time.Millisecond, budget(sc.Producer.Transaction.Retry.Max, sc.Producer.Transaction.Retry.BackoffFunc))
+	require.Equal(t, 3, sc.Producer.Retry.Max)
+	require.Equal(t, 1100*time.Millisecond, budget(sc.Producer.Retry.Max, sc.Producer.Retry.BackoffFunc))
 }
 
 func TestCheckProducerD3RefusesNonTransactional(t *testing.T) {
@@ -72,9 +96,9 @@ func TestCheckProducerD3RefusesNonTransactional(t *testing.T) {
 	cfg.Compression = "gzip"
 	_, err = kafka.NewSaramaConfig(cfg)
 	require.ErrorContains(t, err, "compression must be none, lz4 or zstd")
-	cfg.Compression, cfg.Version = "zstd", "2.0.0"
+	cfg.Compression, cfg.Version = "zstd", "2.1.0"
 	_, err = kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "zstd needs Kafka version 2.1.0")
+	require.NoError(t, err, "zstd from 2.1.0, the oldest version accepted")
 }
 
 func TestCheckD3RefusesEachViolation(t *testing.T) {
@@ -92,7 +116,7 @@ func TestCheckD3RefusesEachViolation(t *testing.T) {
 		"unbounded read":    {func(sc *sarama.Config) { sc.Net.ReadTimeout = time.Hour }, "Net.ReadTimeout must be between"},
 		"unbounded write":   {func(sc *sarama.Config) { sc.Net.WriteTimeout = -1 }, "Net.WriteTimeout must be between"},
 		"unbounded produce": {func(sc *sarama.Config) { sc.Producer.Timeout = 0 }, "Producer.Timeout must be between"},
-		"old version":       {func(sc *sarama.Config) { sc.Version = sarama.V0_10_2_0 }, "Version must be at least 0.11.0"},
+		"old version":       {func(sc *sarama.Config) { sc.Version = sarama.V2_0_0_0 }, "Version must be at least 2.1.0"},
 		"other version":     {func(sc *sarama.Config) { sc.Version = sarama.V3_0_0_0 }, "Version must be the configured 2.8.0"},
 		"no retries":        {func(sc *sarama.Config) { sc.Producer.Retry.Max = 0 }, "Producer.Retry.Max must be between"},
 		"endless retries":   {func(sc *sarama.Config) { sc.Producer.Retry.Max = 1000 }, "Producer.Retry.Max must be between"},
@@ -113,13 +137,23 @@ func TestCheckD3RefusesEachViolation(t *testing.T) {
 func TestConfigRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:9092"})
-	cfg.Version = "0.10.2.0"
-	_, err := kafka.NewSaramaConfig(cfg)
-	require.ErrorContains(t, err, "Version must be at least 0.11.0")
+	// Kafka 4 answers no request version older than 2.1's: an older setting is refused, in
+	// one line naming the variable.
+	for _, v := range []string{"0.10.2.0", "0.11.0.0", "2.0.0"} {
+		cfg.Version = v
+		_, err := kafka.NewSaramaConfig(cfg)
+		require.ErrorContains(t, err, "MSGX_KAFKA_VERSION: must be at least 2.1.0, got "+v)
+		require.NotContains(t, err.Error(), "\n")
+	}
+	for _, v := range []string{"2.1.0", "2.8.0", "3.9.0", "4.0.0"} {
+		cfg.Version = v
+		_, err := kafka.NewSaramaConfig(cfg)
+		require.NoError(t, err, v)
+	}
 
 	cfg = kafkatest.Config([]string{"127.0.0.1:9092"})
 	cfg.ProduceTimeout = 0
-	_, err = kafka.NewSaramaConfig(cfg)
+	_, err := kafka.NewSaramaConfig(cfg)
 	require.ErrorContains(t, err, "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between")
 
 	cfg = kafkatest.Config(nil)
@@ -138,8 +172,8 @@ func TestVerifyD3(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:1"}) // nothing listens: nothing connects
 	require.NoError(t, kafka.VerifyD3(cfg))
-	cfg.Version = "0.10.2.0"
-	require.ErrorContains(t, kafka.VerifyD3(cfg), "producer rule D3 violated: Version must be at least 0.11.0")
+	cfg.Version = "2.0.0"
+	require.ErrorContains(t, kafka.VerifyD3(cfg), "MSGX_KAFKA_VERSION: must be at least 2.1.0")
 	cfg = kafkatest.Config([]string{"127.0.0.1:1"})
 	cfg.TxnTimeout = time.Hour
 	require.ErrorContains(t, kafka.VerifyD3(cfg), "MSGX_KAFKA_TXN_TIMEOUT: must be between")
@@ -262,6 +296,11 @@ func TestProbeSeesAHungBroker(t *testing.T) {
 func TestFencing(t *testing.T) {
 	t.Parallel()
 	b, cfg := kafkatest.Broker(t)
+	checkFencing(t, b.Addrs(), cfg)
+}
+
+// checkFencing is TestFencing against the brokers at addrs.
+func checkFencing(t *testing.T, addrs []string, cfg kafka.Config) {
 	ctx := context.Background()
 	old, err := kafka.Dial(cfg)
 	require.NoError(t, err)
@@ -277,13 +316,15 @@ func TestFencing(t *testing.T) {
 	require.NoError(t, next.Send(ctx, []kafka.Record{rec("1", "new-2")})[0])
 
 	// The old producer is fenced for good: it never re-initialises by itself.
-	require.ErrorIs(t, old.Send(ctx, []kafka.Record{rec("1", "old-3")})[0], kafka.ErrFenced)
+	err = old.Send(ctx, []kafka.Record{rec("1", "old-3")})[0]
+	require.ErrorIs(t, err, kafka.ErrFenced)
+	t.Logf("the fenced producer's answer: %v", err)
 	require.ErrorIs(t, old.Broken(), kafka.ErrBroken)
 	require.ErrorIs(t, old.Send(ctx, []kafka.Record{rec("1", "old-4")})[0], kafka.ErrBroken)
 	require.NoError(t, next.Broken())
 	require.NoError(t, next.Send(ctx, []kafka.Record{rec("1", "new-5")})[0])
 
-	recs := kafkatest.ConsumeAll(t, b.Addrs(), cfg.TopicChanges, 10*time.Second)
+	recs := kafkatest.ConsumeAll(t, addrs, cfg.TopicChanges, 10*time.Second)
 	var vs []string
 	for _, r := range recs {
 		vs = append(vs, r.Headers["v"])

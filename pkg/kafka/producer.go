@@ -101,8 +101,8 @@ func dialTxn(c Config, topic string) (*txnProducer, error) {
 	sp, err := sarama.NewSyncProducerFromClient(client) // InitProducerID: fences older producers
 	if err != nil {
 		_ = client.Close()
-		if errors.Is(err, sarama.ErrProducerFenced) {
-			return nil, &Error{Op: "init producer " + sc.Producer.Transaction.ID, Err: ErrFenced}
+		if isFenced(err) {
+			return nil, &Error{Op: "init producer " + sc.Producer.Transaction.ID, Err: fmt.Errorf("%w: %w", ErrFenced, err)}
 		}
 		return nil, &Error{Op: "init producer " + sc.Producer.Transaction.ID, Err: err}
 	}
@@ -222,11 +222,27 @@ func (tp *topicProducer) send(ctx context.Context, recs []Record) []error {
 }
 
 // transaction is begin, produce, commit; every failure aborts (a fatal one breaks the
-// producer). abandoned, once set, turns the commit into an abort.
+// producer). abandoned, once set, turns the commit into an abort. A producer that a record's
+// answer says is fenced, or that is not ready for another transaction afterwards (an abort or
+// epoch bump that did not finish), is broken: its owner dials a new one, whose initialisation
+// aborts whatever this one left open.
 func (t *txnProducer) transaction(recs []Record, abandoned *atomic.Bool) []error {
+	errs := t.run(recs, abandoned)
+	if err := fenced(errs); err != nil {
+		t.broken.Store(&err)
+	} else if st := t.sync.TxnStatus(); st&sarama.ProducerTxnFlagReady == 0 && t.broken.Load() == nil {
+		err := fmt.Errorf("transaction left the producer %s", st)
+		t.broken.Store(&err)
+	}
+	return errs
+}
+
+// run is one transaction: begin, produce, then commit, or abort when a record failed or the
+// send was abandoned.
+func (t *txnProducer) run(recs []Record, abandoned *atomic.Bool) []error {
 	fail := func(op string, err error) []error {
 		if t.sync.TxnStatus()&sarama.ProducerTxnFlagFatalError != 0 {
-			if errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch) {
+			if isFenced(err) {
 				err = fmt.Errorf("%w: %w", ErrFenced, err)
 			}
 			t.broken.Store(&err)
@@ -262,6 +278,23 @@ func (t *txnProducer) transaction(recs []Record, abandoned *atomic.Bool) []error
 		return fail("commit transaction", err)
 	}
 	return errs
+}
+
+// isFenced reports a broker answer that means a newer producer took the transactional id:
+// PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH, which a real broker answers on the produce path
+// (and older request versions everywhere) for the same cause.
+func isFenced(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}
+
+// fenced returns the first answer saying the producer was fenced.
+func fenced(errs []error) error {
+	for _, err := range errs {
+		if errors.Is(err, ErrFenced) {
+			return err
+		}
+	}
+	return nil
 }
 
 func firstErr(errs []error) error {
@@ -309,7 +342,7 @@ func produce(sp sarama.SyncProducer, recs []Record) []error {
 	for _, pe := range perrs {
 		if i, ok := pe.Msg.Metadata.(int); ok && i >= 0 && i < len(errs) {
 			perr := pe.Err
-			if errors.Is(perr, sarama.ErrProducerFenced) || errors.Is(perr, sarama.ErrInvalidProducerEpoch) {
+			if isFenced(perr) {
 				perr = fmt.Errorf("%w: %w", ErrFenced, perr)
 			}
 			errs[i] = &Error{Op: "produce", Err: perr}

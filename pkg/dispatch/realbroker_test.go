@@ -1,0 +1,120 @@
+package dispatch_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/apachekafka"
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/outbox"
+)
+
+// apacheKafka is one Apache Kafka node shared by the package's real-broker tests (a JVM takes
+// seconds to start); TestMain closes it.
+var apacheKafka struct {
+	once    sync.Once
+	cluster *apachekafka.Cluster
+	err     error
+}
+
+// realKafka returns the shared real broker's adapter configuration with topics of its own
+// (prefix) and their transactional ids, the topics created; it starts the broker on first use
+// and skips the test when apachekafka.SkipEnv says so.
+func realKafka(t *testing.T, prefix string) kafka.Config {
+	t.Helper()
+	if os.Getenv(apachekafka.SkipEnv) == "1" {
+		t.Skipf("%s=1: the tests against a real Apache Kafka broker are skipped", apachekafka.SkipEnv)
+	}
+	apacheKafka.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), apachekafka.StartTimeout)
+		defer cancel()
+		apacheKafka.cluster, apacheKafka.err = apachekafka.Launch(ctx, 1, apachekafka.Options{})
+	})
+	require.NoError(t, apacheKafka.err, "start Apache Kafka (%s prepares the machine; %s=1 skips these tests)",
+		apachekafka.EnsureScript, apachekafka.SkipEnv)
+	cfg := kafkatest.Config(apacheKafka.cluster.Addrs())
+	cfg.TopicChanges, cfg.TopicState = prefix+".changes", prefix+".state"
+	cfg.TxnIDPrefix = "msgx-" + prefix
+	require.NoError(t, kafka.EnsureTopics(cfg, kafkatest.Partitions))
+	return cfg
+}
+
+// closeApacheKafka stops the shared broker if a test started it.
+func closeApacheKafka() error {
+	if apacheKafka.cluster == nil {
+		return nil
+	}
+	return apacheKafka.cluster.Close()
+}
+
+// TestRealBrokerDrain: a leadership term against Apache Kafka (the Link dials the transactional
+// producers, checks the topics and sends) drains a backlog of both targets: every event SENT,
+// every FLID's versions once and in order on the changes topic, the newest state of each FLID
+// on the state topic.
+func TestRealBrokerDrain(t *testing.T) {
+	t.Parallel()
+	kcfg := realKafka(t, "drain")
+	db := testdb.New(t)
+	ctx := context.Background()
+	store, err := outbox.New(db.Pool, outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('dispatcher', 7, 'test', 0, $1, $1)`, t0)
+	require.NoError(t, err)
+	lease := leader.Lease{Role: "dispatcher", Epoch: 7}
+	link, err := dispatch.NewLink(kcfg, 10*time.Millisecond, zerolog.Nop())
+	require.NoError(t, err)
+	b := &bundle{db: db, store: store, clock: clock.NewFake(t0)}
+	disp, err := dispatch.New(dispatch.Config{Batch: 100, FlushPeriod: time.Second, FlushLimit: 50,
+		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState}, store, link, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+	require.NoError(t, err)
+
+	const flids, per = 100, 10
+	n := enqueueSpread(t, b, flids, per)
+	for f := int64(1); f <= 20; f++ {
+		enqueueEach(t, b, stateEvent(f, 1, event.Upsert), stateEvent(f, 2, event.Upsert))
+	}
+	require.NoError(t, link.Term(ctx, func(context.Context) error { return nil }, func(ctx context.Context) error {
+		for {
+			res, err := disp.StepMsg(ctx, lease)
+			require.NoError(t, err)
+			require.Zero(t, res.Retried+res.Dead, "%+v", res)
+			if res.Claimed == 0 {
+				break
+			}
+		}
+		for more := true; more; {
+			res, err := disp.FlushStates(ctx, lease)
+			require.NoError(t, err)
+			require.Zero(t, res.Retried+res.Dead, "%+v", res)
+			more = res.More
+		}
+		return nil
+	}))
+	require.Equal(t, n+40, countStatus(t, b, outbox.StatusSent))
+
+	addrs := apacheKafka.cluster.Addrs()
+	want := map[string]int64{}
+	for f := 1; f <= flids; f++ {
+		want[strconv.Itoa(f)] = per
+	}
+	require.Empty(t, checkStream(t, kafkatest.ConsumeAll(t, addrs, kcfg.TopicChanges, time.Minute), want), "no duplicates")
+	states := kafkatest.ConsumeAll(t, addrs, kcfg.TopicState, time.Minute)
+	require.Len(t, states, 20, "one record per FLID: the newest state")
+	for _, r := range states {
+		require.Equal(t, int64(2), r.Int("state_version"))
+	}
+}
