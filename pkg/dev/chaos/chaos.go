@@ -125,7 +125,7 @@ type Run struct {
 	Kafka *apachekafka.Cluster
 	// Consumer reads both topics (read_committed) from the start of the scenario.
 	Consumer *stack.Consumer
-	log     func(format string, args ...any)
+	log      func(format string, args ...any)
 
 	mu       sync.Mutex
 	observed []string
@@ -278,7 +278,7 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
 		KafkaDataDir: filepath.Join(dir, "kafka"), ExternalBrokers: external,
-		Env:          append(append([]string{}, fastEnv...), sc.Env...),
+		Env: append(append([]string{}, fastEnv...), sc.Env...),
 		Supervise: &stack.Supervision{Delay: 500 * time.Millisecond, OnExit: func(e stack.Exit) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -50,7 +50,9 @@ func kafkaKillLeader(k *RealKafka) Scenario {
 				return err
 			}
 			p, recs := r.busiestPartition()
-			leader := func(ctx context.Context) (*apachekafka.Node, error) { return r.Kafka.Leader(ctx, verify.TopicChanges, p) }
+			leader := func(ctx context.Context) (*apachekafka.Node, error) {
+				return r.Kafka.Leader(ctx, verify.TopicChanges, p)
+			}
 			victim, err := leader(ctx)
 			if err != nil {
 				return err
