@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string) error {
 	fs := cmdline.New("chaos", "[--short | --kafka] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
 	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
 	onKafka := fs.Bool("kafka", false, "the scenarios on a real three-node Apache Kafka cluster instead of the development broker (make chaos-kafka)")
-	only := fs.String("run", "", "run only the scenarios whose name contains this")
+	only := fs.String("run", "", "run only the scenarios whose name contains this (or one of these, comma-separated)")
 	write := fs.String("write", "", "append the run's section to this file (docs/reliability.md)")
 	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
 	if err := fs.NoArgs(args); err != nil {
@@ -55,8 +55,11 @@ func run(ctx context.Context, args []string) error {
 	if *only != "" {
 		var keep []chaos.Scenario
 		for _, s := range scenarios {
-			if strings.Contains(s.Name, *only) {
-				keep = append(keep, s)
+			for _, part := range strings.Split(*only, ",") {
+				if part != "" && strings.Contains(s.Name, part) {
+					keep = append(keep, s)
+					break
+				}
 			}
 		}
 		scenarios = keep
