@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 // when a scenario left a node down, frozen or a partition short of replicas; each scenario gets
 // the two topics fresh. Close stops it.
 type RealKafka struct {
-	root     string // one directory per launch below it
+	root     string // one directory per launch below it (.chaos is cleared by hand)
 	launches int
 	dir      string // the current cluster's directory: its nodes' configuration, data and logs
 	c        *apachekafka.Cluster
@@ -75,10 +74,8 @@ func (k *RealKafka) prepare(ctx context.Context, logf func(string, ...any)) (*ap
 		_ = k.Close()
 	}
 	k.launches++
-	k.dir = filepath.Join(k.root, fmt.Sprintf("cluster-%d", k.launches))
-	if err := os.RemoveAll(k.dir); err != nil {
-		return nil, err
-	}
+	// Named by the time too: the logs of an earlier suite run's cluster stay.
+	k.dir = filepath.Join(k.root, fmt.Sprintf("cluster-%s-%d", time.Now().Format("20060102-150405"), k.launches))
 	opts := kafkaOptions
 	opts.Dir = k.dir
 	lctx, cancel := context.WithTimeout(ctx, apachekafka.StartTimeout)
