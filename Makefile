@@ -59,6 +59,10 @@ bench: ## benchmarks (separate from make test): package benchmarks, then the end
 chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases; appends its run to docs/reliability.md; non-zero when a scenario fails
 	$(GO) run ./cmd/chaos -write docs/reliability.md
 
+.PHONY: chaos-kafka
+chaos-kafka: ## the fault suite on a real three-node Apache Kafka cluster (broker kills, two down, rolling restart, freeze; ≈ 15 min); appends its run to docs/reliability.md
+	$(GO) run ./cmd/chaos -kafka -write docs/reliability.md
+
 .PHONY: chaos-short
 chaos-short: ## the short form of the fault suite (one kill per binary, a PostgreSQL restart, a broker freeze); make test runs it as e2e TestChaosShort
 	$(GO) run ./cmd/chaos -short

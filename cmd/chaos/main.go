@@ -1,6 +1,6 @@
 // Command chaos is the fault suite (make chaos): it builds the binaries, starts a private
 // PostgreSQL cluster and MariaDB instance, runs every scenario of pkg/dev/chaos (or the short
-// form with -short) and, with -write, appends a dated section with one row per scenario to
+// form with -short; the suite on a real three-node Apache Kafka cluster with -kafka) and, with -write, appends a dated section with one row per scenario to
 // docs/reliability.md. It exits non-zero when a scenario fails, naming it and what broke.
 package main
 
@@ -27,32 +27,43 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := cmdline.New("chaos", "[--short] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
+	fs := cmdline.New("chaos", "[--short | --kafka] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
 	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
-	only := fs.String("run", "", "run only the scenarios whose name contains this")
+	onKafka := fs.Bool("kafka", false, "the scenarios on a real three-node Apache Kafka cluster instead of the development broker (make chaos-kafka)")
+	only := fs.String("run", "", "run only the scenarios whose name contains this (or one of these, comma-separated)")
 	write := fs.String("write", "", "append the run's section to this file (docs/reliability.md)")
 	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
 	if err := fs.NoArgs(args); err != nil {
 		return err
-	}
-	scenarios := chaos.Full()
-	if *short {
-		scenarios = chaos.Short()
-	}
-	if *only != "" {
-		var keep []chaos.Scenario
-		for _, s := range scenarios {
-			if strings.Contains(s.Name, *only) {
-				keep = append(keep, s)
-			}
-		}
-		scenarios = keep
 	}
 	root, err := stack.Root()
 	if err != nil {
 		return err
 	}
 	work := filepath.Join(root, ".chaos")
+	scenarios := chaos.Full()
+	switch {
+	case *short && *onKafka:
+		return fmt.Errorf("--short and --kafka exclude each other")
+	case *short:
+		scenarios = chaos.Short()
+	case *onKafka:
+		k := chaos.NewRealKafka(filepath.Join(work, "apache-kafka"))
+		defer func() { _ = k.Close() }()
+		scenarios = chaos.Kafka(k)
+	}
+	if *only != "" {
+		var keep []chaos.Scenario
+		for _, s := range scenarios {
+			for _, part := range strings.Split(*only, ",") {
+				if part != "" && strings.Contains(s.Name, part) {
+					keep = append(keep, s)
+					break
+				}
+			}
+		}
+		scenarios = keep
+	}
 	started, machine := time.Now(), chaos.Machine()
 	fmt.Println("chaos: building the binaries …")
 	if err := stack.Build(ctx, filepath.Join(work, "bin")); err != nil {

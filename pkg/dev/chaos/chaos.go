@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/apachekafka"
 	"github.com/msgx/msgx/pkg/dev/privdb"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
@@ -65,6 +66,11 @@ type Scenario struct {
 	Alone func(ctx context.Context, r *Run, binDir, logDir, pgURL string) error
 	// ExactlyOnce makes any duplicate record a failure (no producer allowance).
 	ExactlyOnce bool
+	// Kafka, when set, runs the scenario on this real Apache Kafka cluster instead of the
+	// development broker (Run.Kafka is its handle).
+	Kafka *RealKafka
+	// Feed, when set, replaces Config.Feed: faults that last long need traffic throughout.
+	Feed time.Duration
 }
 
 // Result is one scenario's outcome.
@@ -115,7 +121,11 @@ type Run struct {
 	Feed    time.Duration
 	Day     simulate.Day
 	LogDir  string // the binaries' logs (<key>.log)
-	log     func(format string, args ...any)
+	// Kafka is the real Apache Kafka cluster of a Scenario.Kafka scenario (nil otherwise).
+	Kafka *apachekafka.Cluster
+	// Consumer reads both topics (read_committed) from the start of the scenario.
+	Consumer *stack.Consumer
+	log      func(format string, args ...any)
 
 	mu       sync.Mutex
 	observed []string
@@ -247,17 +257,28 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	}
 	defer mailbox.Close()
 
-	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Feed: cfg.Feed,
+	feed := cfg.Feed
+	if sc.Feed > 0 {
+		feed = sc.Feed
+	}
+	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Feed: feed,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, n)), killed: map[string]int{}, extra: map[int64]verify.Want{},
 		log: func(f string, a ...any) { fmt.Fprintf(cfg.Log, "chaos:     "+f+"\n", a...) }}
 	if sc.Alone != nil {
 		return runAlone(ctx, cfg, sc, r, dir, pgURL, start)
 	}
 	r.LogDir = filepath.Join(dir, "logs")
+	var external []string
+	if sc.Kafka != nil {
+		if r.Kafka, err = sc.Kafka.prepare(ctx, r.Logf); err != nil {
+			return res, fmt.Errorf("prepare Apache Kafka: %w", err)
+		}
+		external = r.Kafka.Addrs()
+	}
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
-		KafkaDataDir: filepath.Join(dir, "kafka"),
-		Env:          append(append([]string{}, fastEnv...), sc.Env...),
+		KafkaDataDir: filepath.Join(dir, "kafka"), ExternalBrokers: external,
+		Env: append(append([]string{}, fastEnv...), sc.Env...),
 		Supervise: &stack.Supervision{Delay: 500 * time.Millisecond, OnExit: func(e stack.Exit) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -281,13 +302,14 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		return res, err
 	}
 	defer func() { _ = consumer.Close() }()
+	r.Consumer = consumer
 
 	dcfg := simulate.DefaultConfig()
 	dcfg.Seed, dcfg.Flights, dcfg.Additions, dcfg.Date = cfg.Seed+n, cfg.Flights, 2, cfg.Date
 	day := simulate.Generate(dcfg)
 	res.Messages = len(day.Messages)
 	r.Day = day
-	wcfg := simulate.WriterConfig{Conns: 2, Pace: simulate.PaceSteady, Rate: float64(len(day.Messages)) / cfg.Feed.Seconds(),
+	wcfg := simulate.WriterConfig{Conns: 2, Pace: simulate.PaceSteady, Rate: float64(len(day.Messages)) / feed.Seconds(),
 		HoldShare: 0.02, Seed: cfg.Seed + n}
 	if sc.Writer != nil {
 		sc.Writer(&wcfg)
@@ -331,9 +353,15 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		wrote = &w
 		from, upTo = time.Now(), r.maxCommitted.Load()
 	}
+	// A real Kafka cluster recovers within seconds of the fault's end; waiting less for it keeps a
+	// stuck dispatcher from holding its slow suite for ten minutes.
+	patience := 5 * time.Minute
+	if sc.Kafka != nil {
+		patience = 2 * time.Minute
+	}
 	// Recovery (measured while the day is still written): everything committed before the fault
 	// ended is processed and sent.
-	rec, rerr := waitRecovered(ctx, pool, upTo, from, 5*time.Minute)
+	rec, rerr := waitRecovered(ctx, pool, upTo, from, patience)
 	res.Recovery = rec
 	if rerr != nil {
 		res.Problems = append(res.Problems, "no recovery: "+rerr.Error())
@@ -352,7 +380,7 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	for id := range r.extra {
 		maxID = max(maxID, id)
 	}
-	if _, err := stack.WaitDrained(ctx, pool, maxID, 200*time.Millisecond, time.Second, 5*time.Minute); err != nil {
+	if _, err := stack.WaitDrained(ctx, pool, maxID, 200*time.Millisecond, time.Second, patience); err != nil {
 		res.Problems = append(res.Problems, "not drained: "+err.Error())
 	}
 	if sc.Check != nil {
@@ -393,6 +421,9 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		_ = os.RemoveAll(dir)
 	} else {
 		res.Problems = append(res.Problems, "logs in "+filepath.Join(dir, "logs"))
+		if sc.Kafka != nil {
+			res.Problems = append(res.Problems, "logs in "+sc.Kafka.dir+" (the Kafka nodes' server.log)")
+		}
 	}
 	return res, nil
 }

@@ -310,20 +310,27 @@ func brokerFreeze(d time.Duration) Scenario {
 
 // readyz asks a binary's /readyz; it returns the status code and how long the answer took.
 func readyz(ctx context.Context, addr string) (int, time.Duration, error) {
+	code, _, took, err := askReadyz(ctx, addr)
+	return code, took, err
+}
+
+// askReadyz asks a binary's /readyz; it returns the status code, the body and how long the
+// answer took.
+func askReadyz(ctx context.Context, addr string) (int, []byte, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, time.Since(start), err
+		return 0, nil, time.Since(start), err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	return resp.StatusCode, time.Since(start), nil
+	return resp.StatusCode, body, time.Since(start), err
 }
 
 func brokerRestart() Scenario {

@@ -142,6 +142,9 @@ type Options struct {
 	KafkaPort int
 	// KafkaDataDir keeps the broker's data across its restarts (empty: memory only).
 	KafkaDataDir string
+	// ExternalBrokers, when set, are the bootstrap addresses of a Kafka cluster the caller runs
+	// (its topics created beforehand): the stack starts no broker of its own.
+	ExternalBrokers []string
 	// RandomPorts lets each binary pick a free HTTP port (tests); otherwise each serves on its
 	// role's default address (127.0.0.1:8081 … 8084).
 	RandomPorts bool
@@ -217,8 +220,8 @@ type Stack struct {
 	wg      sync.WaitGroup // supervisors' restarts
 }
 
-// Start starts the broker (it creates the two topics) and the four binaries, and waits until
-// each serves.
+// Start starts the broker (it creates the two topics; none with Options.ExternalBrokers) and
+// the four binaries, and waits until each serves.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 		return nil, err
@@ -229,7 +232,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.StartBroker(ctx); err != nil {
+	if len(opts.ExternalBrokers) > 0 {
+		s.Brokers = opts.ExternalBrokers
+	} else if err := s.StartBroker(ctx); err != nil {
 		return nil, err
 	}
 	s.Kafka = broker.ClientConfig(s.Brokers)
