@@ -53,8 +53,8 @@ var kafkaOptions = apachekafka.Options{Config: map[string]string{
 // kafkaTxnPrefix is the dispatchers' transactional id prefix in the Kafka scenarios.
 const kafkaTxnPrefix = "msgx-chaos"
 
-// kafkaEnv are the Kafka scenarios' extra settings of every binary.
-var kafkaEnv = []string{"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX=" + kafkaTxnPrefix}
+// scenarioKafkaEnv are the Kafka scenarios' extra settings of every binary.
+var scenarioKafkaEnv = []string{"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX=" + kafkaTxnPrefix}
 
 // changesTxnID is the transactional id of the dispatcher's producer of msgx.flight.changes.
 const changesTxnID = kafkaTxnPrefix + "." + verify.TopicChanges

@@ -31,7 +31,7 @@ const kafkaDid = "three Apache Kafka nodes (RF 3, min.insync.replicas 2), the di
 
 // kafkaScenario completes a Kafka scenario: the shared cluster, the settings, what always holds.
 func kafkaScenario(k *RealKafka, sc Scenario) Scenario {
-	sc.Kafka, sc.Env = k, append(append([]string{}, kafkaEnv...), sc.Env...)
+	sc.Kafka, sc.Env = k, append(append([]string{}, scenarioKafkaEnv...), sc.Env...)
 	sc.Did = kafkaDid + sc.Did
 	sc.Expected += "; no binary exits; " + allHold
 	return sc
