@@ -57,20 +57,23 @@ func jsonReady(v reflect.Value, loc *time.Location) reflect.Value {
 		}
 		return v
 	}
+	if t.Kind() == reflect.Pointer { // written as what it points to
+		if v.IsNil() {
+			return v
+		}
+		p := reflect.New(t.Elem())
+		p.Elem().Set(jsonReady(v.Elem(), loc))
+		return p
+	}
 	pt := reflect.PointerTo(t)
 	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) || pt.Implements(jsonMarshalerType) ||
 		pt.Implements(textMarshalerType) || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8) {
 		return v
 	}
 	switch t.Kind() {
-	case reflect.Pointer, reflect.Interface:
+	case reflect.Interface:
 		if v.IsNil() {
 			return v
-		}
-		if t.Kind() == reflect.Pointer {
-			p := reflect.New(t.Elem())
-			p.Elem().Set(jsonReady(v.Elem(), loc))
-			return p
 		}
 		out := reflect.New(t).Elem()
 		out.Set(jsonReady(v.Elem(), loc))
