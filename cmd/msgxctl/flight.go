@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,7 +84,9 @@ func flightText(out io.Writer, loc *time.Location, d flightDoc) error {
 		if err != nil {
 			return fmt.Errorf("read purged flight %d: %w", d.FLID, err)
 		}
-		state, _ = final["flight"].(map[string]any)
+		if state, err = decodeObject(final["flight"]); err != nil {
+			return fmt.Errorf("read purged flight %d: %w", d.FLID, err)
+		}
 	}
 	fmt.Fprintf(out, "flight %d %s%s %s, version %s, operation day %s\n", d.FLID, text(state["alcd"]), text(state["flno"]),
 		orDash(text(state["state"])), orDash(text(state["state_version"])), orDash(text(state["operation_day"])))
@@ -168,27 +169,26 @@ func flightsCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 	return w.Flush()
 }
 
-// decodeObject decodes a JSON object, numbers kept as written; nil for null.
-func decodeObject(b []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var doc map[string]any
-	err := dec.Decode(&doc)
+// decodeObject decodes a JSON object into its members as written; nil for null or nothing.
+func decodeObject(b []byte) (map[string]json.RawMessage, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var doc map[string]json.RawMessage
+	err := json.Unmarshal(b, &doc)
 	return doc, err
 }
 
-// text shows a JSON value: a string as itself, a number as written, anything else as JSON.
-func text(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case json.Number:
-		return x.String()
+// text shows a JSON value: a string as itself, null as "", anything else as written.
+func text(v json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return s
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	if string(v) == "null" {
+		return ""
+	}
+	return string(v)
 }
 
 func orDash(s string) string {
