@@ -47,6 +47,9 @@ func backfillList(ctx context.Context, cfg config.Config, args []string, out io.
 	if err != nil {
 		return err
 	}
+	for i := range list {
+		list[i].ReceivedAt = airportWall(loc, list[i].ReceivedAt) // the mailbox's wall clock
+	}
 	if *asJSON {
 		return writeJSON(out, loc, list)
 	}

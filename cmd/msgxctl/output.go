@@ -29,10 +29,11 @@ func stampOf(loc *time.Location, t *time.Time) string {
 }
 
 // airportWall reads a timestamp without time zone that holds the airport's wall clock (pgx reads
-// it as UTC) as the instant it names; nil stays nil.
+// it as UTC; a date reads as its midnight) as the instant it names; nil and the zero time stay
+// as they are.
 func airportWall(loc *time.Location, t *time.Time) *time.Time {
-	if t == nil {
-		return nil
+	if t == nil || t.IsZero() {
+		return t
 	}
 	w := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
 	return &w

@@ -117,7 +117,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		}
 	}
 	if *asJSON {
-		return writeJSON(out, env.loc, map[string]any{"request": r, "superseded": reg.Superseded})
+		return writeJSON(out, env.loc, map[string]any{"request": airportRequest(env.loc, r), "superseded": reg.Superseded})
 	}
 	requestRegistered(out, env, r, reg.Superseded)
 	return nil
@@ -155,7 +155,7 @@ func requestPreview(ctx context.Context, env requestEnv, spec request.Spec, now 
 		return err
 	}
 	if asJSON {
-		return writeJSON(out, env.loc, map[string]any{"dry_run": true, "request": prev.Request, "would_supersede": prev.Superseded})
+		return writeJSON(out, env.loc, map[string]any{"dry_run": true, "request": airportRequest(env.loc, prev.Request), "would_supersede": prev.Superseded})
 	}
 	fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
 		prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
@@ -193,6 +193,9 @@ func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.
 		return err
 	}
 	if *asJSON {
+		for i := range list {
+			list[i] = airportRequest(env.loc, list[i])
+		}
 		return writeJSON(out, env.loc, list)
 	}
 	if len(list) == 0 {
@@ -227,12 +230,12 @@ func requestShow(ctx context.Context, env requestEnv, args []string, out io.Writ
 		return err
 	}
 	if *asJSON {
-		return writeJSON(out, env.loc, r)
+		return writeJSON(out, env.loc, airportRequest(env.loc, r))
 	}
 	ts := func(t time.Time) string { return stamp(env.loc, t) }
 	fmt.Fprintf(out, "request %d: %s %s, %s (origin %s, actor %s)\n", r.ID, r.Kind, r.Scope, r.Status, r.Origin, r.Actor)
 	fmt.Fprintf(out, "  registered %s  sent %s  waiting %s  closed %s %s\n", ts(r.RegisteredAt), ts(r.SentAt), ts(r.WaitingAt), ts(r.ClosedAt), r.CloseReason)
-	fmt.Fprintf(out, "  SNDR %s SEQN %06d DTTM %s ROUTINGID %s coutmsgs id %d\n", r.Sender, r.SEQN, r.DTTM.Format("20060102150405"), r.RoutingID, r.OutMsgID)
+	fmt.Fprintf(out, "  SNDR %s SEQN %06d DTTM %s ROUTINGID %s coutmsgs id %d\n", r.Sender, r.SEQN, r.DTTM.In(env.loc).Format("20060102150405"), r.RoutingID, r.OutMsgID)
 	if r.ResponseID != 0 {
 		fmt.Fprintf(out, "  answered by message %d (%s match)\n", r.ResponseID, r.MatchKind)
 	}
@@ -256,4 +259,11 @@ func waitSent(ctx context.Context, env requestEnv, id int64, d time.Duration) (r
 		case <-t.C:
 		}
 	}
+}
+
+// airportRequest is r with the days it asks for (dates, which PostgreSQL keeps without a zone)
+// read as their midnight in the airport's time zone, so that they print as the airport's days.
+func airportRequest(loc *time.Location, r request.Request) request.Request {
+	r.From, r.To = *airportWall(loc, &r.From), *airportWall(loc, &r.To)
+	return r
 }
