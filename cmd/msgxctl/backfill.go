@@ -42,12 +42,16 @@ func backfillList(ctx context.Context, cfg config.Config, args []string, out io.
 		return err
 	}
 	defer pool.Close()
+	loc := cfg.Location()
 	list, err := jobs.ListAbandoned(ctx, pool, *limit)
 	if err != nil {
 		return err
 	}
+	for i := range list {
+		list[i].ReceivedAt = airportWall(loc, list[i].ReceivedAt) // the mailbox's wall clock
+	}
 	if *asJSON {
-		return writeJSON(out, list)
+		return writeJSON(out, loc, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no abandoned markers")
@@ -57,7 +61,7 @@ func backfillList(ctx context.Context, cfg config.Config, args []string, out io.
 	fmt.Fprintln(w, "MSG_ID\tSTATUS\tOUTCOME\tATTEMPTS\tENQUEUED\tABANDONED\tARCHIVED\tERROR")
 	for _, a := range list {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%v\t%s\n", a.MsgID, a.Status, a.Outcome, a.Attempts,
-			a.EnqueuedAt.Format(time.RFC3339), a.AbandonedAt.Format(time.RFC3339), a.Archived, a.Error)
+			stamp(loc, a.EnqueuedAt), stamp(loc, a.AbandonedAt), a.Archived, a.Error)
 	}
 	return w.Flush()
 }
@@ -75,19 +79,20 @@ func backfillRetry(ctx context.Context, cfg config.Config, args []string, out io
 		return fs.Usagef("--ids is required")
 	}
 	if strings.TrimSpace(*reason) == "" {
-		return fs.Refusef("--reason is required (audit)")
+		return fs.Usagef("--reason is required (audit)")
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	loc := cfg.Location()
 	rep, err := jobs.RetryBackfill(ctx, pool, jobs.RetryRequest{IDs: ids, Actor: *actor, Reason: *reason, Now: time.Now()})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(out, rep)
+		return writeJSON(out, loc, rep)
 	}
 	fmt.Fprintf(out, "%d marker(s) due again; the backfill sweep retries them at its next run: %v\n", len(rep.Retried), rep.Retried)
 	if len(rep.Refused) > 0 {

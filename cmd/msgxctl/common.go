@@ -51,7 +51,7 @@ func parseIDs(fs *cmdline.FlagSet, s string) ([]int64, error) {
 		}
 		id, err := strconv.ParseInt(part, 10, 64)
 		if err != nil || id <= 0 {
-			return nil, fs.Refusef("--ids: %q is not an id", part)
+			return nil, fs.Usagef("--ids: %q is not an id", part)
 		}
 		ids = append(ids, id)
 	}

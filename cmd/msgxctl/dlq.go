@@ -8,8 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -56,7 +54,7 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 		return err
 	}
 	if *target != "" && *target != event.TargetMsg && *target != event.TargetSchd {
-		return fs.Refusef("--target must be %s or %s, got %q", event.TargetMsg, event.TargetSchd, *target)
+		return fs.Usagef("--target must be %s or %s, got %q", event.TargetMsg, event.TargetSchd, *target)
 	}
 	switch {
 	case sub == "replay" && (len(ids) == 0) == (*flid == ""):
@@ -66,12 +64,12 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 	case sub == "skip" && (len(ids) == 0 || *flid != ""):
 		return fs.Usagef("give --ids (skipping is per event)")
 	case sub == "skip" && strings.TrimSpace(*reason) == "":
-		return fs.Refusef("--reason is required (audit)")
+		return fs.Usagef("--reason is required (audit)")
 	}
 
-	pool, err := pgxpool.New(ctx, cfg.PGURL)
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("connect PostgreSQL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	store, err := outbox.New(pool, cfg.OutboxPolicy())
@@ -79,47 +77,48 @@ func dlqCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer
 		return err
 	}
 	who := outbox.Admin{Actor: *actor, Reason: *reason, DryRun: *dryRun}
-	now := time.Now()
-
+	now, loc := time.Now(), cfg.Location()
 	switch sub {
 	case "list":
-		dead, err := store.ListDead(ctx, outbox.DeadFilter{Target: *target, FLID: *flid, Limit: *limit, All: *all})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			if dead == nil {
-				dead = []outbox.DeadEvent{}
-			}
-			return writeJSON(out, dead)
-		}
-		if len(dead) == 0 {
-			fmt.Fprintln(out, "no dead letters")
-			return nil
-		}
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "EVENT_ID\tSTATUS\tTARGET\tFLID\tTYPE\tVERSION\tMSG_ID\tATTEMPTS\tHOLDING\tCREATED\tLAST_ERROR")
-		for _, d := range dead {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", d.EventID, d.Status, d.Target, d.FLID, d.Type, d.StateVersion,
-				d.MsgID, d.Attempts, d.Holding, d.CreatedAt.UTC().Format(time.RFC3339), dlqOneLine(d.LastError, 80))
-		}
-		return tw.Flush()
+		return dlqList(ctx, store, outbox.DeadFilter{Target: *target, FLID: *flid, Limit: *limit, All: *all}, loc, *asJSON, out)
 	case "replay":
 		done, err := store.Replay(ctx, outbox.Selector{IDs: ids, FLID: *flid, Target: *target}, who, now)
 		if err != nil {
 			return err
 		}
-		return dlqReport(out, "replayed", "back to PENDING", done, ids, who.DryRun, *asJSON)
+		return dlqReport(out, loc, "replayed", "back to PENDING", done, ids, who.DryRun, *asJSON)
 	default: // skip
 		done, err := store.Skip(ctx, ids, who, now)
 		if err != nil {
 			return err
 		}
-		return dlqReport(out, "skipped", "never sent", done, ids, who.DryRun, *asJSON)
+		return dlqReport(out, loc, "skipped", "never sent", done, ids, who.DryRun, *asJSON)
 	}
 }
 
-func dlqReport(out io.Writer, verb, effect string, done, asked []int64, dryRun, asJSON bool) error {
+// dlqList prints the dead (with --all also the skipped) events of the filter.
+func dlqList(ctx context.Context, store *outbox.Store, f outbox.DeadFilter, loc *time.Location, asJSON bool, out io.Writer) error {
+	dead, err := store.ListDead(ctx, f)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(out, loc, dead)
+	}
+	if len(dead) == 0 {
+		fmt.Fprintln(out, "no dead letters")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT_ID\tSTATUS\tTARGET\tFLID\tTYPE\tVERSION\tMSG_ID\tATTEMPTS\tHOLDING\tCREATED\tLAST_ERROR")
+	for _, d := range dead {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", d.EventID, d.Status, d.Target, d.FLID, d.Type, d.StateVersion,
+			d.MsgID, d.Attempts, d.Holding, stamp(loc, d.CreatedAt), dlqOneLine(d.LastError, 80))
+	}
+	return tw.Flush()
+}
+
+func dlqReport(out io.Writer, loc *time.Location, verb, effect string, done, asked []int64, dryRun, asJSON bool) error {
 	var notDead []int64
 	got := map[int64]bool{}
 	for _, id := range done {
@@ -135,7 +134,7 @@ func dlqReport(out io.Writer, verb, effect string, done, asked []int64, dryRun, 
 		refused = fmt.Errorf("dlq: none of the events asked for is DEAD: nothing %s", verb)
 	}
 	if asJSON {
-		if err := writeJSON(out, map[string]any{verb: dlqNonNil(done), "not_dead": dlqNonNil(notDead), "dry_run": dryRun}); err != nil {
+		if err := writeJSON(out, loc, map[string]any{verb: done, "not_dead": notDead, "dry_run": dryRun}); err != nil {
 			return err
 		}
 		return refused
@@ -149,13 +148,6 @@ func dlqReport(out io.Writer, verb, effect string, done, asked []int64, dryRun, 
 		fmt.Fprintf(out, "not DEAD, left as they are: %v\n", notDead)
 	}
 	return refused
-}
-
-func dlqNonNil(ids []int64) []int64 {
-	if ids == nil {
-		return []int64{}
-	}
-	return ids
 }
 
 func dlqOneLine(s string, n int) string {

@@ -84,7 +84,7 @@ func historySweep(ctx context.Context, cfg config.Config, args []string, out io.
 		failed = fmt.Errorf("history sweep: %s", rep.Result.LastError)
 	}
 	if *asJSON {
-		if err := writeJSON(out, rep); err != nil {
+		if err := writeJSON(out, cfg.Location(), rep); err != nil {
 			return err
 		}
 		return failed

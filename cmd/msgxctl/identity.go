@@ -35,7 +35,7 @@ func identityCmd(ctx context.Context, cfg config.Config, args []string, out io.W
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if sub == "set" && (!given["window"] || !given["include-day"]) {
-		return fs.Refusef("both --window and --include-day are required (the whole rule is set at once)")
+		return fs.Usagef("both --window and --include-day are required (the whole rule is set at once)")
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
@@ -48,12 +48,12 @@ func identityCmd(ctx context.Context, cfg config.Config, args []string, out io.W
 		case err != nil:
 			return err
 		case *asJSON:
-			return writeJSON(out, map[string]any{"stored": ok, "window": identity.Duration(s.Window),
+			return writeJSON(out, cfg.Location(), map[string]any{"stored": ok, "window": identity.Duration(s.Window),
 				"include_day": s.IncludeDay, "set_at": s.SetAt, "set_by": s.SetBy, "reason": s.Reason})
 		case !ok:
 			fmt.Fprintln(out, "no identity rule stored yet: the first processor start stores its configuration")
 		default:
-			fmt.Fprintf(out, "identity rule: %s (set %s by %s: %s)\n", s.Rule, s.SetAt.UTC().Format(time.RFC3339), s.SetBy, s.Reason)
+			fmt.Fprintf(out, "identity rule: %s (set %s by %s: %s)\n", s.Rule, stamp(cfg.Location(), s.SetAt), s.SetBy, s.Reason)
 		}
 		return nil
 	}
@@ -63,7 +63,7 @@ func identityCmd(ctx context.Context, cfg config.Config, args []string, out io.W
 		return err
 	}
 	if *asJSON {
-		return writeJSON(out, map[string]any{"window": identity.Duration(r.Window), "include_day": r.IncludeDay,
+		return writeJSON(out, cfg.Location(), map[string]any{"window": identity.Duration(r.Window), "include_day": r.IncludeDay,
 			"before_stored": ok, "before_window": identity.Duration(before.Window), "before_include_day": before.IncludeDay})
 	}
 	was := "none"

@@ -1,24 +1,34 @@
 // Command msgxctl is msgx's admin CLI. Each command lives in its own file and registers itself
 // in commands. Every command behaves alike (pkg/cmdline): -h/--help prints its usage and does
-// nothing else, --version the build, flags go anywhere on the line, human-readable output by
-// default and --json for scripts; exit 0 on success, 1 on a refusal or failure, 2 on a command
-// line that does not parse.
+// nothing else, --version the build, flags go anywhere on the line (--json also before the
+// command), human-readable output by default and --json for scripts ([] for an empty list, times
+// in RFC 3339 with the airport's offset); exit 0 on success, 1 on a refusal or failure (with a
+// hint when the fix is known: a missing database or schema), 2 on a command line that does not
+// parse or a bad configuration (with a hint).
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/migrate"
 	"github.com/msgx/msgx/pkg/settings"
 )
 
@@ -48,8 +58,9 @@ func main() {
 
 const about = `commands:
 %s
-msgxctl <command> -h shows a command's flags. msgxctl reads the same MSGX_ variables as the
-binaries (docs/configuration.md).`
+msgxctl <command> -h shows a command's flags. --json, which every command has, may also come
+before the command. msgxctl reads the same MSGX_ variables as the binaries
+(docs/configuration.md).`
 
 func overview() string {
 	var b strings.Builder
@@ -60,29 +71,80 @@ func overview() string {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "help" {
-		fs := cmdline.New("msgxctl", "<command> [flags] [arguments]", overview(), out)
-		if len(args) > 0 && args[0] == "help" {
-			fs.PrintUsage()
-			return nil
-		}
-		if _, err := fs.Parse(args); err != nil {
-			return err
-		}
-		return fs.Usagef("no command (one of %s)", strings.Join(commandNames(), ", "))
-	}
-	c, ok := commands[args[0]]
-	if !ok {
-		return &cmdline.UsageError{Msg: fmt.Sprintf("msgxctl: unknown command %q (one of %s)", args[0], strings.Join(commandNames(), ", ")), Hint: "msgxctl -h"}
-	}
-	cfg, err := config.Load(settings.RoleJobs)
-	if err != nil && !cmdline.AsksHelp(args[1:]) {
-		return fmt.Errorf("bad configuration: %w", err)
-	}
-	if err := mailbox.UseCA(cfg.Mailbox.MySQLTLSCAFile); err != nil && !cmdline.AsksHelp(args[1:]) {
+	name, args, err := splitCommand(args, out)
+	if err != nil {
 		return err
 	}
-	return c.run(ctx, cfg, args[1:], out)
+	c, ok := commands[name]
+	if !ok {
+		return &cmdline.UsageError{Msg: fmt.Sprintf("msgxctl: unknown command %q (one of %s)", name, strings.Join(commandNames(), ", ")), Hint: "msgxctl -h"}
+	}
+	cfg, err := config.Load(settings.RoleJobs)
+	if err != nil && !cmdline.AsksHelp(args) {
+		return badConfiguration(name, err)
+	}
+	if err := mailbox.UseCA(cfg.Mailbox.MySQLTLSCAFile); err != nil && !cmdline.AsksHelp(args) {
+		return badConfiguration(name, err)
+	}
+	return withFix(c.run(ctx, cfg, args, out), cfg)
+}
+
+// splitCommand returns the command (the first argument that is not a flag) and its arguments.
+// The global flags before it (--json, which every command has) join the command's flags. A line
+// without a command prints the overview (-h, help) or the version, or is a usage error.
+func splitCommand(args []string, out io.Writer) (string, []string, error) {
+	lead := 0
+	for lead < len(args) && isGlobalFlag(args[lead]) {
+		lead++
+	}
+	if lead < len(args) && !strings.HasPrefix(args[lead], "-") && args[lead] != "help" {
+		rest := slices.Clone(args[lead+1:])
+		at := slices.Index(rest, "--") // the global flags go before "--", which ends the flags
+		if at < 0 {
+			at = len(rest)
+		}
+		return args[lead], slices.Insert(rest, at, args[:lead]...), nil
+	}
+	fs := cmdline.New("msgxctl", "[--json] <command> [flags] [arguments]", overview(), out)
+	fs.Bool("json", false, "print JSON (snake_case keys) instead of text; every command has it")
+	if slices.Contains(args, "help") {
+		fs.PrintUsage()
+		return "", nil, cmdline.Done
+	}
+	if _, err := fs.Parse(args); err != nil {
+		return "", nil, err
+	}
+	return "", nil, fs.Usagef("no command (one of %s)", strings.Join(commandNames(), ", "))
+}
+
+// isGlobalFlag reports whether arg is --json (-json, --json=false, …), the flag every command has.
+func isGlobalFlag(arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	return strings.HasPrefix(arg, "-") && arg != "--" && name == "json"
+}
+
+// badConfiguration is an MSGX_ variable msgxctl cannot use: exit 2, with the fix.
+func badConfiguration(name string, err error) error {
+	return &cmdline.UsageError{Msg: "msgxctl " + name + ": bad configuration: " + err.Error(),
+		Fix: "set the MSGX_ variables named above as docs/configuration.md describes"}
+}
+
+// withFix adds its fix to an error whose cause msgxctl knows: a database or a schema that is not
+// there (migrate.Hint), a PostgreSQL that does not answer. The hint names MSGX_PG_URL as used.
+func withFix(err error, cfg config.Config) error {
+	if err == nil {
+		return nil
+	}
+	url := cfg.Redacted()["MSGX_PG_URL"]
+	if h := migrate.Hint(err); h != "" {
+		return cmdline.WithHint(err, fmt.Sprintf("%s (MSGX_PG_URL is %s)", h, url))
+	}
+	var ce *pgconn.ConnectError
+	var ne *net.OpError
+	if errors.As(err, &ce) && errors.As(err, &ne) {
+		return cmdline.WithHint(err, fmt.Sprintf("no PostgreSQL answers at MSGX_PG_URL (%s): start it (make up) or set MSGX_PG_URL", url))
+	}
+	return err
 }
 
 func commandNames() []string {
@@ -119,9 +181,13 @@ func flags(name, synopsis, about string, out io.Writer) (*cmdline.FlagSet, *bool
 	return fs, fs.Bool("json", false, "print JSON (snake_case keys) instead of text")
 }
 
-// writeJSON prints v indented; every command's --json goes through it.
-func writeJSON(out io.Writer, v any) error {
+// writeJSON prints v indented; every command's --json goes through it, so that every list is
+// [] when empty and every time reads alike (jsonReady).
+func writeJSON(out io.Writer, loc *time.Location, v any) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if v == nil {
+		return enc.Encode(v)
+	}
+	return enc.Encode(jsonReady(reflect.ValueOf(v), loc).Interface())
 }

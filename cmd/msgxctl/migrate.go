@@ -33,7 +33,7 @@ func migrateCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 		if applied == nil {
 			applied = []string{}
 		}
-		if jerr := writeJSON(out, map[string]any{"applied": applied}); err == nil {
+		if jerr := writeJSON(out, cfg.Location(), map[string]any{"applied": applied}); err == nil {
 			err = jerr
 		}
 		return err

@@ -36,13 +36,13 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	case (c == "") == (len(ids) == 0):
 		return fs.Usagef("give exactly one of --class or --ids")
 	case c != "" && !slices.Contains(knownClasses, c):
-		return fs.Refusef("unknown class %s (one of %s)", *class, classList(processor.ReplayableClasses))
+		return fs.Usagef("unknown class %s (one of %s)", *class, classList(processor.ReplayableClasses))
 	case c != "" && !slices.Contains(processor.ReplayableClasses, c):
 		return fs.Refusef("class %s is never replayed (only %s): the same bytes would fail the same way", c, classList(processor.ReplayableClasses))
 	case !*dry && strings.TrimSpace(*reason) == "":
-		return fs.Refusef("--reason is required (audit; --actor defaults to %s)", defaultActor())
+		return fs.Usagef("--reason is required (audit; --actor defaults to %s)", defaultActor())
 	case !*dry && strings.TrimSpace(*actor) == "":
-		return fs.Refusef("--actor must not be empty (audit)")
+		return fs.Usagef("--actor must not be empty (audit)")
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
@@ -57,7 +57,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	}
 	refused := err // processor.ErrRefused: the report (with the refusals) is printed, then the error (exit 1)
 	if *asJSON {
-		if err := writeJSON(out, rep); err != nil {
+		if err := writeJSON(out, cfg.Location(), rep); err != nil {
 			return err
 		}
 		return refused

@@ -39,6 +39,7 @@ type requestEnv struct {
 	clock  clock.Clock
 	// poll is how often --wait looks at the request.
 	poll time.Duration
+	loc  *time.Location // the airport's time zone: times are printed in it
 }
 
 func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
@@ -54,7 +55,7 @@ func requestCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 	if err != nil {
 		return err
 	}
-	env := requestEnv{pool: pool, store: store, shadow: cfg.Mailbox.Shadow, clock: clock.System{}, poll: time.Second}
+	env := requestEnv{pool: pool, store: store, shadow: cfg.Mailbox.Shadow, clock: clock.System{}, poll: time.Second, loc: cfg.Location()}
 	return runRequest(ctx, env, args, out)
 }
 
@@ -103,7 +104,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		return errors.New("request: shadow mode (MSGX_SHADOW=true) sends nothing to the AODB")
 	}
 	if *reason == "" {
-		return fs.Refusef("--reason is required (audit)")
+		return fs.Usagef("--reason is required (audit)")
 	}
 	reg, err := env.store.RegisterAudited(ctx, spec, *actor, *reason, now)
 	if err != nil {
@@ -116,7 +117,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		}
 	}
 	if *asJSON {
-		return writeJSON(out, map[string]any{"request": r, "superseded": reg.Superseded})
+		return writeJSON(out, env.loc, map[string]any{"request": airportRequest(env.loc, r), "superseded": reg.Superseded})
 	}
 	requestRegistered(out, env, r, reg.Superseded)
 	return nil
@@ -138,10 +139,10 @@ func requestSpec(fs *cmdline.FlagSet, sub string, pos []string, from, to string)
 	var err error
 	spec.Kind = request.Schedule
 	if spec.From, err = time.Parse(time.DateOnly, from); err != nil {
-		return spec, fs.Refusef("--from: want YYYY-MM-DD, got %q", from)
+		return spec, fs.Usagef("--from: want YYYY-MM-DD, got %q", from)
 	}
 	if spec.To, err = time.Parse(time.DateOnly, to); err != nil {
-		return spec, fs.Refusef("--to: want YYYY-MM-DD, got %q", to)
+		return spec, fs.Usagef("--to: want YYYY-MM-DD, got %q", to)
 	}
 	return spec, nil
 }
@@ -154,7 +155,7 @@ func requestPreview(ctx context.Context, env requestEnv, spec request.Spec, now 
 		return err
 	}
 	if asJSON {
-		return writeJSON(out, map[string]any{"dry_run": true, "request": prev.Request, "would_supersede": prev.Superseded})
+		return writeJSON(out, env.loc, map[string]any{"dry_run": true, "request": airportRequest(env.loc, prev.Request), "would_supersede": prev.Superseded})
 	}
 	fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
 		prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
@@ -192,7 +193,10 @@ func requestListOpen(ctx context.Context, env requestEnv, args []string, out io.
 		return err
 	}
 	if *asJSON {
-		return writeJSON(out, list)
+		for i := range list {
+			list[i] = airportRequest(env.loc, list[i])
+		}
+		return writeJSON(out, env.loc, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no open requests")
@@ -219,24 +223,19 @@ func requestShow(ctx context.Context, env requestEnv, args []string, out io.Writ
 	}
 	id, err := strconv.ParseInt(pos[0], 10, 64)
 	if err != nil {
-		return fs.Refusef("bad request id %q", pos[0])
+		return fs.Usagef("request ID %q is not a number", pos[0])
 	}
 	r, err := env.store.Get(ctx, id)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(out, r)
+		return writeJSON(out, env.loc, airportRequest(env.loc, r))
 	}
-	ts := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.Format(time.RFC3339)
-	}
+	ts := func(t time.Time) string { return stamp(env.loc, t) }
 	fmt.Fprintf(out, "request %d: %s %s, %s (origin %s, actor %s)\n", r.ID, r.Kind, r.Scope, r.Status, r.Origin, r.Actor)
 	fmt.Fprintf(out, "  registered %s  sent %s  waiting %s  closed %s %s\n", ts(r.RegisteredAt), ts(r.SentAt), ts(r.WaitingAt), ts(r.ClosedAt), r.CloseReason)
-	fmt.Fprintf(out, "  SNDR %s SEQN %06d DTTM %s ROUTINGID %s coutmsgs id %d\n", r.Sender, r.SEQN, r.DTTM.Format("20060102150405"), r.RoutingID, r.OutMsgID)
+	fmt.Fprintf(out, "  SNDR %s SEQN %06d DTTM %s ROUTINGID %s coutmsgs id %d\n", r.Sender, r.SEQN, r.DTTM.In(env.loc).Format("20060102150405"), r.RoutingID, r.OutMsgID)
 	if r.ResponseID != 0 {
 		fmt.Fprintf(out, "  answered by message %d (%s match)\n", r.ResponseID, r.MatchKind)
 	}
@@ -260,4 +259,11 @@ func waitSent(ctx context.Context, env requestEnv, id int64, d time.Duration) (r
 		case <-t.C:
 		}
 	}
+}
+
+// airportRequest is r with the days it asks for (dates, which PostgreSQL keeps without a zone)
+// read as their midnight in the airport's time zone, so that they print as the airport's days.
+func airportRequest(loc *time.Location, r request.Request) request.Request {
+	r.From, r.To = *airportWall(loc, &r.From), *airportWall(loc, &r.To)
+	return r
 }

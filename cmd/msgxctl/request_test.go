@@ -27,7 +27,7 @@ func TestRequestCommands(t *testing.T) {
 	store, err := request.NewStore(pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODB", Timeout: 30 * time.Minute, Location: time.UTC})
 	require.NoError(t, err)
 	clk := clock.NewFake(time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC))
-	env := requestEnv{pool: pg.Pool, store: store, clock: clk, poll: 10 * time.Millisecond}
+	env := requestEnv{pool: pg.Pool, store: store, clock: clk, poll: 10 * time.Millisecond, loc: time.UTC}
 	sender, err := request.NewSender(store, box, clk, false)
 	require.NoError(t, err)
 	jobsSweep := request.NewSweeper(store, sender, box, clk, nil, zerolog.Nop()) // what the jobs stage runs

@@ -62,7 +62,7 @@ unset variable leaves that role's password as it is.`
 		}
 	}
 	if *asJSON {
-		return writeJSON(out, rep)
+		return writeJSON(out, cfg.Location(), rep)
 	}
 	if rep.PG != nil {
 		for _, r := range rep.PG.Created {

@@ -15,8 +15,22 @@ func init() {
 	register("status", command{summary: "watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag", run: statusCmd})
 }
 
+// statusDoc is status's --json: the snapshot, each leader with whether it is stale (not renewed
+// within MSGX_LEADER_SESSION_TIMEOUT), as the text marks it.
+type statusDoc struct {
+	status.Snapshot
+	Leaders []statusLeader `json:"leaders"`
+}
+
+type statusLeader struct {
+	status.Leader
+	Stale bool `json:"stale"`
+}
+
 func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	fs, asJSON := flags("status", "[--json]", "Shows the pipeline at a glance: watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag.", out)
+	fs, asJSON := flags("status", "[--json]", `Shows the pipeline at a glance: watermark, gaps, head, backlog, dead letters, markers,
+leaders (STALE, "stale": true, when not renewed within MSGX_LEADER_SESSION_TIMEOUT) and the
+dispatcher lag of each target (none when the outbox holds no pending or dead event).`, out)
 	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
@@ -29,9 +43,19 @@ func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return writeJSON(out, s)
+	doc := statusDoc{Snapshot: s}
+	for _, l := range s.Leaders {
+		doc.Leaders = append(doc.Leaders, statusLeader{Leader: l, Stale: l.Stale(cfg.Leader.SessionTimeout)})
 	}
+	if *asJSON {
+		return writeJSON(out, cfg.Location(), doc)
+	}
+	return statusText(out, cfg, doc)
+}
+
+// statusText is status's human form: one line per subject.
+func statusText(out io.Writer, cfg config.Config, s statusDoc) error {
+	loc := cfg.Location()
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "watermark\t%d\n", s.Watermark)
 	if s.GapStart != nil {
@@ -49,19 +73,22 @@ func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	fmt.Fprintf(w, "dead by class\t%s\n", status.Counts(s.DeadByClass))
 	fmt.Fprintf(w, "markers owed\t%d (abandoned %d)\n", s.MarkersOwed, s.MarkersAbandoned)
 	fmt.Fprintf(w, "flights\t%s\n", status.Counts(s.Flights))
+	if len(s.Outbox) == 0 {
+		fmt.Fprintf(w, "dispatcher lag\tnone (the outbox holds no pending or dead event)\n")
+	}
 	for _, t := range s.Outbox {
 		age := "-"
 		if t.Oldest != nil {
 			age = fmt.Sprintf("%.1fs", *t.Oldest)
 		}
-		fmt.Fprintf(w, "outbox %s\tpending %d, dead %d, oldest pending %s\n", t.Target, t.Pending, t.Dead, age)
+		fmt.Fprintf(w, "dispatcher lag %s\tpending %d, dead %d, oldest pending %s\n", t.Target, t.Pending, t.Dead, age)
 	}
 	for _, l := range s.Leaders {
 		stale := ""
-		if l.Stale(cfg.Leader.SessionTimeout) {
+		if l.Stale {
 			stale = fmt.Sprintf(" STALE (not renewed within the session timeout %s: holder gone or paused)", cfg.Leader.SessionTimeout)
 		}
-		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s, renewed %.1fs ago%s\n", l.Role, l.Epoch, l.Holder, l.AcquiredAt.Format(time.RFC3339), l.RenewalAge, stale)
+		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s, renewed %.1fs ago%s\n", l.Role, l.Epoch, l.Holder, stamp(loc, l.AcquiredAt), l.RenewalAge, stale)
 	}
 	return w.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -38,4 +39,42 @@ func TestStatusShowsRenewalAgeAndStaleLeader(t *testing.T) {
 	}
 	require.Regexp(t, `epoch 3, live:1 since .*, renewed 1\.\ds ago$`, lines["processor"])
 	require.Regexp(t, `epoch 2, gone:2 since .*, renewed 40\.\ds ago STALE`, lines["dispatcher"])
+}
+
+// On an empty schema status --json has [] for every list and marks each leader stale or not;
+// the text names the dispatcher lag although the outbox is empty.
+func TestStatusEmptyListsAndStale(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	cfg := config.Config{Process: settings.Process{PGURL: db.URL, AirportTZ: "Asia/Shanghai"}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	var out bytes.Buffer
+	require.NoError(t, statusCmd(ctx, cfg, []string{"--json"}, &out))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	require.Equal(t, []any{}, doc["leaders"])
+	require.Equal(t, []any{}, doc["outbox"])
+	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+08:00$`, doc["at"], "the airport's offset")
+
+	out.Reset()
+	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
+	require.Regexp(t, `(?m)^dispatcher lag\s+none \(the outbox holds no pending or dead event\)$`, out.String())
+
+	_, err := db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES
+	  ('processor', 3, 'live:1', 0, now(), now()), ('dispatcher', 2, 'gone:2', 0, now() - interval '1 hour', now() - interval '1 minute')`)
+	require.NoError(t, err)
+	out.Reset()
+	require.NoError(t, statusCmd(ctx, cfg, []string{"--json"}, &out))
+	var st struct {
+		Leaders []struct {
+			Role  string `json:"role"`
+			Stale *bool  `json:"stale"`
+		} `json:"leaders"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &st))
+	require.Len(t, st.Leaders, 2)
+	for _, l := range st.Leaders {
+		require.NotNil(t, l.Stale, l.Role)
+		require.Equal(t, l.Role == "dispatcher", *l.Stale, l.Role)
+	}
 }

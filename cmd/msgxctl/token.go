@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/httpauth"
@@ -21,7 +22,11 @@ func init() {
 // MSGX_API_TOKENS (msgx's Secret holds only the hash). Nothing is stored anywhere.
 func tokenCmd(_ context.Context, _ config.Config, args []string, out io.Writer) error {
 	const about = `Makes an API bearer token for CLIENT: prints the token (for the client's Secret) and the
-MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's Secret). Nothing is stored anywhere.`
+MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's Secret). Nothing is stored anywhere.
+
+The scopes are send, read and operate (there is no other): send posts messages to the compat
+entry, read reads the API's flights and views every console page, operate also acts in the
+console (replay, skip, requests).`
 	_, args, err := subcommand("token", about, []string{"new"}, args, out)
 	if err != nil {
 		return err
@@ -43,7 +48,7 @@ MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's 
 	for s := range strings.SplitSeq(*scope, ",") {
 		sc, err := httpauth.ParseScope(strings.TrimSpace(s))
 		if err != nil {
-			return err
+			return fs.Usagef("--scope: %s", err)
 		}
 		scopes = append(scopes, sc)
 	}
@@ -52,7 +57,7 @@ MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's 
 		return err
 	}
 	if *asJSON {
-		return writeJSON(out, map[string]string{"client": client, "token": token, "api_tokens_entry": fmt.Sprint(entry)})
+		return writeJSON(out, time.UTC, map[string]string{"client": client, "token": token, "api_tokens_entry": fmt.Sprint(entry)})
 	}
 	fmt.Fprintf(out, "token (give it to %s only; msgx does not keep it):\n  %s\n", client, token)
 	fmt.Fprintf(out, "MSGX_API_TOKENS entry (append with a comma; docs/security.md):\n  %s\n", entry)

@@ -1,9 +1,10 @@
 // Package cmdline is the command line every msgx binary and msgxctl command shares, so that they
 // behave alike: -h/--help prints the usage on stdout and exits 0 having started nothing;
-// --version prints the build (pkg/buildinfo) and exits 0; an unknown flag or a missing argument
-// prints one line and a hint on stderr and exits 2; flags go anywhere on the line (before, between
-// or after the positional arguments; "--" ends them); any other failure, a refusal included,
-// prints "<name>: <error>" and exits 1.
+// --version prints the build (pkg/buildinfo) and exits 0; a command line that does not parse (an
+// unknown flag, a flag or argument value that is not of its kind, a missing or extra argument)
+// and a bad configuration print one line and a hint on stderr and exit 2; flags go anywhere on
+// the line (before, between or after the positional arguments; "--" ends them); a refusal or a
+// failure prints "<name>: <error>" (and a hint line when it has one, WithHint) and exits 1.
 //
 //	fs := cmdline.New("msgxctl show", "<msg_id> [--raw] [--json]", "Shows one message.", stdout)
 //	raw := fs.Bool("raw", false, "print the message's XML")
@@ -25,14 +26,33 @@ import (
 // Exit exits 0.
 var Done = errors.New("done")
 
-// UsageError is a command line that does not parse: an unknown flag, a missing or extra
-// argument (exit code 2).
+// UsageError is a command line that does not parse (an unknown flag, a value that is not of its
+// kind, a missing or extra argument) or a bad configuration: exit code 2.
 type UsageError struct {
 	Msg  string // one line, starting with the command's name
 	Hint string // the help command
+	Fix  string // instead of the help command: what to change, in a sentence
 }
 
 func (e *UsageError) Error() string { return e.Msg }
+
+// HintError is a refusal or a failure (exit code 1) whose fix is known: Exit prints its hint on a
+// second line.
+type HintError struct {
+	Err  error
+	Hint string
+}
+
+func (e *HintError) Error() string { return e.Err.Error() }
+func (e *HintError) Unwrap() error { return e.Err }
+
+// WithHint returns err with the hint naming its fix; nil and "" leave err as it is.
+func WithHint(err error, hint string) error {
+	if err == nil || hint == "" {
+		return err
+	}
+	return &HintError{Err: err, Hint: hint}
+}
 
 // FlagSet is a command's flags, its synopsis and its description.
 type FlagSet struct {
@@ -59,14 +79,15 @@ func (f *FlagSet) Usagef(format string, args ...any) error {
 	return &UsageError{Msg: f.name + ": " + fmt.Sprintf(format, args...), Hint: f.name + " -h"}
 }
 
-// Refusef returns a refusal of this command (exit code 1): an argument whose value is bad.
+// Refusef returns a refusal of this command (exit code 1): a command line msgx understands but
+// will not carry out (e.g. a class that is never replayed).
 func (f *FlagSet) Refusef(format string, args ...any) error {
 	return fmt.Errorf("%s: %s", f.name, fmt.Sprintf(format, args...))
 }
 
 // Parse parses args, flags anywhere, and returns the positional arguments. It returns Done after
 // printing the help (-h, -help, --help) or the version, and a *UsageError for a flag it does not
-// know or a flag value that does not parse.
+// know or a flag value that does not parse (not a number, a boolean, a duration).
 func (f *FlagSet) Parse(args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -74,9 +95,6 @@ func (f *FlagSet) Parse(args []string) ([]string, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			f.PrintUsage()
 			return nil, Done
-		}
-		if err != nil && strings.HasPrefix(err.Error(), "invalid ") {
-			return nil, f.Refusef("%s", err) // a flag value that does not parse: a bad value, not a bad line
 		}
 		if err != nil {
 			return nil, f.Usagef("%s", err)
@@ -136,27 +154,33 @@ func (f *FlagSet) PrintUsage() {
 }
 
 // Exit reports err the way every msgx command does and returns the exit code: nil and Done 0;
-// a *UsageError 2, as its line and a hint; anything else 1, as "name: err" (name is left out
-// when err already starts with it).
+// a *UsageError 2, as its line and a hint (its fix, or the help command); anything else 1, as
+// "name: err" (name is left out when err already starts with it), then "hint: …" when err
+// carries one (WithHint).
 func Exit(stderr io.Writer, name string, err error) int {
 	var ue *UsageError
+	var he *HintError
 	switch {
 	case err == nil, errors.Is(err, Done):
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, ue.Msg)
-		if ue.Hint != "" {
+		if ue.Fix != "" {
+			fmt.Fprintf(stderr, "hint: %s\n", ue.Fix)
+		} else if ue.Hint != "" {
 			fmt.Fprintf(stderr, "run '%s' for usage\n", ue.Hint)
 		}
 		return 2
-	default:
-		msg := err.Error()
-		if !strings.HasPrefix(msg, name+" ") && !strings.HasPrefix(msg, name+":") {
-			msg = name + ": " + msg
-		}
-		fmt.Fprintln(stderr, msg)
-		return 1
 	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, name+" ") && !strings.HasPrefix(msg, name+":") {
+		msg = name + ": " + msg
+	}
+	fmt.Fprintln(stderr, msg)
+	if errors.As(err, &he) {
+		fmt.Fprintf(stderr, "hint: %s\n", he.Hint)
+	}
+	return 1
 }
 
 // Service parses the command line of a service binary, which has no flags or arguments of its

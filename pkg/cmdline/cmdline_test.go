@@ -3,6 +3,7 @@ package cmdline
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -59,16 +60,27 @@ func TestUnknownFlagIsOneLineAndExit2(t *testing.T) {
 	require.Empty(t, out.String(), "no usage dump")
 }
 
-func TestBadValueIsARefusal(t *testing.T) {
+// A flag value that is not of its kind is a command line that does not parse: exit 2 and the
+// help command; a refusal exits 1, with its hint when it has one.
+func TestBadValueIsAUsageErrorAndRefusalsExit1(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	fs, _, _ := newSet(&out)
 	_, err := fs.Parse([]string{"-n", "many"})
 	require.Error(t, err)
-	require.Equal(t, 1, Exit(&errOut, "tool", err))
-	require.Equal(t, "tool sub: invalid value \"many\" for flag -n: parse error\n", errOut.String())
+	require.Equal(t, 2, Exit(&errOut, "tool", err))
+	require.Equal(t, "tool sub: invalid value \"many\" for flag -n: parse error\nrun 'tool sub -h' for usage\n", errOut.String())
 
 	errOut.Reset()
 	require.Equal(t, 1, Exit(&errOut, "tool", errors.New("refused")))
 	require.Equal(t, "tool: refused\n", errOut.String())
+
+	errOut.Reset()
+	require.Equal(t, 1, Exit(&errOut, "tool", WithHint(fmt.Errorf("read: %w", errors.New("gone")), "bring it back")))
+	require.Equal(t, "tool: read: gone\nhint: bring it back\n", errOut.String())
+	require.NoError(t, WithHint(nil, "x"))
+
+	errOut.Reset()
+	require.Equal(t, 2, Exit(&errOut, "tool", &UsageError{Msg: "tool: bad configuration", Hint: "tool -h", Fix: "see the docs"}))
+	require.Equal(t, "tool: bad configuration\nhint: see the docs\n", errOut.String(), "the fix instead of the help command")
 }

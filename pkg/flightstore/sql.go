@@ -194,3 +194,27 @@ const (
 	snapLogSQL = `INSERT INTO schd_snap_log (msg_id, scope_start, scope_end, recv_at, inserted, updated, unchanged, applied_at)
 SELECT $1, $2::date, $3::date, (SELECT received_at FROM proc_state WHERE msg_id = $1), $4, $5, $6, $7`
 )
+
+const (
+	// flightVersionsSQL is a flight's version history as the outbox recorded it (key = FLID),
+	// newest first, each event with the message behind it, live or archived (ReadHistory).
+	flightVersionsSQL = `
+SELECT e.state_version, e.target, e.event_id, e.event_type, e.status, e.created_at, e.sent_at, e.msg_id,
+       COALESCE(p.msg_type, h.msg_type, ''), COALESCE(p.msg_styp, h.msg_styp, '')
+  FROM msg_event e
+  LEFT JOIN proc_state p ON p.msg_id = e.msg_id
+  LEFT JOIN proc_state_hst h ON h.msg_id = e.msg_id
+ WHERE e.partition_key = $1
+ ORDER BY e.state_version DESC, e.target LIMIT $2`
+
+	// flightPurgesSQL is what the history sweep kept of a flight each time it purged it, newest
+	// first (ReadHistory).
+	flightPurgesSQL = `
+SELECT state_version, COALESCE(operation_day::text, ''), purge_reason, purged_at, final_state
+  FROM flight_history WHERE flid = $1 ORDER BY state_version DESC`
+
+	// flightsOfDaySQL is one line of each stored flight of an operation day (Day).
+	flightsOfDaySQL = `
+SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), state, state_version, sodt, maid
+  FROM flight WHERE operation_day = $1::date ORDER BY flid`
+)

@@ -24,6 +24,7 @@ func TestHint(t *testing.T) {
 	_, err = pgx.Connect(context.Background(), u.String())
 	require.ErrorContains(t, err, `database "msgx_no_such_database_hint_test" does not exist`)
 	require.Contains(t, migrate.Hint(err), "run make up")
+	require.Contains(t, migrate.Hint(err), "make demo leaves msgx_demo", "names the demo's database")
 	require.Contains(t, migrate.Hint(fmt.Errorf("leader: %w", err)), "msgxctl migrate against MSGX_PG_URL", "wrapped errors too")
 
 	_, err = db.Pool.Exec(context.Background(), `SELECT * FROM msgx_hint_no_such_table`)

@@ -49,3 +49,8 @@ SELECT ` + messageColumns + `, true, archived_at, raw_cleared_at FROM proc_state
 	messageAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
  WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
 )
+
+// messageFlightsSQL are the flights a message changed and the version it gave each, as the
+// outbox recorded them (msg_event_msg; SENT events are kept for MSGX_EVENT_RETENTION).
+const messageFlightsSQL = `
+SELECT DISTINCT partition_key::bigint, state_version FROM msg_event WHERE msg_id = $1 ORDER BY 1, 2`
