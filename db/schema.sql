@@ -1,6 +1,4 @@
 
--- Dumped from database version 15.20 (Debian 15.20-0+deb12u1)
--- Dumped by pg_dump version 15.20 (Debian 15.20-0+deb12u1)
 
 SET statement_timeout = 0;
 SET lock_timeout = 0;

@@ -19,8 +19,10 @@ trap cleanup EXIT
 psql -q "$base/postgres" -c "CREATE DATABASE $db_a" -c "CREATE DATABASE $db_b" >/dev/null
 
 dbmate() { go tool dbmate-pg "$@"; }
-# pg_dump ≥ 15.14 writes a random \restrict key per dump; it carries no schema information.
-normalize() { sed -i -E '/^\\(un)?restrict /d' "$1"; }
+# pg_dump ≥ 15.14 writes a random \restrict key per dump, and every dump names the server's and
+# pg_dump's minor versions (a fresh machine gets whatever Debian ships); neither carries schema
+# information.
+normalize() { sed -i -E '/^\\(un)?restrict /d; /^-- Dumped (from database|by pg_dump) version /d' "$1"; }
 
 dbmate -url "$base/$db_a?sslmode=disable" up >/dev/null
 dbmate -url "$base/$db_a?sslmode=disable" -schema-file "$tmp/dbmate.sql" dump >/dev/null
