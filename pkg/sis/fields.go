@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// This file holds the machinery the element tables of flight.go are built from: a setter per
-// kind of value and one decoder for every kind of collection entry.
+// This file holds the machinery the element tables of flight.go and season.go are built from: a
+// setter per kind of value and one decoder for every kind of collection entry.
 
 // setter decodes child element ci of the element at path into its field of *T and reports
 // whether it set a value (an empty element clears the field and sets none). n is ci's 1-based
