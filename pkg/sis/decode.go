@@ -45,9 +45,9 @@ type decoder struct {
 	d        *document
 	loc      *time.Location
 	warnings []string
-	counts   []nameCount
+	counts   []nameCount // occurrences per element name in a season record (next)
 	// flightSeen counts each flight element since startFlight (indexed as flightFields).
-	flightSeen [flightElements]uint16
+	flightSeen [flightElements]uint32
 }
 
 type nameCount struct {

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// This file holds the machinery the element tables of flight.go are built from: a setter per
-// kind of value and one decoder for every kind of collection entry.
+// This file holds the machinery the element tables of flight.go and season.go are built from: a
+// setter per kind of value and one decoder for every kind of collection entry.
 
 // setter decodes child element ci of the element at path into its field of *T and reports
 // whether it set a value (an empty element clears the field and sets none). n is ci's 1-based
@@ -73,7 +73,9 @@ const (
 	entryClear        // the bare "remove all" form (DELY, ERUT, SRVT)
 )
 
-type entryDecoder[T any] func(x *decoder, ni int32, path string) (T, int, *Error)
+// entryDecoder decodes the entry element ni at path into *e (zero on entry) and returns its
+// state.
+type entryDecoder[T any] func(x *decoder, ni int32, path string, e *T) (int, *Error)
 
 // addEntry adds the entry ci of the element at parent to l, numbering it by its name's count
 // since the last reset of x.counts.
@@ -83,20 +85,22 @@ func addEntry[T any](x *decoder, l *List[T], ci int32, parent string, dec entryD
 }
 
 // addEntryAt decodes the entry ci at path and adds it to l: an item is appended, an empty
-// entry dropped, the bare form marks l ClearAll. Any entry makes l present.
+// entry dropped, the bare form marks l ClearAll. Any entry makes l present. The entry is decoded
+// in its place at the end of l.Items (no copy of it is kept anywhere else).
 func addEntryAt[T any](x *decoder, l *List[T], ci int32, path string, dec entryDecoder[T]) *Error {
-	v, state, err := dec(x, ci, path)
+	var zero T
+	n := len(l.Items)
+	l.Items = append(l.Items, zero)
+	state, err := dec(x, ci, path, &l.Items[n])
 	if err != nil {
 		return err
 	}
 	l.Present = true
-	if l.Items == nil {
-		l.Items = []T{}
+	if state != entryItem {
+		l.Items[n] = zero
+		l.Items = l.Items[:n]
 	}
-	switch state {
-	case entryItem:
-		l.Items = append(l.Items, v)
-	case entryClear:
+	if state == entryClear {
 		l.ClearAll = true
 	}
 	return nil
@@ -141,16 +145,15 @@ func newEntryKind[E any](k entryKind[E]) *entryKind[E] {
 }
 
 // decode is the entryDecoder of k.
-func (k *entryKind[E]) decode(x *decoder, ni int32, path string) (E, int, *Error) {
-	var e E
+func (k *entryKind[E]) decode(x *decoder, ni int32, path string, e *E) (int, *Error) {
 	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
+		return 0, err
 	}
 	seqSet := false
 	if k.seq != "" {
-		f := k.seqField(&e)
+		f := k.seqField(e)
 		if err := x.seqAttr(f, ni, path, k.seq); err != nil {
-			return e, 0, err
+			return 0, err
 		}
 		seqSet = f.HasValue()
 	}
@@ -159,19 +162,18 @@ func (k *entryKind[E]) decode(x *decoder, ni int32, path string) (E, int, *Error
 	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
 		i := k.elem(x.node(c).name)
 		if i < 0 {
-			return e, 0, unknown(path, x.node(c).name)
+			return 0, unknown(path, x.node(c).name)
 		}
 		seen[i]++
-		ok, err := k.elems[i].set(x, &e, c, path, seen[i])
+		ok, err := k.elems[i].set(x, e, c, path, seen[i])
 		if err != nil {
-			return e, 0, err
+			return 0, err
 		}
 		if ok {
 			got |= 1 << i
 		}
 	}
-	state, err := k.state(x, path, got, seqSet)
-	return e, state, err
+	return k.state(x, path, got, seqSet)
 }
 
 func (k *entryKind[E]) elem(name string) int {

@@ -1,6 +1,8 @@
 package sis
 
 import (
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -86,25 +88,56 @@ const flightElements = 69
 // Compiles only while flightElements is the length of flightFields.
 const _ = uint(len(flightFields)-flightElements) + uint(flightElements-len(flightFields))
 
-// flightIndex maps an element name to its place in flightFields.
-var flightIndex = func() map[string]int {
-	m := make(map[string]int, len(flightFields))
+// flightIndex finds an element's place in flightFields: every name has four bytes, so a name is
+// looked up as a number in a sorted table (cheaper than a map lookup on every element).
+var flightIndex = func() []nameIndex {
+	t := make([]nameIndex, len(flightFields))
 	for i, f := range flightFields {
-		m[f.name] = i
+		k, ok := nameKey(f.name)
+		if !ok {
+			panic("sis: flight element " + f.name + " is not four bytes long")
+		}
+		t[i] = nameIndex{k, i}
 	}
-	return m
+	slices.SortFunc(t, func(a, b nameIndex) int { return cmp.Compare(a.key, b.key) })
+	return t
 }()
+
+type nameIndex struct {
+	key uint32
+	i   int
+}
+
+// nameKey is a four-byte name as a number; false for another length.
+func nameKey(name string) (uint32, bool) {
+	if len(name) != 4 {
+		return 0, false
+	}
+	return uint32(name[0])<<24 | uint32(name[1])<<16 | uint32(name[2])<<8 | uint32(name[3]), true
+}
+
+// flightElement returns the place of name in flightFields, or false.
+func flightElement(name string) (int, bool) {
+	k, ok := nameKey(name)
+	if !ok {
+		return 0, false
+	}
+	j, found := slices.BinarySearchFunc(flightIndex, k, func(e nameIndex, k uint32) int { return cmp.Compare(e.key, k) })
+	if !found {
+		return 0, false
+	}
+	return flightIndex[j].i, true
+}
 
 // isFlightElement reports whether name is an element of a flight record.
 func isFlightElement(name string) bool {
-	_, ok := flightIndex[name]
+	_, ok := flightElement(name)
 	return ok
 }
 
 // startFlight resets the element counts before the elements of a record or FLOP payload.
 func (x *decoder) startFlight() {
 	clear(x.flightSeen[:])
-	x.counts = x.counts[:0]
 }
 
 // flightRecord decodes a FLTR element.
@@ -127,7 +160,7 @@ func (x *decoder) flightRecord(ni int32, path string, r *FlightRecord) *Error {
 
 // flightField decodes child ci into r; false when ci is not a flight element.
 func (x *decoder) flightField(r *FlightRecord, ci int32, parent string) (bool, *Error) {
-	i, ok := flightIndex[x.node(ci).name]
+	i, ok := flightElement(x.node(ci).name)
 	if !ok {
 		return false, nil
 	}
@@ -375,18 +408,17 @@ var (
 )
 
 // decDelay decodes a DELY entry, whose values are attributes and its text.
-func decDelay(x *decoder, ni int32, path string) (Delay, int, *Error) {
-	var e Delay
+func decDelay(x *decoder, ni int32, path string, e *Delay) (int, *Error) {
 	text, err := x.leaf(ni, path)
 	if err != nil {
-		return e, 0, err
+		return 0, err
 	}
 	if err := x.setAttrStr(&e.CODE, ni, path, "CODE"); err != nil {
-		return e, 0, err
+		return 0, err
 	}
 	if v, ok := x.attr(ni, "STRT"); ok {
 		if err := x.timeValue(&e.STRT, v, path, "@STRT"); err != nil {
-			return e, 0, err
+			return 0, err
 		}
 	}
 	if v, ok := x.attr(ni, "DURA"); ok {
@@ -396,19 +428,19 @@ func decDelay(x *decoder, ni int32, path string) (Delay, int, *Error) {
 			h, ok1 := digits2(v[:min(2, len(v))])
 			m, ok2 := digits2(v[min(2, len(v)):])
 			if len(v) != 4 || !ok1 || !ok2 || m > 59 {
-				return e, 0, protocol(path+"@DURA", v, "must be HHMM (minutes 00-59)")
+				return 0, protocol(path+"@DURA", v, "must be HHMM (minutes 00-59)")
 			}
 			e.DURA = Val(h*60 + m)
 		}
 	}
 	if text != "" {
 		if err := checkLen("DELY#comment", path, text); err != nil {
-			return e, 0, err
+			return 0, err
 		}
 		e.Comment = Val(text)
 	}
 	if !e.CODE.HasValue() && !e.STRT.HasValue() && !e.DURA.HasValue() && text == "" {
-		return e, entryClear, nil
+		return entryClear, nil
 	}
-	return e, entryItem, required(e.CODE.HasValue(), path+"@CODE", "CODE required")
+	return entryItem, required(e.CODE.HasValue(), path+"@CODE", "CODE required")
 }

@@ -243,9 +243,9 @@ func (x *decoder) seasonRecord(ni int32, path string, r *SeasonRecord) *Error {
 		case "DYOP":
 			err = x.setDays(r, c, path)
 		case "ROUT":
-			err = addEntry(x, &r.ROUT, c, path, decSeasonRoute)
+			err = addEntry(x, &r.ROUT, c, path, seasonRouteEntry.decode)
 		case "ERUT":
-			err = addEntry(x, &r.ERUT, c, path, decSeasonRoute)
+			err = addEntry(x, &r.ERUT, c, path, seasonRouteEntry.decode)
 		default:
 			err = unknown(path, name)
 		}
@@ -280,39 +280,33 @@ func (x *decoder) setDays(r *SeasonRecord, ci int32, parent string) *Error {
 	return nil
 }
 
-func decSeasonRoute(x *decoder, ni int32, path string) (SeasonRouteEntry, int, *Error) {
-	var e SeasonRouteEntry
-	if err := x.noText(ni, path); err != nil {
-		return e, 0, err
+// seasonRouteEntry is the kind of an SCHS ROUT/ERUT entry.
+var seasonRouteEntry = newEntryKind(entryKind[SeasonRouteEntry]{
+	seq: "RTNO", seqField: func(e *SeasonRouteEntry) *Field[int] { return &e.RTNO }, seqReq: true,
+	elems: []elem[SeasonRouteEntry]{
+		{"APCD", str(func(e *SeasonRouteEntry) *Field[string] { return &e.APCD })},
+		{"SCAT", seasonTime(func(e *SeasonRouteEntry) *Field[SeasonTime] { return &e.SCAT })},
+		{"SCDT", seasonTime(func(e *SeasonRouteEntry) *Field[SeasonTime] { return &e.SCDT })},
+		{"SADC", signed(func(e *SeasonRouteEntry) *Field[int] { return &e.SADC })},
+		{"SDDC", signed(func(e *SeasonRouteEntry) *Field[int] { return &e.SDDC })},
+	},
+	blank: entryEmpty, key: "APCD",
+})
+
+// seasonTime decodes an SCHS time leaf.
+func seasonTime[T any](field func(*T) *Field[SeasonTime]) setter[T] {
+	return func(x *decoder, t *T, ci int32, path string, _ int) (bool, *Error) {
+		f := field(t)
+		err := x.setSeasonTime(f, ci, path)
+		return f.HasValue(), err
 	}
-	if err := x.seqAttr(&e.RTNO, ni, path, "RTNO"); err != nil {
-		return e, 0, err
+}
+
+// signed decodes a signed day offset leaf.
+func signed[T any](field func(*T) *Field[int]) setter[T] {
+	return func(x *decoder, t *T, ci int32, path string, _ int) (bool, *Error) {
+		f := field(t)
+		err := x.setSigned(f, ci, path)
+		return f.HasValue(), err
 	}
-	for c := x.node(ni).first; c >= 0; c = x.node(c).next {
-		var err *Error
-		switch n := x.node(c).name; n {
-		case "APCD":
-			err = x.setStr(&e.APCD, c, path, "APCD")
-		case "SCAT":
-			err = x.setSeasonTime(&e.SCAT, c, path)
-		case "SCDT":
-			err = x.setSeasonTime(&e.SCDT, c, path)
-		case "SADC":
-			err = x.setSigned(&e.SADC, c, path)
-		case "SDDC":
-			err = x.setSigned(&e.SDDC, c, path)
-		default:
-			err = unknown(path, n)
-		}
-		if err != nil {
-			return e, 0, err
-		}
-	}
-	if !(e.RTNO.HasValue() || e.APCD.HasValue() || e.SCAT.HasValue() || e.SCDT.HasValue() || e.SADC.HasValue() || e.SDDC.HasValue()) {
-		return e, entryEmpty, nil
-	}
-	if err := required(e.RTNO.HasValue(), path+"@RTNO", "RTNO required"); err != nil {
-		return e, 0, err
-	}
-	return e, entryItem, required(e.APCD.HasValue(), path+"/APCD", "APCD required")
 }
