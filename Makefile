@@ -67,10 +67,12 @@ chaos-kafka: ## the fault suite on a real three-node Apache Kafka cluster (broke
 chaos-short: ## the short form of the fault suite (one kill per binary, a PostgreSQL restart, a broker freeze); make test runs it as e2e TestChaosShort
 	$(GO) run ./cmd/chaos -short
 
+KAFKA ?= dev
+
 .PHONY: up
-up: ## local stack: PostgreSQL, MariaDB, the development Kafka broker (cmd/devbroker), migrations, roles, mailbox tables and the four binaries, each as its own database role
+up: ## local stack: PostgreSQL, MariaDB, Kafka (KAFKA=dev: the development broker, cmd/devbroker; KAFKA=apache: a real Apache Kafka node, fresh databases), migrations, roles, mailbox tables and the four binaries, each as its own database role
 	bash scripts/ensure-db.sh
-	$(GO) run ./cmd/devstack
+	@if [ "$(KAFKA)" = apache ]; then bash scripts/ensure-kafka.sh >/dev/null && $(GO) run ./cmd/devstack -kafka apache -fresh; else $(GO) run ./cmd/devstack -kafka $(KAFKA); fi
 
 .PHONY: demo
 demo: ## run the system: local stack (each binary as its own database role), a simulated airport day, live progress, a summary that compares every flight with the model (exit 1 on a difference); leaves nothing running

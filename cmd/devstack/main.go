@@ -21,8 +21,11 @@ import (
 	"time"
 
 	"github.com/msgx/msgx/pkg/cmdline"
+	"github.com/msgx/msgx/pkg/dev/apachekafka"
+	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/verify"
 	"github.com/msgx/msgx/pkg/roles"
 )
 
@@ -41,6 +44,7 @@ type options struct {
 	pgDB, mailDB            string
 	rolePrefix              string
 	kafkaPort               int
+	kafka                   string // dev or apache
 	restartDelay            time.Duration
 	aodb                    bool
 	binDir, logDir, dataDir string
@@ -57,10 +61,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.pgServer, "pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server URL (no database)")
 	fs.StringVar(&o.mysqlServer, "mysql", "root@tcp(127.0.0.1:3306)/", "MariaDB/MySQL server DSN (no database)")
 	fs.IntVar(&o.kafkaPort, "kafka-port", 9092, "port of the development Kafka broker")
+	fs.StringVar(&o.kafka, "kafka", "dev", "the Kafka broker: dev (the development broker, cmd/devbroker) or apache (a real Apache Kafka 4 KRaft node from the jars of scripts/ensure-kafka.sh, new at each start, logs in .devstack/apache-kafka: use it with -fresh, so that the databases start empty too)")
 	fs.DurationVar(&o.restartDelay, "restart-delay", 2*time.Second, "delay before a binary that exited is started again (doubles while it keeps crashing)")
 	fs.BoolVar(&o.aodb, "aodb", true, "run the simulated AODB: it answers msgx's requests (msgxctl request …) from a generated day of today's date")
 	if err := fs.NoArgs(args); err != nil {
 		return err
+	}
+	if o.kafka != "dev" && o.kafka != "apache" {
+		return fs.Usagef("-kafka must be dev or apache, got %q", o.kafka)
 	}
 	root, err := stack.Root()
 	if err != nil {
@@ -92,8 +100,18 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	pgURL, mysqlDSN, access := db.PGURL, db.MySQLDSN, db.Access
+	var external []string
+	if o.kafka == "apache" {
+		kafkaDir = filepath.Join(filepath.Dir(o.dataDir), "apache-kafka")
+		cluster, err := startApacheKafka(ctx, kafkaDir, out)
+		if err != nil {
+			return err
+		}
+		defer cluster.Close()
+		external = cluster.Addrs()
+	}
 	s, err := stack.Start(ctx, stack.Options{
-		BinDir: o.binDir, LogDir: o.logDir, RandomPorts: o.randomPorts,
+		BinDir: o.binDir, LogDir: o.logDir, RandomPorts: o.randomPorts, ExternalBrokers: external,
 		RoleEnv: access.RoleEnv(), KafkaPort: o.kafkaPort, KafkaDataDir: kafkaDir,
 		Env: []string{"MSGX_POLL_INTERVAL=200ms"},
 		Supervise: &stack.Supervision{
@@ -139,4 +157,32 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	<-ctx.Done()
 	fmt.Fprintln(out, "devstack: stopping …")
 	return s.Close()
+}
+
+// startApacheKafka starts one new Apache Kafka KRaft node in dir (emptied first: a node is
+// formatted for one run; its logs stay after the stop) and creates both topics, the state topic
+// compacted, as production has them.
+func startApacheKafka(ctx context.Context, dir string, out io.Writer) (*apachekafka.Cluster, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(out, "devstack: starting Apache Kafka (one KRaft node) …")
+	lctx, cancel := context.WithTimeout(ctx, apachekafka.StartTimeout)
+	defer cancel()
+	cluster, err := apachekafka.Launch(lctx, 1, apachekafka.Options{Dir: dir})
+	if err != nil {
+		return nil, fmt.Errorf("apache kafka (%s prepares the machine): %w", apachekafka.EnsureScript, err)
+	}
+	for topic, configs := range map[string]map[string]string{
+		verify.TopicChanges: nil,
+		verify.TopicState:   {"cleanup.policy": "compact"},
+	} {
+		if err := cluster.CreateTopic(ctx, topic, broker.Partitions, configs); err != nil {
+			return nil, errors.Join(fmt.Errorf("create %s: %w", topic, err), cluster.Close())
+		}
+	}
+	return cluster, nil
 }

@@ -30,6 +30,6 @@ func TestProductionRefusesPlaintextKafkaAndTheHoldHook(t *testing.T) {
 	t.Setenv("MSGX_PG_URL", "postgres://u@db:5432/msgx?sslmode=verify-full")
 	t.Setenv("MSGX_DEV_HOLD_SEND", "/tmp/hold")
 	_, err := load()
-	require.EqualError(t, err, "MSGX_DEV_HOLD_SEND: a test hook; production refuses it\n"+
-		"MSGX_KAFKA_TLS: production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)")
+	require.EqualError(t, err, "MSGX_KAFKA_TLS: production requires TLS to the Kafka brokers (MSGX_KAFKA_TLS=true)\n"+
+		"MSGX_DEV_HOLD_SEND: a test hook; production refuses it")
 }

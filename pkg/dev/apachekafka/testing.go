@@ -3,10 +3,7 @@ package apachekafka
 import (
 	"context"
 	"os"
-	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // SkipEnv set to 1 skips the tests that need a real broker. Without it, a machine that cannot
@@ -17,15 +14,28 @@ const SkipEnv = "MSGX_KAFKA_SKIP"
 // machine.
 const StartTimeout = 3 * time.Minute
 
+// TB is what Start and StartCluster need of a test (testing.TB has it); the package does not
+// import testing, so that the development tools that launch clusters (cmd/chaos) link no test
+// machinery.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Failed() bool
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
 // Start starts a single-node cluster for the test (see StartCluster).
-func Start(t testing.TB, o Options) *Cluster {
+func Start(t TB, o Options) *Cluster {
 	t.Helper()
 	return StartCluster(t, 1, o)
 }
 
 // StartCluster starts a cluster of n nodes for the test and removes it when the test ends,
 // printing the tail of every node's log first if the test failed.
-func StartCluster(t testing.TB, n int, o Options) *Cluster {
+func StartCluster(t TB, n int, o Options) *Cluster {
 	t.Helper()
 	if os.Getenv(SkipEnv) == "1" {
 		t.Skipf("%s=1: the tests against a real Apache Kafka broker are skipped", SkipEnv)
@@ -33,12 +43,16 @@ func StartCluster(t testing.TB, n int, o Options) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
 	c, err := Launch(ctx, n, o)
-	require.NoError(t, err, "start Apache Kafka (%s prepares the machine; %s=1 skips these tests)", EnsureScript, SkipEnv)
+	if err != nil {
+		t.Fatalf("start Apache Kafka (%s prepares the machine; %s=1 skips these tests): %v", EnsureScript, SkipEnv, err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Apache Kafka logs:\n%s", c.LogTails(60))
 		}
-		require.NoError(t, c.Close())
+		if err := c.Close(); err != nil {
+			t.Errorf("close Apache Kafka: %v", err)
+		}
 	})
 	return c
 }
