@@ -125,8 +125,12 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "devstack: up (each binary logs in as its own role %s<binary>)\n  PostgreSQL  %s   (administrator: migrations and roles)\n  mailbox     %s\n  Kafka       %v (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
-		roles.DefaultPrefix, pgURL, mysqlDSN, s.Brokers, kafkaDir, filepath.Join(o.logDir, stack.Broker+".log"))
+	kafkaLog := filepath.Join(o.logDir, stack.Broker+".log")
+	if o.kafka == "apache" {
+		kafkaLog = filepath.Join(kafkaDir, "node1", "server.log")
+	}
+	fmt.Fprintf(out, "devstack: up (each binary logs in as its own role %s<binary>)\n  PostgreSQL  %s   (administrator: migrations and roles)\n  mailbox     %s\n  Kafka       %v %s (topics msgx.flight.changes, msgx.flight.state; data in %s, log %s)\n",
+		roles.DefaultPrefix, pgURL, mysqlDSN, s.Brokers, o.kafka, kafkaDir, kafkaLog)
 	for _, b := range stack.Binaries {
 		fmt.Fprintf(out, "  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(o.logDir, b+".log"))
 	}
