@@ -39,7 +39,7 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	addrs := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, zerolog.Nop(), func(ops, pages *obs.Server) { addrs <- [2]string{ops.Addr(), pages.Addr()} })
+		done <- run(ctx, cfg, zerolog.Nop(), obs.NewRegistry(), func(ops, pages *obs.Server) { addrs <- [2]string{ops.Addr(), pages.Addr()} })
 	}()
 	a := <-addrs
 	opsURL, base := "http://"+a[0], "http://"+a[1]

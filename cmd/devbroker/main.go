@@ -22,9 +22,11 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	code := cmdline.Exit(os.Stderr, "devbroker", run(ctx, os.Args[1:], os.Stderr))
+	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines) // logging never blocks the broker
+	err := run(ctx, os.Args[1:], logs)
 	stop()
-	os.Exit(code)
+	_ = logs.CloseWithin(obs.LogFlushTimeout) // the queued lines before the error line and the exit
+	os.Exit(cmdline.Exit(os.Stderr, "devbroker", err))
 }
 
 func run(ctx context.Context, args []string, logw io.Writer) error {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -32,22 +33,31 @@ func main() {
 		fmt.Fprintf(os.Stderr, "dispatcher: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
-	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "dispatcher")
+	// Logs go to stderr through a bounded queue: a stuck log collector never blocks the work
+	// (lines it cannot take are counted in msgx_log_lines_dropped_total).
+	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines)
+	log := obs.NewLogger(logs, cfg.LogLevel, "dispatcher")
 	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg, log, nil); err != nil {
+	err = run(ctx, cfg, log, obs.NewRegistry(logs.Dropped()), nil)
+	stop()
+	if err != nil {
 		log.Error().Err(err).Msg("dispatcher failed")
-		if errors.Is(err, dispatch.ErrRefused) {
-			fmt.Fprintf(os.Stderr, "dispatcher: %v\n", err)
-			os.Exit(2)
-		}
+	}
+	_ = logs.CloseWithin(obs.LogFlushTimeout) // os.Exit skips deferred calls: write the queued lines first
+	switch {
+	case errors.Is(err, dispatch.ErrRefused):
+		fmt.Fprintf(os.Stderr, "dispatcher: %v\n", err)
+		os.Exit(2)
+	case err != nil:
 		os.Exit(1)
 	}
 }
 
-// run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.Server)) error {
+// run is the whole binary; tests call it. reg is the binary's registry (obs.NewRegistry, with
+// the log output's counter). started, when set, is told the HTTP server.
+func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(*obs.Server)) error {
 	// Producer rule D3: refuse to start on any violation, before touching anything else.
 	link, err := dispatch.NewLink(cfg.Kafka, cfg.Leader.Retry, log)
 	if err != nil {
@@ -62,7 +72,6 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.
 	if err != nil {
 		return err
 	}
-	reg := obs.NewRegistry()
 	reg.MustRegister(kafka.NewCollector())
 	disp, err := dispatch.New(cfg.dispatchConfig(), store, link, clock.System{}, reg, log)
 	if err != nil {

@@ -87,14 +87,14 @@ func TestRefusesD3Violation(t *testing.T) {
 	cfg, err := load()
 	require.NoError(t, err)
 	cfg.Kafka.Version = "0.10.2.0"
-	err = run(context.Background(), cfg, zerolog.Nop(), nil)
+	err = run(context.Background(), cfg, zerolog.Nop(), obs.NewRegistry(), nil)
 	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "MSGX_KAFKA_VERSION: must be at least 2.1.0")
 	require.NotContains(t, err.Error(), "\n")
 
 	cfg.Kafka.Version = "2.8.0"
 	cfg.Kafka.ProduceTimeout = time.Hour
-	err = run(context.Background(), cfg, zerolog.Nop(), nil)
+	err = run(context.Background(), cfg, zerolog.Nop(), obs.NewRegistry(), nil)
 	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between")
 }
@@ -124,7 +124,7 @@ func TestRunDelivers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	srvc := make(chan *obs.Server, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, zerolog.Nop(), func(s *obs.Server) { srvc <- s }) }()
+	go func() { done <- run(ctx, cfg, zerolog.Nop(), obs.NewRegistry(), func(s *obs.Server) { srvc <- s }) }()
 	srv := <-srvc
 	require.Eventually(t, func() bool { return sentCount(t, db) == n+1 }, 30*time.Second, 20*time.Millisecond)
 
@@ -233,7 +233,7 @@ func TestRefusesMissingTopic(t *testing.T) {
 	broker, _ := kafkatest.Broker(t)
 	cfg := testConfig(t, db, broker.Addrs())
 	cfg.Kafka.TopicState = "msgx.flight.nosuch"
-	err := run(context.Background(), cfg, zerolog.Nop(), nil)
+	err := run(context.Background(), cfg, zerolog.Nop(), obs.NewRegistry(), nil)
 	require.ErrorIs(t, err, dispatch.ErrRefused)
 	require.Contains(t, err.Error(), "topic missing: msgx.flight.nosuch")
 }

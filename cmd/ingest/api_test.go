@@ -73,7 +73,7 @@ func startAPI(t *testing.T, tune func(*Config)) *api {
 	addrs := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), func(ops, api *obs.Server) { addrs <- [2]string{ops.Addr(), api.Addr()} })
+		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), obs.NewRegistry(), func(ops, api *obs.Server) { addrs <- [2]string{ops.Addr(), api.Addr()} })
 	}()
 	select {
 	case got := <-addrs:

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -32,19 +33,28 @@ func main() {
 		fmt.Fprintf(os.Stderr, "ingest: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
-	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "ingest")
+	// Logs go to stderr through a bounded queue: a stuck log collector never blocks the work
+	// (lines it cannot take are counted in msgx_log_lines_dropped_total).
+	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines)
+	log := obs.NewLogger(logs, cfg.LogLevel, "ingest")
 	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg, log, nil); err != nil {
+	err = run(ctx, cfg, log, obs.NewRegistry(logs.Dropped()), nil)
+	stop()
+	if err != nil {
 		log.Error().Err(err).Msg("ingest failed")
+	}
+	_ = logs.CloseWithin(obs.LogFlushTimeout) // os.Exit skips deferred calls: write the queued lines first
+	if err != nil {
 		os.Exit(1)
 	}
 }
 
-// run is the whole binary; tests call it. started, when set, is told the ops server and the API
+// run is the whole binary; tests call it. reg is the binary's registry (obs.NewRegistry, with
+// the log output's counter). started, when set, is told the ops server and the API
 // server once both listen.
-func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(ops, api *obs.Server)) error {
+func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(ops, api *obs.Server)) error {
 	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleIngest)
 	if err != nil {
 		return err
@@ -65,7 +75,6 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(ops, 
 	defer mb.Close()
 
 	clk := clock.System{}
-	reg := obs.NewRegistry()
 	if err := obs.RegisterPool(reg, "ingest-api", apiPool); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func TestRunIngestsAndServesCompat(t *testing.T) {
 	addr := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), func(ops, api *obs.Server) { addr <- [2]string{ops.Addr(), api.Addr()} })
+		done <- run(ctx, cfg, obs.NewLogger(io.Discard, "info", "ingest"), obs.NewRegistry(), func(ops, api *obs.Server) { addr <- [2]string{ops.Addr(), api.Addr()} })
 	}()
 	addrs := <-addr
 	base, apiBase := "http://"+addrs[0], "http://"+addrs[1]

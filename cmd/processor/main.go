@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -37,18 +38,27 @@ func main() {
 		fmt.Fprintf(os.Stderr, "processor: bad configuration: %v\n", err)
 		os.Exit(2)
 	}
-	log := obs.NewLogger(os.Stderr, cfg.LogLevel, "processor")
+	// Logs go to stderr through a bounded queue: a stuck log collector never blocks the work
+	// (lines it cannot take are counted in msgx_log_lines_dropped_total).
+	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines)
+	log := obs.NewLogger(logs, cfg.LogLevel, "processor")
 	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg, log, nil); err != nil {
+	err = run(ctx, cfg, log, obs.NewRegistry(logs.Dropped()), nil)
+	stop()
+	if err != nil {
 		log.Error().Err(err).Msg("processor failed")
+	}
+	_ = logs.CloseWithin(obs.LogFlushTimeout) // os.Exit skips deferred calls: write the queued lines first
+	if err != nil {
 		os.Exit(1)
 	}
 }
 
-// run is the whole binary; tests call it. started, when set, is told the HTTP server.
-func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.Server)) error {
+// run is the whole binary; tests call it. reg is the binary's registry (obs.NewRegistry, with
+// the log output's counter). started, when set, is told the HTTP server.
+func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(*obs.Server)) error {
 	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleProcessor)
 	if err != nil {
 		return err
@@ -69,7 +79,6 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, started func(*obs.
 		return err
 	}
 	defer mb.Close()
-	reg := obs.NewRegistry()
 	store, err := request.NewStore(pool, cfg.requestConfig())
 	if err != nil {
 		return err

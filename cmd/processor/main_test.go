@@ -27,7 +27,7 @@ func TestRefusesADifferentIdentityRule(t *testing.T) {
 
 	runCtx, cancel := context.WithTimeout(ctx, time.Minute) // a processor that starts ends here
 	defer cancel()
-	err = run(runCtx, cfg, zerolog.Nop(), func(*obs.Server) { t.Error("the processor started"); cancel() })
+	err = run(runCtx, cfg, zerolog.Nop(), obs.NewRegistry(), func(*obs.Server) { t.Error("the processor started"); cancel() })
 	var mm *identity.MismatchError
 	require.ErrorAs(t, err, &mm)
 	require.NotContains(t, err.Error(), "\n")

@@ -51,11 +51,16 @@ func main() {
 	if err != nil {
 		os.Exit(cmdline.Exit(os.Stderr, "simulate", err))
 	}
-	log := obs.NewLogger(os.Stderr, e.LogLevel, "simulate")
+	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines) // logging never blocks the work
+	log := obs.NewLogger(logs, e.LogLevel, "simulate")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, opts, log, os.Stdout); err != nil {
+	err = run(ctx, opts, log, os.Stdout)
+	stop()
+	if err != nil {
 		log.Error().Err(err).Msg("simulate failed")
+	}
+	_ = logs.CloseWithin(obs.LogFlushTimeout) // os.Exit skips deferred calls: write the queued lines first
+	if err != nil {
 		os.Exit(1)
 	}
 }

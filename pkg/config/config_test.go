@@ -153,6 +153,15 @@ func TestProductionRefusals(t *testing.T) {
 			"MSGX_DEV_HOLD_SEND: a test hook; production refuses it"},
 		{"api without tokens", settings.RoleIngest, map[string]string{"MSGX_API_TOKENS": ""},
 			"MSGX_API_TOKENS: production ingest requires API tokens (msgxctl token new)"},
+		{"commit delay below its floor", settings.RoleIngest, map[string]string{"MSGX_MAX_COMMIT_DELAY": "5s"},
+			"MSGX_MAX_COMMIT_DELAY: production refuses less than 30s (Q2: a gap younger than it may be a commit in flight), got 5s"},
+		{"R below its floor", settings.RoleJobs, map[string]string{"MSGX_OVERDUE_BACKFILL": "1h"},
+			"MSGX_OVERDUE_BACKFILL: production refuses less than 24h0m0s (Q6: R must outlast a night-long mailbox outage), got 1h0m0s"},
+		{"processed value not agreed", settings.RoleProcessor, map[string]string{"MSGX_MAILBOX_PROCESSED_VALUE": "DONE"},
+			`MSGX_MAILBOX_PROCESSED_VALUE: production requires a value the AODB team agreed to (MSGX_MAILBOX_PROCESSED_VALUES_ALLOWED: none), got "DONE"`},
+		{"processed value outside the allowed ones", settings.RoleJobs, map[string]string{
+			"MSGX_MAILBOX_PROCESSED_VALUE": "DONE", "MSGX_MAILBOX_PROCESSED_VALUES_ALLOWED": "PROCESSED,HANDLED"},
+			`MSGX_MAILBOX_PROCESSED_VALUE: production requires a value the AODB team agreed to (MSGX_MAILBOX_PROCESSED_VALUES_ALLOWED: PROCESSED,HANDLED), got "DONE"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -175,6 +184,26 @@ func TestProductionRefusals(t *testing.T) {
 	t.Setenv("MSGX_COMPAT_ENTRY", "false")
 	_, err := Load(settings.RoleDispatcher)
 	require.NoError(t, err, "production shadow mode without the compat entry is allowed")
+}
+
+// The floors and the allow-list refuse only what they name: the floors themselves, a longer
+// value, an agreed processed value and the empty one (STATUS untouched) are accepted.
+func TestProductionAcceptsTheFloorsAndAnAgreedProcessedValue(t *testing.T) {
+	setProduction(t)
+	t.Setenv("MSGX_MAX_COMMIT_DELAY", "30s")
+	t.Setenv("MSGX_OVERDUE_BACKFILL", "24h")
+	t.Setenv("MSGX_MAILBOX_PROCESSED_VALUES_ALLOWED", "PROCESSED,HANDLED")
+	for _, value := range []string{"", "PROCESSED", "HANDLED"} {
+		t.Setenv("MSGX_MAILBOX_PROCESSED_VALUE", value)
+		for _, role := range []settings.Role{settings.RoleIngest, settings.RoleProcessor, settings.RoleJobs} {
+			_, err := Load(role)
+			require.NoError(t, err, "%s with processed value %q", role, value)
+		}
+	}
+	t.Setenv("MSGX_MAX_COMMIT_DELAY", "2m")
+	t.Setenv("MSGX_OVERDUE_BACKFILL", "48h")
+	_, err := Load(settings.RoleJobs)
+	require.NoError(t, err, "longer than the floors")
 }
 
 // The dispatcher's in-process broker is gone: its variable is refused in every environment,

@@ -13,7 +13,7 @@ type Config struct {
 	// PollInterval is the mailbox's MSGX_POLL_INTERVAL (mailbox.Config), set by the binary.
 	PollInterval   time.Duration `default:"50ms"`
 	ClaimBatch     int           `envconfig:"MSGX_CLAIM_BATCH" default:"500" desc:"ingest: mailbox rows read per poll"`
-	MaxCommitDelay time.Duration `envconfig:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped"`
+	MaxCommitDelay time.Duration `envconfig:"MSGX_MAX_COMMIT_DELAY" default:"30s" desc:"ingest: age after which a gap in mailbox ids is judged permanent and skipped; production refuses less than 30s (Q2), it is not a speed setting"`
 	ReprobeWindow  time.Duration `envconfig:"MSGX_GAP_REPROBE_WINDOW" default:"24h" desc:"ingest: how long skipped ids are re-probed for a late commit"`
 	// ReprobeEvery is the period of the re-probe of skipped ids.
 	ReprobeEvery time.Duration `default:"10s"`
@@ -24,6 +24,20 @@ type Config struct {
 	MaxSkip int64 `default:"10000"`
 	// DBTimeout bounds one mailbox read or one PostgreSQL transaction.
 	DBTimeout time.Duration `default:"10s"`
+}
+
+// MinMaxCommitDelay is the least MSGX_MAX_COMMIT_DELAY production accepts: the mailbox's commit
+// bound the design assumes (Q2, PRE-2). A shorter one skips ids whose commit is still in flight,
+// and a row found later is processed out of order (late), so it is not a speed setting.
+const MinMaxCommitDelay = 30 * time.Second
+
+// ProductionRefusals are the ingest settings production refuses: a gap age below the floor.
+func (c Config) ProductionRefusals() error {
+	var p envconf.Problems
+	if c.MaxCommitDelay < MinMaxCommitDelay {
+		p.Add("MSGX_MAX_COMMIT_DELAY", "production refuses less than %s (Q2: a gap younger than it may be a commit in flight), got %s", MinMaxCommitDelay, c.MaxCommitDelay)
+	}
+	return p.Err()
 }
 
 func (c Config) withDefaults() Config {

@@ -16,7 +16,7 @@ type Config struct {
 	BackfillInterval time.Duration `envconfig:"MSGX_BACKFILL_INTERVAL" default:"30s" desc:"jobs: backfill sweep period"`
 	BackoffBase      time.Duration `envconfig:"MSGX_BACKFILL_BACKOFF_BASE" default:"30s" desc:"jobs: first marker retry delay, doubled per attempt"`
 	BackoffMax       time.Duration `envconfig:"MSGX_BACKFILL_BACKOFF_MAX" default:"15m" desc:"jobs: marker retry delay cap"`
-	Overdue          time.Duration `envconfig:"MSGX_OVERDUE_BACKFILL" default:"24h" desc:"jobs: a marker still failing this long after enqueued_at is abandoned and listed for reconciliation (R)"`
+	Overdue          time.Duration `envconfig:"MSGX_OVERDUE_BACKFILL" default:"24h" desc:"jobs: a marker still failing this long after enqueued_at is abandoned and listed for reconciliation (R); production refuses less than 24h (Q6), it is not a speed setting"`
 	Shadow           bool          // write nothing to MySQL: the backfill sweep does nothing
 	ProcessedValue   string        // also written to CMINMSGS_STATUS with the marker
 	MarkTimeout      time.Duration `default:"2s"` // bound of one mailbox call (keep it under the PG idle-in-transaction timeout)
@@ -70,6 +70,20 @@ func (t *TimeOfDay) UnmarshalText(b []byte) error {
 func (t TimeOfDay) String() string {
 	d := time.Duration(t)
 	return fmt.Sprintf("%02d:%02d", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// MinOverdue is the least R (MSGX_OVERDUE_BACKFILL) production accepts (Q6): an owed marker is
+// given up only after the mailbox failed for longer than a night-long outage. A shorter R makes
+// people reconcile rows a later sweep would have marked, so it is not a speed setting.
+const MinOverdue = 24 * time.Hour
+
+// ProductionRefusals are the jobs settings production refuses: R below its floor.
+func (c Config) ProductionRefusals() error {
+	var p envconf.Problems
+	if c.Overdue < MinOverdue {
+		p.Add("MSGX_OVERDUE_BACKFILL", "production refuses less than %s (Q6: R must outlast a night-long mailbox outage), got %s", MinOverdue, c.Overdue)
+	}
+	return p.Err()
 }
 
 // Validate reports every bad value, one line each (naming the variable of a setting).

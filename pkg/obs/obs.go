@@ -1,7 +1,7 @@
 // Package obs serves each binary's operational HTTP surface — /healthz (process alive and, when
 // the binary sets a liveness check, its stage loop ticking), /readyz (dependencies reachable,
 // leader or standby; 503 once draining for shutdown) and /metrics (Prometheus, injected registry) — on
-// its own listener, and builds the zerolog root logger. The same Server type serves ingest's API
+// its own listener, and builds the zerolog root logger and its non-blocking output (LogOutput). The same Server type serves ingest's API
 // on another listener (NewHandlerServer), so that the monitoring network never reaches the API.
 package obs
 
@@ -27,7 +27,8 @@ import (
 	"github.com/msgx/msgx/pkg/buildinfo"
 )
 
-// NewLogger returns the JSON root logger with the binary's component name.
+// NewLogger returns the JSON root logger with the binary's component name. A binary passes its
+// LogOutput (stderr behind a bounded queue), so that logging never blocks the work.
 func NewLogger(w io.Writer, level, component string) zerolog.Logger {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil {
@@ -36,10 +37,12 @@ func NewLogger(w io.Writer, level, component string) zerolog.Logger {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", component).Logger()
 }
 
-// NewRegistry returns a registry with the Go runtime and process collectors.
-func NewRegistry() *prometheus.Registry {
+// NewRegistry returns a registry with the Go runtime and process collectors, the build info and
+// extra (a binary's LogOutput.Dropped).
+func NewRegistry(extra ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	reg.MustRegister(buildInfo(buildinfo.Read()))
 	return reg
 }

@@ -188,6 +188,6 @@ func (p *Engine) recordPanic(m Message, v any) {
 	defer cancel()
 	why := clip.String(fmt.Sprintf("panic: %v", v), reasonBound)
 	if _, err := p.pool.Exec(ctx, recordPanicSQL, m.ID, m.Now, m.Lease.Epoch, why); err != nil {
-		p.log.Error().Err(err).Int64("msg_id", m.ID).Msg("pump: could not record the panic on the message")
+		p.batchLog.Error().Err(err).Int64("msg_id", m.ID).Msg("pump: could not record the panic on the message")
 	}
 }

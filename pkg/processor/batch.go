@@ -130,7 +130,7 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 			r.differs = true
 			r.reason += " content-differs"
 			p.metrics.contentDiffers.Inc()
-			p.log.Warn().Int64("msg_id", w.row.id).Int64("first", o.MsgID).Str("identity", w.identity).
+			p.batchLog.Warn().Int64("msg_id", w.row.id).Int64("first", o.MsgID).Str("identity", w.identity).
 				Msg("pump: same identity, different content (PRE-7 broken upstream)")
 		}
 		return r
@@ -171,7 +171,7 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, error)) (Outcome, error) {
 	defer func() {
 		if v := recover(); v != nil {
-			p.log.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
+			p.batchLog.Error().Int64("msg_id", m.ID).Interface("panic", v).Msg("pump: processor panicked; the process ends (a bug, not a business outcome)")
 			p.recordPanic(m, v)
 			panic(v)
 		}
@@ -191,7 +191,7 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 	if len(batch) > 1 {
 		p.careful = max(p.careful, p.cfg.Batch)
 		from, to := batch[0].row.id, batch[len(batch)-1].row.id
-		p.log.Warn().Err(err).Int64("from", from).Int64("to", to).
+		p.batchLog.Warn().Err(err).Int64("from", from).Int64("to", to).
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
 		// The attempt ended: the head's mark no longer names the batch, and each message's
 		// history says what happened to it (nobody is charged).

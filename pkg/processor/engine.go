@@ -28,6 +28,10 @@ type Engine struct {
 	log      zerolog.Logger
 	metrics  *Metrics
 
+	// batchLog is log with the batch id of the batch in progress (batchID); Step sets it before
+	// the batch runs, and every line about the batch or one of its messages uses it.
+	batchLog zerolog.Logger
+
 	// careful counts the messages still to process one per transaction after a head was found
 	// with processing_through set (a previous attempt ended without an outcome) or FAILED, or
 	// after a batch failed as a whole.
@@ -61,7 +65,7 @@ func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker M
 		metrics = NewMetrics(nil)
 	}
 	return &Engine{cfg: cfg, pool: pool, handlers: handlers, marker: marker, clock: clk, log: log, metrics: metrics,
-		writers: make(chan struct{}, markerWriters)}
+		batchLog: log, writers: make(chan struct{}, markerWriters)}
 }
 
 // StepResult says what one Step did.
@@ -141,9 +145,11 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	}
 	mark, expired := p.attemptMark(head, now)
 	if expired != "" {
+		p.batchLog = p.log.With().Str("batch", batchID(head.id, head.id)).Logger()
 		return p.expireHead(ctx, lease, now, head, mark, expired)
 	}
 	rows = p.pickBatch(rows)
+	p.batchLog = p.log.With().Str("batch", batchID(head.id, rows[len(rows)-1].id)).Logger()
 	mark.through = rows[len(rows)-1].id
 	if err := p.markStarted(ctx, lease, now, head, mark); err != nil {
 		return StepResult{}, err
@@ -166,9 +172,14 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		results = append(results, *failure)
 	}
 	p.afterCommit(ctx, now, results)
+	p.batchLog.Debug().Int("messages", len(results)).Msg("pump: batch committed")
 	t := terminalOnly(results)
 	return StepResult{Processed: len(t), Failed: len(t) < len(results)}, nil
 }
+
+// batchID names a batch in the log: its first and last msg_id ("101..164"; a message alone is
+// "101..101"), the range its start mark records (processing_through).
+func batchID(first, last int64) string { return fmt.Sprintf("%d..%d", first, last) }
 
 // loadHead reads the head run: at most limit open rows from the head, with their text
 // (headSQL, bounded by maxBatchBytes).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/msgx/msgx/pkg/clock"
 )
 
@@ -27,23 +29,25 @@ func (p *Engine) markImmediately(ids []int64, now time.Time) {
 	select {
 	case p.writers <- struct{}{}:
 	default:
-		p.log.Debug().Int("count", len(ids)).Msg("pump: every immediate marker writer is busy; the sweep writes these")
+		p.batchLog.Debug().Int("count", len(ids)).Msg("pump: every immediate marker writer is busy; the sweep writes these")
 		return
 	}
 	p.markers.Add(1)
+	log := p.batchLog // the next batch replaces p.batchLog while this write runs
 	go func() {
 		defer func() { <-p.writers; p.markers.Done() }()
-		p.mark(ids, now)
+		p.mark(ids, now, log)
 	}()
 }
 
 // WaitMarkers waits for the immediate marker writes in flight (each bounded by MarkerTimeout).
 func (p *Engine) WaitMarkers() { p.markers.Wait() }
 
-// mark is the immediate marker attempt for a committed batch's terminal rows. It runs off the
-// FIFO path (markImmediately starts it), bounded by MarkerTimeout, so a mailbox row lock or a
-// half-open MySQL connection never stalls processing; what it leaves owed is the sweep's.
-func (p *Engine) mark(ids []int64, now time.Time) {
+// mark is the immediate marker attempt for a committed batch's terminal rows, logged on the
+// batch's log. It runs off the FIFO path (markImmediately starts it), bounded by MarkerTimeout,
+// so a mailbox row lock or a half-open MySQL connection never stalls processing; what it leaves
+// owed is the sweep's.
+func (p *Engine) mark(ids []int64, now time.Time, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
 	defer cancel()
 	n, err := p.marker.MarkProcessed(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
@@ -51,16 +55,16 @@ func (p *Engine) mark(ids []int64, now time.Time) {
 	defer cancel()
 	switch {
 	case err != nil:
-		p.log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")
+		log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")
 		if _, uerr := p.pool.Exec(ctx, markerFailedSQL, ids, now.Add(30*time.Second), err.Error()); uerr != nil {
-			p.log.Warn().Err(uerr).Msg("pump: record marker failure")
+			log.Warn().Err(uerr).Msg("pump: record marker failure")
 		}
 	case n == int64(len(ids)):
 		if _, err := p.pool.Exec(ctx, markerDoneSQL, ids, now); err != nil {
-			p.log.Warn().Err(err).Msg("pump: record markers written")
+			log.Warn().Err(err).Msg("pump: record markers written")
 		}
 	default:
 		// Some rows were already marked or are missing: the sweep settles each one on its own.
-		p.log.Debug().Int64("marked", n).Int("owed", len(ids)).Msg("pump: partial marker write left to the sweep")
+		log.Debug().Int64("marked", n).Int("owed", len(ids)).Msg("pump: partial marker write left to the sweep")
 	}
 }

@@ -116,19 +116,19 @@ func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result)
 	for _, r := range results {
 		if r.reused {
 			p.metrics.identityReused.Inc()
-			p.log.Warn().Int64("msg_id", r.id).Str("identity", r.identity).Str("status", string(r.status)).
+			p.batchLog.Warn().Int64("msg_id", r.id).Str("identity", r.identity).Str("status", string(r.status)).
 				Dur("window", p.cfg.IdentityWindow).
 				Msg("pump: identity key reused outside the identity window (SEQN reset or wrap): a new message")
 		}
 		if r.status == StatusFailed {
 			p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
-			p.log.Warn().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).
+			p.batchLog.Warn().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).
 				Time("next_attempt_at", r.nextAt).Msg("pump: message FAILED; it holds the head until due")
 			continue
 		}
 		p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
 		if r.status == StatusDead {
-			p.log.Error().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).Msg("pump: message is DEAD")
+			p.batchLog.Error().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).Msg("pump: message is DEAD")
 		}
 		ids = append(ids, r.id)
 	}
