@@ -46,12 +46,12 @@ func TestMatch(t *testing.T) {
 	open := []request.Request{rqfd, rqrd, reg}
 
 	// DTTM has seconds: a response in the request's second matches (same unit).
-	r, _, ok := request.Match(request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(3)}, DTTM: sent.Truncate(time.Second)}, open)
+	r, _, ok := request.Match(request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(3)}, DTTM: sent.Truncate(time.Second)}, open, 0)
 	require.True(t, ok)
-	require.Equal(t, int64(1), r.ID)
-	r, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)}, open)
+	require.Equal(t, int64(1), r.Request.ID)
+	r, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)}, open, 0)
 	require.True(t, ok)
-	require.Equal(t, int64(2), r.ID)
+	require.Equal(t, int64(2), r.Request.ID)
 	_, ok2 := matchOK(request.Response{Kind: request.Schedule, DTTM: sent.Add(time.Minute)}, open)
 	require.True(t, ok2, "an empty schedule answers an open RQFD")
 
@@ -61,19 +61,19 @@ func TestMatch(t *testing.T) {
 	}{
 		"before sent":       {request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(-time.Second)}, request.DTTMBeforeSent},
 		"other list":        {request.Response{Kind: request.List, ListCode: "BLST", DTTM: sent.Add(time.Minute)}, request.NoCandidate},
-		"registered only":   {request.Response{Kind: request.List, ListCode: "GLST", DTTM: sent.Add(time.Minute)}, request.NoCandidate},
+		"registered only":   {request.Response{Kind: request.List, ListCode: "GLST", DTTM: sent.Add(time.Minute)}, request.AwaitingSend},
 		"day outside range": {request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(4)}, DTTM: sent.Add(time.Minute)}, request.OutOfRequestDays},
 	} {
-		_, why, ok := request.Match(tc.resp, open)
+		_, why, ok := request.Match(tc.resp, open, 0)
 		require.False(t, ok, name)
 		require.Equal(t, tc.want, why, name)
 	}
 	_, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)},
-		[]request.Request{{ID: 9, Kind: request.List, Scope: "SLST", Status: request.Done, SentAt: sent}})
+		[]request.Request{{ID: 9, Kind: request.List, Scope: "SLST", Status: request.Done, SentAt: sent}}, 0)
 	require.False(t, ok, "a closed request is never matched")
 }
 
 func matchOK(resp request.Response, open []request.Request) (request.Request, bool) {
-	r, _, ok := request.Match(resp, open)
-	return r, ok
+	r, _, ok := request.Match(resp, open, 0)
+	return r.Request, ok
 }
