@@ -53,7 +53,8 @@ func setup(t *testing.T) *bundle {
 	b.box, err = mailbox.Open(b.mb.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.box.Close()) })
-	b.store, err = request.NewStore(b.pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODBREQ", Timeout: 30 * time.Minute, Location: shanghai})
+	b.store, err = request.NewStore(b.pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODBREQ", Timeout: 30 * time.Minute,
+		ClockSkew: 5 * time.Second, Location: shanghai})
 	require.NoError(t, err)
 	b.sender, err = request.NewSender(b.store, b.box, b.clock, false)
 	require.NoError(t, err)
