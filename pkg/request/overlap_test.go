@@ -2,6 +2,8 @@ package request_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +188,86 @@ func TestRecoveredSendTakesItsAnswer(t *testing.T) {
 	require.Equal(t, request.Done, done.Status)
 	require.Equal(t, 2*time.Second, done.MatchSkew, "the skew used is recorded")
 	require.Zero(t, r.MatchSkew)
+}
+
+// Random sequences of registrations (operator ranges and self-heal days), sends, answers, clock
+// moves and expiry sweeps: at every step each (sender, operation day) has at most one open
+// schedule request, and every answer the AODB gives to a request it received, within that
+// request's timeout, applies (all its flights exist at the end).
+func TestPropertyOneOpenRequestPerDayAndNoAnswerLost(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		p := newPipeline(t, func(c *request.TriggerConfig) {
+			c.SelfHeal, c.SelfHealThreshold, c.Cooldown, c.MaxPerHour = true, 1, time.Millisecond, 3600
+		})
+		dec := func(d int) time.Time { return time.Date(2026, 12, d, 0, 0, 0, 0, time.UTC) }
+		answered := map[int64]bool{} // requests the AODB answered
+		var want []int64
+		flid := int64(0)
+		for step := range 60 {
+			switch rng.IntN(5) {
+			case 0:
+				from := 2 + rng.IntN(5)
+				spec := days(from, from+rng.IntN(7-from))
+				_, err := p.store.Register(ctx, spec, p.clock.Now())
+				require.NoError(t, err)
+			case 1:
+				require.NoError(t, pgx.BeginFunc(ctx, p.pg.Pool, func(tx pgx.Tx) error {
+					_, err := p.hooks.Triggers().UnknownFlightTx(ctx, tx, dec(2+rng.IntN(5)), p.clock.Now())
+					return err
+				}))
+			case 2:
+				_, err := p.sweeper.Sweep(ctx)
+				require.NoError(t, err)
+			case 3:
+				r, ok := p.pickUnanswered(t, rng, answered)
+				if !ok {
+					continue
+				}
+				answered[r.ID] = true
+				flights := map[int64]int{}
+				for d := r.From; !d.After(r.To); d = d.AddDate(0, 0, 1) {
+					flid++
+					flights[flid] = d.Day()
+					want = append(want, flid)
+				}
+				got := p.run(t, p.schdOn("RESP", p.clock.Now(), flights))
+				require.Equal(t, "SUCCEEDED", got[0].Status, "seed %d step %d: answer to request %d (%s): %s", seed, step, r.ID, r.Scope, got[0].Reason)
+			case 4:
+				p.clock.Advance(time.Duration(rng.IntN(12*60)) * time.Second)
+			}
+			p.requireOneOpenPerDay(t)
+		}
+		slices.Sort(want)
+		if want == nil {
+			want = []int64{}
+		}
+		got := p.flights(t)
+		if got == nil {
+			got = []int64{}
+		}
+		require.Equal(t, want, got, "seed %d: every answer's flights exist", seed)
+		t.Logf("seed %d: %d requests, %d answers, %d superseded (%d of them answered), %d timed out", seed,
+			p.count(t, `SELECT count(*) FROM req_track`), len(answered),
+			p.count(t, `SELECT count(*) FROM req_track WHERE close_reason = 'superseded'`),
+			p.count(t, `SELECT count(*) FROM req_track WHERE close_reason = 'superseded' AND response_msg_id IS NOT NULL`),
+			p.count(t, `SELECT count(*) FROM req_track WHERE close_reason = 'timeout'`))
+	}
+}
+
+// pickUnanswered picks a random schedule request the AODB received (it was sent) and has not
+// answered, registered less than the timeout ago.
+func (p *pipeline) pickUnanswered(t *testing.T, rng *rand.Rand, answered map[int64]bool) (request.Request, bool) {
+	t.Helper()
+	rows, err := p.pg.Pool.Query(ctx, `SELECT req_id FROM req_track WHERE req_type = 'RQFD' AND sent_at IS NOT NULL
+		AND registered_at > $1 ORDER BY req_id`, p.clock.Now().Add(-30*time.Minute))
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return answered[id] })
+	if len(ids) == 0 {
+		return request.Request{}, false
+	}
+	return p.get(t, ids[rng.IntN(len(ids))]), true
 }
