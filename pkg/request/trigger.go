@@ -67,8 +67,9 @@ func NewTriggers(store *Store, cfg TriggerConfig, metrics *Metrics, log zerolog.
 	return &Triggers{store: store, cfg: cfg, metrics: metrics, log: log.With().Str("component", "requests").Logger()}, nil
 }
 
-// Bootstrap registers the schedule request of today..today+BootstrapDays (airport calendar)
-// when the trigger is on and the flight table is empty. It reports whether it registered one.
+// Bootstrap registers the schedule requests of the days of today..today+BootstrapDays (airport
+// calendar) no open request holds, when the trigger is on and the flight table is empty. It
+// reports whether it registered any.
 func (t *Triggers) Bootstrap(ctx context.Context, now time.Time) (bool, error) {
 	if !t.cfg.Bootstrap {
 		return false, nil
@@ -93,7 +94,8 @@ func (t *Triggers) Bootstrap(ctx context.Context, now time.Time) (bool, error) {
 
 // UnknownFlightTx counts, inside the processor's transaction that SKIPPED it, one FLOP for an
 // unknown flight of operation day day; past the threshold within the window it registers that
-// day's schedule request (rate-limited). It reports whether it registered one.
+// day's schedule request unless an open request holds the day (and rate-limited). It reports
+// whether it registered one.
 func (t *Triggers) UnknownFlightTx(ctx context.Context, tx pgx.Tx, day, now time.Time) (bool, error) {
 	if !t.cfg.SelfHeal {
 		return false, nil
