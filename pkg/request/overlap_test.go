@@ -81,7 +81,15 @@ func TestOverlappingScheduleRequestsLoseNoAnswer(t *testing.T) {
 		for _, r := range []request.Request{wide, narrow} {
 			require.Equal(t, request.Done, p.get(t, r.ID).Status, "request %d (%s) answered", r.ID, r.Scope)
 		}
-		require.Zero(t, p.count(t, `SELECT count(*) FROM req_track WHERE status = 'SENT' AND origin = 'operator'`), "no request left SENT")
+		// The self-healing request for 4 December is sent and answered too.
+		res, err := p.sweeper.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Sent)
+		got := p.run(t, p.schdOn("RESP", p.clock.Now(), map[int64]int{4: 4}))
+		require.Equal(t, "SUCCEEDED", got[0].Status, got[0].Reason)
+		require.Contains(t, got[0].Reason, "(2026-12-04..2026-12-04, fallback match)")
+		require.Zero(t, p.count(t, `SELECT count(*) FROM req_track WHERE status IN ('REGISTERED', 'SENT', 'WAITING')`), "no request left open")
+		require.Zero(t, p.count(t, `SELECT count(*) FROM req_open_day`), "every day released")
 	}
 }
 
