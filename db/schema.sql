@@ -686,6 +686,19 @@ CREATE TABLE public.req_heal_tally (
 
 
 --
+-- Name: req_open_day; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.req_open_day (
+    req_type text NOT NULL,
+    sender text NOT NULL,
+    operation_day date NOT NULL,
+    req_id bigint NOT NULL,
+    CONSTRAINT req_open_day_req_type_check CHECK ((req_type = 'RQFD'::text))
+);
+
+
+--
 -- Name: req_seqn; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -725,9 +738,11 @@ CREATE TABLE public.req_track (
     waiting_at timestamp with time zone,
     close_reason text,
     match_kind text,
+    match_skew interval,
     CONSTRAINT req_track_check CHECK (((status = 'REGISTERED'::text) OR (status = 'EXPIRED'::text) OR (sent_at IS NOT NULL))),
     CONSTRAINT req_track_check1 CHECK (((status = ANY (ARRAY['DONE'::text, 'EXPIRED'::text])) = (closed_at IS NOT NULL))),
     CONSTRAINT req_track_match_kind_check CHECK ((match_kind = ANY (ARRAY['echo'::text, 'fallback'::text]))),
+    CONSTRAINT req_track_match_skew_check CHECK ((match_skew > '00:00:00'::interval)),
     CONSTRAINT req_track_origin_check CHECK ((origin = ANY (ARRAY['operator'::text, 'bootstrap'::text, 'self-heal'::text]))),
     CONSTRAINT req_track_req_type_check CHECK ((req_type = ANY (ARRAY['RQFD'::text, 'RQRD'::text]))),
     CONSTRAINT req_track_scope_days CHECK (((req_type <> 'RQFD'::text) OR (scope_from <= scope_to))),
@@ -1068,6 +1083,14 @@ ALTER TABLE ONLY public.req_heal_tally
 
 
 --
+-- Name: req_open_day req_open_day_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.req_open_day
+    ADD CONSTRAINT req_open_day_pkey PRIMARY KEY (req_type, sender, operation_day);
+
+
+--
 -- Name: req_seqn req_seqn_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1268,6 +1291,13 @@ CREATE INDEX proc_state_settled ON public.proc_state USING btree (finished_at) W
 
 
 --
+-- Name: req_open_day_req; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX req_open_day_req ON public.req_open_day USING btree (req_id);
+
+
+--
 -- Name: req_track_closed; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1275,10 +1305,10 @@ CREATE INDEX req_track_closed ON public.req_track USING btree (closed_at) WHERE 
 
 
 --
--- Name: req_track_one_open; Type: INDEX; Schema: public; Owner: -
+-- Name: req_track_one_open_list; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX req_track_one_open ON public.req_track USING btree (req_type, scope) WHERE (status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'WAITING'::text]));
+CREATE UNIQUE INDEX req_track_one_open_list ON public.req_track USING btree (req_type, sender, scope) WHERE ((req_type = 'RQRD'::text) AND (status = ANY (ARRAY['REGISTERED'::text, 'SENT'::text, 'WAITING'::text])));
 
 
 --
@@ -1412,6 +1442,14 @@ ALTER TABLE ONLY public.flight_vip
 
 
 --
+-- Name: req_open_day req_open_day_req_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.req_open_day
+    ADD CONSTRAINT req_open_day_req_id_fkey FOREIGN KEY (req_id) REFERENCES public.req_track(req_id) ON DELETE CASCADE;
+
+
+--
 -- Name: leader_lease; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -1469,4 +1507,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261220130000'),
     ('20261220140000'),
     ('20261221120000'),
-    ('20261221130000');
+    ('20261221130000'),
+    ('20261222120000');

@@ -117,9 +117,9 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		}
 	}
 	if *asJSON {
-		return writeJSON(out, env.loc, map[string]any{"request": airportRequest(env.loc, r), "superseded": reg.Superseded})
+		return writeJSON(out, env.loc, map[string]any{"request": airportRequest(env.loc, r), "superseded": reg.Superseded, "narrowed": reg.Narrowed})
 	}
-	requestRegistered(out, env, r, reg.Superseded)
+	requestRegistered(out, env, r, reg)
 	return nil
 }
 
@@ -155,12 +155,16 @@ func requestPreview(ctx context.Context, env requestEnv, spec request.Spec, now 
 		return err
 	}
 	if asJSON {
-		return writeJSON(out, env.loc, map[string]any{"dry_run": true, "request": airportRequest(env.loc, prev.Request), "would_supersede": prev.Superseded})
+		return writeJSON(out, env.loc, map[string]any{"dry_run": true, "request": airportRequest(env.loc, prev.Request),
+			"would_supersede": prev.Superseded, "would_narrow": prev.Narrowed})
 	}
 	fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
 		prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
 	if len(prev.Superseded) > 0 {
-		fmt.Fprintf(out, "would expire the open request(s) %v of the same scope (superseded)\n", prev.Superseded)
+		fmt.Fprintf(out, "would expire the open request(s) %v: it takes all their days or their list (superseded)\n", prev.Superseded)
+	}
+	if len(prev.Narrowed) > 0 {
+		fmt.Fprintf(out, "would take some days of the open request(s) %v (narrowed; they stay open for the others)\n", prev.Narrowed)
 	}
 	if env.shadow {
 		fmt.Fprintln(out, "shadow mode: the real command would refuse (nothing is sent in shadow mode)")
@@ -168,8 +172,9 @@ func requestPreview(ctx context.Context, env requestEnv, spec request.Spec, now 
 	return nil
 }
 
-// requestRegistered prints a registered request as it is now, and the requests it superseded.
-func requestRegistered(out io.Writer, env requestEnv, r request.Request, superseded []int64) {
+// requestRegistered prints a registered request as it is now, and the requests it superseded or
+// narrowed.
+func requestRegistered(out io.Writer, env requestEnv, r request.Request, reg request.Registration) {
 	switch r.Status {
 	case request.Registered:
 		fmt.Fprintf(out, "request %d: %s %s REGISTERED (SEQN %06d); the jobs stage writes it to coutmsgs at its next request sweep; answer expected within %s\n",
@@ -178,8 +183,11 @@ func requestRegistered(out io.Writer, env requestEnv, r request.Request, superse
 		fmt.Fprintf(out, "request %d: %s %s %s (coutmsgs id %d, SEQN %06d); answer expected within %s of registration\n",
 			r.ID, r.Kind, r.Scope, r.Status, r.OutMsgID, r.SEQN, env.store.Config().Timeout)
 	}
-	if len(superseded) > 0 {
-		fmt.Fprintf(out, "expired the earlier open request(s) %v of the same scope\n", superseded)
+	if len(reg.Superseded) > 0 {
+		fmt.Fprintf(out, "expired the earlier open request(s) %v: it took all their days or their list (superseded)\n", reg.Superseded)
+	}
+	if len(reg.Narrowed) > 0 {
+		fmt.Fprintf(out, "took some days of the open request(s) %v (narrowed; they stay open for the others)\n", reg.Narrowed)
 	}
 }
 

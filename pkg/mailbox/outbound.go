@@ -33,18 +33,25 @@ func (m *Mailbox) InsertOutbound(ctx context.Context, msg Outbound) (int64, erro
 	return id, nil
 }
 
-// FindOutbound returns the id of the coutmsgs row holding exactly text with routingID, inserted at
-// or after since (a wall clock, as InsertOutbound writes it); ok is false when there is none.
-func (m *Mailbox) FindOutbound(ctx context.Context, routingID, text string, since time.Time) (int64, bool, error) {
-	var id int64
-	err := m.db.QueryRowContext(ctx, findOutboundSQL, routingID, wallClock(since), text).Scan(&id)
+// OutboundRow is a coutmsgs row FindOutbound found.
+type OutboundRow struct {
+	ID int64
+	// Inserted is COUTMSGS_DATE_INSERTED, the wall clock InsertOutbound wrote, read as UTC fields.
+	Inserted time.Time
+}
+
+// FindOutbound returns the coutmsgs row holding exactly text with routingID, inserted at or after
+// since (a wall clock, as InsertOutbound writes it); ok is false when there is none.
+func (m *Mailbox) FindOutbound(ctx context.Context, routingID, text string, since time.Time) (OutboundRow, bool, error) {
+	var row OutboundRow
+	err := m.db.QueryRowContext(ctx, findOutboundSQL, routingID, wallClock(since), text).Scan(&row.ID, &row.Inserted)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+		return OutboundRow{}, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("look up coutmsgs: %w", err)
+		return OutboundRow{}, false, fmt.Errorf("look up coutmsgs: %w", err)
 	}
-	return id, true, nil
+	return row, true, nil
 }
 
 // OutboundSent returns COUTMSGS_DATE_SENT (a wall clock, read as UTC fields) of those of ids the

@@ -68,7 +68,7 @@ const (
 	// findOutboundSQL looks an outbound message up by its exact text (its META is the request's
 	// token) among the rows of its ROUTINGID inserted since a bound. coutmsgs has no index but its
 	// primary key, so this scans the table; it runs once per request sent.
-	findOutboundSQL = `SELECT COUTMSGS_ID FROM coutmsgs
+	findOutboundSQL = `SELECT COUTMSGS_ID, COUTMSGS_DATE_INSERTED FROM coutmsgs
  WHERE ROUTINGID = ? AND COUTMSGS_DATE_INSERTED >= ? AND COUTMSGS_CLOB_MSG = ?
  ORDER BY COUTMSGS_ID
  LIMIT 1`

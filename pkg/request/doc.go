@@ -8,19 +8,24 @@
 //	REGISTERED ──coutmsgs insert confirmed──▶ SENT ──COUTMSGS_DATE_SENT set──▶ WAITING
 //	    │                                      │                                  │
 //	    │                                      └──────response applied────────────┴──▶ DONE
-//	    └──────────────── MSGX_REQUEST_TIMEOUT after registration, or a newer request
-//	                       of the same kind and scope (superseded) ───────────────────▶ EXPIRED
+//	    └──────────────── MSGX_REQUEST_TIMEOUT after registration, or newer requests
+//	                       took all its days or its list (superseded) ─────────────────▶ EXPIRED
 //
-// REGISTERED, SENT and WAITING are open; one open request per (kind, scope) at a time (a partial
-// unique index). DONE and EXPIRED are final: a late response never changes them.
+// REGISTERED, SENT and WAITING are open. One open request per (kind, operation day, sender): an
+// open RQFD holds the days of its range no newer request took (req_open_day); registering takes
+// the days of the new range, narrowing the older requests or superseding those left without a
+// day. One open RQRD per (list, sender) (a partial unique index). DONE and EXPIRED are final,
+// but a superseded request still takes its own answer until its timeout (recorded on the row,
+// which stays EXPIRED): the AODB was asked, so its answer is applied.
 //
 // Sending is at most once per request although the outbound insert (MySQL) and the local commit
 // (PostgreSQL) are two transactions: the outbound message is built once at registration and
 // stored with the request, its META (SNDR, SEQN, DTTM) being the request's token. A sender holds
 // the request row locked, looks the exact text up in coutmsgs, inserts it only when absent, and
 // commits SENT. A crash between the insert and the commit leaves the request REGISTERED; the next
-// send finds the row and only records it.
+// send finds the row and records it with the row's insert time as the sent time. An answer that
+// only that REGISTERED request would match waits (ErrAwaitingSend: the processor retries it).
 //
-// The pure decisions (Spec, NextSEQN, Match, Due) have no I/O; Store holds the SQL (sql.go),
+// The pure decisions (Spec, NextSEQN, Gaps, Match, Due) have no I/O; Store holds the SQL (sql.go),
 // Sender the two-database send, Sweeper the periodic work of the jobs stage.
 package request

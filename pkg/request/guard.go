@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,8 +14,8 @@ import (
 )
 
 // Guard is the RESP guard of the processor plug-ins (docs/requests.md): a SCHD RESP or a list
-// RESP is applied only when an open request of its kind and scope matches it, and closes that
-// request DONE in the transaction that applied it.
+// RESP is applied only when a request awaiting an answer matches it, and records the answer on
+// that request in the transaction that applied it.
 type Guard struct {
 	store   *Store
 	metrics *Metrics
@@ -31,43 +32,58 @@ func NewGuard(store *Store, metrics *Metrics, log zerolog.Logger) *Guard {
 
 // Verdict is the guard's answer for one response.
 type Verdict struct {
-	// Matched: apply the response, then call Close with Request in the same transaction.
+	// Matched: apply the response, then call Close in the same transaction.
 	Matched bool
-	Request Request
+	Match   Matched
 	// Skip is the SKIPPED reason when not matched: no-open-request[:detail].
 	Skip string
 }
 
-// Check locks the open requests of the response's kind in tx and picks the one it answers
-// (Match). An unmatched response must be SKIPPED with Verdict.Skip and change nothing.
-func (g *Guard) Check(ctx context.Context, tx pgx.Tx, resp Response) (Verdict, error) {
-	open, err := g.store.OpenTx(ctx, tx, resp.Kind)
+// ErrAwaitingSend is returned (wrapped) by Check when only a REGISTERED request would match the
+// response: its outbound row may already be in coutmsgs (a send interrupted before its local
+// commit) while the jobs sweep has not confirmed it yet. The processor retries the message (an
+// INFRA failure), and it matches once the request is SENT.
+var ErrAwaitingSend = errors.New("request: response waits for its request's send to be confirmed")
+
+// Check locks the requests of the response's kind that await an answer in tx and picks the one
+// it answers (Match, with the configured clock-skew allowance) at now. An unmatched response must
+// be SKIPPED with Verdict.Skip and change nothing.
+func (g *Guard) Check(ctx context.Context, tx pgx.Tx, resp Response, now time.Time) (Verdict, error) {
+	cands, err := g.store.CandidatesTx(ctx, tx, resp.Kind, now)
 	if err != nil {
 		return Verdict{}, fmt.Errorf("RESP guard: %w", err)
 	}
-	r, why, ok := Match(resp, open)
-	if !ok {
-		g.metrics.Responses.WithLabelValues(string(resp.Kind), SkipNoOpenRequest).Inc()
-		skip := SkipNoOpenRequest
-		if why != NoCandidate {
-			skip += ":" + string(why)
-		}
-		return Verdict{Skip: skip}, nil
+	m, why, ok := Match(resp, cands, g.store.cfg.ClockSkew)
+	switch {
+	case ok:
+		return Verdict{Matched: true, Match: m}, nil
+	case why == AwaitingSend:
+		g.metrics.Responses.WithLabelValues(string(resp.Kind), string(AwaitingSend)).Inc()
+		return Verdict{}, fmt.Errorf("%w: a REGISTERED %s request covers it", ErrAwaitingSend, resp.Kind)
 	}
-	return Verdict{Matched: true, Request: r}, nil
+	g.metrics.Responses.WithLabelValues(string(resp.Kind), SkipNoOpenRequest).Inc()
+	skip := SkipNoOpenRequest
+	if why != NoCandidate {
+		skip += ":" + string(why)
+	}
+	return Verdict{Skip: skip}, nil
 }
 
-// Close records the matched request DONE with the response msgID, inside the transaction that
-// applied the response (so DONE never precedes the data). Every match today is a fallback match
-// and is logged as one.
+// Close records the answer msgID on the matched request inside the transaction that applied the
+// response (so DONE never precedes the data). Every match today is a fallback match and is
+// logged as one.
 func (g *Guard) Close(ctx context.Context, tx pgx.Tx, v Verdict, msgID int64, now time.Time) error {
-	if err := g.store.CompleteTx(ctx, tx, v.Request.ID, msgID, now, MatchFallback); err != nil {
+	r := v.Match.Request
+	if err := g.store.CompleteTx(ctx, tx, v.Match, msgID, now, MatchFallback); err != nil {
 		return err
 	}
-	g.metrics.Responses.WithLabelValues(string(v.Request.Kind), "matched").Inc()
-	g.metrics.Outcomes.WithLabelValues(string(v.Request.Kind), OutcomeDone).Inc()
-	g.log.Info().Int64("req_id", v.Request.ID).Int64("msg_id", msgID).Str("kind", string(v.Request.Kind)).
-		Str("scope", v.Request.Scope).Str("match", MatchFallback).Msg("requests: answered (fallback match: open request of the kind and scope, DTTM at or after its send)")
+	g.metrics.Responses.WithLabelValues(string(r.Kind), "matched").Inc()
+	if r.Status.Open() {
+		g.metrics.Outcomes.WithLabelValues(string(r.Kind), OutcomeDone).Inc()
+	}
+	g.log.Info().Int64("req_id", r.ID).Int64("msg_id", msgID).Str("kind", string(r.Kind)).
+		Str("scope", r.Scope).Str("status", string(r.Status)).Str("match", MatchFallback).Dur("skew", v.Match.Skew).
+		Msg("requests: answered (fallback match: a request of the kind and scope awaiting an answer, sent no later than DTTM plus the skew allowance)")
 	return nil
 }
 

@@ -17,15 +17,20 @@ func TestGuardChecksAndCloses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	g := request.NewGuard(b.store, b.metrics, zerolog.Nop())
-	check := func(resp request.Response, msgID int64) request.Verdict {
+	try := func(resp request.Response, msgID int64) (request.Verdict, error) {
 		var v request.Verdict
-		require.NoError(t, pgx.BeginFunc(ctx, b.pg.Pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, b.pg.Pool, func(tx pgx.Tx) error {
 			var err error
-			if v, err = g.Check(ctx, tx, resp); err != nil || !v.Matched {
+			if v, err = g.Check(ctx, tx, resp, b.clock.Now()); err != nil || !v.Matched {
 				return err
 			}
 			return g.Close(ctx, tx, v, msgID, b.clock.Now())
-		}))
+		})
+		return v, err
+	}
+	check := func(resp request.Response, msgID int64) request.Verdict {
+		v, err := try(resp, msgID)
+		require.NoError(t, err)
 		return v
 	}
 	slst := request.Response{Kind: request.List, ListCode: "SLST", DTTM: b.clock.Now()}
@@ -33,7 +38,8 @@ func TestGuardChecksAndCloses(t *testing.T) {
 
 	reg, err := b.store.Register(ctx, request.Spec{Kind: request.List, ListCode: "SLST", Origin: request.Operator}, b.clock.Now())
 	require.NoError(t, err)
-	require.Equal(t, "no-open-request", check(slst, 2).Skip, "registered, not sent: nothing can answer it yet")
+	_, err = try(slst, 2)
+	require.ErrorIs(t, err, request.ErrAwaitingSend, "registered, its send not confirmed: the answer waits")
 	b.clock.Advance(time.Minute)
 	_, err = b.sender.Send(ctx, reg.Request.ID)
 	require.NoError(t, err)
@@ -48,7 +54,8 @@ func TestGuardChecksAndCloses(t *testing.T) {
 	require.Equal(t, int64(4), got.ResponseID)
 	require.Equal(t, "no-open-request", check(slst, 5).Skip, "a second answer finds the request closed")
 	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Responses.WithLabelValues("RQRD", "matched")))
-	require.Equal(t, 4.0, testutil.ToFloat64(b.metrics.Responses.WithLabelValues("RQRD", request.SkipNoOpenRequest)))
+	require.Equal(t, 3.0, testutil.ToFloat64(b.metrics.Responses.WithLabelValues("RQRD", request.SkipNoOpenRequest)))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Responses.WithLabelValues("RQRD", string(request.AwaitingSend))))
 }
 
 func TestResponsesFromMessages(t *testing.T) {

@@ -41,11 +41,14 @@ func (h *Hooks) Triggers() *Triggers { return h.triggers }
 
 // Answered is the guard's result for one response.
 type Answered struct {
-	// Skip is the SKIPPED reason (no-open-request[:detail]) when no open request matched: the
+	// Skip is the SKIPPED reason (no-open-request[:detail]) when no request matched: the
 	// response must change nothing.
 	Skip string
-	// Request is the request the response answered (closed DONE), when Skip is empty.
+	// Request is the request the response answered (as it was before: open, then closed DONE; or
+	// superseded, then recording the answer), when Skip is empty.
 	Request Request
+	// Skew is how far the response's DTTM lay before the request's sent time.
+	Skew time.Duration
 }
 
 // Note is the outcome reason of an applied response: which request it answered and how ("" when
@@ -54,21 +57,30 @@ func (a Answered) Note() string {
 	if a.Skip != "" || a.Request.ID == 0 {
 		return ""
 	}
-	return fmt.Sprintf("answers request %d (%s, %s match)", a.Request.ID, a.Request.Scope, MatchFallback)
+	which := "request"
+	if !a.Request.Status.Open() {
+		which = "superseded request"
+	}
+	how := MatchFallback + " match"
+	if a.Skew > 0 {
+		how += fmt.Sprintf(", DTTM %s before sent", a.Skew)
+	}
+	return fmt.Sprintf("answers %s %d (%s, %s)", which, a.Request.ID, a.Request.Scope, how)
 }
 
-// Answer runs the RESP guard for resp (message msgID) in tx: without a matching open request it
+// Answer runs the RESP guard for resp (message msgID) in tx: without a matching request it
 // returns Skip and does not call apply; otherwise it calls apply (the response's change) and then
-// closes the request DONE in the same transaction. An error of apply is returned as is and the
-// request stays open (the transaction rolls back).
+// records the answer on the request in the same transaction. An error of apply is returned as is
+// and the request stays as it was (the transaction rolls back). ErrAwaitingSend (wrapped) means
+// the response must be retried later.
 func (h *Hooks) Answer(ctx context.Context, tx pgx.Tx, resp Response, msgID int64, now time.Time, apply func() error) (Answered, error) {
-	v, err := h.guard.Check(ctx, tx, resp)
+	v, err := h.guard.Check(ctx, tx, resp, now)
 	if err != nil {
 		return Answered{}, err
 	}
 	if !v.Matched {
 		h.log.Info().Int64("msg_id", msgID).Str("kind", string(resp.Kind)).Str("list", resp.ListCode).
-			Str("reason", v.Skip).Msg("requests: response without a matching open request skipped")
+			Str("reason", v.Skip).Msg("requests: response without a matching request skipped")
 		return Answered{Skip: v.Skip}, nil
 	}
 	if err := apply(); err != nil {
@@ -77,7 +89,7 @@ func (h *Hooks) Answer(ctx context.Context, tx pgx.Tx, resp Response, msgID int6
 	if err := h.guard.Close(ctx, tx, v, msgID, now); err != nil {
 		return Answered{}, err
 	}
-	return Answered{Request: v.Request}, nil
+	return Answered{Request: v.Match.Request, Skew: v.Match.Skew}, nil
 }
 
 // UnknownFlightTx feeds the self-healing trigger with a FLOP that ended SKIPPED no-match:FLID:

@@ -9,8 +9,8 @@ type Metrics struct {
 	Open       *prometheus.GaugeVec   // open requests by kind
 	OldestOpen *prometheus.GaugeVec   // age of the oldest open request by kind, seconds
 	Outcomes   *prometheus.CounterVec // kind, outcome: registered, sent, done, expired, superseded
-	Responses  *prometheus.CounterVec // kind, result: matched, no-open-request
-	Triggers   *prometheus.CounterVec // trigger, result: fired, rate-limited, shadow
+	Responses  *prometheus.CounterVec // kind, result: matched, no-open-request, awaiting-send
+	Triggers   *prometheus.CounterVec // trigger, result: fired, covered, rate-limited, shadow
 }
 
 // Outcome labels.
@@ -25,6 +25,7 @@ const (
 // Trigger results.
 const (
 	TriggerFired       = "fired"
+	TriggerCovered     = "covered" // open requests already cover every day (or the list) it asked for
 	TriggerRateLimited = "rate-limited"
 	TriggerShadow      = "shadow"
 )
@@ -61,10 +62,10 @@ func newMetrics() *Metrics {
 			Name: "msgx_requests_total", Help: "Requests to the AODB by kind and outcome (registered, sent, done, expired, superseded).",
 		}, []string{"kind", "outcome"}),
 		Responses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "msgx_request_responses_total", Help: "RESP messages by kind and guard result (matched, no-open-request).",
+			Name: "msgx_request_responses_total", Help: "RESP messages by kind and guard result (matched, no-open-request, awaiting-send: retried until its request's send is confirmed).",
 		}, []string{"kind", "result"}),
 		Triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "msgx_request_triggers_total", Help: "Automatic request triggers by trigger (bootstrap, self-heal) and result (fired, rate-limited, shadow).",
+			Name: "msgx_request_triggers_total", Help: "Automatic request triggers by trigger (bootstrap, self-heal) and result (fired, covered, rate-limited, shadow).",
 		}, []string{"trigger", "result"}),
 	}
 	for _, k := range []Kind{Schedule, List} {

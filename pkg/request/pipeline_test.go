@@ -55,6 +55,18 @@ func newPipeline(t *testing.T, mod func(*request.TriggerConfig)) *pipeline {
 // run enqueues raws as ingest does, drains the engine and returns their outcomes.
 func (p *pipeline) run(t *testing.T, raws ...string) []outcome {
 	t.Helper()
+	ids := p.enqueue(t, raws...)
+	p.drain(t)
+	out := make([]outcome, len(ids))
+	for i, id := range ids {
+		out[i] = p.outcome(t, id)
+	}
+	return out
+}
+
+// enqueue writes raws to proc_state as ingest does and returns their msg_ids.
+func (p *pipeline) enqueue(t *testing.T, raws ...string) []int64 {
+	t.Helper()
 	ids := make([]int64, len(raws))
 	for i := range raws {
 		p.next++
@@ -65,23 +77,30 @@ func (p *pipeline) run(t *testing.T, raws ...string) []outcome {
 	require.NoError(t, err)
 	_, err = p.pg.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = GREATEST(watermark, $1)`, p.next)
 	require.NoError(t, err)
+	return ids
+}
+
+// drain steps the engine until it is idle or its head waits (FAILED, not due yet).
+func (p *pipeline) drain(t *testing.T) {
+	t.Helper()
 	for {
 		res, err := p.pump.Step(ctx, p.lease)
 		require.NoError(t, err)
 		if res.Idle || res.Failed || !res.WaitUntil.IsZero() {
-			break
+			return
 		}
 	}
-	out := make([]outcome, len(ids))
-	for i, id := range ids {
-		var reason *string
-		out[i].ID = id
-		require.NoError(t, p.pg.Pool.QueryRow(ctx, `SELECT status, reason FROM proc_state WHERE msg_id = $1`, id).Scan(&out[i].Status, &reason))
-		if reason != nil {
-			out[i].Reason = *reason
-		}
+}
+
+func (p *pipeline) outcome(t *testing.T, id int64) outcome {
+	t.Helper()
+	o := outcome{ID: id}
+	var reason *string
+	require.NoError(t, p.pg.Pool.QueryRow(ctx, `SELECT status, reason FROM proc_state WHERE msg_id = $1`, id).Scan(&o.Status, &reason))
+	if reason != nil {
+		o.Reason = *reason
 	}
-	return out
+	return o
 }
 
 type outcome struct {
@@ -179,8 +198,9 @@ func TestResponseGuardInTheProcessor(t *testing.T) {
 	rqfd := p.send(t, days(2, 2))
 	sent := p.clock.Now()
 
-	// A RESP with DTTM before the request was sent is refused; the request stays open.
-	got = p.run(t, p.schd("RESP", sent.Add(-time.Second), 1, 2))
+	// A RESP with DTTM before the request was sent, beyond the 5 s clock-skew allowance, is
+	// refused; the request stays open.
+	got = p.run(t, p.schd("RESP", sent.Add(-6*time.Second), 1, 2))
 	require.Equal(t, "SKIPPED", got[0].Status)
 	require.Equal(t, "no-open-request:before-sent", got[0].Reason)
 	require.Empty(t, p.flights(t))

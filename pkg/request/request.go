@@ -51,7 +51,7 @@ const (
 const (
 	ReasonApplied    = "applied"    // DONE: the response was applied
 	ReasonTimeout    = "timeout"    // EXPIRED: no response within the timeout
-	ReasonSuperseded = "superseded" // EXPIRED: a newer request of the same scope was registered
+	ReasonSuperseded = "superseded" // EXPIRED: newer requests took every day (RQFD) or the list (RQRD)
 )
 
 // Match kinds (req_track.match_kind).
@@ -140,6 +140,26 @@ func DayScope(from, to time.Time) string {
 	return Day(from).Format(time.DateOnly) + ".." + Day(to).Format(time.DateOnly)
 }
 
+// Gaps returns the runs of consecutive days of [from, to] not in taken, as [first, last] pairs
+// in order.
+func Gaps(from, to time.Time, taken []time.Time) [][2]time.Time {
+	held := make(map[time.Time]bool, len(taken))
+	for _, d := range taken {
+		held[Day(d)] = true
+	}
+	var out [][2]time.Time
+	for d := Day(from); !d.After(Day(to)); d = d.AddDate(0, 0, 1) {
+		switch {
+		case held[d]:
+		case len(out) > 0 && out[len(out)-1][1].AddDate(0, 0, 1).Equal(d):
+			out[len(out)-1][1] = d
+		default:
+			out = append(out, [2]time.Time{d, d})
+		}
+	}
+	return out
+}
+
 // Day returns t's calendar date at UTC midnight (the representation of an operation day).
 func Day(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC) }
 
@@ -169,6 +189,28 @@ type Request struct {
 	ResponseID   int64     `json:"response_msg_id"` // msg_id of the applied response
 	CloseReason  string    `json:"close_reason"`
 	MatchKind    string    `json:"match_kind"`
+	// MatchSkew is how far the applied answer's DTTM lay before SentAt, within
+	// MSGX_REQUEST_CLOCK_SKEW (0: not before it).
+	MatchSkew time.Duration `json:"match_skew"`
+}
+
+// AwaitsAnswer reports whether an answer may still be matched to r: it was sent and is open, or
+// it was superseded before its answer came (the AODB answers it all the same, and that answer is
+// applied; the store offers such a request only until its timeout).
+func (r Request) AwaitsAnswer() bool {
+	if r.Status.Answerable() {
+		return true
+	}
+	return r.Status == Expired && r.CloseReason == ReasonSuperseded && r.ResponseID == 0 && !r.SentAt.IsZero()
+}
+
+// span is the number of operation days an RQFD asked for (0 for an RQRD): the narrowest request
+// covering a response is the likeliest asker.
+func (r Request) span() int {
+	if r.Kind != Schedule {
+		return 0
+	}
+	return int(Day(r.To).Sub(Day(r.From))/(24*time.Hour)) + 1
 }
 
 // ListCode is the list of an RQRD (its scope).
@@ -198,52 +240,77 @@ type Response struct {
 // Refusal says why no request matched.
 type Refusal string
 
-// Refusals (the detail after SkipNoOpenRequest).
+// Refusals (the detail after SkipNoOpenRequest, except AwaitingSend).
 const (
 	NoCandidate      Refusal = "none"        // no answerable request of that kind and scope
-	DTTMBeforeSent   Refusal = "before-sent" // requests exist, all sent after the response's DTTM
+	DTTMBeforeSent   Refusal = "before-sent" // requests exist, all sent after the response's DTTM (beyond the skew allowance)
 	OutOfRequestDays Refusal = "other-days"  // RQFD open, but none covers the response's days
+	// AwaitingSend: only a REGISTERED request would match; its outbound row may exist already (a
+	// send interrupted before its local commit), so the response waits for the send to be
+	// confirmed instead of being skipped.
+	AwaitingSend Refusal = "awaiting-send"
 )
 
-// Match picks the request a response answers among open (the open requests of the response's
-// kind). The rule (docs/requests.md): an answerable request (SENT or WAITING) of the same kind
-// and scope — the same list code, or an RQFD whose day range holds every operation day of the
-// response — whose sent time is at or before the response's DTTM, both compared as instants and
-// to the second (DTTM's unit); the oldest such request wins. Every such match is a fallback
-// match (the catalogue has no echoed field). ok is false with the refusal otherwise.
-func Match(resp Response, open []Request) (Request, Refusal, bool) {
-	cands := slices.Clone(open)
-	slices.SortFunc(cands, func(a, b Request) int {
+// Matched is the request a response answers.
+type Matched struct {
+	Request Request
+	// Skew is how far the response's DTTM lay before the request's sent time (0: not before).
+	Skew time.Duration
+}
+
+// Match picks the request a response answers among cands (the requests of the response's kind
+// that await an answer, and the REGISTERED ones). The rule (docs/requests.md): a request that
+// awaits an answer (AwaitsAnswer) of the same kind and scope — the same list code, or an RQFD
+// whose day range holds every operation day of the response — sent no later than the response's
+// DTTM plus skew, both compared as instants to the second (DTTM's unit). Among several the
+// narrowest range wins, then the oldest sent: an answer never takes a wider request whose own,
+// wider answer is still to come. Every such match is a fallback match (the catalogue has no
+// echoed field). ok is false with the refusal otherwise; AwaitingSend when only a REGISTERED
+// request would match.
+func Match(resp Response, cands []Request, skew time.Duration) (Matched, Refusal, bool) {
+	ranked := slices.Clone(cands)
+	slices.SortFunc(ranked, func(a, b Request) int {
+		if c := a.span() - b.span(); c != 0 {
+			return c
+		}
 		if c := a.SentAt.Compare(b.SentAt); c != 0 {
 			return c
 		}
 		return int(a.ID - b.ID)
 	})
-	refusal := NoCandidate
-	for _, r := range cands {
-		if r.Kind != resp.Kind || !r.Status.Answerable() {
+	refusal, waiting := NoCandidate, false
+	for _, r := range ranked {
+		if r.Kind != resp.Kind || !(r.AwaitsAnswer() || r.Status == Registered) {
 			continue
 		}
-		switch r.Kind {
-		case List:
-			if r.Scope != resp.ListCode {
-				continue
-			}
-		case Schedule:
-			if !covers(r, resp.Days) {
-				if refusal == NoCandidate {
-					refusal = OutOfRequestDays
-				}
-				continue
-			}
+		if r.Kind == List && r.Scope != resp.ListCode {
+			continue
 		}
-		if resp.DTTM.Truncate(time.Second).Before(r.SentAt.Truncate(time.Second)) {
+		if r.Kind == Schedule && !covers(r, resp.Days) {
+			if refusal == NoCandidate {
+				refusal = OutOfRequestDays
+			}
+			continue
+		}
+		if r.Status == Registered {
+			waiting = waiting || lag(resp.DTTM, r.RegisteredAt) <= skew
+			continue
+		}
+		if l := lag(resp.DTTM, r.SentAt); l > skew {
 			refusal = DTTMBeforeSent
-			continue
+		} else {
+			return Matched{Request: r, Skew: max(l, 0)}, "", true
 		}
-		return r, "", true
 	}
-	return Request{}, refusal, false
+	if waiting {
+		return Matched{}, AwaitingSend, false
+	}
+	return Matched{}, refusal, false
+}
+
+// lag is how far dttm lies before sent, both to the second (negative: after it).
+func lag(dttm, sent time.Time) time.Duration {
+	return sent.Truncate(time.Second).Sub(dttm.Truncate(time.Second))
 }
 
 func covers(r Request, days []time.Time) bool {

@@ -15,7 +15,7 @@ import (
 // Outbox is the outbound mailbox (pkg/mailbox).
 type Outbox interface {
 	// FindOutbound returns the row holding exactly text with routingID inserted since a wall clock.
-	FindOutbound(ctx context.Context, routingID, text string, since time.Time) (int64, bool, error)
+	FindOutbound(ctx context.Context, routingID, text string, since time.Time) (mailbox.OutboundRow, bool, error)
 	// InsertOutbound writes a row and returns its id once it is committed.
 	InsertOutbound(ctx context.Context, msg mailbox.Outbound) (int64, error)
 	// OutboundSent returns COUTMSGS_DATE_SENT of the rows the transport sent.
@@ -71,7 +71,9 @@ const lookBack = 24 * time.Hour
 
 // Send writes request id to coutmsgs and records it SENT. The request row stays locked from the
 // look-up to the commit, so two senders never both insert; a crash after the insert leaves it
-// REGISTERED and the next Send finds the row by its exact text instead of writing it again.
+// REGISTERED and the next Send finds the row by its exact text instead of writing it again. The
+// sent time is always the outbound row's insert time: the clock's now for a row written here,
+// COUTMSGS_DATE_INSERTED (airport wall clock) for a row an interrupted send wrote.
 func (s *Sender) Send(ctx context.Context, id int64) (Outcome, error) {
 	if s.shadow {
 		return Outcome{}, ErrShadow
@@ -94,17 +96,18 @@ func (s *Sender) Send(ctx context.Context, id int64) (Outcome, error) {
 		if err := s.at(StepLocked); err != nil {
 			return err
 		}
-		outID, found, err := s.out.FindOutbound(ctx, r.RoutingID, r.XML, r.DTTM.Add(-lookBack))
+		row, found, err := s.out.FindOutbound(ctx, r.RoutingID, r.XML, r.DTTM.Add(-lookBack))
 		if err != nil {
 			return fmt.Errorf("send request %d: %w", id, err)
 		}
 		if err := s.at(StepLookedUp); err != nil {
 			return err
 		}
-		now := s.clock.Now()
+		outID, sentAt := row.ID, s.insertedAt(row.Inserted)
 		if !found {
+			sentAt = s.clock.Now()
 			outID, err = s.out.InsertOutbound(ctx, mailbox.Outbound{Text: r.XML, RoutingID: r.RoutingID,
-				Inserted: now.In(s.store.cfg.Location)})
+				Inserted: sentAt.In(s.store.cfg.Location)})
 			if err != nil {
 				return fmt.Errorf("send request %d: %w", id, err)
 			}
@@ -113,19 +116,24 @@ func (s *Sender) Send(ctx context.Context, id int64) (Outcome, error) {
 		if err := s.at(StepInserted); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, markSentSQL, id, outID, now); err != nil {
+		if _, err := tx.Exec(ctx, markSentSQL, id, outID, sentAt); err != nil {
 			return fmt.Errorf("record request %d sent: %w", id, err)
 		}
 		if err := s.at(StepMarked); err != nil {
 			return err
 		}
-		res.Request.Status, res.Request.OutMsgID, res.Request.SentAt = Sent, outID, now
+		res.Request.Status, res.Request.OutMsgID, res.Request.SentAt = Sent, outID, sentAt
 		return nil
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
 	return res, nil
+}
+
+// insertedAt reads a coutmsgs DATE_INSERTED (wall-clock fields labelled UTC) in the airport zone.
+func (s *Sender) insertedAt(wall time.Time) time.Time {
+	return time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), 0, s.store.cfg.Location)
 }
 
 func (s *Sender) at(step string) error {

@@ -1,22 +1,65 @@
 package request
 
-// Every statement of the request store (req_track, req_seqn, req_heal_tally, replay_audit), with
+// Every statement of the request store (req_track, req_open_day, req_seqn, req_heal_tally, replay_audit), with
 // bound parameters; times come from the injected clock, never now().
 
 const reqCols = `req_id, req_type, scope, scope_from, scope_to, status, origin, COALESCE(actor, ''),
        COALESCE(reason, ''), sender, COALESCE(routing_id, ''), COALESCE(seqn, 0), msg_dttm, COALESCE(out_xml, ''),
        registered_at, sent_at, waiting_at, closed_at, COALESCE(out_msg_id, 0), COALESCE(response_msg_id, 0),
-       COALESCE(close_reason, ''), COALESCE(match_kind, '')`
+       COALESCE(close_reason, ''), COALESCE(match_kind, ''),
+       COALESCE(EXTRACT(EPOCH FROM match_skew) * 1000000, 0)::bigint`
+
+// openStatuses are the statuses of an open request, for the statements below.
+const openStatuses = `('REGISTERED', 'SENT', 'WAITING')`
 
 const (
 	// nextSEQNSQL advances the outbound counter (row-locked until the transaction ends) and
 	// returns the new value: last+1, wrapping from 999999 to 1.
 	nextSEQNSQL = `UPDATE req_seqn SET last = CASE WHEN last >= 999999 THEN 1 ELSE last + 1 END RETURNING last`
 
-	// supersedeSQL expires the open request of the same kind and scope (a newer one replaces it).
-	supersedeSQL = `UPDATE req_track SET status = 'EXPIRED', closed_at = $3, close_reason = 'superseded'
- WHERE req_type = $1 AND scope = $2 AND status IN ('REGISTERED', 'SENT', 'WAITING')
+	// lockSEQNSQL takes the counter's row lock first: registrations are serialised by it, so the
+	// days a registration finds uncovered stay so until it commits.
+	lockSEQNSQL = `SELECT last FROM req_seqn FOR UPDATE`
+
+	// supersedeListSQL expires the open RQRD of the same list and sender (a newer one replaces it).
+	supersedeListSQL = `UPDATE req_track SET status = 'EXPIRED', closed_at = $3, close_reason = 'superseded'
+ WHERE req_type = 'RQRD' AND sender = $1 AND scope = $2 AND status IN ` + openStatuses + `
  RETURNING req_id`
+
+	// lockDayOwnersSQL locks the open RQFD owning days of [$2, $3] for sender $1, in req_id order
+	// as the RESP guard locks them, before their days are taken.
+	lockDayOwnersSQL = `SELECT req_id FROM req_track WHERE req_id IN (SELECT req_id FROM req_open_day
+   WHERE req_type = 'RQFD' AND sender = $1 AND operation_day BETWEEN $2 AND $3)
+   AND status IN ` + openStatuses + `
+ ORDER BY req_id FOR UPDATE`
+
+	// takeDaysSQL gives every day of [$2, $3] of sender $1 to request $4.
+	takeDaysSQL = `INSERT INTO req_open_day (req_type, sender, operation_day, req_id)
+SELECT 'RQFD', $1, d::date, $4 FROM generate_series($2::date, $3::date, interval '1 day') AS d
+ON CONFLICT (req_type, sender, operation_day) DO UPDATE SET req_id = EXCLUDED.req_id`
+
+	// supersedeDaylessSQL expires those of the requests $1 that kept no day (superseded); the
+	// others were narrowed.
+	supersedeDaylessSQL = `UPDATE req_track t SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded'
+ WHERE t.req_id = ANY($1) AND t.status IN ` + openStatuses + `
+   AND NOT EXISTS (SELECT 1 FROM req_open_day d WHERE d.req_id = t.req_id)
+ RETURNING t.req_id`
+
+	// ownedDaysSQL are the days of [$2, $3] an open RQFD of sender $1 owns.
+	ownedDaysSQL = `SELECT operation_day FROM req_open_day
+ WHERE req_type = 'RQFD' AND sender = $1 AND operation_day BETWEEN $2 AND $3 ORDER BY operation_day`
+
+	// openListSQL: is an RQRD of the list and sender open?
+	openListSQL = `SELECT req_id FROM req_track WHERE req_type = 'RQRD' AND sender = $1 AND scope = $2 AND status IN ` + openStatuses
+
+	// dayOwnersSQL are the open RQFD of sender $1 owning days of [$2, $3], each with whether all
+	// its days lie inside (a registration would supersede it) or not (it would narrow it).
+	dayOwnersSQL = `SELECT req_id, bool_and(operation_day BETWEEN $2 AND $3) FROM req_open_day
+ WHERE req_type = 'RQFD' AND sender = $1 GROUP BY req_id
+ HAVING bool_or(operation_day BETWEEN $2 AND $3) ORDER BY req_id`
+
+	// releaseDaysSQL frees the days of a request that closed.
+	releaseDaysSQL = `DELETE FROM req_open_day WHERE req_id = $1`
 
 	insertSQL = `INSERT INTO req_track (req_type, scope, scope_from, scope_to, sender, routing_id, seqn, msg_dttm,
        out_xml, status, origin, actor, reason, registered_at)
@@ -33,13 +76,19 @@ RETURNING req_id`
 
 	listStatusSQL = `SELECT ` + reqCols + ` FROM req_track WHERE status = $1 ORDER BY req_id LIMIT $2`
 
-	// openForMatchSQL are the answerable (SENT, WAITING) requests of a kind, locked for the RESP
-	// guard's transaction (the expiry sweep skips them, or the guard sees the sweep's result). A
-	// REGISTERED request cannot be answered, and is not locked: the guard never waits for a sender
-	// that holds one during its MySQL insert.
-	openForMatchSQL = `SELECT ` + reqCols + ` FROM req_track
- WHERE req_type = $1 AND status IN ('SENT', 'WAITING')
+	// candidatesSQL are the requests of a kind an answer may still be matched to, locked for the
+	// RESP guard's transaction (the expiry sweep skips them, or the guard sees the sweep's
+	// result): SENT and WAITING, and those superseded before their answer came, until their
+	// timeout ($2 is the registration time before which a request has timed out).
+	candidatesSQL = `SELECT ` + reqCols + ` FROM req_track
+ WHERE req_type = $1 AND (status IN ('SENT', 'WAITING')
+       OR (status = 'EXPIRED' AND close_reason = 'superseded' AND response_msg_id IS NULL
+           AND sent_at IS NOT NULL AND registered_at > $2))
  ORDER BY req_id FOR UPDATE`
+
+	// registeredSQL are the REGISTERED requests of a kind, not locked: the guard never waits for a
+	// sender that holds one during its MySQL insert.
+	registeredSQL = `SELECT ` + reqCols + ` FROM req_track WHERE req_type = $1 AND status = 'REGISTERED' ORDER BY req_id`
 
 	markSentSQL = `UPDATE req_track SET status = 'SENT', out_msg_id = $2, sent_at = $3
  WHERE req_id = $1 AND status = 'REGISTERED'`
@@ -47,16 +96,26 @@ RETURNING req_id`
 	markWaitingSQL = `UPDATE req_track SET status = 'WAITING', waiting_at = $2
  WHERE req_id = $1 AND status = 'SENT'`
 
+	// completeSQL closes an answered open request DONE ($5: the matched skew in microseconds).
 	completeSQL = `UPDATE req_track SET status = 'DONE', done_at = $3, closed_at = $3, close_reason = 'applied',
-       response_msg_id = $2, match_kind = $4
+       response_msg_id = $2, match_kind = $4, match_skew = NULLIF($5::bigint, 0) * interval '1 microsecond'
  WHERE req_id = $1 AND status IN ('SENT', 'WAITING')`
 
-	// expireDueSQL closes the open requests registered at or before the deadline (bounded).
-	expireDueSQL = `UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'timeout'
- WHERE req_id IN (SELECT req_id FROM req_track
-                   WHERE status IN ('REGISTERED', 'SENT', 'WAITING') AND registered_at <= $1
-                   ORDER BY req_id LIMIT $3 FOR UPDATE SKIP LOCKED)
- RETURNING req_id, req_type`
+	// answerSupersededSQL records the applied answer of a superseded request; it stays EXPIRED.
+	answerSupersededSQL = `UPDATE req_track SET done_at = $3, response_msg_id = $2, match_kind = $4,
+       match_skew = NULLIF($5::bigint, 0) * interval '1 microsecond'
+ WHERE req_id = $1 AND status = 'EXPIRED' AND close_reason = 'superseded' AND response_msg_id IS NULL`
+
+	// expireDueSQL closes the open requests registered at or before the deadline (bounded) and
+	// releases their days.
+	expireDueSQL = `WITH expired AS (
+  UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'timeout'
+   WHERE req_id IN (SELECT req_id FROM req_track
+                     WHERE status IN ` + openStatuses + ` AND registered_at <= $1
+                     ORDER BY req_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+  RETURNING req_id, req_type),
+released AS (DELETE FROM req_open_day WHERE req_id IN (SELECT req_id FROM expired))
+SELECT req_id, req_type FROM expired`
 
 	countSQL = `SELECT req_type, status, count(*) FROM req_track GROUP BY req_type, status`
 

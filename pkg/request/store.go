@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,11 +19,14 @@ import (
 // Config is the requests' settings (pkg/envconf tags, docs/configuration.md); Location is the
 // process's airport zone, set by the binary.
 type Config struct {
-	Timeout       time.Duration  `envconfig:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
-	Sender        string         `envconfig:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
-	RoutingID     string         `envconfig:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
-	SweepInterval time.Duration  `envconfig:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
-	Location      *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
+	Timeout       time.Duration `envconfig:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
+	Sender        string        `envconfig:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
+	RoutingID     string        `envconfig:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
+	SweepInterval time.Duration `envconfig:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
+	// ClockSkew lets the RESP guard match an answer whose DTTM (the AODB's clock, to the second)
+	// lies up to this long before the request's sent time (msgx's clock).
+	ClockSkew time.Duration  `envconfig:"MSGX_REQUEST_CLOCK_SKEW" default:"5s" desc:"processor: an answer whose DTTM lies up to this long before its request's sent time still matches (the AODB's clock may run behind msgx's; DTTM has whole seconds); 0..5m, the skew used is recorded on the request"`
+	Location  *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
 }
 
 // Validate reports every bad value, one line each.
@@ -30,6 +34,9 @@ func (c Config) Validate() error {
 	var p envconf.Problems
 	p.Positive("MSGX_REQUEST_TIMEOUT", c.Timeout)
 	p.Positive("MSGX_REQUEST_SWEEP_INTERVAL", c.SweepInterval)
+	if c.ClockSkew < 0 || c.ClockSkew > maxClockSkew {
+		p.Add("MSGX_REQUEST_CLOCK_SKEW", "must be between 0 and %s, got %s", maxClockSkew, c.ClockSkew)
+	}
 	if len(c.Sender) < 1 || len(c.Sender) > 4 || strings.Trim(c.Sender, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != "" {
 		p.Add("MSGX_REQUEST_SNDR", "must be 1 to 4 upper-case letters or digits, got %q", c.Sender)
 	}
@@ -41,6 +48,10 @@ func (c Config) Validate() error {
 	}
 	return p.Err()
 }
+
+// maxClockSkew bounds MSGX_REQUEST_CLOCK_SKEW: a larger allowance would let an answer generated
+// well before a send (to an older request) pass as its answer.
+const maxClockSkew = 5 * time.Minute
 
 // querier is what both a pool and a transaction offer.
 type querier interface {
@@ -71,8 +82,12 @@ var ErrNotFound = errors.New("request: not found")
 
 // Registration is what Register did.
 type Registration struct {
-	Request    Request
-	Superseded []int64 // open requests of the same scope it expired
+	Request Request
+	// Superseded are the open requests it expired: every day they owned is now the new request's
+	// (RQFD), or the same list (RQRD).
+	Superseded []int64
+	// Narrowed are the open RQFD it took some days from; they stay open for the others.
+	Narrowed []int64
 }
 
 // Register records a new request REGISTERED in its own transaction (see RegisterTx).
@@ -101,21 +116,41 @@ func (s *Store) Preview(ctx context.Context, spec Spec, now time.Time) (Registra
 		return Registration{}, err
 	}
 	reg := Registration{Request: r}
-	open, err := s.ByScope(ctx, spec.Kind, spec.Scope(), 10)
-	if err != nil {
-		return Registration{}, err
-	}
-	for _, o := range open {
-		if o.Status.Open() {
-			reg.Superseded = append(reg.Superseded, o.ID)
+	if r.Kind == List {
+		rows, err := s.pool.Query(ctx, openListSQL, r.Sender, r.Scope)
+		if err == nil {
+			reg.Superseded, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		}
+		if err != nil {
+			return Registration{}, fmt.Errorf("preview %s %s: %w", r.Kind, r.Scope, err)
+		}
+		return reg, nil
+	}
+	rows, err := s.pool.Query(ctx, dayOwnersSQL, r.Sender, r.From, r.To)
+	if err != nil {
+		return Registration{}, fmt.Errorf("preview %s %s: %w", r.Kind, r.Scope, err)
+	}
+	var id int64
+	var inside bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &inside}, func() error {
+		if inside {
+			reg.Superseded = append(reg.Superseded, id)
+		} else {
+			reg.Narrowed = append(reg.Narrowed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return Registration{}, fmt.Errorf("preview %s %s: %w", r.Kind, r.Scope, err)
 	}
 	return reg, nil
 }
 
-// RegisterTx records a new request REGISTERED inside tx: it takes the next outbound SEQN,
-// expires the open request of the same kind and scope (superseded), builds the outbound message
-// once and stores it with the request. Nothing is sent: Sender does that after the commit.
+// RegisterTx records a new request REGISTERED inside tx: it takes the next outbound SEQN, takes
+// over what open requests of the same sender hold (every day of an RQFD's range: an open RQFD
+// left without days is superseded, one left with some is narrowed; the list of an RQRD: the open
+// one is superseded), builds the outbound message once and stores it with the request. Nothing
+// is sent: Sender does that after the commit.
 func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.Time) (Registration, error) {
 	if err := spec.Validate(); err != nil {
 		return Registration{}, err
@@ -129,13 +164,13 @@ func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.T
 		return Registration{}, err
 	}
 	var reg Registration
-	rows, err := tx.Query(ctx, supersedeSQL, r.Kind, r.Scope, now)
-	if err != nil {
-		return Registration{}, fmt.Errorf("supersede open %s %s: %w", r.Kind, r.Scope, err)
-	}
-	reg.Superseded, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return Registration{}, fmt.Errorf("supersede open %s %s: %w", r.Kind, r.Scope, err)
+	var owners []int64
+	if r.Kind == List {
+		if reg.Superseded, err = collectIDs(tx.Query(ctx, supersedeListSQL, r.Sender, r.Scope, now)); err != nil {
+			return Registration{}, fmt.Errorf("supersede open %s %s: %w", r.Kind, r.Scope, err)
+		}
+	} else if owners, err = collectIDs(tx.Query(ctx, lockDayOwnersSQL, r.Sender, r.From, r.To)); err != nil {
+		return Registration{}, fmt.Errorf("lock open %s of %s: %w", r.Kind, r.Scope, err)
 	}
 	var from, to *time.Time
 	if r.Kind == Schedule {
@@ -146,7 +181,81 @@ func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.T
 		return Registration{}, fmt.Errorf("register %s %s: %w", r.Kind, r.Scope, err)
 	}
 	reg.Request = r
+	if r.Kind == Schedule {
+		if err := s.takeDays(ctx, tx, &reg, owners, now); err != nil {
+			return Registration{}, err
+		}
+	}
 	return reg, nil
+}
+
+// takeDays gives the days of the new RQFD reg.Request to it and supersedes those of owners (the
+// open requests that held some of them, locked) that kept none.
+func (s *Store) takeDays(ctx context.Context, tx pgx.Tx, reg *Registration, owners []int64, now time.Time) error {
+	r := reg.Request
+	if _, err := tx.Exec(ctx, takeDaysSQL, r.Sender, r.From, r.To, r.ID); err != nil {
+		return fmt.Errorf("register %s %s: take its days: %w", r.Kind, r.Scope, err)
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	superseded, err := collectIDs(tx.Query(ctx, supersedeDaylessSQL, owners, now))
+	if err != nil {
+		return fmt.Errorf("supersede open %s of %s: %w", r.Kind, r.Scope, err)
+	}
+	reg.Superseded = superseded
+	for _, id := range owners {
+		if !slices.Contains(superseded, id) {
+			reg.Narrowed = append(reg.Narrowed, id)
+		}
+	}
+	return nil
+}
+
+// Uncovered returns the parts of spec no open request of the store's sender covers: for an RQFD
+// one spec per run of consecutive days no open RQFD owns, for an RQRD spec itself unless one of
+// its list is open. It takes the registrations' lock (the SEQN counter row) inside tx first, so
+// what it finds uncovered stays so until tx ends: the automatic triggers ask only for these.
+func (s *Store) Uncovered(ctx context.Context, tx pgx.Tx, spec Spec) ([]Spec, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	var last int
+	if err := tx.QueryRow(ctx, lockSEQNSQL).Scan(&last); err != nil {
+		return nil, fmt.Errorf("lock request registrations: %w", err)
+	}
+	if spec.Kind == List {
+		open, err := collectIDs(tx.Query(ctx, openListSQL, s.cfg.Sender, spec.ListCode))
+		if err != nil {
+			return nil, fmt.Errorf("read open %s %s: %w", spec.Kind, spec.ListCode, err)
+		}
+		if len(open) > 0 {
+			return nil, nil
+		}
+		return []Spec{spec}, nil
+	}
+	rows, err := tx.Query(ctx, ownedDaysSQL, s.cfg.Sender, Day(spec.From), Day(spec.To))
+	if err != nil {
+		return nil, fmt.Errorf("read owned days of %s: %w", spec.Scope(), err)
+	}
+	owned, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("read owned days of %s: %w", spec.Scope(), err)
+	}
+	var out []Spec
+	for _, run := range Gaps(spec.From, spec.To, owned) {
+		part := spec
+		part.From, part.To = run[0], run[1]
+		out = append(out, part)
+	}
+	return out, nil
+}
+
+func collectIDs(rows pgx.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // build encodes the outbound message of spec with seqn at now.
@@ -205,21 +314,44 @@ func (s *Store) ByStatus(ctx context.Context, st Status, limit int) ([]Request, 
 	return s.list(ctx, s.pool, listStatusSQL, st, limit)
 }
 
-// OpenTx returns the answerable (SENT, WAITING) requests of kind, locked until tx ends (the RESP
-// guard; a REGISTERED request was never seen by the AODB).
-func (s *Store) OpenTx(ctx context.Context, tx pgx.Tx, kind Kind) ([]Request, error) {
-	return s.list(ctx, tx, openForMatchSQL, kind)
+// CandidatesTx returns the requests of kind an answer may be matched to (Match): SENT and
+// WAITING, and those superseded before their answer came, registered less than the timeout
+// before now, all locked until tx ends; and the REGISTERED ones, not locked (the guard never
+// waits for a sender holding one during its MySQL insert).
+func (s *Store) CandidatesTx(ctx context.Context, tx pgx.Tx, kind Kind, now time.Time) ([]Request, error) {
+	sent, err := s.list(ctx, tx, candidatesSQL, kind, now.Add(-s.cfg.Timeout))
+	if err != nil {
+		return nil, err
+	}
+	registered, err := s.list(ctx, tx, registeredSQL, kind)
+	if err != nil {
+		return nil, err
+	}
+	return append(sent, registered...), nil
 }
 
-// CompleteTx closes request id DONE inside tx, the transaction that applied its response msgID.
-// It fails when the request is no longer answerable (it was locked by OpenTx, so this means a bug).
-func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, id, msgID int64, now time.Time, matchKind string) error {
-	tag, err := tx.Exec(ctx, completeSQL, id, msgID, now, matchKind)
+// CompleteTx records the answer msgID of the matched request m inside tx, the transaction that
+// applied it: an open request is closed DONE and releases its days; a superseded one records
+// the answer and stays EXPIRED. It fails when the request no longer awaits an answer (it was
+// locked by CandidatesTx, so this means a bug).
+func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, m Matched, msgID int64, now time.Time, matchKind string) error {
+	id := m.Request.ID
+	tag, err := tx.Exec(ctx, completeSQL, id, msgID, now, matchKind, m.Skew.Microseconds())
 	if err != nil {
 		return fmt.Errorf("close request %d: %w", id, err)
 	}
+	if tag.RowsAffected() == 1 {
+		if _, err := tx.Exec(ctx, releaseDaysSQL, id); err != nil {
+			return fmt.Errorf("close request %d: release its days: %w", id, err)
+		}
+		return nil
+	}
+	tag, err = tx.Exec(ctx, answerSupersededSQL, id, msgID, now, matchKind, m.Skew.Microseconds())
+	if err != nil {
+		return fmt.Errorf("record the answer of request %d: %w", id, err)
+	}
 	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("close request %d: not SENT or WAITING", id)
+		return fmt.Errorf("close request %d: it awaits no answer", id)
 	}
 	return nil
 }
@@ -336,9 +468,11 @@ func collect(rows pgx.Rows) ([]Request, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Request, error) {
 		var r Request
 		var from, to, dttm, sent, waiting, closed *time.Time
+		var skewMicros int64
 		err := row.Scan(&r.ID, &r.Kind, &r.Scope, &from, &to, &r.Status, &r.Origin, &r.Actor,
 			&r.Reason, &r.Sender, &r.RoutingID, &r.SEQN, &dttm, &r.XML,
-			&r.RegisteredAt, &sent, &waiting, &closed, &r.OutMsgID, &r.ResponseID, &r.CloseReason, &r.MatchKind)
+			&r.RegisteredAt, &sent, &waiting, &closed, &r.OutMsgID, &r.ResponseID, &r.CloseReason, &r.MatchKind, &skewMicros)
+		r.MatchSkew = time.Duration(skewMicros) * time.Microsecond
 		r.From, r.To, r.DTTM = deref(from), deref(to), deref(dttm)
 		r.SentAt, r.WaitingAt, r.ClosedAt = deref(sent), deref(waiting), deref(closed)
 		return r, err

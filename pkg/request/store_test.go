@@ -3,6 +3,7 @@ package request_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -52,7 +53,8 @@ func setup(t *testing.T) *bundle {
 	b.box, err = mailbox.Open(b.mb.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.box.Close()) })
-	b.store, err = request.NewStore(b.pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODBREQ", Timeout: 30 * time.Minute, Location: shanghai})
+	b.store, err = request.NewStore(b.pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODBREQ", Timeout: 30 * time.Minute,
+		ClockSkew: 5 * time.Second, Location: shanghai})
 	require.NoError(t, err)
 	b.sender, err = request.NewSender(b.store, b.box, b.clock, false)
 	require.NoError(t, err)
@@ -89,10 +91,14 @@ func days(from, to int) request.Spec {
 func (b *bundle) complete(t *testing.T, id, msgID int64) {
 	t.Helper()
 	require.NoError(t, pgx.BeginFunc(ctx, b.pg.Pool, func(tx pgx.Tx) error {
-		open, err := b.store.OpenTx(ctx, tx, request.Schedule)
+		cands, err := b.store.CandidatesTx(ctx, tx, request.Schedule, b.clock.Now())
 		require.NoError(t, err)
-		require.NotEmpty(t, open)
-		return b.store.CompleteTx(ctx, tx, id, msgID, b.clock.Now(), request.MatchFallback)
+		for _, c := range cands {
+			if c.ID == id {
+				return b.store.CompleteTx(ctx, tx, request.Matched{Request: c}, msgID, b.clock.Now(), request.MatchFallback)
+			}
+		}
+		return fmt.Errorf("request %d awaits no answer", id)
 	}))
 }
 
@@ -186,10 +192,10 @@ func TestLifecycleExpiresAtTimeout(t *testing.T) {
 
 	// A late response finds nothing to close.
 	require.NoError(t, pgx.BeginFunc(ctx, b.pg.Pool, func(tx pgx.Tx) error {
-		open, err := b.store.OpenTx(ctx, tx, request.List)
+		cands, err := b.store.CandidatesTx(ctx, tx, request.List, b.clock.Now())
 		require.NoError(t, err)
-		require.Empty(t, open)
-		require.Error(t, b.store.CompleteTx(ctx, tx, reg.Request.ID, 5, b.clock.Now(), request.MatchFallback))
+		require.Empty(t, cands)
+		require.Error(t, b.store.CompleteTx(ctx, tx, request.Matched{Request: reg.Request}, 5, b.clock.Now(), request.MatchFallback))
 		return nil
 	}))
 }

@@ -67,8 +67,9 @@ func NewTriggers(store *Store, cfg TriggerConfig, metrics *Metrics, log zerolog.
 	return &Triggers{store: store, cfg: cfg, metrics: metrics, log: log.With().Str("component", "requests").Logger()}, nil
 }
 
-// Bootstrap registers the schedule request of today..today+BootstrapDays (airport calendar)
-// when the trigger is on and the flight table is empty. It reports whether it registered one.
+// Bootstrap registers the schedule requests of the days of today..today+BootstrapDays (airport
+// calendar) no open request holds, when the trigger is on and the flight table is empty. It
+// reports whether it registered any.
 func (t *Triggers) Bootstrap(ctx context.Context, now time.Time) (bool, error) {
 	if !t.cfg.Bootstrap {
 		return false, nil
@@ -93,7 +94,8 @@ func (t *Triggers) Bootstrap(ctx context.Context, now time.Time) (bool, error) {
 
 // UnknownFlightTx counts, inside the processor's transaction that SKIPPED it, one FLOP for an
 // unknown flight of operation day day; past the threshold within the window it registers that
-// day's schedule request (rate-limited). It reports whether it registered one.
+// day's schedule request unless an open request holds the day (and rate-limited). It reports
+// whether it registered one.
 func (t *Triggers) UnknownFlightTx(ctx context.Context, tx pgx.Tx, day, now time.Time) (bool, error) {
 	if !t.cfg.SelfHeal {
 		return false, nil
@@ -110,14 +112,38 @@ func (t *Triggers) UnknownFlightTx(ctx context.Context, tx pgx.Tx, day, now time
 	return t.fire(ctx, tx, spec, fmt.Sprintf("%d FLOPs for unknown flights of %s within %s", n, day.Format(time.DateOnly), t.cfg.SelfHealWindow), now)
 }
 
-// fire registers spec unless shadow mode or a rate limit says no. The request row is the audit
-// record: origin, actor msgx:<trigger>, the reason and the time.
+// fire registers the parts of spec no open request covers (Store.Uncovered: each run of days
+// no open RQFD owns), unless shadow mode or a rate limit says no. The request row is the audit
+// record: origin, actor msgx:<trigger>, the reason and the time. It reports whether it registered
+// any.
 func (t *Triggers) fire(ctx context.Context, tx pgx.Tx, spec Spec, why string, now time.Time) (bool, error) {
 	origin := string(spec.Origin)
 	if t.cfg.Shadow {
 		t.metrics.Triggers.WithLabelValues(origin, TriggerShadow).Inc()
 		return false, nil
 	}
+	parts, err := t.store.Uncovered(ctx, tx, spec)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", origin, err)
+	}
+	if len(parts) == 0 {
+		t.metrics.Triggers.WithLabelValues(origin, TriggerCovered).Inc()
+		return false, nil
+	}
+	fired := false
+	for _, part := range parts {
+		ok, err := t.fireOne(ctx, tx, part, why, now)
+		if err != nil {
+			return fired, err
+		}
+		fired = fired || ok
+	}
+	return fired, nil
+}
+
+// fireOne registers one uncovered part unless a rate limit says no.
+func (t *Triggers) fireOne(ctx context.Context, tx pgx.Tx, spec Spec, why string, now time.Time) (bool, error) {
+	origin := string(spec.Origin)
 	var recent bool
 	if err := tx.QueryRow(ctx, recentOriginSQL, spec.Origin, spec.Scope(), now.Add(-t.cfg.Cooldown)).Scan(&recent); err != nil {
 		return false, fmt.Errorf("%s: rate limit: %w", origin, err)

@@ -64,14 +64,19 @@ func TestSelfHealFiresOncePerDayAndScopeUnderABurst(t *testing.T) {
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM req_track WHERE actor = 'msgx:self-heal' AND reason LIKE '5 FLOPs for unknown flights of 2026-12-0_ within 10m0s'`),
 		"the request row audits the trigger: actor and reason")
 	require.Equal(t, 2.0, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerFired)))
-	require.Positive(t, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerRateLimited)))
+	require.Positive(t, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerCovered)),
+		"while the day's request is open, the day is covered")
+	require.Zero(t, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerRateLimited)))
 
 	// Even after the request closed, the same day is not asked again within the cooldown …
 	_, err := b.pg.Pool.Exec(ctx, `UPDATE req_track SET status = 'EXPIRED', closed_at = $1, close_reason = 'timeout'`, b.clock.Now())
 	require.NoError(t, err)
+	_, err = b.pg.Pool.Exec(ctx, `DELETE FROM req_open_day`)
+	require.NoError(t, err)
 	for range 20 {
 		require.False(t, unknown(d2))
 	}
+	require.Positive(t, testutil.ToFloat64(b.metrics.Triggers.WithLabelValues("self-heal", request.TriggerRateLimited)))
 	// … and is after it.
 	b.clock.Advance(24 * time.Hour)
 	got := false
@@ -121,7 +126,7 @@ func TestBootstrapOnEmptyFlightTable(t *testing.T) {
 
 	fired, err = tr.Bootstrap(ctx, b.clock.Now().Add(time.Minute))
 	require.NoError(t, err)
-	require.False(t, fired, "a restart soon after does not ask again (rate limit)")
+	require.False(t, fired, "a restart soon after does not ask again (the open request covers the days)")
 
 	_, err = b.pg.Pool.Exec(ctx, `INSERT INTO flight (flid, operation_day, state, state_version, created_at, updated_at)
 		VALUES (1, '2026-12-02', 'ACTIVE', 1, $1, $1)`, b.clock.Now())

@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -115,6 +115,8 @@ var pgGrants = []pgGrant{
 	// is their audit record) and count
 	// unknown flights (docs/requests.md).
 	{Processor, "SELECT, INSERT, UPDATE", []string{"req_track", "req_heal_tally"}},
+	// processor: a registration takes the days it asks for, a closed request releases its own.
+	{Processor, "SELECT, INSERT, UPDATE, DELETE", []string{"req_open_day"}},
 	{Processor, "SELECT, UPDATE", []string{"req_seqn"}},
 	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
@@ -134,6 +136,7 @@ var pgGrants = []pgGrant{
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
+	{Jobs, "SELECT, DELETE", []string{"req_open_day"}}, // an expired request releases its days
 	{Jobs, "SELECT, INSERT, UPDATE", []string{"job_state"}},
 	{Jobs, "SELECT, INSERT", []string{"replay_audit"}},
 	{Jobs, "SELECT, DELETE", []string{"msg_identity"}}, // identity retention (window + margin)
@@ -152,17 +155,19 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
 	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
+	{Admin, "INSERT, UPDATE", []string{"req_open_day"}}, // a registration takes its days
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
 	// msgxctl uses, each with its audit row: processor.Replay (proc_state), outbox Replay/Skip
-	// (msg_event), request RegisterAudited (req_track, req_seqn). No backfill, gap or history
+	// (msg_event), request RegisterAudited (req_track, req_seqn, req_open_day). No backfill, gap or history
 	// action, no DELETE.
 	{Console, "SELECT", allTables},
 	{Console, "UPDATE", []string{"proc_state", "msg_event"}},
 	{Console, "INSERT", []string{"replay_audit"}},
 	{Console, "INSERT, UPDATE", []string{"req_track"}},
 	{Console, "UPDATE", []string{"req_seqn"}},
+	{Console, "INSERT, UPDATE", []string{"req_open_day"}},
 	{Console, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 }
 
