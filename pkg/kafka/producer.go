@@ -224,15 +224,30 @@ func (tp *topicProducer) send(ctx context.Context, recs []Record) []error {
 // transaction is begin, produce, commit; every failure aborts (a fatal one breaks the
 // producer). abandoned, once set, turns the commit into an abort. A producer that a record's
 // answer says is fenced, or that is not ready for another transaction afterwards (an abort or
-// epoch bump that did not finish), is broken: its owner dials a new one, whose initialisation
-// aborts whatever this one left open.
+// epoch bump that did not finish, a transition its transaction manager refused), is broken: its
+// owner dials a new one, whose initialisation aborts whatever this one left open. The failed
+// records of a broken producer answer ErrBroken (with the cause): the producer failed, not them.
 func (t *txnProducer) transaction(recs []Record, abandoned *atomic.Bool) []error {
 	errs := t.run(recs, abandoned)
 	if err := fenced(errs); err != nil {
 		t.broken.Store(&err)
-	} else if st := t.sync.TxnStatus(); st&sarama.ProducerTxnFlagReady == 0 && t.broken.Load() == nil {
+		return errs
+	}
+	if st := t.sync.TxnStatus(); st&sarama.ProducerTxnFlagReady == 0 && t.broken.Load() == nil {
 		err := fmt.Errorf("transaction left the producer %s", st)
+		if first := firstErr(errs); first != nil {
+			err = fmt.Errorf("%w: %w", err, first)
+		}
 		t.broken.Store(&err)
+	}
+	if t.broken.Load() == nil {
+		return errs
+	}
+	for i, err := range errs {
+		var kerr *Error
+		if err != nil && !errors.Is(err, ErrBroken) && errors.As(err, &kerr) {
+			errs[i] = &Error{Op: kerr.Op, Err: fmt.Errorf("%w: %w", ErrBroken, kerr.Err)}
+		}
 	}
 	return errs
 }
