@@ -356,3 +356,21 @@ func TestSCRAM(t *testing.T) {
 		})
 	}
 }
+
+// Unavailable blames the cluster for what a real one answers while it cannot take records, and
+// never for what is the record's fault or a fenced producer.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{sarama.ErrNotEnoughReplicas, sarama.ErrNotEnoughReplicasAfterAppend, sarama.ErrNotLeaderForPartition,
+		sarama.ErrLeaderNotAvailable, sarama.ErrRequestTimedOut, sarama.ErrConsumerCoordinatorNotAvailable,
+		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConcurrentTransactions,
+		sarama.ErrOutOfBrokers, &net.OpError{Op: "dial", Err: fmt.Errorf("connect: %w", os.ErrDeadlineExceeded)},
+		fmt.Errorf("%w: abort failed", kafka.ErrBroken)} {
+		require.True(t, kafka.Unavailable(&kafka.Error{Op: "produce", Err: err}), "%v", err)
+	}
+	for _, err := range []error{nil, &kafka.Error{Op: "produce", Err: sarama.ErrMessageSizeTooLarge},
+		&kafka.Error{Op: "produce", Err: sarama.ErrTopicAuthorizationFailed}, &kafka.Error{Op: "produce", Err: kafka.ErrAborted},
+		&kafka.Error{Op: "produce", Err: fmt.Errorf("%w: %w", kafka.ErrFenced, sarama.ErrProducerFenced)}} {
+		require.False(t, kafka.Unavailable(err), "%v", err)
+	}
+}
