@@ -374,3 +374,38 @@ func TestUnavailable(t *testing.T) {
 		require.False(t, kafka.Unavailable(err), "%v", err)
 	}
 }
+
+// TestCloseAbandonedOnHungBroker: a send abandoned at its timeout on a broker that holds the
+// produce request (frozen) breaks the producer, and closing it does not wait for the broker:
+// Close returns while the request is still held.
+func TestCloseAbandonedOnHungBroker(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	cfg.SendTimeout = 300 * time.Millisecond
+	p, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	held := make(chan struct{}, 1)
+	b.Cluster().ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-release // the broker's request loop is frozen
+		return nil, nil, false
+	})
+	errs := p.Send(context.Background(), []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte("v")}})
+	<-held
+	require.ErrorIs(t, errs[0], kafka.ErrBroken)
+	require.ErrorIs(t, p.Broken(), kafka.ErrBroken)
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(cfg.IOTimeout):
+		require.FailNow(t, "Close waited for the hung broker")
+	}
+}

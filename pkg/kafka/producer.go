@@ -109,11 +109,22 @@ func dialTxn(c Config, topic string) (*txnProducer, error) {
 	return &txnProducer{client: client, sync: sp}, nil
 }
 
+// close stops the producer. A broken one's abandoned transaction may be waiting on a broker
+// that does not answer (frozen): its client is closed first, which ends those requests at once
+// instead of at the read timeout, so a replacement can be dialled without waiting for them.
 func (t *txnProducer) close() error {
+	var err error
+	closed := false
+	if t.broken.Load() != nil {
+		err, closed = t.client.Close(), true
+	}
 	t.done.Wait()
-	err := t.sync.Close()
-	if cerr := t.client.Close(); cerr != nil && !errors.Is(cerr, sarama.ErrClosedClient) {
-		err = errors.Join(err, cerr)
+	err = errors.Join(err, t.sync.Close())
+	if !closed {
+		err = errors.Join(err, t.client.Close())
+	}
+	if errors.Is(err, sarama.ErrClosedClient) {
+		err = nil
 	}
 	return err
 }
