@@ -84,11 +84,9 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 		Log:      log,
 		Registry: reg,
 		Pool:     pool,
-		// A real request (metadata) answered within the check timeout: a hung broker that still
-		// accepts connections fails it.
-		Checks: []obs.Check{{Name: "kafka", Fn: func(ctx context.Context) error {
-			return kafka.Probe(ctx, cfg.Kafka, cfg.Kafka.CheckTimeout)
-		}}},
+		// A real request (metadata) answered within the check timeout (a hung broker that still
+		// accepts connections fails it), and, while leading, a term that can produce.
+		Checks: []obs.Check{{Name: "kafka", Fn: link.Ready}},
 		Work: func(ctx context.Context, lease leader.Lease) error {
 			return link.Term(ctx,
 				func(ctx context.Context) error { return store.CheckLease(ctx, lease) },

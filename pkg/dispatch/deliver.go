@@ -45,7 +45,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	}
 
 	a := sortAnswers(claimed, errs)
-	if d.outage(ctx, target, len(recs), a) {
+	if d.outage(ctx, target, len(recs), a, errs) {
 		return Result{Claimed: len(claimed), Outage: true}, nil
 	}
 	res := Result{Claimed: len(claimed)}
@@ -144,20 +144,41 @@ func sortAnswers(claimed []outbox.Claimed, errs []error) answers {
 	return a
 }
 
-// outage reports whether the batch failed whole, every record retryable, while no broker
-// answers a ping: then it is not the events' fault and no attempt is counted.
-func (d *Dispatcher) outage(ctx context.Context, target string, records int, a answers) bool {
-	if len(a.sent) > 0 || len(a.failures) == 0 || a.failures[0].Fatal || !allRetryable(a.failures) {
+// outage reports whether the batch failed whole, every record retryable, for a cause that is
+// the cluster's and not the events': every answer says the cluster cannot take records now
+// (kafka.Unavailable: too few in-sync replicas, a leader or coordinator moving or gone, a lost
+// connection), or no broker answers a ping. Then no attempt is counted and the loop backs off.
+func (d *Dispatcher) outage(ctx context.Context, target string, records int, a answers, errs []error) bool {
+	if len(a.sent) > 0 || len(a.failures) == 0 || !allRetryable(a.failures) {
 		return false
 	}
-	perr := d.sender.Ping(ctx)
-	if perr == nil {
-		return false
+	var perr error
+	if !clusterAtFault(errs) {
+		if perr = d.sender.Ping(ctx); perr == nil {
+			return false
+		}
 	}
 	d.m.outages.Inc()
 	d.log.Warn().Str("target", target).Int("records", records).Str("error", a.failures[0].Err).
-		AnErr("ping", perr).Msg("kafka unreachable: batch not counted against its events")
+		AnErr("ping", perr).Msg("kafka unavailable: batch not counted against its events")
 	return true
+}
+
+// clusterAtFault reports whether every failed answer blames the cluster (kafka.Unavailable),
+// ignoring the records aborted only because another record of the transaction failed; at
+// least one must blame it.
+func clusterAtFault(errs []error) bool {
+	blamed := false
+	for _, err := range errs {
+		switch {
+		case err == nil || errors.Is(err, kafka.ErrAborted):
+		case kafka.Unavailable(err):
+			blamed = true
+		default:
+			return false
+		}
+	}
+	return blamed
 }
 
 // markSent marks the acknowledged events SENT (KAFKA:schd: the states and every older unsent

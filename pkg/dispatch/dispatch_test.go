@@ -300,7 +300,7 @@ func TestOrderingUnderFaults(t *testing.T) {
 
 	ctx := context.Background()
 	var total dispatch.Result
-	steps := 0
+	steps, outages := 0, 0
 	for ; steps < 10000; steps++ {
 		// Every 25th batch meets a burst of errors longer than sarama's own retries, so the
 		// dispatcher's backoff path runs too. Some of them (timeouts) are answered after the
@@ -313,6 +313,9 @@ func TestOrderingUnderFaults(t *testing.T) {
 		total.Sent += res.Sent
 		total.Retried += res.Retried
 		total.Dead += res.Dead
+		if res.Outage {
+			outages++
+		}
 		if res.Claimed == 0 {
 			break
 		}
@@ -334,9 +337,10 @@ func TestOrderingUnderFaults(t *testing.T) {
 		require.Equal(t, "7", d.Headers["epoch"])
 		require.NotEmpty(t, d.Headers["event_id"])
 	}
-	t.Logf("%d events over %d FLIDs: %d steps, %d retried attempts, %d records consumed, %d duplicates (identified by event_id/flid/state_version headers), %d dropped connections, %d slow answers",
-		n, flids, steps, total.Retried, len(recs), len(dups), drops.Load(), slows.Load())
-	require.Positive(t, total.Retried, "the fault bursts must reach the dispatcher's retry path")
+	t.Logf("%d events over %d FLIDs: %d steps, %d outages, %d retried attempts, %d records consumed, %d duplicates (identified by event_id/flid/state_version headers), %d dropped connections, %d slow answers",
+		n, flids, steps, outages, total.Retried, len(recs), len(dups), drops.Load(), slows.Load())
+	require.Positive(t, outages, "the fault bursts must reach the dispatcher's backoff path")
+	require.Zero(t, total.Retried, "leader moves, too few replicas, timeouts and lost connections are the cluster's: no attempt charged")
 	require.NoError(t, testutil.GatherAndCompare(b.reg, strings.NewReader(fmt.Sprintf(`
 # HELP msgx_dispatch_sent_total Events marked SENT after the broker acknowledged (schd: every represented event).
 # TYPE msgx_dispatch_sent_total counter
@@ -470,8 +474,8 @@ func TestStatesAggregateNewest(t *testing.T) {
 	}
 	enqueueEach(t, b, evs...)
 
-	// The send fails (longer than sarama's own retries): all ten stay unsent and retry.
-	h := b.broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.kcfg.TopicState, Count: -1, Err: kerr.NotEnoughReplicas})
+	// The send fails for the records (not authorised): all ten stay unsent and retry.
+	h := b.broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: b.kcfg.TopicState, Count: -1, Err: kerr.TopicAuthorizationFailed})
 	res, err := b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Claimed)
@@ -579,12 +583,45 @@ func TestOutageCountsNoAttempt(t *testing.T) {
 		c.KeepControl()
 		return nil, errors.New("injected: broker gone"), true
 	})
+	// The abort cannot reach the coordinator either: the producer is broken (the term dials a
+	// new one), and the batch is not the events' fault.
 	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.ErrorIs(t, err, kafka.ErrBroken)
+	require.True(t, res.Outage)
+	var attempts int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT sum(attempts) FROM msg_event`).Scan(&attempts))
+	require.Zero(t, attempts)
+}
+
+// TestClusterFaultCountsNoAttempt: a batch that fails only because the cluster cannot take it
+// (too few in-sync replicas, longer than sarama's retries) while the brokers answer is an
+// outage too: no attempt is charged, the events stay PENDING and are sent once it ends.
+func TestClusterFaultCountsNoAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	enqueueSpread(t, b, 3, 1)
+	enqueueEach(t, b, stateEvent(42, 1, event.Upsert))
+	c := b.broker.Cluster()
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Count: -1, Err: kerr.NotEnoughReplicas})
+	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.True(t, res.Outage)
+	res, err = b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
 	require.True(t, res.Outage)
 	var attempts int
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT sum(attempts) FROM msg_event`).Scan(&attempts))
 	require.Zero(t, attempts)
+	require.Equal(t, 4, countStatus(t, b, outbox.StatusPending))
+
+	h.Remove()
+	res, err = b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Sent)
+	res, err = b.disp.FlushStates(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Sent)
 }
 
 // Run drives both loops with real waits until the backlog is gone, then stops on cancel.

@@ -16,9 +16,13 @@
 // replays it (back to PENDING) or skips it (SKIPPED, msgxctl dlq). Events of different FLIDs share the
 // batch, so throughput comes from the number of FLIDs with a backlog, not from one FLID's depth.
 //
-// When every record of a batch fails with a retryable error and the brokers do not answer a
+// When every record of a batch fails for a cause that is the cluster's (kafka.Unavailable: too
+// few in-sync replicas, a leader or coordinator moving or gone, a lost connection, a producer
+// broken by a transaction it could not finish), or fails retryably while no broker answers a
 // metadata request, the batch is an outage, not the events' fault: no attempt is counted and
-// the loop backs off, so a Kafka outage never turns the backlog into dead letters.
+// the loop backs off, so a Kafka outage never turns the backlog into dead letters. A broken
+// producer also ends the loops: the term dials a new one. Readiness (Link.Ready) fails while
+// the leader's term cannot produce.
 //
 // When the broker rejects several records of one batch as non-retryable (it may reject a whole
 // partition batch for one record), each is sent again alone before any is declared DEAD.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,10 @@ var _ Producer = (*kafka.Producer)(nil)
 // maxRetryWait caps the wait between two attempts to reach the brokers.
 const maxRetryWait = 30 * time.Second
 
+// defaultStallAfter is how long a send may wait for the brokers before readiness fails: far
+// longer than a healthy transaction takes, shorter than the send timeout.
+const defaultStallAfter = 5 * time.Second
+
 // Link is the dispatcher's connection to Kafka across leadership terms. It is the Dispatcher's
 // Sender: each term (Term) dials a new producer (initialising its transactional producers, which
 // fences every older producer of the same transactional ids), checks that this instance still
@@ -46,15 +51,31 @@ const maxRetryWait = 30 * time.Second
 // never sends; one that initialised before is fenced by the new leader's initialisation.
 //
 // When the work ends because the producer broke (kafka.ErrBroken: a send abandoned at its
-// timeout), the term closes it and dials a new one, checks the lease again, and resumes.
+// timeout, a transaction its coordinator could not finish), the term closes it and dials a new
+// one (after a wait that doubles while producers keep breaking before any send succeeds),
+// checks the lease again, and resumes.
+//
+// The Link also answers the dispatcher's readiness (Ready): whether Kafka can take its records.
 type Link struct {
 	cfg   kafka.Config
 	retry time.Duration
 	log   zerolog.Logger
 	// Dial opens a producer (kafka.Dial); tests replace it.
 	Dial func(kafka.Config) (Producer, error)
+	// Clock times the sends for Ready (the system clock; tests replace it).
+	Clock clock.Clock
+	// StallAfter is how long a send may wait for the brokers before Ready fails.
+	StallAfter time.Duration
 
 	current atomic.Pointer[Producer]
+	// down is why the current term cannot produce (nil: it can, or no term runs).
+	down atomic.Pointer[error]
+	// brokenWait is the wait before dialling again after a broken producer (0: none).
+	brokenWait time.Duration
+
+	mu       sync.Mutex
+	inflight map[int64]time.Time // start of every unanswered send
+	nextSend int64
 }
 
 var _ Sender = (*Link)(nil)
@@ -70,7 +91,9 @@ func NewLink(cfg kafka.Config, retry time.Duration, log zerolog.Logger) (*Link, 
 	}
 	return &Link{
 		cfg: cfg, retry: retry, log: log,
-		Dial: func(c kafka.Config) (Producer, error) { return kafka.Dial(c) },
+		Dial:  func(c kafka.Config) (Producer, error) { return kafka.Dial(c) },
+		Clock: clock.System{}, StallAfter: defaultStallAfter,
+		inflight: map[int64]time.Time{},
 	}, nil
 }
 
@@ -83,9 +106,18 @@ func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work
 	for {
 		err := l.term(ctx, leads, work)
 		if !errors.Is(err, kafka.ErrBroken) || ctx.Err() != nil {
+			l.down.Store(nil) // no term: only the probe answers for readiness
 			return err
 		}
-		l.log.Warn().Err(err).Msg("kafka producer broken; dialling a new one")
+		l.setDown(err)
+		l.mu.Lock()
+		l.brokenWait = backoff.Next(l.brokenWait, l.retry, maxRetryWait)
+		wait := l.brokenWait
+		l.mu.Unlock()
+		l.log.Warn().Err(err).Dur("retry_in", wait).Msg("kafka producer broken; dialling a new one")
+		if !clock.WallSleep(ctx, wait) {
+			return nil
+		}
 	}
 }
 
@@ -101,6 +133,7 @@ func (l *Link) term(ctx context.Context, leads func(context.Context) error, work
 	}
 	defer func() {
 		l.current.Store(nil)
+		l.down.Store(nil)
 		if err := p.Close(); err != nil {
 			l.log.Warn().Err(err).Msg("kafka producer close")
 		}
@@ -127,6 +160,7 @@ func (l *Link) term(ctx context.Context, leads func(context.Context) error, work
 		}
 		ev.Str("topic", in.Name).Int("partitions", in.Partitions).Str("cleanup_policy", in.CleanupPolicy).Msg("kafka topic checked")
 	}
+	l.down.Store(nil)
 	l.current.Store(&p)
 	return work(ctx)
 }
@@ -143,6 +177,7 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 		case errors.Is(err, ErrRefused):
 			return false, err
 		}
+		l.setDown(fmt.Errorf("%s: %w", what, err))
 		l.log.Warn().Err(err).Strs("brokers", l.cfg.Brokers).Dur("retry_in", wait).Msg(what)
 		if !clock.WallSleep(ctx, wait) {
 			return false, nil
@@ -151,7 +186,7 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 	}
 }
 
-// Send sends with the current term's producer.
+// Send sends with the current term's producer, noting for Ready whether Kafka took records.
 func (l *Link) Send(ctx context.Context, recs []kafka.Record) []error {
 	p := l.current.Load()
 	if p == nil {
@@ -161,7 +196,72 @@ func (l *Link) Send(ctx context.Context, recs []kafka.Record) []error {
 		}
 		return errs
 	}
-	return (*p).Send(ctx, recs)
+	id := l.started()
+	errs := (*p).Send(ctx, recs)
+	l.answered(id, errs)
+	return errs
+}
+
+// started records a send's start for Ready and returns its id.
+func (l *Link) started() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nextSend++
+	l.inflight[l.nextSend] = l.Clock.Now()
+	return l.nextSend
+}
+
+// answered records a send's answers: one record acknowledged means Kafka takes records (and
+// ends the doubling of the redial wait); a batch the cluster refused (kafka.Unavailable) means
+// it cannot, until a send succeeds again.
+func (l *Link) answered(id int64, errs []error) {
+	l.mu.Lock()
+	delete(l.inflight, id)
+	l.mu.Unlock()
+	for _, err := range errs {
+		if err == nil {
+			l.down.Store(nil)
+			l.mu.Lock()
+			l.brokenWait = 0
+			l.mu.Unlock()
+			return
+		}
+	}
+	for _, err := range errs {
+		if kafka.Unavailable(err) {
+			l.setDown(fmt.Errorf("kafka cannot take records: %w", err))
+			return
+		}
+	}
+}
+
+func (l *Link) setDown(err error) { l.down.Store(&err) }
+
+// Ready is the dispatcher's readiness check of Kafka. It fails when no broker answers a
+// metadata request within the check timeout (kafka.Probe), and, while this instance leads,
+// when its term cannot produce: no producer could be dialled, the last send was refused by the
+// cluster (too few in-sync replicas, no leader, no coordinator, a broken producer) and none has
+// succeeded since, or a send has waited longer than StallAfter. Between terms (a standby) only
+// the probe counts.
+func (l *Link) Ready(ctx context.Context) error {
+	if err := kafka.Probe(ctx, l.cfg, l.cfg.CheckTimeout); err != nil {
+		return err
+	}
+	if err := l.down.Load(); err != nil {
+		return *err
+	}
+	l.mu.Lock()
+	var oldest time.Time
+	for _, at := range l.inflight {
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	l.mu.Unlock()
+	if waited := l.Clock.Now().Sub(oldest); !oldest.IsZero() && waited > l.StallAfter {
+		return fmt.Errorf("kafka send waiting for the brokers for %s", waited.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // Ping asks the current term's producer whether a broker answers.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -25,13 +27,31 @@ type fakeProducer struct {
 	checks    int
 	sent      int
 	closed    bool
+	answer    error         // every record's answer
+	hold      chan struct{} // when set, a send waits until it is closed
 }
 
 func (p *fakeProducer) Send(_ context.Context, recs []kafka.Record) []error {
 	p.mu.Lock()
+	hold := p.hold
+	p.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sent += len(recs)
-	return make([]error, len(recs))
+	errs := make([]error, len(recs))
+	for i := range errs {
+		errs[i] = p.answer
+	}
+	return errs
+}
+
+func (p *fakeProducer) set(answer error, hold chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answer, p.hold = answer, hold
 }
 
 func (p *fakeProducer) Ping(context.Context) error { return nil }
@@ -188,4 +208,51 @@ func TestLinkTermWithBroker(t *testing.T) {
 	}))
 	recs := kafkatest.Consume(t, b.Addrs(), kcfg.TopicChanges, 1, time.Minute)
 	require.Equal(t, "7", recs[0].Key)
+}
+
+// TestLinkReady: readiness fails while the leader's term cannot produce — its last batch was
+// refused by the cluster, or a send has waited longer than StallAfter — although a broker
+// answers metadata, and passes again once a send succeeds; a standby answers by the probe only.
+func TestLinkReady(t *testing.T) {
+	t.Parallel()
+	_, cfg := kafkatest.Broker(t)
+	l, err := dispatch.NewLink(cfg, time.Millisecond, zerolog.Nop())
+	require.NoError(t, err)
+	clk := clock.NewFake(time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC))
+	l.Clock = clk
+	p := &fakeProducer{}
+	l.Dial = func(kafka.Config) (dispatch.Producer, error) { return p, nil }
+	ctx := context.Background()
+	require.NoError(t, l.Ready(ctx), "a standby: the probe passes")
+
+	require.NoError(t, l.Term(ctx, leads, func(context.Context) error {
+		require.NoError(t, sendOne(l))
+		require.NoError(t, l.Ready(ctx))
+
+		p.set(&kafka.Error{Op: "produce", Err: syscall.ECONNREFUSED}, nil)
+		require.Error(t, sendOne(l))
+		require.ErrorIs(t, l.Ready(ctx), syscall.ECONNREFUSED, "the cluster refused the batch: not ready")
+
+		p.set(nil, nil)
+		require.NoError(t, sendOne(l))
+		require.NoError(t, l.Ready(ctx), "a send succeeded: ready again")
+
+		hold := make(chan struct{})
+		p.set(nil, hold)
+		done := make(chan error, 1)
+		go func() { done <- sendOne(l) }()
+		require.Eventually(t, func() bool {
+			clk.Advance(time.Second)
+			return l.Ready(ctx) != nil
+		}, 10*time.Second, 10*time.Millisecond, "a send stalled past StallAfter: not ready")
+		close(hold)
+		require.NoError(t, <-done)
+		require.NoError(t, l.Ready(ctx))
+
+		p.set(&kafka.Error{Op: "produce", Err: syscall.ECONNREFUSED}, nil)
+		require.Error(t, sendOne(l))
+		require.Error(t, l.Ready(ctx))
+		return nil
+	}))
+	require.NoError(t, l.Ready(ctx), "the term ended: a standby again")
 }

@@ -29,7 +29,7 @@ type Config struct {
 	TopicChanges   string        `envconfig:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
 	TopicState     string        `envconfig:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
 	DialTimeout    time.Duration `envconfig:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
-	IOTimeout      time.Duration `envconfig:"MSGX_KAFKA_IO_TIMEOUT" default:"30s" desc:"dispatcher: broker read and write timeout (bounded, D3)"`
+	IOTimeout      time.Duration `envconfig:"MSGX_KAFKA_IO_TIMEOUT" default:"15s" desc:"dispatcher: broker read and write timeout (bounded, D3; above MSGX_KAFKA_PRODUCE_TIMEOUT, which a produce request may wait on the broker)"`
 	ProduceTimeout time.Duration `envconfig:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3)"`
 	SendTimeout    time.Duration `envconfig:"MSGX_KAFKA_SEND_TIMEOUT" default:"30s" desc:"dispatcher: bound of one send (a Kafka transaction: begin, produce, commit; D3)"`
 	TxnTimeout     time.Duration `envconfig:"MSGX_KAFKA_TXN_TIMEOUT" default:"30s" desc:"dispatcher: transaction timeout the broker enforces (an abandoned transaction aborts after it; D3)"`

@@ -25,8 +25,11 @@
 // or fenced transaction are never seen by consumers reading with isolation.level=read_committed
 // (docs/events.md). A producer whose transaction could not be finished in time (a hung broker),
 // that was fenced (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH on a real broker's produce path),
-// or that a transaction left not ready for the next one is broken: every later Send answers
-// ErrBroken, and its owner dials a new one (initialising it with the same transactional id
-// aborts the abandoned transaction) after checking that it still leads. What each broker error
-// does, and the retry budgets chosen against a real broker: docs/kafka.md.
+// or that a transaction left not ready for the next one (an abort that could not reach its
+// coordinator, an epoch bump that did not finish) is broken: the failed records of that
+// transaction and every later Send answer ErrBroken, and its owner dials a new one
+// (initialising it with the same transactional id aborts the abandoned transaction) after
+// checking that it still leads. Unavailable tells a failure that is the cluster's (an outage)
+// from one that is the record's. What each broker error does, and the retry budgets chosen
+// against a real broker: docs/kafka.md.
 package kafka

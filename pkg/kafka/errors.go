@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/IBM/sarama"
 )
@@ -43,4 +46,40 @@ func NonRetryable(err error) bool {
 	}
 	var perr sarama.PacketEncodingError
 	return errors.As(err, &perr)
+}
+
+// unavailable are broker answers that say the cluster cannot take a record now (a leader or a
+// coordinator moving or gone, too few in-sync replicas, a busy coordinator), whatever the record.
+var unavailable = map[sarama.KError]bool{
+	sarama.ErrNotEnoughReplicas:               true,
+	sarama.ErrNotEnoughReplicasAfterAppend:    true,
+	sarama.ErrNotLeaderForPartition:           true,
+	sarama.ErrLeaderNotAvailable:              true,
+	sarama.ErrRequestTimedOut:                 true,
+	sarama.ErrBrokerNotAvailable:              true,
+	sarama.ErrReplicaNotAvailable:             true,
+	sarama.ErrNetworkException:                true,
+	sarama.ErrKafkaStorageError:               true,
+	sarama.ErrOffsetsLoadInProgress:           true,
+	sarama.ErrConsumerCoordinatorNotAvailable: true,
+	sarama.ErrNotCoordinatorForConsumer:       true,
+	sarama.ErrConcurrentTransactions:          true,
+}
+
+// Unavailable reports whether err says the cluster, not the record, is at fault: one of the
+// answers above, a broken producer (ErrBroken), a lost or refused connection, or no broker left
+// to ask. A batch failing only for such causes is an outage: sending it again later can succeed.
+// ErrAborted is neither: it says another record failed the transaction.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		return unavailable[kerr]
+	}
+	var nerr net.Error
+	return errors.Is(err, ErrBroken) || errors.Is(err, sarama.ErrOutOfBrokers) || errors.Is(err, sarama.ErrNotConnected) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &nerr)
 }

@@ -356,3 +356,56 @@ func TestSCRAM(t *testing.T) {
 		})
 	}
 }
+
+// Unavailable blames the cluster for what a real one answers while it cannot take records, and
+// never for what is the record's fault or a fenced producer.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{sarama.ErrNotEnoughReplicas, sarama.ErrNotEnoughReplicasAfterAppend, sarama.ErrNotLeaderForPartition,
+		sarama.ErrLeaderNotAvailable, sarama.ErrRequestTimedOut, sarama.ErrConsumerCoordinatorNotAvailable,
+		sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConcurrentTransactions,
+		sarama.ErrOutOfBrokers, &net.OpError{Op: "dial", Err: fmt.Errorf("connect: %w", os.ErrDeadlineExceeded)},
+		fmt.Errorf("%w: abort failed", kafka.ErrBroken)} {
+		require.True(t, kafka.Unavailable(&kafka.Error{Op: "produce", Err: err}), "%v", err)
+	}
+	for _, err := range []error{nil, &kafka.Error{Op: "produce", Err: sarama.ErrMessageSizeTooLarge},
+		&kafka.Error{Op: "produce", Err: sarama.ErrTopicAuthorizationFailed}, &kafka.Error{Op: "produce", Err: kafka.ErrAborted},
+		&kafka.Error{Op: "produce", Err: fmt.Errorf("%w: %w", kafka.ErrFenced, sarama.ErrProducerFenced)}} {
+		require.False(t, kafka.Unavailable(err), "%v", err)
+	}
+}
+
+// TestCloseAbandonedOnHungBroker: a send abandoned at its timeout on a broker that holds the
+// produce request (frozen) breaks the producer, and closing it does not wait for the broker:
+// Close returns while the request is still held.
+func TestCloseAbandonedOnHungBroker(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	cfg.SendTimeout = 300 * time.Millisecond
+	p, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	held := make(chan struct{}, 1)
+	b.Cluster().ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().KeepControl()
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-release // the broker's request loop is frozen
+		return nil, nil, false
+	})
+	errs := p.Send(context.Background(), []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte("v")}})
+	<-held
+	require.ErrorIs(t, errs[0], kafka.ErrBroken)
+	require.ErrorIs(t, p.Broken(), kafka.ErrBroken)
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(cfg.IOTimeout):
+		require.FailNow(t, "Close waited for the hung broker")
+	}
+}

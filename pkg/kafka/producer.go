@@ -109,11 +109,22 @@ func dialTxn(c Config, topic string) (*txnProducer, error) {
 	return &txnProducer{client: client, sync: sp}, nil
 }
 
+// close stops the producer. A broken one's abandoned transaction may be waiting on a broker
+// that does not answer (frozen): its client is closed first, which ends those requests at once
+// instead of at the read timeout, so a replacement can be dialled without waiting for them.
 func (t *txnProducer) close() error {
+	var err error
+	closed := false
+	if t.broken.Load() != nil {
+		err, closed = t.client.Close(), true
+	}
 	t.done.Wait()
-	err := t.sync.Close()
-	if cerr := t.client.Close(); cerr != nil && !errors.Is(cerr, sarama.ErrClosedClient) {
-		err = errors.Join(err, cerr)
+	err = errors.Join(err, t.sync.Close())
+	if !closed {
+		err = errors.Join(err, t.client.Close())
+	}
+	if errors.Is(err, sarama.ErrClosedClient) {
+		err = nil
 	}
 	return err
 }
@@ -224,15 +235,30 @@ func (tp *topicProducer) send(ctx context.Context, recs []Record) []error {
 // transaction is begin, produce, commit; every failure aborts (a fatal one breaks the
 // producer). abandoned, once set, turns the commit into an abort. A producer that a record's
 // answer says is fenced, or that is not ready for another transaction afterwards (an abort or
-// epoch bump that did not finish), is broken: its owner dials a new one, whose initialisation
-// aborts whatever this one left open.
+// epoch bump that did not finish, a transition its transaction manager refused), is broken: its
+// owner dials a new one, whose initialisation aborts whatever this one left open. The failed
+// records of a broken producer answer ErrBroken (with the cause): the producer failed, not them.
 func (t *txnProducer) transaction(recs []Record, abandoned *atomic.Bool) []error {
 	errs := t.run(recs, abandoned)
 	if err := fenced(errs); err != nil {
 		t.broken.Store(&err)
-	} else if st := t.sync.TxnStatus(); st&sarama.ProducerTxnFlagReady == 0 && t.broken.Load() == nil {
+		return errs
+	}
+	if st := t.sync.TxnStatus(); st&sarama.ProducerTxnFlagReady == 0 && t.broken.Load() == nil {
 		err := fmt.Errorf("transaction left the producer %s", st)
+		if first := firstErr(errs); first != nil {
+			err = fmt.Errorf("%w: %w", err, first)
+		}
 		t.broken.Store(&err)
+	}
+	if t.broken.Load() == nil {
+		return errs
+	}
+	for i, err := range errs {
+		var kerr *Error
+		if err != nil && !errors.Is(err, ErrBroken) && errors.As(err, &kerr) {
+			errs[i] = &Error{Op: kerr.Op, Err: fmt.Errorf("%w: %w", ErrBroken, kerr.Err)}
+		}
 	}
 	return errs
 }
