@@ -157,3 +157,42 @@ func TestClusterKillLeader(t *testing.T) {
 	require.Zero(t, s.attempts(t), "an outage is not charged to the events")
 	s.checkChanges(t, flids, per)
 }
+
+// TestClusterFreezeCoordinator: the transaction coordinator of the changes producer is frozen
+// (SIGSTOP) while the dispatcher sends. Once the controller has moved the coordinator and the
+// frozen node's partitions, the dispatcher sends again while the node is still frozen: a frozen
+// broker costs bounded request timeouts, not the length of the freeze.
+func TestClusterFreezeCoordinator(t *testing.T) {
+	s := startClusterStage(t)
+	const flids, per = 50, 100
+	n := enqueueSpread(t, s.b, flids, per)
+	ctx := context.Background()
+	s.waitSent(t, n/10, time.Minute)
+	who := func(ctx context.Context) (*apachekafka.Node, error) {
+		return s.c.TxnCoordinator(ctx, s.kcfg.TransactionalID(s.kcfg.TopicChanges))
+	}
+	victim, err := who(ctx)
+	require.NoError(t, err)
+	require.NoError(t, victim.Freeze())
+	thawed := false
+	defer func() {
+		if !thawed {
+			require.NoError(t, victim.Thaw())
+		}
+	}()
+	frozenAt := time.Now()
+	require.Eventually(t, func() bool {
+		now, err := who(ctx)
+		return err == nil && now.ID != victim.ID
+	}, time.Minute, 200*time.Millisecond, "coordinator moved off node %d", victim.ID)
+	moved := countStatus(t, s.b, outbox.StatusSent)
+	t.Logf("coordinator moved off frozen node %d after %s with %d events sent", victim.ID, time.Since(frozenAt).Round(100*time.Millisecond), moved)
+	require.Eventually(t, func() bool { return countStatus(t, s.b, outbox.StatusSent) > moved+100 },
+		90*time.Second, 100*time.Millisecond, "sending again while node %d is frozen", victim.ID)
+	t.Logf("sending again %s after the freeze", time.Since(frozenAt).Round(100*time.Millisecond))
+	require.NoError(t, victim.Thaw())
+	thawed = true
+	s.waitSent(t, n, 3*time.Minute)
+	require.Zero(t, s.attempts(t), "an outage is not charged to the events")
+	s.checkChanges(t, flids, per)
+}
