@@ -1,7 +1,6 @@
 package sis
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -47,7 +46,7 @@ const (
 type Text struct {
 	// UTF8 is the message in UTF-8: the input itself, except for FormDeclared,
 	// where it is the decoding. Its XML declaration is left as it was.
-	UTF8 []byte
+	UTF8 string
 	// Declared is the declared charset by its canonical name: UTF-8 (also when
 	// nothing is declared), GB2312, GBK or GB18030.
 	Declared string
@@ -75,7 +74,7 @@ const utf8BOM = "\xEF\xBB\xBF"
 // only failure is a CODEC_ERROR *Error: an encoding msgx does not read, or
 // bytes that are neither UTF-8 nor the declared charset. It checks nothing
 // else: invalid UTF-8 under a UTF-8 declaration is left to Decode (MALFORMED).
-func ReadText(raw []byte) (Text, error) {
+func ReadText(raw string) (Text, error) {
 	t, err := readText(raw)
 	if err != nil {
 		return Text{}, err
@@ -83,9 +82,9 @@ func ReadText(raw []byte) (Text, error) {
 	return t, nil
 }
 
-func readText(raw []byte) (Text, *Error) {
-	bom := bytes.HasPrefix(raw, []byte(utf8BOM))
-	label, ok := declaredEncoding(bytes.TrimPrefix(raw, []byte(utf8BOM)))
+func readText(raw string) (Text, *Error) {
+	bom := strings.HasPrefix(raw, utf8BOM)
+	label, ok := declaredEncoding(strings.TrimPrefix(raw, utf8BOM))
 	if !ok {
 		return Text{UTF8: raw, Declared: "UTF-8", Form: FormUTF8}, nil
 	}
@@ -99,7 +98,7 @@ func readText(raw []byte) (Text, *Error) {
 		return t, nil
 	}
 	t.Form = FormConverted
-	valid := utf8.Valid(raw)
+	valid := utf8.ValidString(raw)
 	if bom || (valid && encodable(cs, raw)) {
 		return t, nil // a UTF-8 BOM says UTF-8 whatever the declaration
 	}
@@ -111,22 +110,22 @@ func readText(raw []byte) (Text, *Error) {
 		return t, nil
 	}
 	at := firstUndecodable(cs, raw)
-	return Text{}, codecErr("MSG", string(raw[at:min(len(raw), at+8)]),
+	return Text{}, codecErr("MSG", raw[at:min(len(raw), at+8)],
 		"bytes neither UTF-8 nor "+name+" at byte "+strconv.Itoa(at))
 }
 
 // declaredEncoding returns the encoding label of the XML declaration at the
-// start of b; ok is false when there is none (or it is too broken to name one,
-// or not ASCII: the scanner reports that). Only the declaration is copied.
-func declaredEncoding(b []byte) (label string, ok bool) {
-	if !bytes.HasPrefix(b, []byte("<?xml")) || len(b) < 6 || !isSpace(b[5]) {
+// start of s; ok is false when there is none (or it is too broken to name one,
+// or not ASCII: the scanner reports that).
+func declaredEncoding(s string) (label string, ok bool) {
+	if !strings.HasPrefix(s, "<?xml") || len(s) < 6 || !isSpace(s[5]) {
 		return "", false
 	}
-	end := bytes.Index(b, []byte("?>"))
+	end := strings.Index(s, "?>")
 	if end < 0 {
 		return "", false
 	}
-	decl := string(b[5:end])
+	decl := s[5:end]
 	if !isASCII(decl) {
 		return "", false // not a declaration (the scanner rejects it)
 	}
@@ -157,46 +156,44 @@ func encodingPseudoAttr(decl string) (label string, found, bad bool) {
 }
 
 // encodable reports whether every character of the UTF-8 text b is in cs.
-func encodable(cs encoding.Encoding, b []byte) bool {
-	if isASCII(string(b)) {
+func encodable(cs encoding.Encoding, s string) bool {
+	if isASCII(s) {
 		return true
 	}
-	_, err := cs.NewEncoder().Bytes(b)
+	_, err := cs.NewEncoder().String(s)
 	return err == nil
 }
 
 // decodeExact decodes b from cs; ok is false unless every byte sequence is a
 // character of cs that encodes back to the same bytes (x/text replaces what it
 // cannot decode with U+FFFD, which this round trip catches).
-func decodeExact(cs encoding.Encoding, b []byte) ([]byte, bool) {
-	out, err := cs.NewDecoder().Bytes(b)
+func decodeExact(cs encoding.Encoding, s string) (string, bool) {
+	out, err := cs.NewDecoder().String(s)
 	if err != nil {
-		return nil, false
+		return "", false
 	}
-	back, err := cs.NewEncoder().Bytes(out)
-	if err != nil || !bytes.Equal(back, b) {
-		return nil, false
+	back, err := cs.NewEncoder().String(out)
+	if err != nil || back != s {
+		return "", false
 	}
 	return out, true
 }
 
 // firstUndecodable returns the offset in b of the first byte sequence that
 // does not survive decodeExact's round trip.
-func firstUndecodable(cs encoding.Encoding, b []byte) int {
-	out, err := cs.NewDecoder().Bytes(b)
+func firstUndecodable(cs encoding.Encoding, s string) int {
+	out, err := cs.NewDecoder().String(s)
 	if err != nil {
 		return 0
 	}
 	enc := cs.NewEncoder()
-	var buf [utf8.UTFMax]byte
 	at := 0
-	for _, r := range string(out) {
-		n := utf8.EncodeRune(buf[:], r)
-		back, err := enc.Bytes(buf[:n])
-		if err != nil || !bytes.HasPrefix(b[at:], back) {
+	for _, r := range out {
+		back, err := enc.String(string(r))
+		if err != nil || !strings.HasPrefix(s[at:], back) {
 			return at
 		}
 		at += len(back)
 	}
-	return min(at, len(b))
+	return min(at, len(s))
 }

@@ -65,17 +65,17 @@ func TestChineseDeclarations(t *testing.T) {
 			FormConverted: []byte(text),
 			FormDeclared:  encodeIn(t, cs, text),
 		} {
-			got, err := ReadText(raw)
+			got, err := ReadText(string(raw))
 			require.NoError(t, err, decl)
 			require.Equal(t, form, got.Form, decl)
 			require.Equal(t, strings.ToUpper(decl), got.Declared)
-			require.Equal(t, text, string(got.UTF8), "%s %s: the text is exactly the UTF-8 one", decl, form)
+			require.Equal(t, text, got.UTF8, "%s %s: the text is exactly the UTF-8 one", decl, form)
 			names := cityNames(t, raw)
 			for k, v := range want {
 				require.Equal(t, v, names[k], "%s %s %s", decl, form, k)
 			}
 		}
-		got, err := ReadText([]byte(utf8BOM + text))
+		got, err := ReadText(utf8BOM + text)
 		require.NoError(t, err)
 		require.Equal(t, FormConverted, got.Form)
 		require.Equal(t, want["HET"], cityNames(t, []byte(utf8BOM+text))["HET"])
@@ -94,7 +94,7 @@ func TestCharsetRule(t *testing.T) {
 	hanzi, err := simplifiedchinese.GBK.NewDecoder().String("\xD5\x80")
 	require.NoError(t, err)
 	require.NotEqual(t, "\uFFFD", hanzi)
-	got, err := ReadText(remc("GBK", "\xD5\x80"))
+	got, err := ReadText(string(remc("GBK", "\xD5\x80")))
 	require.NoError(t, err)
 	require.Equal(t, FormDeclared, got.Form)
 	m, err := Decode(remc("GBK", "\xD5\x80"), Options{})
@@ -139,12 +139,12 @@ func TestGBKRoundTrip(t *testing.T) {
 					continue
 				}
 				b := []byte{byte(lead), byte(trail)}
-				if out, ok := decodeExact(cs, b); ok {
+				if out, ok := decodeExact(cs, string(b)); ok {
 					decoded++
-					require.NotEqual(t, "\uFFFD", string(out))
+					require.NotEqual(t, "\uFFFD", out)
 				} else {
 					undecodable++
-					require.Equal(t, 0, firstUndecodable(cs, b), "%s %X", name, b)
+					require.Equal(t, 0, firstUndecodable(cs, string(b)), "%s %X", name, b)
 				}
 			}
 		}

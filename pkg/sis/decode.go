@@ -115,11 +115,11 @@ func decode(raw []byte, opt Options) (*Message, *Error) {
 	if len(trim(string(raw))) == 0 {
 		return nil, malformed("MSG", "", "empty message")
 	}
-	text, err := readText(raw)
+	text, err := readText(string(raw))
 	if err != nil {
 		return nil, err
 	}
-	s := string(text.UTF8)
+	s := text.UTF8
 	doc := getDoc()
 	defer putDoc(doc)
 	// pre-size the arena, but never beyond one node per 16 input bytes (deep
