@@ -178,9 +178,10 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 		return fmt.Errorf("commit ingest step at W=%d: %w", i.cur.W, err)
 	}
 	i.d.Metrics.enqueued.WithLabelValues("poll").Add(float64(len(inserted)))
+	i.d.Metrics.copied(c, inserted)
 	for _, id := range c.unstorable {
 		i.d.Metrics.unstorable.Inc()
-		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or invalid UTF-8: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
+		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or bytes that are text in no charset msgx reads: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
 	}
 	for _, sk := range d.skips {
 		n := sk.to - sk.from + 1
@@ -274,6 +275,9 @@ func (i *Ingester) enqueueLate(ctx context.Context, found []mailbox.Message, now
 			return wake.Notify(ctx, tx, wake.Inbox)
 		})
 	})
+	if err == nil {
+		i.d.Metrics.copied(c, inserted)
+	}
 	return inserted, closed, err
 }
 
