@@ -5,8 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/text/encoding/simplifiedchinese"
+
+	"github.com/msgx/msgx/pkg/mailbox"
 )
 
 // chineseRemark is a FLOP remark under encoding decl.
@@ -84,4 +87,19 @@ func TestGBKBytesBinaryColumn(t *testing.T) {
 	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_unstorable_rows_total"))
 	require.NotNil(t, got[other].Raw, "an encoding msgx does not read is kept for the processor's CODEC_ERROR")
 	require.Equal(t, chineseRemark("Big5", "abc"), *got[other].Raw)
+}
+
+// TestRunRefusesConnectionCharset: a mailbox connection that does not talk utf8mb4 stops the
+// term before any poll.
+func TestRunRefusesConnectionCharset(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig)
+	box, err := mailbox.Open(b.mb.DSN + "&charset=gbk")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, box.Close()) })
+	b.insert(t, chineseRemark("GBK", "中文"))
+	ing, err := New(b.cfg, Deps{DB: b.pg.Pool, Mailbox: box, Fence: b.lease, Clock: b.clock, Metrics: b.metrics, Log: zerolog.Nop()})
+	require.NoError(t, err)
+	require.ErrorIs(t, ing.Run(context.Background()), mailbox.ErrCharset)
+	require.Empty(t, b.stored(t))
 }
