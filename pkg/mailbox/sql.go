@@ -83,8 +83,8 @@ func outboundSentSQL(n int) string {
 }
 
 // charsetsSQL reads the character sets between msgx and the mailbox text columns: the
-// connection's (what msgx sends and receives) and each column's ('binary' for a binary column,
-// ” when the table is missing or not visible to the account).
+// connection's (what msgx sends and receives) and each column's (binary for a binary column,
+// empty when the table is missing or not visible to the account).
 const charsetsSQL = `SELECT @@character_set_connection, COALESCE(@@character_set_results, ''),
        COALESCE((SELECT COALESCE(CHARACTER_SET_NAME, 'binary') FROM information_schema.COLUMNS
                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cminmsgs' AND COLUMN_NAME = 'CMINMSGS_CLOB_MSG'), ''),
