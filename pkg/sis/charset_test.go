@@ -90,7 +90,7 @@ func TestCharsetRule(t *testing.T) {
 	remc := func(decl, text string) []byte {
 		return []byte(strings.Replace(string(flopMsg("REMC", "<REMC>"+text+"</REMC>")), `encoding="UTF-8"`, `encoding="`+decl+`"`, 1))
 	}
-	// D5 80 is a GBK character and also the UTF-8 of U+0540 (Armenian), which GBK lacks.
+	// 0xD5 0x80 is a GBK character and also the UTF-8 of U+0540 (Armenian), which GBK lacks.
 	hanzi, err := simplifiedchinese.GBK.NewDecoder().String("\xD5\x80")
 	require.NoError(t, err)
 	require.NotEqual(t, "\uFFFD", hanzi)
