@@ -2,8 +2,9 @@
 // copies new rows of the legacy mailbox table cminmsgs into PostgreSQL as PENDING proc_state rows,
 // with a verbatim copy of the raw text and its SHA-256, and it serves the compat entry
 // POST /cminmsgs/send. It never parses a message (the compat entry only checks that the body is
-// well-formed XML and reads META for the mailbox's SUBSYSTEM_* columns) and never writes the
-// processed marker.
+// well-formed XML and reads META for the mailbox's SUBSYSTEM_* columns; the copy reads only the
+// XML declaration, to store bytes in a declared GB2312, GBK or GB18030 charset as UTF-8, see
+// rawCopy) and never writes the processed marker.
 //
 // # Watermark W and gaps
 //
@@ -86,5 +87,5 @@
 // msgx_ingest_open_gaps{state=blocking|reprobing}, msgx_ingest_oldest_gap_age_seconds{state},
 // msgx_ingest_gap_ids_skipped_total, msgx_ingest_late_rows_total, msgx_ingest_poll_errors_total{store},
 // msgx_ingest_last_success_poll_age_seconds, msgx_ingest_unstorable_rows_total,
-// msgx_ingest_compat_requests_total{code}.
+// msgx_ingest_declared_charset_rows_total{declared,bytes}, msgx_ingest_compat_requests_total{code}.
 package ingest

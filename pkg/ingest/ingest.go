@@ -48,6 +48,7 @@ type Ingester struct {
 	loaded    bool
 	full      bool      // the last poll returned a full batch and moved W
 	nextProbe time.Time // when the ledger is re-probed next
+	charsets  bool      // the mailbox charsets were checked (checkCharsets)
 
 	// beforeCommit, when set (tests), runs inside every step's transaction just before commit.
 	beforeCommit func(ctx context.Context, tx pgx.Tx) error
@@ -74,6 +75,9 @@ func (i *Ingester) Run(ctx context.Context) error {
 		if i.d.Beat != nil {
 			i.d.Beat("poll")
 		}
+		if err := i.checkCharsets(ctx); err != nil {
+			return err
+		}
 		_, err := i.Step(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -96,6 +100,39 @@ func (i *Ingester) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// charsetSource is the mailbox's charset check (mailbox.Mailbox); a Source without it is not checked.
+type charsetSource interface {
+	Charsets(ctx context.Context) (mailbox.Charsets, error)
+}
+
+// checkCharsets logs the mailbox charsets once per term and refuses a connection that does not
+// talk utf8mb4 (mailbox.Charsets.Check). An unreadable answer is retried at the next poll.
+func (i *Ingester) checkCharsets(ctx context.Context) error {
+	src, ok := i.d.Mailbox.(charsetSource)
+	if !ok || i.charsets {
+		return nil
+	}
+	var c mailbox.Charsets
+	if err := i.timed(ctx, func(ctx context.Context) error {
+		var err error
+		c, err = src.Charsets(ctx)
+		return err
+	}); err != nil {
+		i.log.Warn().Err(err).Msg("mailbox charsets not read; checked again at the next poll")
+		return nil
+	}
+	i.charsets = true
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	i.log.Info().Str("connection", c.Connection).Str("cminmsgs", c.Inbound).Str("coutmsgs", c.Outbound).
+		Msg("mailbox charsets: msgx reads and writes utf8mb4; the server converts from and to the columns' charsets")
+	if w := c.Warning(); w != "" {
+		i.log.Warn().Msg(w)
+	}
+	return nil
 }
 
 // Step runs one poll: read the rows after W, commit the contiguous run (and any skip of an aged
@@ -178,9 +215,10 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 		return fmt.Errorf("commit ingest step at W=%d: %w", i.cur.W, err)
 	}
 	i.d.Metrics.enqueued.WithLabelValues("poll").Add(float64(len(inserted)))
+	i.d.Metrics.copied(c, inserted)
 	for _, id := range c.unstorable {
 		i.d.Metrics.unstorable.Inc()
-		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or invalid UTF-8: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
+		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or bytes that are text in no charset msgx reads: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
 	}
 	for _, sk := range d.skips {
 		n := sk.to - sk.from + 1
@@ -274,6 +312,9 @@ func (i *Ingester) enqueueLate(ctx context.Context, found []mailbox.Message, now
 			return wake.Notify(ctx, tx, wake.Inbox)
 		})
 	})
+	if err == nil {
+		i.d.Metrics.copied(c, inserted)
+	}
 	return inserted, closed, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/sis"
 )
 
 // Metrics are ingest's Prometheus metrics. Create them once per process (they outlive
@@ -20,6 +21,7 @@ type Metrics struct {
 	skipped    prometheus.Counter
 	late       prometheus.Counter
 	unstorable prometheus.Counter
+	charsets   *prometheus.CounterVec
 	pollErrors *prometheus.CounterVec
 	compat     *prometheus.CounterVec
 	apiRefused *prometheus.CounterVec
@@ -51,6 +53,10 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		unstorable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_ingest_unstorable_rows_total", Help: "Mailbox rows whose text PostgreSQL cannot hold (NUL byte, invalid UTF-8); enqueued with raw NULL.",
 		}),
+		charsets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_ingest_declared_charset_rows_total",
+			Help: "Mailbox rows declaring GB2312, GBK or GB18030, by declared charset and what their bytes were: utf-8 (converted by the MySQL server from the column's charset) or declared (the charset's own bytes, from a binary column; stored as UTF-8).",
+		}, []string{"declared", "bytes"}),
 		pollErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_ingest_poll_errors_total", Help: "Failed ingest steps, by the store that failed (mailbox, postgres).",
 		}, []string{"store"}),
@@ -67,7 +73,12 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	for _, s := range []string{"mailbox", "postgres"} {
 		m.pollErrors.WithLabelValues(s)
 	}
-	reg.MustRegister(m.watermark, m.enqueued, m.skipped, m.late, m.unstorable, m.pollErrors, m.compat, m.apiRefused)
+	for _, cs := range []string{"GB2312", "GBK", "GB18030"} {
+		for _, form := range []sis.Form{sis.FormConverted, sis.FormDeclared} {
+			m.charsets.WithLabelValues(cs, charsetBytes(form))
+		}
+	}
+	reg.MustRegister(m.watermark, m.enqueued, m.skipped, m.late, m.unstorable, m.charsets, m.pollErrors, m.compat, m.apiRefused)
 
 	const (
 		openHelp = "Open gaps in mailbox ids: blocking = missing ids holding W now; reprobing = skipped ids still re-probed."
@@ -109,6 +120,26 @@ func (m *Metrics) age(since *time.Time) float64 {
 		return 0
 	}
 	return max(0, m.clock.Now().Sub(*since).Seconds())
+}
+
+// charsetBytes is the bytes label of a Form.
+func charsetBytes(f sis.Form) string {
+	if f == sis.FormDeclared {
+		return "declared"
+	}
+	return "utf-8"
+}
+
+// copied counts the inserted rows of c that declared a Chinese charset.
+func (m *Metrics) copied(c copies, inserted []int64) {
+	if len(c.chinese) == 0 {
+		return
+	}
+	for _, id := range inserted {
+		if t, ok := c.chinese[id]; ok {
+			m.charsets.WithLabelValues(t.Declared, charsetBytes(t.Form)).Inc()
+		}
+	}
 }
 
 // polled records a successful poll and the cursor it left.

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/sis"
 	"github.com/msgx/msgx/pkg/wake"
 )
 
@@ -108,6 +109,8 @@ type copies struct {
 	received []pgtype.Timestamp
 	// unstorable lists ids whose text PostgreSQL cannot hold (see rawCopy).
 	unstorable []int64
+	// chinese holds the rows declaring GB2312, GBK or GB18030 and how their bytes were read.
+	chinese map[int64]sis.Text
 }
 
 func newCopies(msgs []mailbox.Message) copies {
@@ -119,25 +122,43 @@ func newCopies(msgs []mailbox.Message) copies {
 	}
 	for i, m := range msgs {
 		c.ids[i] = m.ID
-		raw, sum, ok := rawCopy(m.Text)
+		raw, sum, text, ok := rawCopy(m.Text)
 		c.raws[i], c.sums[i] = raw, sum
 		if !ok {
 			c.unstorable = append(c.unstorable, m.ID)
+		}
+		if text.Form == sis.FormConverted || text.Form == sis.FormDeclared {
+			if c.chinese == nil {
+				c.chinese = map[int64]sis.Text{}
+			}
+			c.chinese[m.ID] = sis.Text{Declared: text.Declared, Form: text.Form}
 		}
 		c.received[i] = receivedAt(m.ReceivedAt)
 	}
 	return c
 }
 
-// rawCopy returns the text to store and its SHA-256. PostgreSQL text cannot hold a NUL byte or
-// invalid UTF-8; such a message (never well-formed XML) is stored with raw NULL and the hash of
-// its bytes, so it cannot block ingest and the processor makes it DEAD MALFORMED.
-func rawCopy(text string) (pgtype.Text, []byte, bool) {
+// rawCopy returns the text to store, the SHA-256 of the mailbox text and how it was read
+// (docs/sis.md §a.1). The stored text is the mailbox text exactly, except for bytes in a declared
+// GB2312, GBK or GB18030 charset (a binary column): PostgreSQL text holds UTF-8 only, so their
+// UTF-8 reading is stored under the unchanged declaration, and encoding it in that charset
+// gives the mailbox bytes back exactly (the SHA-256 is of those). A NUL byte, or bytes that are
+// text in no charset msgx reads (never well-formed XML to msgx), cannot be stored: raw NULL with
+// the hash of the bytes, so they cannot block ingest, and the processor makes them DEAD
+// MALFORMED.
+func rawCopy(text string) (pgtype.Text, []byte, sis.Text, bool) {
 	sum := sha256.Sum256([]byte(text))
-	if strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
-		return pgtype.Text{}, sum[:], false
+	if strings.IndexByte(text, 0) >= 0 {
+		return pgtype.Text{}, sum[:], sis.Text{}, false
 	}
-	return pgtype.Text{String: text, Valid: true}, sum[:], true
+	read, err := sis.ReadText(text)
+	if err != nil {
+		read = sis.Text{UTF8: text} // an encoding msgx does not read: the processor's CODEC_ERROR
+	}
+	if !utf8.ValidString(read.UTF8) {
+		return pgtype.Text{}, sum[:], read, false
+	}
+	return pgtype.Text{String: read.UTF8, Valid: true}, sum[:], read, true
 }
 
 func receivedAt(t time.Time) pgtype.Timestamp {
@@ -197,7 +218,7 @@ func moveCursor(ctx context.Context, tx pgx.Tx, from int64, next cursor, now tim
 
 // compatEnqueue enqueues one compat row; inserted is false when it was already there.
 func compatEnqueue(ctx context.Context, db DB, id int64, text string, received, now time.Time) (inserted bool, err error) {
-	raw, sum, _ := rawCopy(text)
+	raw, sum, _, _ := rawCopy(text)
 	tag, err := db.Exec(ctx, compatEnqueueSQL, id, raw, sum, receivedAt(received), now)
 	if err != nil {
 		return false, fmt.Errorf("enqueue compat row %d: %w", id, err)

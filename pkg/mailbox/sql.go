@@ -81,3 +81,12 @@ const (
 func outboundSentSQL(n int) string {
 	return outboundSentSQLPrefix + strings.Repeat(",?", n-1) + ")"
 }
+
+// charsetsSQL reads the character sets between msgx and the mailbox text columns: the
+// connection's (what msgx sends and receives) and each column's (binary for a binary column,
+// empty when the table is missing or not visible to the account).
+const charsetsSQL = `SELECT @@character_set_connection, COALESCE(@@character_set_results, ''),
+       COALESCE((SELECT COALESCE(CHARACTER_SET_NAME, 'binary') FROM information_schema.COLUMNS
+                  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cminmsgs' AND COLUMN_NAME = 'CMINMSGS_CLOB_MSG'), ''),
+       COALESCE((SELECT COALESCE(CHARACTER_SET_NAME, 'binary') FROM information_schema.COLUMNS
+                  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'coutmsgs' AND COLUMN_NAME = 'COUTMSGS_CLOB_MSG'), '')`

@@ -115,7 +115,11 @@ func decode(raw []byte, opt Options) (*Message, *Error) {
 	if len(trim(string(raw))) == 0 {
 		return nil, malformed("MSG", "", "empty message")
 	}
-	s := string(raw)
+	text, err := readText(string(raw))
+	if err != nil {
+		return nil, err
+	}
+	s := text.UTF8
 	doc := getDoc()
 	defer putDoc(doc)
 	// pre-size the arena, but never beyond one node per 16 input bytes (deep

@@ -5,7 +5,8 @@
 //
 // Decode turns the raw mailbox text of one message into a *Message:
 //
-//	raw ──► limits (MaxBytes) ──► scanner (UTF-8, no DTD, depth, trailing content)
+//	raw ──► limits (MaxBytes) ──► text (declared encoding, charset.go)
+//	    ──► scanner (UTF-8, no DTD, depth, trailing content)
 //	    ──► element tree ──► META (SNDR SEQN DTTM TYPE STYP, trimmed)
 //	    ──► Kind by TYPE/STYP ──► typed body ──► contract checks ──► *Message
 //
@@ -33,8 +34,9 @@
 // Exactly one *Error per failure, with the element path (MSG/FLOP/FDIV@DDIR,
 // MSG/SCHD/FLTR[2]/SODT; entries 1-based) and the offending value:
 //
-//   - MALFORMED: not well-formed, DOCTYPE or undefined entity, invalid UTF-8 or
-//     control characters, nesting deeper than MaxDepth, anything but blanks,
+//   - MALFORMED: not well-formed, DOCTYPE or undefined entity, invalid UTF-8
+//     under a UTF-8 declaration (or none), control characters, a non-ASCII XML
+//     declaration, nesting deeper than MaxDepth, anything but blanks,
 //     comments or PIs after the root (ABNR/03_ADD), root not MSG, META, TYPE or
 //     STYP missing, body missing for a kind that needs one.
 //   - PROTOCOL: required field missing (FLID; FLTR ALCD FLNO MVIN SODT FLTY
@@ -50,7 +52,8 @@
 //     PORT without POID; FDEL absent or not empty; FDIV with DDES but no valid
 //     DDIR; FLAB/FRET with a reason but no valid indicator.
 //   - CODEC_ERROR: unknown elements in typed bodies, several FLOP/SCHD/SCHS
-//     blocks, a non-UTF-8 encoding declaration, a message above MaxBytes or
+//     blocks, an encoding declaration other than UTF-8, GB2312, GBK or GB18030,
+//     bytes neither UTF-8 nor the declared GB charset, a message above MaxBytes or
 //     with more than a million elements (replayable once supported).
 //
 // Reference-list RECS mismatches, VIPF entries without VPCD, META extras and a

@@ -50,6 +50,10 @@ func (h RequestHeader) validate() error {
 	return nil
 }
 
+// envelope writes a request. A request is ASCII only (validate admits nothing else in SNDR, and
+// the rest is list codes and digits) and declares UTF-8: the same bytes in UTF-8, GBK, GB18030
+// or Latin-1, so the AODB reads what msgx meant whatever the coutmsgs column's charset
+// (docs/sis.md §f.4).
 func envelope(h RequestHeader, typ, styp, body string) []byte {
 	return fmt.Appendf(nil, `<?xml version="1.0" encoding="UTF-8"?>
 <MSG xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="unisysaodbsis.xsd">

@@ -61,3 +61,21 @@ func TestFieldJSON(t *testing.T) {
 		require.Equal(t, tc.f, back)
 	}
 }
+
+// TestRequestsAreASCII: every request is ASCII, so its bytes are the same in whatever charset the
+// coutmsgs column has (UTF-8, GBK, GB18030, Latin-1), and a non-ASCII sender is refused.
+func TestRequestsAreASCII(t *testing.T) {
+	t.Parallel()
+	h := RequestHeader{SNDR: "MSGX", SEQN: 999999, DTTM: time.Date(2021, 12, 31, 23, 59, 59, 0, shanghai), RoutingID: "AODB"}
+	for code := range refListKeys {
+		out, err := EncodeRQRD(h, code)
+		require.NoError(t, err)
+		require.True(t, isASCII(string(out.Text)), code)
+	}
+	out, err := EncodeRQFD(h, h.DTTM, h.DTTM.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, isASCII(string(out.Text)))
+	h.SNDR = "航"
+	_, err = EncodeRQRD(h, "CITY")
+	requireErr(t, err, ClassProtocol, "MSG/META/SNDR")
+}

@@ -13,14 +13,14 @@ type Class string
 // Error classes.
 const (
 	// ClassMalformed: not well-formed XML, trailing content after the root, a
-	// DOCTYPE/entity, invalid UTF-8, nesting too deep, missing MSG/META/TYPE/STYP
+	// DOCTYPE/entity, invalid UTF-8 under a UTF-8 declaration, nesting too deep, missing MSG/META/TYPE/STYP
 	// or a missing body for a kind that needs one. DEAD at once.
 	ClassMalformed Class = "MALFORMED"
 	// ClassProtocol: well-formed but breaks the SIS contract (required field
 	// missing, bad enum, bad date, length limit, RECS mismatch...). DEAD at once.
 	ClassProtocol Class = "PROTOCOL"
 	// ClassCodec: a construct the codec does not handle yet (unknown element,
-	// several bodies, non-UTF-8 encoding declaration, message above MaxBytes).
+	// several bodies, an encoding msgx does not read, message above MaxBytes).
 	// Replayable.
 	ClassCodec Class = "CODEC_ERROR"
 )

@@ -66,7 +66,8 @@ func TestHostile(t *testing.T) {
 		{"blank", []byte(" \n\t "), Options{}, ClassMalformed, "MSG"},
 		{"not XML", []byte("hello"), Options{}, ClassMalformed, "MSG"},
 		{"XML declaration later", []byte(strings.Replace(flop, "<FLOP>", `<?xml version="1.0"?><FLOP>`, 1)), Options{}, ClassMalformed, "MSG"},
-		{"non UTF-8 encoding", []byte(strings.Replace(flop, `encoding="UTF-8"`, `encoding="GB2312"`, 1)), Options{}, ClassCodec, "MSG"},
+		{"XML declaration not ASCII", []byte(strings.Replace(flop, `version="1.0"`, `version="1.0é"`, 1)), Options{}, ClassMalformed, "MSG"},
+		{"encoding not read", []byte(strings.Replace(flop, `encoding="UTF-8"`, `encoding="Big5"`, 1)), Options{}, ClassCodec, "MSG"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -196,27 +196,9 @@ func (p *scanner) xmlDecl() *Error {
 	if end < 0 {
 		return p.errAt(p.i, "unterminated XML declaration")
 	}
-	decl := rest[5:end]
-	if k := strings.Index(decl, "encoding"); k >= 0 {
-		v := decl[k+len("encoding"):]
-		v = strings.TrimLeft(v, " \t\r\n")
-		if !strings.HasPrefix(v, "=") {
-			return p.errAt(p.i, "bad XML declaration")
-		}
-		v = strings.TrimLeft(v[1:], " \t\r\n")
-		if v == "" || (v[0] != '"' && v[0] != '\'') {
-			return p.errAt(p.i, "bad XML declaration")
-		}
-		q := strings.IndexByte(v[1:], v[0])
-		if q < 0 {
-			return p.errAt(p.i, "bad XML declaration")
-		}
-		enc := strings.ToUpper(v[1 : 1+q])
-		switch enc {
-		case "UTF-8", "UTF8", "US-ASCII", "ASCII":
-		default:
-			return codecErr("MSG", v[1:1+q], "unsupported encoding declaration (only UTF-8)")
-		}
+	// the declared encoding was read before scanning (readText); only its syntax is checked here
+	if _, _, bad := encodingPseudoAttr(rest[5:end]); bad || !isASCII(rest[5:end]) {
+		return p.errAt(p.i, "bad XML declaration")
 	}
 	p.i += end + 2
 	return nil
