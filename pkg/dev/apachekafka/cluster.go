@@ -107,7 +107,9 @@ var formatJVM = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=
 // format runs Kafka's storage tool on a node: its meta.properties and the bootstrap metadata
 // (with the SCRAM user, when there is one).
 func (c *Cluster) format(ctx context.Context, node *Node, java, lib, clusterID string) error {
-	args := []string{"format", "--cluster-id", clusterID, "--config", "server.properties"}
+	// "--cluster-id=ID" in one argument: an id may start with "-", which the tool's parser would
+	// take for an option.
+	args := []string{"format", "--cluster-id=" + clusterID, "--config", "server.properties"}
 	if s := c.opts.SCRAM; s != nil {
 		cred, err := s.credential()
 		if err != nil {
