@@ -218,3 +218,6 @@ SELECT state_version, COALESCE(operation_day::text, ''), purge_reason, purged_at
 SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), state, state_version, sodt, maid
   FROM flight WHERE operation_day = $1::date ORDER BY flid`
 )
+
+// allFlightsSQL lists every stored flight (ReadAll).
+const allFlightsSQL = `SELECT flid FROM flight ORDER BY flid`

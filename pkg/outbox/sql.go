@@ -234,3 +234,20 @@ const originTimesSQL = `
 SELECT u.id, p.enqueued_at
   FROM unnest($1::bigint[]) AS u(id)
   CROSS JOIN LATERAL (SELECT enqueued_at FROM proc_state WHERE msg_id = u.id OFFSET 0) p`
+
+// changeEventsSQL is every KAFKA:msg event with the SHA-256 of the value the dispatcher sends
+// for it (the claim's COALESCE(body, payload::text); NULL: none), for msgxctl kafka verify.
+const changeEventsSQL = `
+SELECT event_id, partition_key, state_version, status, sha256(convert_to(COALESCE(body, payload::text), 'UTF8'))
+  FROM msg_event
+ WHERE target = 'KAFKA:msg'
+ ORDER BY partition_key, state_version, event_id`
+
+// stateSentSQL is the highest version sent to the state topic, per FLID.
+const stateSentSQL = `SELECT partition_key, state_version FROM msg_state_sent`
+
+// unsentStatesSQL is the newest unsent KAFKA:schd version, per FLID (msg_event_unsent).
+const unsentStatesSQL = `
+SELECT partition_key, max(state_version) FROM msg_event
+ WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')
+ GROUP BY partition_key`

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/msgx/msgx/pkg/cmdline"
+	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/kafkaverify"
+)
+
+func init() {
+	register("kafka", command{
+		summary: "the Kafka topics: kafka verify (compare them with PostgreSQL)",
+		run:     kafkaCmd,
+	})
+}
+
+const kafkaUsage = `The Kafka topics:
+  msgxctl kafka verify [--timeout D] [--json]
+
+verify reads PostgreSQL (one snapshot), then both topics (MSGX_KAFKA_TOPIC_CHANGES and
+MSGX_KAFKA_TOPIC_STATE) as a read_committed consumer from the start to the high-water mark, and
+checks that every SENT KAFKA:msg event is on the changes topic once per (flid, state_version)
+(duplicates identical but for the epoch header), that each FLID's versions are in order on both
+topics, and that the last record of each flight on the state topic is its stored state (a
+tombstone for a deleted or purged flight). It prints what it compared and what it could not
+(changes whose events MSGX_EVENT_RETENTION deleted, states not sent yet or sent after the
+snapshot, tombstones compaction removed), then every difference. Exit 0: Kafka agrees with
+PostgreSQL; 1: differences (listed) or a failure; 2: a bad command line or configuration.`
+
+func kafkaCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	sub, args, err := subcommand("kafka", kafkaUsage, []string{"verify"}, args, out)
+	if err != nil {
+		return err
+	}
+	fs, asJSON := flags("kafka "+sub, "[--timeout D] [--json]", kafkaUsage, out)
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up reading after this long")
+	if err := fs.NoArgs(args); err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		return fs.Usagef("--timeout must be positive, got %s", *timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	r, err := kafkaverify.Verify(ctx, pool, cfg.Kafka)
+	if errors.Is(err, kafka.ErrTopicMissing) {
+		return &cmdline.UsageError{Msg: "msgxctl kafka verify: " + err.Error(),
+			Fix: "set MSGX_KAFKA_TOPIC_CHANGES and MSGX_KAFKA_TOPIC_STATE to the topics msgx writes"}
+	}
+	if err != nil {
+		return cmdline.WithHint(fmt.Errorf("kafka verify: %w", err),
+			fmt.Sprintf("check that a broker answers at MSGX_KAFKA_BROKERS (%s) with the MSGX_KAFKA_TLS/SASL settings", strings.Join(cfg.Kafka.Brokers, ",")))
+	}
+	if *asJSON {
+		err = writeJSON(out, cfg.Location(), r)
+	} else {
+		err = writeVerifyText(out, r, cfg.Jobs.EventRetention)
+	}
+	if err != nil || r.OK() {
+		return err
+	}
+	return fmt.Errorf("kafka verify: %d difference(s) between Kafka and PostgreSQL", len(r.Differences))
+}
+
+// writeVerifyText prints what was compared, what was not, and every difference.
+func writeVerifyText(out io.Writer, r kafkaverify.Report, retention time.Duration) error {
+	c, s := r.Changes, r.State
+	fmt.Fprintf(out, "%s: %d records read; %d SENT events compared, %d found with their value (%d identical duplicates)\n",
+		c.Topic, c.Records, c.SentEvents, c.Matched, c.IdenticalDuplicates)
+	var unsent []string
+	for _, st := range slices.Sorted(maps.Keys(c.Unsent)) {
+		unsent = append(unsent, fmt.Sprintf("%s %d", st, c.Unsent[st]))
+	}
+	fmt.Fprintf(out, "  not compared: %d versions whose events are no longer in PostgreSQL (SENT events are deleted after MSGX_EVENT_RETENTION, %s); %d whose events are not SENT%s\n",
+		c.NotInPostgreSQL, retention, sum(c.Unsent), parenthesised(strings.Join(unsent, ", ")))
+	fmt.Fprintf(out, "%s: %d records read, %d flights; %d compared with their stored state, %d agree\n",
+		s.Topic, s.Records, s.FLIDs, s.Compared, s.Matched)
+	fmt.Fprintf(out, "  not compared: %d flights whose newest state is not sent yet; %d states sent after PostgreSQL was read; %d deleted or purged flights without a record (tombstones compacted away)\n",
+		s.Pending, s.NewerThanSnapshot, s.TombstonesGone)
+	if r.OK() {
+		_, err := fmt.Fprintln(out, "Kafka agrees with PostgreSQL: no difference")
+		return err
+	}
+	fmt.Fprintf(out, "%d difference(s):\n", len(r.Differences))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tTOPIC\tFLID\tVERSION\tRECORD\tDETAIL")
+	for _, d := range r.Differences {
+		at := "-"
+		if d.Offset >= 0 {
+			at = fmt.Sprintf("%d@%d", d.Partition, d.Offset)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", d.Kind, d.Topic, d.FLID, d.StateVersion, at, d.Detail)
+	}
+	return tw.Flush()
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func parenthesised(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
