@@ -33,7 +33,7 @@ type Config struct {
 	ProcStateHstRetention  time.Duration `envconfig:"MSGX_PROC_STATE_HST_RETENTION" default:"8760h" desc:"jobs: archived proc_state_hst rows are deleted this long after archived_at (abandoned markers not reconciled are kept)"`
 	IdentityMargin         time.Duration `envconfig:"MSGX_IDENTITY_MARGIN" default:"24h" desc:"jobs: identity bindings are deleted when bound longer ago than the stored identity window plus this margin"`
 	RawRetention           time.Duration `envconfig:"MSGX_RAW_RETENTION" default:"2160h" desc:"jobs: the raw text copy of archived messages is cleared after this"`
-	SnapLogRetention       time.Duration `envconfig:"MSGX_SNAP_LOG_RETENTION" default:"2160h" desc:"jobs: schd_snap_log rows are deleted after this"`
+	SnapLogRetention       time.Duration `envconfig:"MSGX_SNAP_LOG_RETENTION" default:"2160h" desc:"jobs: a schd_snap_log row is deleted this long after its scope ended and it was received (scope_end, recv_at)"`
 	ReqTrackRetention      time.Duration `envconfig:"MSGX_REQ_TRACK_RETENTION" default:"720h" desc:"jobs: closed req_track rows are deleted after this"`
 	FlightHistoryRetention time.Duration `envconfig:"MSGX_FLIGHT_HISTORY_RETENTION" default:"8760h" desc:"jobs: flight_history rows are deleted after this"`
 

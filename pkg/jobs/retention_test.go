@@ -45,6 +45,12 @@ func TestRetention(t *testing.T) {
 	}
 	exec(`INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES (5, 'raw', 'PENDING', $1)`, ago(100*24*time.Hour))
 	exec(`INSERT INTO schd_snap_log (msg_id, applied_at) VALUES (1, $1), (2, $2)`, ago(91*24*time.Hour), ago(89*24*time.Hour))
+	// By (scope_end, recv_at): a season-long scope still running is kept though applied long ago;
+	// one whose scope ended and that was received beyond the retention goes.
+	exec(`INSERT INTO schd_snap_log (msg_id, scope_start, scope_end, recv_at, applied_at) VALUES
+		(3, $1::timestamptz::date, $2::timestamptz::date, $1::timestamptz::timestamp, $1),
+		(4, $3::timestamptz::date, $3::timestamptz::date, $3::timestamptz::timestamp, $3)`,
+		ago(120*24*time.Hour), ago(-30*24*time.Hour), ago(95*24*time.Hour))
 	exec(`INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, created_at, sent_at) VALUES
 		('KAFKA:msg', '1', 'UPSERT', 1, '{}', 'SENT', $1, $1), ('KAFKA:msg', '1', 'UPSERT', 2, '{}', 'SENT', $2, $2)`, ago(8*24*time.Hour), ago(6*24*time.Hour))
 	exec(`INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, created_at) VALUES ('KAFKA:msg', '1', 'UPSERT', 3, '{}', 'PENDING', $1)`, ago(30*24*time.Hour))
@@ -71,7 +77,7 @@ func TestRetention(t *testing.T) {
 	require.Equal(t, []int64{3, 4, 5}, ids(`SELECT msg_id FROM proc_state ORDER BY 1`))
 	require.Equal(t, []int64{1, 2, 6}, ids(`SELECT msg_id FROM proc_state_hst WHERE archived_at = '`+now.Format(time.RFC3339)+`' ORDER BY 1`))
 	require.Equal(t, []int64{6}, ids(`SELECT msg_id FROM proc_state_hst WHERE raw IS NULL AND raw_cleared_at IS NOT NULL ORDER BY 1`))
-	require.Equal(t, []int64{2}, ids(`SELECT msg_id FROM schd_snap_log`))
+	require.Equal(t, []int64{2, 3}, ids(`SELECT msg_id FROM schd_snap_log ORDER BY 1`))
 	require.Equal(t, []int64{2, 3, 9}, ids(`SELECT state_version FROM msg_event ORDER BY 1`))
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM req_track`))
 	require.Equal(t, []int64{2}, ids(`SELECT flid FROM flight_history`))

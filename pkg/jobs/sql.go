@@ -157,9 +157,17 @@ RETURNING history_id, flid, state_version`)
 
 // Retention and archive. Each statement handles one batch ($2 rows) older than $1.
 const (
+	// A snapshot's audit row is kept until its scope has ended and it was received longer ago
+	// than the retention, by (scope_end, recv_at) as the design has it: a season-long snapshot
+	// stays while its scope lasts. Both are airport wall-clock values, compared with a day's
+	// margin; a row without them (none is written so) falls back to applied_at.
 	deleteSnapLogSQL = `
 DELETE FROM schd_snap_log WHERE snap_id IN (
-    SELECT snap_id FROM schd_snap_log WHERE applied_at < $1 ORDER BY applied_at LIMIT $2)`
+    SELECT snap_id FROM schd_snap_log
+     WHERE CASE WHEN scope_end IS NULL AND recv_at IS NULL THEN applied_at < $1
+                ELSE coalesce(scope_end, recv_at::date) < $1::date - 1
+                 AND coalesce(recv_at, scope_end::timestamp) < $1::timestamp - interval '1 day' END
+     ORDER BY scope_end NULLS FIRST, recv_at NULLS FIRST LIMIT $2)`
 
 	deleteSentEventsSQL = `
 DELETE FROM msg_event WHERE event_id IN (
