@@ -79,31 +79,33 @@ demo: ## run the system: local stack (each binary as its own database role), a s
 	bash scripts/ensure-db.sh
 	$(GO) run ./cmd/demo
 
+# Container images, built without a container daemon, buildah or a registry: the host compiles
+# static binaries and tools/ociimage packs them as an OCI image layout (docs/deploy.md).
 IMAGE     ?= localhost/msgx:dev
-IMAGE_CTX := bin/image/ctx
+IMAGE_DIR := bin/image
+OCIIMAGE  := $(GO) tool ociimage
+IMAGE_PKGS := ./cmd/ingest ./cmd/processor ./cmd/dispatcher ./cmd/jobs ./cmd/console ./cmd/msgxctl
 
 .PHONY: image
-image: ## container image (buildah, FROM scratch, offline): host-built static binaries + CA + zoneinfo
-	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/bin
-	CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -ldflags='-s -w $(VERSION_LDFLAGS)' -o $(IMAGE_CTX)/bin/ \
-		./cmd/ingest ./cmd/processor ./cmd/dispatcher ./cmd/jobs ./cmd/console ./cmd/msgxctl
-	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/
-	cp -rL /usr/share/zoneinfo $(IMAGE_CTX)/zoneinfo
-	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
-	printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_CTX)/group
-	buildah bud -f deploy/image/Containerfile.scratch -t $(IMAGE) $(IMAGE_CTX)
+image: ## container image: OCI layout bin/image/msgx and bin/image/msgx.tar (docker/podman/kind load); static binaries, CA, zoneinfo, user 65532; unpacks it and checks its msgxctl --version names the commit
+	rm -rf $(IMAGE_DIR)/msgx-bin && mkdir -p $(IMAGE_DIR)/msgx-bin
+	CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -ldflags='-s -w $(VERSION_LDFLAGS)' -o $(IMAGE_DIR)/msgx-bin/ $(IMAGE_PKGS)
+	$(OCIIMAGE) build -bin $(IMAGE_DIR)/msgx-bin -ref $(IMAGE) -out $(IMAGE_DIR)/msgx -tar $(IMAGE_DIR)/msgx.tar \
+		-version $(VERSION) -revision $(REVISION)
+	$(OCIIMAGE) unpack -layout $(IMAGE_DIR)/msgx -to $(IMAGE_DIR)/rootfs
+	out=$$($(IMAGE_DIR)/rootfs/usr/local/bin/msgxctl --version) && echo "image: $$out" && \
+		[[ $$out == *"(revision $(REVISION)"* ]] || { echo "image: msgxctl --version does not name $(REVISION)"; exit 1; }
+	rm -rf $(IMAGE_DIR)/rootfs
 
 DEVBROKER_IMAGE ?= localhost/msgx-devbroker:dev
 
 .PHONY: image-devbroker
-image-devbroker: ## development Kafka broker image for the dev Kubernetes overlay (cmd/devbroker only; never in production)
-	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/bin
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(VERSION_LDFLAGS)' -o $(IMAGE_CTX)/bin/ ./cmd/devbroker
-	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/
-	mkdir -p $(IMAGE_CTX)/zoneinfo
-	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' > $(IMAGE_CTX)/passwd
-	printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_CTX)/group
-	buildah bud -f deploy/image/Containerfile.scratch -t $(DEVBROKER_IMAGE) $(IMAGE_CTX)
+image-devbroker: ## development Kafka broker image for the dev Kubernetes overlay (cmd/devbroker only; never in production): bin/image/msgx-devbroker and .tar
+	rm -rf $(IMAGE_DIR)/devbroker-bin && mkdir -p $(IMAGE_DIR)/devbroker-bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(VERSION_LDFLAGS)' -o $(IMAGE_DIR)/devbroker-bin/ ./cmd/devbroker
+	$(OCIIMAGE) build -bin $(IMAGE_DIR)/devbroker-bin -zoneinfo '' -ref $(DEVBROKER_IMAGE) \
+		-out $(IMAGE_DIR)/msgx-devbroker -tar $(IMAGE_DIR)/msgx-devbroker.tar -version $(VERSION) -revision $(REVISION) \
+		-title msgx-devbroker -description 'development Kafka broker for msgx (never in production)'
 
 .PHONY: rules-test
 # promtool comes from Debian's prometheus package, pinned in scripts/ensure-tools.sh: building it

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/buildinfo"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
@@ -44,8 +45,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	ldflags := "-X github.com/msgx/msgx/pkg/buildinfo.Version=" + testVersion + " -X github.com/msgx/msgx/pkg/buildinfo.Revision=" + testRevision
-	args := append([]string{"build", "-ldflags", ldflags, "-o", dir + "/"}, func() []string {
+	args := append([]string{"build", "-ldflags", buildinfo.LDFlags(testVersion, testRevision), "-o", dir + "/"}, func() []string {
 		var pkgs []string
 		for _, b := range append(append([]string{}, binaries...), others...) {
 			pkgs = append(pkgs, "./"+b)

@@ -224,13 +224,13 @@ func servedPaths(t *testing.T) []string {
 	return out
 }
 
-// imageBinaries are the binaries each image build puts into the msgx image: the Makefile's image
-// target and deploy/image/Containerfile (the from-source build) must agree.
+// imageBinaries are the binaries each image build puts into the msgx image: the Makefile's
+// IMAGE_PKGS (make image) and deploy/image/Containerfile (the from-source build) must agree.
 func imageBinaries(t *testing.T) []string {
 	t.Helper()
 	var sets [][]string
 	for _, f := range []struct{ path, block string }{
-		{filepath.Join(repoRoot, "Makefile"), `(?s)\nimage:.*?\n\n`},
+		{filepath.Join(repoRoot, "Makefile"), `\nIMAGE_PKGS := [^\n]*`},
 		{filepath.Join(repoRoot, "deploy", "image", "Containerfile"), `(?s)go build.*?\n\S`},
 	} {
 		b, err := os.ReadFile(f.path)
@@ -244,7 +244,7 @@ func imageBinaries(t *testing.T) []string {
 		slices.Sort(names)
 		sets = append(sets, names)
 	}
-	require.Equal(t, sets[0], sets[1], "the Makefile's image target and deploy/image/Containerfile build different binaries")
+	require.Equal(t, sets[0], sets[1], "the Makefile's IMAGE_PKGS and deploy/image/Containerfile build different binaries")
 	return sets[0]
 }
 

@@ -3,6 +3,10 @@
 // can be set at link time, which wins over what the toolchain recorded:
 //
 //	go build -ldflags "-X github.com/msgx/msgx/pkg/buildinfo.Version=v1.2.3 -X github.com/msgx/msgx/pkg/buildinfo.Revision=abc123"
+//
+// Every way the repository builds its binaries links them so (the Makefile's VERSION_LDFLAGS,
+// pkg/dev/stack's Build with LDFlags): the toolchain's own vcs.revision is only a fallback, as
+// `go build` records none in a git worktree (.git is a file there) or with -buildvcs=false.
 package buildinfo
 
 import (
@@ -16,6 +20,12 @@ var (
 	Version  string
 	Revision string
 )
+
+// LDFlags are the linker flags that set Version and Revision, as the Makefile's VERSION_LDFLAGS.
+func LDFlags(version, revision string) string {
+	const pkg = "github.com/msgx/msgx/pkg/buildinfo"
+	return "-X " + pkg + ".Version=" + version + " -X " + pkg + ".Revision=" + revision
+}
 
 // Info is one binary's build.
 type Info struct {

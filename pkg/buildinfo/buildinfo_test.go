@@ -1,6 +1,7 @@
 package buildinfo
 
 import (
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -31,4 +32,10 @@ func TestReadInATestBinary(t *testing.T) {
 	in := Read()
 	require.NotEmpty(t, in.Version)
 	require.Equal(t, runtime.Version(), in.GoVersion)
+}
+
+func TestLDFlagsNameThisPackage(t *testing.T) {
+	t.Parallel()
+	pkg := reflect.TypeOf(Info{}).PkgPath()
+	require.Equal(t, "-X "+pkg+".Version=v1.2.3 -X "+pkg+".Revision=abc123", LDFlags("v1.2.3", "abc123"))
 }

@@ -46,7 +46,7 @@ type Process struct {
 	Env      string `envconfig:"MSGX_ENV" default:"development" desc:"development or production; production refuses unsafe combinations"`
 	LogLevel string `envconfig:"MSGX_LOG_LEVEL" default:"info" desc:"zerolog level: debug, info, warn, error"`
 	// HTTPAddr's default depends on the role (DefaultHTTPAddr).
-	HTTPAddr        string        `envconfig:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (ingest's API listens on MSGX_API_ADDR, the console's pages on MSGX_CONSOLE_ADDR); default per binary: ingest 127.0.0.1:8081, processor :8082, dispatcher :8083, jobs :8084, console :8085"`
+	HTTPAddr        string        `envconfig:"MSGX_HTTP_ADDR" doc:"per binary" desc:"listen address for /healthz, /readyz, /metrics (ingest's API listens on MSGX_API_ADDR, the console's pages on MSGX_CONSOLE_ADDR); default per binary: ingest 127.0.0.1:8081, processor 127.0.0.1:8082, dispatcher 127.0.0.1:8083, jobs 127.0.0.1:8084, console 127.0.0.1:8085 (loopback; the Kubernetes manifests set 0.0.0.0:8080)"`
 	HTTPReadTimeout time.Duration `envconfig:"MSGX_HTTP_READ_TIMEOUT" default:"10s" desc:"HTTP server read timeout (headers and body)"`
 	ShutdownTimeout time.Duration `envconfig:"MSGX_SHUTDOWN_TIMEOUT" default:"20s" desc:"graceful shutdown bound after SIGTERM (Kubernetes terminationGracePeriodSeconds must be longer)"`
 	ShutdownDrain   time.Duration `envconfig:"MSGX_SHUTDOWN_DRAIN" default:"5s" desc:"after SIGTERM /readyz answers 503 for this long before the HTTP servers shut down, so that Services stop routing to the pod first (0: no wait)"`

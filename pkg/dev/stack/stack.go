@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/msgx/msgx/pkg/buildinfo"
 	"github.com/msgx/msgx/pkg/dev/broker"
 	"github.com/msgx/msgx/pkg/dev/mailboxdb"
 	"github.com/msgx/msgx/pkg/httpauth"
@@ -60,22 +61,49 @@ func Root() (string, error) {
 	}
 }
 
-// Build compiles the binaries, the broker and the tools into binDir.
+// Build compiles the binaries, the broker and the tools into binDir, each stamped with the
+// checkout's version the way `make build` stamps it (pkg/buildinfo), so --version, the start-up
+// log and msgx_build_info name the commit.
 func Build(ctx context.Context, binDir string) error {
 	root, err := Root()
 	if err != nil {
 		return err
 	}
-	args := []string{"build", "-o", binDir + string(os.PathSeparator)}
+	var pkgs []string
 	for _, b := range append(append(slices.Clone(Binaries), Broker), Tools...) {
-		args = append(args, "./cmd/"+b)
+		pkgs = append(pkgs, "./cmd/"+b)
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
+	return build(ctx, root, binDir, pkgs)
+}
+
+// build runs go build in root for pkgs, with the version ldflags when root is a git checkout.
+func build(ctx context.Context, root, binDir string, pkgs []string) error {
+	args := []string{"build", "-o", binDir + string(os.PathSeparator)}
+	if version, revision, ok := gitVersion(ctx, root); ok {
+		args = append(args, "-ldflags", buildinfo.LDFlags(version, revision))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build binaries: %v\n%s", err, out)
 	}
 	return nil
+}
+
+// gitVersion is the Makefile's VERSION and REVISION for the checkout at dir (git describe
+// --tags --always --dirty, git rev-parse HEAD); ok is false when git cannot tell.
+func gitVersion(ctx context.Context, dir string) (version, revision string, ok bool) {
+	git := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(out))
+	}
+	version, revision = git("describe", "--tags", "--always", "--dirty"), git("rev-parse", "HEAD")
+	return version, revision, version != "" && revision != ""
 }
 
 // Databases names where the stack keeps its state.
