@@ -36,7 +36,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if err := closeApacheKafka(); err != nil {
+	if err := kafkatest.CloseApache(); err != nil {
 		fmt.Fprintln(os.Stderr, "close the shared Apache Kafka broker:", err)
 		code = 1
 	}

@@ -2,9 +2,7 @@ package dispatch_test
 
 import (
 	"context"
-	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/dev/apachekafka"
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
@@ -23,42 +20,12 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// apacheKafka is one Apache Kafka node shared by the package's real-broker tests (a JVM takes
-// seconds to start); TestMain closes it.
-var apacheKafka struct {
-	once    sync.Once
-	cluster *apachekafka.Cluster
-	err     error
-}
-
-// realKafka returns the shared real broker's adapter configuration with topics of its own
-// (prefix) and their transactional ids, the topics created; it starts the broker on first use
-// and skips the test when apachekafka.SkipEnv says so.
+// realKafka is the adapter's configuration for the package's shared real broker with topics of
+// its own (prefix), the topics created.
 func realKafka(t *testing.T, prefix string) kafka.Config {
 	t.Helper()
-	if os.Getenv(apachekafka.SkipEnv) == "1" {
-		t.Skipf("%s=1: the tests against a real Apache Kafka broker are skipped", apachekafka.SkipEnv)
-	}
-	apacheKafka.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), apachekafka.StartTimeout)
-		defer cancel()
-		apacheKafka.cluster, apacheKafka.err = apachekafka.Launch(ctx, 1, apachekafka.Options{})
-	})
-	require.NoError(t, apacheKafka.err, "start Apache Kafka (%s prepares the machine; %s=1 skips these tests)",
-		apachekafka.EnsureScript, apachekafka.SkipEnv)
-	cfg := kafkatest.Config(apacheKafka.cluster.Addrs())
-	cfg.TopicChanges, cfg.TopicState = prefix+".changes", prefix+".state"
-	cfg.TxnIDPrefix = "msgx-" + prefix
-	require.NoError(t, kafka.EnsureTopics(cfg, kafkatest.Partitions))
+	_, cfg := kafkatest.ApacheConfig(t, prefix)
 	return cfg
-}
-
-// closeApacheKafka stops the shared broker if a test started it.
-func closeApacheKafka() error {
-	if apacheKafka.cluster == nil {
-		return nil
-	}
-	return apacheKafka.cluster.Close()
 }
 
 // TestRealBrokerDrain: a leadership term against Apache Kafka (the Link dials the transactional
@@ -106,7 +73,7 @@ func TestRealBrokerDrain(t *testing.T) {
 	}))
 	require.Equal(t, n+40, countStatus(t, b, outbox.StatusSent))
 
-	addrs := apacheKafka.cluster.Addrs()
+	addrs := kafkatest.Apache(t).Addrs()
 	want := map[string]int64{}
 	for f := 1; f <= flids; f++ {
 		want[strconv.Itoa(f)] = per

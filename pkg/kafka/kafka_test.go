@@ -24,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if err := closeRealBroker(); err != nil {
+	if err := kafkatest.CloseApache(); err != nil {
 		fmt.Fprintln(os.Stderr, "close the shared Apache Kafka broker:", err)
 		code = 1
 	}

@@ -2,10 +2,8 @@ package kafka_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,47 +20,11 @@ import (
 
 // realBroker is one Apache Kafka node shared by the package's real-broker tests (a JVM takes
 // seconds to start); TestMain closes it.
-var realBroker struct {
-	once    sync.Once
-	cluster *apachekafka.Cluster
-	err     error
-}
-
-// apacheKafka returns the shared real broker, starting it on first use; it skips the test when
-// apachekafka.SkipEnv says so.
-func apacheKafka(t *testing.T) *apachekafka.Cluster {
-	t.Helper()
-	if os.Getenv(apachekafka.SkipEnv) == "1" {
-		t.Skipf("%s=1: the tests against a real Apache Kafka broker are skipped", apachekafka.SkipEnv)
-	}
-	realBroker.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), apachekafka.StartTimeout)
-		defer cancel()
-		realBroker.cluster, realBroker.err = apachekafka.Launch(ctx, 1, apachekafka.Options{})
-	})
-	require.NoError(t, realBroker.err, "start Apache Kafka (%s prepares the machine; %s=1 skips these tests)",
-		apachekafka.EnsureScript, apachekafka.SkipEnv)
-	return realBroker.cluster
-}
-
-// closeRealBroker stops the shared broker if a test started it.
-func closeRealBroker() error {
-	if realBroker.cluster == nil {
-		return nil
-	}
-	return realBroker.cluster.Close()
-}
-
-// realConfig is the adapter's configuration for the shared real broker with topics of its own
-// (prefix) and their transactional ids, the topics created.
+// realConfig is the adapter's configuration for the package's shared real broker with topics of
+// its own (prefix), the topics created.
 func realConfig(t *testing.T, prefix string) (*apachekafka.Cluster, kafka.Config) {
 	t.Helper()
-	c := apacheKafka(t)
-	cfg := kafkatest.Config(c.Addrs())
-	cfg.TopicChanges, cfg.TopicState = prefix+".changes", prefix+".state"
-	cfg.TxnIDPrefix = "msgx-" + prefix
-	require.NoError(t, kafka.EnsureTopics(cfg, kafkatest.Partitions))
-	return c, cfg
+	return kafkatest.ApacheConfig(t, prefix)
 }
 
 // TestRealBrokerBackToBackTransactions: a real coordinator answers the AddPartitionsToTxn that
