@@ -14,11 +14,12 @@ func (p *Producer) Ping(ctx context.Context) error {
 	return Probe(ctx, p.cfg, p.cfg.DialTimeout)
 }
 
-// Probe makes one real request, a metadata request for the two topics, to the first bootstrap
-// broker that answers, the whole probe bounded by timeout (and ctx): a broker that accepts
-// connections but does not answer (frozen, overloaded) fails it within the timeout. It is the
-// dispatcher's readiness check. (A probe given up at the timeout finishes in the background,
-// each of its network steps bounded by the timeout too.)
+// Probe asks every bootstrap broker at once for the metadata of the two topics and succeeds
+// as soon as one answers, the whole probe bounded by timeout (and ctx): a broker that accepts
+// connections but does not answer (frozen, overloaded) fails it only when no other broker
+// answers within the timeout, wherever it stands in the list. It is the dispatcher's readiness
+// check, and tells an outage from a batch's own failure. (Requests still unanswered when the
+// probe returns finish in the background, each network step bounded by the timeout.)
 func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -26,44 +27,44 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 	if timeout <= 0 {
 		return &Error{Op: "metadata", Err: context.DeadlineExceeded}
 	}
-	done := make(chan error, 1)
-	go func() { done <- probe(ctx, c, timeout) }()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s", timeout)}
-	case <-ctx.Done():
-		return &Error{Op: "metadata", Err: ctx.Err()}
-	}
-}
-
-// probe is Probe's request, each network step bounded by timeout.
-func probe(ctx context.Context, c Config, timeout time.Duration) error {
 	sc, err := newSaramaConfig(c)
 	if err != nil {
 		return err
 	}
 	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
-	var errs []error
+	answers := make(chan error, len(c.Brokers)) // buffered: a late answer never blocks its goroutine
 	for _, addr := range c.Brokers {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		b := sarama.NewBroker(addr)
-		if err := b.Open(sc); err != nil {
+		go func() { answers <- askMetadata(sc, addr, c.Topics()) }()
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	var errs []error
+	for range c.Brokers {
+		select {
+		case err := <-answers:
+			if err == nil {
+				return nil
+			}
 			errs = append(errs, err)
-			continue
+		case <-t.C:
+			return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s", timeout)}
+		case <-ctx.Done():
+			return &Error{Op: "metadata", Err: ctx.Err()}
 		}
-		req := &sarama.MetadataRequest{Version: 1, Topics: c.Topics()}
-		_, err := b.GetMetadata(req)
-		_ = b.Close()
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 	}
 	return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s: %w", timeout, errors.Join(errs...))}
+}
+
+// askMetadata makes the metadata request of Probe to the broker at addr on a connection of its
+// own.
+func askMetadata(sc *sarama.Config, addr string, topics []string) error {
+	b := sarama.NewBroker(addr)
+	if err := b.Open(sc); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	defer func() { _ = b.Close() }()
+	if _, err := b.GetMetadata(&sarama.MetadataRequest{Version: 1, Topics: topics}); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	return nil
 }
