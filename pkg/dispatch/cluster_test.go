@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -21,11 +22,6 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// clusterEnv set to 1 runs the tests against a three-node Apache Kafka cluster: each starts its
-// own cluster and kills brokers under a running dispatcher, a few minutes on a small machine,
-// so make test leaves them out (make chaos-kafka is their end-to-end counterpart).
-const clusterEnv = "MSGX_KAFKA_CLUSTER"
-
 // clusterStage is a dispatcher running a leadership term against a three-node cluster.
 type clusterStage struct {
 	c    *apachekafka.Cluster
@@ -37,11 +33,12 @@ type clusterStage struct {
 
 // startClusterStage starts three nodes (a short broker session, so a dead node is fenced within
 // seconds), the topics (three replicas, two in sync), and a dispatcher term that runs until the
-// test ends. Outbox attempts are few, so an outage charged to the events shows as DEAD.
-func startClusterStage(t *testing.T) *clusterStage {
+// test ends. Outbox attempts are few, so an outage charged to the events shows as DEAD. first,
+// when set, names the node the dispatcher's broker list starts with.
+func startClusterStage(t *testing.T, first func(context.Context, *apachekafka.Cluster, kafka.Config) (*apachekafka.Node, error)) *clusterStage {
 	t.Helper()
-	if os.Getenv(clusterEnv) != "1" {
-		t.Skipf("%s=1 runs the three-node Apache Kafka tests", clusterEnv)
+	if os.Getenv(apachekafka.ClusterEnv) != "1" {
+		t.Skipf("%s=1 runs the three-node Apache Kafka tests", apachekafka.ClusterEnv)
 	}
 	c := apachekafka.StartCluster(t, 3, apachekafka.Options{Config: map[string]string{
 		"broker.session.timeout.ms":    "6000",
@@ -51,6 +48,11 @@ func startClusterStage(t *testing.T) *clusterStage {
 	ctx := context.Background()
 	for _, topic := range kcfg.Topics() {
 		require.NoError(t, c.CreateTopic(ctx, topic, kafkatest.Partitions, nil))
+	}
+	if first != nil {
+		n, err := first(ctx, c, kcfg)
+		require.NoError(t, err)
+		kcfg.Brokers = append([]string{n.Addr()}, slices.DeleteFunc(slices.Clone(kcfg.Brokers), func(a string) bool { return a == n.Addr() })...)
 	}
 	policy := outbox.Policy{MaxAttempts: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}
 	b := &bundle{db: testdb.New(t), clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), policy: policy}
@@ -134,7 +136,7 @@ func (s *clusterStage) killAndRestart(t *testing.T, who func(context.Context) (*
 // dispatcher sends on, no event is charged an attempt for the outage or goes DEAD, and every
 // FLID's versions reach the topic in order.
 func TestClusterKillCoordinator(t *testing.T) {
-	s := startClusterStage(t)
+	s := startClusterStage(t, nil)
 	const flids, per = 50, 60
 	n := enqueueSpread(t, s.b, flids, per)
 	s.killAndRestart(t, func(ctx context.Context) (*apachekafka.Node, error) {
@@ -147,7 +149,7 @@ func TestClusterKillCoordinator(t *testing.T) {
 
 // TestClusterKillLeader: as TestClusterKillCoordinator, the leader of a changes partition killed.
 func TestClusterKillLeader(t *testing.T) {
-	s := startClusterStage(t)
+	s := startClusterStage(t, nil)
 	const flids, per = 50, 60
 	n := enqueueSpread(t, s.b, flids, per)
 	s.killAndRestart(t, func(ctx context.Context) (*apachekafka.Node, error) {
@@ -158,12 +160,15 @@ func TestClusterKillLeader(t *testing.T) {
 	s.checkChanges(t, flids, per)
 }
 
-// TestClusterFreezeCoordinator: the transaction coordinator of the changes producer is frozen
-// (SIGSTOP) while the dispatcher sends. Once the controller has moved the coordinator and the
-// frozen node's partitions, the dispatcher sends again while the node is still frozen: a frozen
-// broker costs bounded request timeouts, not the length of the freeze.
+// TestClusterFreezeCoordinator: the transaction coordinator of the changes producer, the first
+// broker of the dispatcher's list, is frozen (SIGSTOP) while the dispatcher sends. Once the
+// controller has moved the coordinator and the frozen node's partitions, the dispatcher sends
+// again while the node is still frozen: a frozen broker costs bounded request timeouts, not the
+// length of the freeze, wherever it stands in the broker list.
 func TestClusterFreezeCoordinator(t *testing.T) {
-	s := startClusterStage(t)
+	s := startClusterStage(t, func(ctx context.Context, c *apachekafka.Cluster, kcfg kafka.Config) (*apachekafka.Node, error) {
+		return c.TxnCoordinator(ctx, kcfg.TransactionalID(kcfg.TopicChanges))
+	})
 	const flids, per = 50, 100
 	n := enqueueSpread(t, s.b, flids, per)
 	ctx := context.Background()

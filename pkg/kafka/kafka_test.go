@@ -310,6 +310,26 @@ func TestProbeAnyBrokerAnswers(t *testing.T) {
 	require.Less(t, time.Since(start), timeout/2, "answered by the live broker, not after the frozen one")
 }
 
+// TestDialPassesOverFrozenBrokers: frozen brokers in the bootstrap list do not hold the dial
+// for a read timeout: its clients start from the broker that answers. (Without the screening,
+// each of the dial's three clients picks a random seed: all three pass over the three frozen
+// ones with a chance of 1 in 64.)
+func TestDialPassesOverFrozenBrokers(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	cfg.Brokers = append([]string{hungListener(t), hungListener(t), hungListener(t)}, b.Addrs()...)
+	cfg.IOTimeout, cfg.CheckTimeout = 5*time.Second, 500*time.Millisecond
+	start := time.Now()
+	p, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	took := time.Since(start)
+	defer func() { require.NoError(t, p.Close()) }()
+	require.Less(t, took, cfg.IOTimeout, "no client waited a read timeout on a frozen broker")
+	for _, err := range p.Send(context.Background(), []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte("v")}}) {
+		require.NoError(t, err)
+	}
+}
+
 // TestFencing: a second producer with the same transactional ids (a new leader's) fences the
 // first: the first can no longer commit anything, and a read_committed consumer sees only what
 // committed, the new producer's records included.

@@ -27,25 +27,20 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 	if timeout <= 0 {
 		return &Error{Op: "metadata", Err: context.DeadlineExceeded}
 	}
-	sc, err := newSaramaConfig(c)
+	answers, err := askAll(c, timeout)
 	if err != nil {
 		return err
-	}
-	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
-	answers := make(chan error, len(c.Brokers)) // buffered: a late answer never blocks its goroutine
-	for _, addr := range c.Brokers {
-		go func() { answers <- askMetadata(sc, addr, c.Topics()) }()
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var errs []error
 	for range c.Brokers {
 		select {
-		case err := <-answers:
-			if err == nil {
+		case a := <-answers:
+			if a.err == nil {
 				return nil
 			}
-			errs = append(errs, err)
+			errs = append(errs, a.err)
 		case <-t.C:
 			return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s", timeout)}
 		case <-ctx.Done():
@@ -53,6 +48,60 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 		}
 	}
 	return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s: %w", timeout, errors.Join(errs...))}
+}
+
+// answering returns the bootstrap brokers that answer Probe's request within timeout, in the
+// configured order, or all of them when none does (then the caller's own timeouts decide). A
+// client given only these as seeds never starts by waiting a read timeout on a frozen broker.
+func answering(c Config, timeout time.Duration) ([]string, error) {
+	answers, err := askAll(c, timeout)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	ok := map[string]bool{}
+wait:
+	for range c.Brokers {
+		select {
+		case a := <-answers:
+			ok[a.addr] = a.err == nil
+		case <-t.C:
+			break wait
+		}
+	}
+	var live []string
+	for _, addr := range c.Brokers {
+		if ok[addr] {
+			live = append(live, addr)
+		}
+	}
+	if len(live) == 0 {
+		return c.Brokers, nil
+	}
+	return live, nil
+}
+
+// answer is one broker's answer to Probe's request.
+type answer struct {
+	addr string
+	err  error
+}
+
+// askAll makes Probe's request to every bootstrap broker at once, each network step bounded by
+// timeout, and delivers one answer per broker on the returned channel (buffered: a late answer
+// never blocks its goroutine).
+func askAll(c Config, timeout time.Duration) (<-chan answer, error) {
+	sc, err := newSaramaConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
+	answers := make(chan answer, len(c.Brokers))
+	for _, addr := range c.Brokers {
+		go func() { answers <- answer{addr: addr, err: askMetadata(sc, addr, c.Topics())} }()
+	}
+	return answers, nil
 }
 
 // askMetadata makes the metadata request of Probe to the broker at addr on a connection of its

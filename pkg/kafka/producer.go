@@ -64,7 +64,10 @@ type txnProducer struct {
 
 // Dial builds the D3 configuration (refusing a violation), connects, and initialises one
 // transactional producer per topic; initialising fences any older producer of the same
-// transactional id (a deposed leader's).
+// transactional id (a deposed leader's). Its clients start from the bootstrap brokers that
+// answer a metadata request within the check timeout (all of them when none does): sarama
+// picks a seed broker at random for each client, and a frozen one would cost a read timeout
+// per client before the dial went on.
 func Dial(c Config) (*Producer, error) {
 	sc, err := newSaramaConfig(c)
 	if err != nil {
@@ -73,13 +76,17 @@ func Dial(c Config) (*Producer, error) {
 	if err := VerifyD3(c); err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(c.Brokers, sc)
+	seeds := c // the producer keeps every broker for Ping; its clients start from those answering
+	if seeds.Brokers, err = answering(c, c.CheckTimeout); err != nil {
+		return nil, err
+	}
+	client, err := sarama.NewClient(seeds.Brokers, sc)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}
 	}
 	p := &Producer{cfg: c, client: client, topics: map[string]*topicProducer{}}
 	for _, topic := range c.Topics() {
-		tp, err := dialTxn(c, topic)
+		tp, err := dialTxn(seeds, topic)
 		if err != nil {
 			_ = p.Close()
 			return nil, err
