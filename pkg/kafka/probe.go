@@ -9,7 +9,7 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// Ping asks a broker for the metadata of the two topics with a bounded request (Probe).
+// Ping asks the brokers for the metadata of the two topics, bounded by the dial timeout (Probe).
 func (p *Producer) Ping(ctx context.Context) error {
 	return Probe(ctx, p.cfg, p.cfg.DialTimeout)
 }
