@@ -192,8 +192,13 @@ func TestClusterFreezeCoordinator(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond, "coordinator moved off node %d", victim.ID)
 	moved := countStatus(t, s.b, outbox.StatusSent)
 	t.Logf("coordinator moved off frozen node %d after %s with %d events sent", victim.ID, time.Since(frozenAt).Round(100*time.Millisecond), moved)
+	// A send stuck on the frozen node ends by the send timeout at the latest; then the dispatcher
+	// has resumeSlack to send again (a redial included), counted from the coordinator's move when
+	// the cluster was slower than that.
+	const resumeSlack = 15 * time.Second
+	deadline := max(time.Until(frozenAt.Add(s.kcfg.SendTimeout+resumeSlack)), resumeSlack)
 	require.Eventually(t, func() bool { return countStatus(t, s.b, outbox.StatusSent) > moved+100 },
-		90*time.Second, 100*time.Millisecond, "sending again while node %d is frozen", victim.ID)
+		deadline, 100*time.Millisecond, "sending again while node %d is frozen", victim.ID)
 	t.Logf("sending again %s after the freeze", time.Since(frozenAt).Round(100*time.Millisecond))
 	require.NoError(t, victim.Thaw())
 	thawed = true

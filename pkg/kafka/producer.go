@@ -117,19 +117,26 @@ func dialTxn(c Config, topic string) (*txnProducer, error) {
 }
 
 // close stops the producer. A broken one's abandoned transaction may be waiting on a broker
-// that does not answer (frozen): its client is closed first, which ends those requests at once
-// instead of at the read timeout, so a replacement can be dialled without waiting for them.
+// that does not answer (frozen): its client is closed first, which ends the requests on the
+// client's open connections at once; a request sarama is still making on a new connection
+// (a metadata refresh of a retry) runs to its read timeouts, so the abandoned transaction's
+// goroutine and the producer's own close finish in the background and a replacement can be
+// dialled without waiting for them. The abandoned transaction never commits (it aborts), and
+// the replacement's initialisation fences whatever it might still send.
 func (t *txnProducer) close() error {
-	var err error
-	closed := false
 	if t.broken.Load() != nil {
-		err, closed = t.client.Close(), true
+		err := t.client.Close()
+		go func() {
+			t.done.Wait()
+			_ = t.sync.Close()
+		}()
+		if errors.Is(err, sarama.ErrClosedClient) {
+			err = nil
+		}
+		return err
 	}
 	t.done.Wait()
-	err = errors.Join(err, t.sync.Close())
-	if !closed {
-		err = errors.Join(err, t.client.Close())
-	}
+	err := errors.Join(t.sync.Close(), t.client.Close())
 	if errors.Is(err, sarama.ErrClosedClient) {
 		err = nil
 	}
