@@ -33,9 +33,9 @@ type clusterStage struct {
 
 // startClusterStage starts three nodes (a short broker session, so a dead node is fenced within
 // seconds), the topics (three replicas, two in sync), and a dispatcher term that runs until the
-// test ends. Outbox attempts are few, so an outage charged to the events shows as DEAD. first,
-// when set, names the node the dispatcher's broker list starts with.
-func startClusterStage(t *testing.T, first func(context.Context, *apachekafka.Cluster, kafka.Config) (*apachekafka.Node, error)) *clusterStage {
+// test ends. Outbox attempts are few, so an outage charged to the events shows as DEAD. prepare,
+// when set, adjusts the dispatcher's settings once the topics exist.
+func startClusterStage(t *testing.T, prepare func(context.Context, *apachekafka.Cluster, *kafka.Config) error) *clusterStage {
 	t.Helper()
 	if os.Getenv(apachekafka.ClusterEnv) != "1" {
 		t.Skipf("%s=1 runs the three-node Apache Kafka tests", apachekafka.ClusterEnv)
@@ -49,10 +49,8 @@ func startClusterStage(t *testing.T, first func(context.Context, *apachekafka.Cl
 	for _, topic := range kcfg.Topics() {
 		require.NoError(t, c.CreateTopic(ctx, topic, kafkatest.Partitions, nil))
 	}
-	if first != nil {
-		n, err := first(ctx, c, kcfg)
-		require.NoError(t, err)
-		kcfg.Brokers = append([]string{n.Addr()}, slices.DeleteFunc(slices.Clone(kcfg.Brokers), func(a string) bool { return a == n.Addr() })...)
+	if prepare != nil {
+		require.NoError(t, prepare(ctx, c, &kcfg))
 	}
 	policy := outbox.Policy{MaxAttempts: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}
 	b := &bundle{db: testdb.New(t), clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), policy: policy}
@@ -166,8 +164,29 @@ func TestClusterKillLeader(t *testing.T) {
 // again while the node is still frozen: a frozen broker costs bounded request timeouts, not the
 // length of the freeze, wherever it stands in the broker list.
 func TestClusterFreezeCoordinator(t *testing.T) {
-	s := startClusterStage(t, func(ctx context.Context, c *apachekafka.Cluster, kcfg kafka.Config) (*apachekafka.Node, error) {
-		return c.TxnCoordinator(ctx, kcfg.TransactionalID(kcfg.TopicChanges))
+	freezeCoordinator(t, 0)
+}
+
+// TestClusterFreezeCoordinatorSendTimeout: as TestClusterFreezeCoordinator with a send timeout
+// below the read timeout, so every send the freeze catches is abandoned and its producer
+// replaced while the node is still frozen.
+func TestClusterFreezeCoordinatorSendTimeout(t *testing.T) {
+	freezeCoordinator(t, 6*time.Second)
+}
+
+// freezeCoordinator runs the freeze tests; sendTimeout, when not 0, replaces the send timeout.
+func freezeCoordinator(t *testing.T, sendTimeout time.Duration) {
+	s := startClusterStage(t, func(ctx context.Context, c *apachekafka.Cluster, kcfg *kafka.Config) error {
+		n, err := c.TxnCoordinator(ctx, kcfg.TransactionalID(kcfg.TopicChanges))
+		if err != nil {
+			return err
+		}
+		others := slices.DeleteFunc(slices.Clone(kcfg.Brokers), func(a string) bool { return a == n.Addr() })
+		kcfg.Brokers = append([]string{n.Addr()}, others...)
+		if sendTimeout > 0 {
+			kcfg.SendTimeout = sendTimeout
+		}
+		return nil
 	})
 	const flids, per = 50, 100
 	n := enqueueSpread(t, s.b, flids, per)
