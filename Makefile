@@ -18,9 +18,10 @@ build: ## build every binary into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(VERSION_LDFLAGS)' -o bin/ ./cmd/...
 
 .PHONY: lint
-lint: ## gofmt check and go vet
+lint: ## gofmt check, go vet, and third_party/sarama is released sarama plus its patch
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	bash scripts/third-party-sarama.sh
 
 .PHONY: verify
 verify: ## apply the migrations to fresh databases and fail if db/schema.sql differs
@@ -31,15 +32,8 @@ schema: ## regenerate db/schema.sql from db/migrations
 	scripts/verify-schema.sh --write
 
 .PHONY: test-race
-# pkg/dispatch runs without -race: sarama v1.61.1 (the newest) has a data race between its own
-# goroutines on transactionManager.lastError (written by transitionTo under statusLock, read by
-# publishTxnPartitions without it) whenever produce requests fail on several partitions, which
-# the dispatch tests inject; no msgx call is on either stack (docs/kafka.md, "The data race
-# inside sarama"). Its tests still run, with -race off; pkg/kafka runs with -race.
-RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/pkg/dispatch$$')
-test-race: ## go test -race over everything (real PostgreSQL and MariaDB); pkg/dispatch without -race (sarama's own race)
-	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 12m ./pkg/dispatch/
+test-race: ## go test -race over everything (real PostgreSQL and MariaDB)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 .PHONY: setup
 setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, Apache Kafka's jars); a no-op when they are there

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -21,11 +22,6 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// clusterEnv set to 1 runs the tests against a three-node Apache Kafka cluster: each starts its
-// own cluster and kills brokers under a running dispatcher, a few minutes on a small machine,
-// so make test leaves them out (make chaos-kafka is their end-to-end counterpart).
-const clusterEnv = "MSGX_KAFKA_CLUSTER"
-
 // clusterStage is a dispatcher running a leadership term against a three-node cluster.
 type clusterStage struct {
 	c    *apachekafka.Cluster
@@ -37,11 +33,12 @@ type clusterStage struct {
 
 // startClusterStage starts three nodes (a short broker session, so a dead node is fenced within
 // seconds), the topics (three replicas, two in sync), and a dispatcher term that runs until the
-// test ends. Outbox attempts are few, so an outage charged to the events shows as DEAD.
-func startClusterStage(t *testing.T) *clusterStage {
+// test ends. Outbox attempts are few, so an outage charged to the events shows as DEAD. prepare,
+// when set, adjusts the dispatcher's settings once the topics exist.
+func startClusterStage(t *testing.T, prepare func(context.Context, *apachekafka.Cluster, *kafka.Config) error) *clusterStage {
 	t.Helper()
-	if os.Getenv(clusterEnv) != "1" {
-		t.Skipf("%s=1 runs the three-node Apache Kafka tests", clusterEnv)
+	if os.Getenv(apachekafka.ClusterEnv) != "1" {
+		t.Skipf("%s=1 runs the three-node Apache Kafka tests", apachekafka.ClusterEnv)
 	}
 	c := apachekafka.StartCluster(t, 3, apachekafka.Options{Config: map[string]string{
 		"broker.session.timeout.ms":    "6000",
@@ -51,6 +48,9 @@ func startClusterStage(t *testing.T) *clusterStage {
 	ctx := context.Background()
 	for _, topic := range kcfg.Topics() {
 		require.NoError(t, c.CreateTopic(ctx, topic, kafkatest.Partitions, nil))
+	}
+	if prepare != nil {
+		require.NoError(t, prepare(ctx, c, &kcfg))
 	}
 	policy := outbox.Policy{MaxAttempts: 3, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second}
 	b := &bundle{db: testdb.New(t), clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), policy: policy}
@@ -134,7 +134,7 @@ func (s *clusterStage) killAndRestart(t *testing.T, who func(context.Context) (*
 // dispatcher sends on, no event is charged an attempt for the outage or goes DEAD, and every
 // FLID's versions reach the topic in order.
 func TestClusterKillCoordinator(t *testing.T) {
-	s := startClusterStage(t)
+	s := startClusterStage(t, nil)
 	const flids, per = 50, 60
 	n := enqueueSpread(t, s.b, flids, per)
 	s.killAndRestart(t, func(ctx context.Context) (*apachekafka.Node, error) {
@@ -147,7 +147,7 @@ func TestClusterKillCoordinator(t *testing.T) {
 
 // TestClusterKillLeader: as TestClusterKillCoordinator, the leader of a changes partition killed.
 func TestClusterKillLeader(t *testing.T) {
-	s := startClusterStage(t)
+	s := startClusterStage(t, nil)
 	const flids, per = 50, 60
 	n := enqueueSpread(t, s.b, flids, per)
 	s.killAndRestart(t, func(ctx context.Context) (*apachekafka.Node, error) {
@@ -158,12 +158,36 @@ func TestClusterKillLeader(t *testing.T) {
 	s.checkChanges(t, flids, per)
 }
 
-// TestClusterFreezeCoordinator: the transaction coordinator of the changes producer is frozen
-// (SIGSTOP) while the dispatcher sends. Once the controller has moved the coordinator and the
-// frozen node's partitions, the dispatcher sends again while the node is still frozen: a frozen
-// broker costs bounded request timeouts, not the length of the freeze.
+// TestClusterFreezeCoordinator: the transaction coordinator of the changes producer, the first
+// broker of the dispatcher's list, is frozen (SIGSTOP) while the dispatcher sends. Once the
+// controller has moved the coordinator and the frozen node's partitions, the dispatcher sends
+// again while the node is still frozen: a frozen broker costs bounded request timeouts, not the
+// length of the freeze, wherever it stands in the broker list.
 func TestClusterFreezeCoordinator(t *testing.T) {
-	s := startClusterStage(t)
+	freezeCoordinator(t, 0)
+}
+
+// TestClusterFreezeCoordinatorSendTimeout: as TestClusterFreezeCoordinator with a send timeout
+// below the read timeout, so every send the freeze catches is abandoned and its producer
+// replaced while the node is still frozen.
+func TestClusterFreezeCoordinatorSendTimeout(t *testing.T) {
+	freezeCoordinator(t, 6*time.Second)
+}
+
+// freezeCoordinator runs the freeze tests; sendTimeout, when not 0, replaces the send timeout.
+func freezeCoordinator(t *testing.T, sendTimeout time.Duration) {
+	s := startClusterStage(t, func(ctx context.Context, c *apachekafka.Cluster, kcfg *kafka.Config) error {
+		n, err := c.TxnCoordinator(ctx, kcfg.TransactionalID(kcfg.TopicChanges))
+		if err != nil {
+			return err
+		}
+		others := slices.DeleteFunc(slices.Clone(kcfg.Brokers), func(a string) bool { return a == n.Addr() })
+		kcfg.Brokers = append([]string{n.Addr()}, others...)
+		if sendTimeout > 0 {
+			kcfg.SendTimeout = sendTimeout
+		}
+		return nil
+	})
 	const flids, per = 50, 100
 	n := enqueueSpread(t, s.b, flids, per)
 	ctx := context.Background()
@@ -187,8 +211,13 @@ func TestClusterFreezeCoordinator(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond, "coordinator moved off node %d", victim.ID)
 	moved := countStatus(t, s.b, outbox.StatusSent)
 	t.Logf("coordinator moved off frozen node %d after %s with %d events sent", victim.ID, time.Since(frozenAt).Round(100*time.Millisecond), moved)
+	// A send stuck on the frozen node ends by the send timeout at the latest; then the dispatcher
+	// has resumeSlack to send again (a redial included), counted from the coordinator's move when
+	// the cluster was slower than that.
+	const resumeSlack = 15 * time.Second
+	deadline := max(time.Until(frozenAt.Add(s.kcfg.SendTimeout+resumeSlack)), resumeSlack)
 	require.Eventually(t, func() bool { return countStatus(t, s.b, outbox.StatusSent) > moved+100 },
-		90*time.Second, 100*time.Millisecond, "sending again while node %d is frozen", victim.ID)
+		deadline, 100*time.Millisecond, "sending again while node %d is frozen", victim.ID)
 	t.Logf("sending again %s after the freeze", time.Since(frozenAt).Round(100*time.Millisecond))
 	require.NoError(t, victim.Thaw())
 	thawed = true

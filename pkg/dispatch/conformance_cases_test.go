@@ -121,7 +121,7 @@ func confDeposedDispatcherFenced(t *testing.T, b *confBroker) {
 	cfg := b.cfg
 	cfg.TopicChanges, cfg.TopicState = verify.TopicChanges, verify.TopicState
 	b.createTopics(t, cfg, nil, nil)
-	rounds := zombieRounds(t)
+	rounds := zombieRounds(t, b)
 	binDir := b.bins.get(t)
 	db := testdb.New(t)
 	logDir := t.TempDir()

@@ -250,18 +250,40 @@ func TestCheckTopicsMissing(t *testing.T) {
 // check but fails the metadata probe within its timeout.
 func TestProbeSeesAHungBroker(t *testing.T) {
 	t.Parallel()
+	hung := hungListener(t)
+	const timeout = 500 * time.Millisecond
+	for _, sasl := range []bool{false, true} {
+		cfg := kafkatest.Config([]string{hung})
+		if sasl { // one more request before the metadata: the handshake
+			cfg.SASLMechanism, cfg.SASLUser, cfg.SASLPassword, cfg.TLS = "SCRAM-SHA-512", "u", "p", true
+		}
+		start := time.Now()
+		err := kafka.Probe(context.Background(), cfg, timeout)
+		took := time.Since(start)
+		require.Error(t, err)
+		// The whole probe, not each of its steps, is bounded by the timeout: /readyz turns 503
+		// within the check timeout.
+		require.Less(t, took, timeout+250*time.Millisecond, "sasl %v: bounded by the timeout as a whole", sasl)
+		require.GreaterOrEqual(t, took, timeout-50*time.Millisecond)
+	}
+}
+
+// hungListener is the address of a listener that accepts connections and never answers (a
+// frozen broker), closed with the test.
+func hungListener(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
 	var mu sync.Mutex
 	var conns []net.Conn
-	defer func() {
+	t.Cleanup(func() {
+		_ = ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close()
 		}
-	}()
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -273,20 +295,38 @@ func TestProbeSeesAHungBroker(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	const timeout = 500 * time.Millisecond
-	for _, sasl := range []bool{false, true} {
-		cfg := kafkatest.Config([]string{ln.Addr().String()})
-		if sasl { // one more request before the metadata: the handshake
-			cfg.SASLMechanism, cfg.SASLUser, cfg.SASLPassword, cfg.TLS = "SCRAM-SHA-512", "u", "p", true
-		}
-		start := time.Now()
-		err = kafka.Probe(context.Background(), cfg, timeout)
-		took := time.Since(start)
-		require.Error(t, err)
-		// The whole probe, not each of its steps, is bounded by the timeout: /readyz turns 503
-		// within the check timeout.
-		require.Less(t, took, timeout+250*time.Millisecond, "sasl %v: bounded by the timeout as a whole", sasl)
-		require.GreaterOrEqual(t, took, timeout-50*time.Millisecond)
+	return ln.Addr().String()
+}
+
+// TestProbeAnyBrokerAnswers: a frozen broker first in the list does not fail the probe while
+// another broker answers: the brokers are asked at once, not one after the other.
+func TestProbeAnyBrokerAnswers(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	cfg.Brokers = append([]string{hungListener(t)}, b.Addrs()...)
+	const timeout = 2 * time.Second
+	start := time.Now()
+	require.NoError(t, kafka.Probe(context.Background(), cfg, timeout))
+	require.Less(t, time.Since(start), timeout/2, "answered by the live broker, not after the frozen one")
+}
+
+// TestDialPassesOverFrozenBrokers: frozen brokers in the bootstrap list do not hold the dial
+// for a read timeout: its clients start from the broker that answers. (Without the screening,
+// each of the dial's three clients picks a random seed: all three pass over the three frozen
+// ones with a chance of 1 in 64.)
+func TestDialPassesOverFrozenBrokers(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	cfg.Brokers = append([]string{hungListener(t), hungListener(t), hungListener(t)}, b.Addrs()...)
+	cfg.IOTimeout, cfg.CheckTimeout = 5*time.Second, 500*time.Millisecond
+	start := time.Now()
+	p, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	took := time.Since(start)
+	defer func() { require.NoError(t, p.Close()) }()
+	require.Less(t, took, cfg.IOTimeout, "no client waited a read timeout on a frozen broker")
+	for _, err := range p.Send(context.Background(), []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte("v")}}) {
+		require.NoError(t, err)
 	}
 }
 

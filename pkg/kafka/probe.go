@@ -9,16 +9,17 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// Ping asks a broker for the metadata of the two topics with a bounded request (Probe).
+// Ping asks the brokers for the metadata of the two topics, bounded by the dial timeout (Probe).
 func (p *Producer) Ping(ctx context.Context) error {
 	return Probe(ctx, p.cfg, p.cfg.DialTimeout)
 }
 
-// Probe makes one real request, a metadata request for the two topics, to the first bootstrap
-// broker that answers, the whole probe bounded by timeout (and ctx): a broker that accepts
-// connections but does not answer (frozen, overloaded) fails it within the timeout. It is the
-// dispatcher's readiness check. (A probe given up at the timeout finishes in the background,
-// each of its network steps bounded by the timeout too.)
+// Probe asks every bootstrap broker at once for the metadata of the two topics and succeeds
+// as soon as one answers, the whole probe bounded by timeout (and ctx): a broker that accepts
+// connections but does not answer (frozen, overloaded) fails it only when no other broker
+// answers within the timeout, wherever it stands in the list. It is the dispatcher's readiness
+// check, and tells an outage from a batch's own failure. (Requests still unanswered when the
+// probe returns finish in the background, each network step bounded by the timeout.)
 func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -26,44 +27,93 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 	if timeout <= 0 {
 		return &Error{Op: "metadata", Err: context.DeadlineExceeded}
 	}
-	done := make(chan error, 1)
-	go func() { done <- probe(ctx, c, timeout) }()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s", timeout)}
-	case <-ctx.Done():
-		return &Error{Op: "metadata", Err: ctx.Err()}
-	}
-}
-
-// probe is Probe's request, each network step bounded by timeout.
-func probe(ctx context.Context, c Config, timeout time.Duration) error {
-	sc, err := newSaramaConfig(c)
+	answers, err := askAll(c, timeout)
 	if err != nil {
 		return err
 	}
-	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	var errs []error
-	for _, addr := range c.Brokers {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	for range c.Brokers {
+		select {
+		case a := <-answers:
+			if a.err == nil {
+				return nil
+			}
+			errs = append(errs, a.err)
+		case <-t.C:
+			return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s", timeout)}
+		case <-ctx.Done():
+			return &Error{Op: "metadata", Err: ctx.Err()}
 		}
-		b := sarama.NewBroker(addr)
-		if err := b.Open(sc); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		req := &sarama.MetadataRequest{Version: 1, Topics: c.Topics()}
-		_, err := b.GetMetadata(req)
-		_ = b.Close()
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 	}
 	return &Error{Op: "metadata", Err: fmt.Errorf("no broker answered within %s: %w", timeout, errors.Join(errs...))}
+}
+
+// answering returns the bootstrap brokers that answer Probe's request within timeout, in the
+// configured order, or all of them when none does (then the caller's own timeouts decide). A
+// client given only these as seeds never starts by waiting a read timeout on a frozen broker.
+func answering(c Config, timeout time.Duration) ([]string, error) {
+	answers, err := askAll(c, timeout)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	ok := map[string]bool{}
+wait:
+	for range c.Brokers {
+		select {
+		case a := <-answers:
+			ok[a.addr] = a.err == nil
+		case <-t.C:
+			break wait
+		}
+	}
+	var live []string
+	for _, addr := range c.Brokers {
+		if ok[addr] {
+			live = append(live, addr)
+		}
+	}
+	if len(live) == 0 {
+		return c.Brokers, nil
+	}
+	return live, nil
+}
+
+// answer is one broker's answer to Probe's request.
+type answer struct {
+	addr string
+	err  error
+}
+
+// askAll makes Probe's request to every bootstrap broker at once, each network step bounded by
+// timeout, and delivers one answer per broker on the returned channel (buffered: a late answer
+// never blocks its goroutine).
+func askAll(c Config, timeout time.Duration) (<-chan answer, error) {
+	sc, err := newSaramaConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
+	answers := make(chan answer, len(c.Brokers))
+	for _, addr := range c.Brokers {
+		go func() { answers <- answer{addr: addr, err: askMetadata(sc, addr, c.Topics())} }()
+	}
+	return answers, nil
+}
+
+// askMetadata makes the metadata request of Probe to the broker at addr on a connection of its
+// own.
+func askMetadata(sc *sarama.Config, addr string, topics []string) error {
+	b := sarama.NewBroker(addr)
+	if err := b.Open(sc); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	defer func() { _ = b.Close() }()
+	if _, err := b.GetMetadata(&sarama.MetadataRequest{Version: 1, Topics: topics}); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	return nil
 }

@@ -64,7 +64,10 @@ type txnProducer struct {
 
 // Dial builds the D3 configuration (refusing a violation), connects, and initialises one
 // transactional producer per topic; initialising fences any older producer of the same
-// transactional id (a deposed leader's).
+// transactional id (a deposed leader's). Its clients start from the bootstrap brokers that
+// answer a metadata request within the check timeout (all of them when none does): sarama
+// picks a seed broker at random for each client, and a frozen one would cost a read timeout
+// per client before the dial went on.
 func Dial(c Config) (*Producer, error) {
 	sc, err := newSaramaConfig(c)
 	if err != nil {
@@ -73,13 +76,17 @@ func Dial(c Config) (*Producer, error) {
 	if err := VerifyD3(c); err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(c.Brokers, sc)
+	seeds := c // the producer keeps every broker for Ping; its clients start from those answering
+	if seeds.Brokers, err = answering(c, c.CheckTimeout); err != nil {
+		return nil, err
+	}
+	client, err := sarama.NewClient(seeds.Brokers, sc)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}
 	}
 	p := &Producer{cfg: c, client: client, topics: map[string]*topicProducer{}}
 	for _, topic := range c.Topics() {
-		tp, err := dialTxn(c, topic)
+		tp, err := dialTxn(seeds, topic)
 		if err != nil {
 			_ = p.Close()
 			return nil, err
@@ -110,19 +117,26 @@ func dialTxn(c Config, topic string) (*txnProducer, error) {
 }
 
 // close stops the producer. A broken one's abandoned transaction may be waiting on a broker
-// that does not answer (frozen): its client is closed first, which ends those requests at once
-// instead of at the read timeout, so a replacement can be dialled without waiting for them.
+// that does not answer (frozen): its client is closed first, which ends the requests on the
+// client's open connections at once; a request sarama is still making on a new connection
+// (a metadata refresh of a retry) runs to its read timeouts, so the abandoned transaction's
+// goroutine and the producer's own close finish in the background and a replacement can be
+// dialled without waiting for them. The abandoned transaction never commits (it aborts), and
+// the replacement's initialisation fences whatever it might still send.
 func (t *txnProducer) close() error {
-	var err error
-	closed := false
 	if t.broken.Load() != nil {
-		err, closed = t.client.Close(), true
+		err := t.client.Close()
+		go func() {
+			t.done.Wait()
+			_ = t.sync.Close()
+		}()
+		if errors.Is(err, sarama.ErrClosedClient) {
+			err = nil
+		}
+		return err
 	}
 	t.done.Wait()
-	err = errors.Join(err, t.sync.Close())
-	if !closed {
-		err = errors.Join(err, t.client.Close())
-	}
+	err := errors.Join(t.sync.Close(), t.client.Close())
 	if errors.Is(err, sarama.ErrClosedClient) {
 		err = nil
 	}

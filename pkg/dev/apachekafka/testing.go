@@ -10,6 +10,10 @@ import (
 // run one (no Java 17, no jars) fails those tests, saying how to fix it.
 const SkipEnv = "MSGX_KAFKA_SKIP"
 
+// ClusterEnv set to 1 runs the tests that start a three-node cluster (three JVMs, minutes on a
+// small machine). make test leaves them out; make chaos-kafka is their end-to-end counterpart.
+const ClusterEnv = "MSGX_KAFKA_CLUSTER"
+
 // StartTimeout bounds Start and StartCluster, format included: JVMs start slowly on a busy
 // machine.
 const StartTimeout = 3 * time.Minute

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -423,9 +424,11 @@ func kafkaFreeze(k *RealKafka, d time.Duration) Scenario {
 			if err != nil {
 				return err
 			}
-			r.Observe("node %d (coordinator, leader of %d of the %d topic partitions) frozen; the coordinator moved after %s; longest pause in sends %s; "+
-				"/readyz while frozen (not a criterion: the probe asks the first broker that answers): %s; every replica in sync %s after the thaw",
-				victim.ID, leads, 2*broker.Partitions, moved.Round(100*time.Millisecond), pause.Round(100*time.Millisecond), rd, insync.Round(100*time.Millisecond))
+			r.Observe("node %d (coordinator, leader of %d of the %d topic partitions, broker %d of %d in the dispatcher's MSGX_KAFKA_BROKERS) frozen; "+
+				"the coordinator moved after %s; longest pause in sends %s; "+
+				"/readyz while frozen (not a criterion: it also follows the leader's sends): %s; every replica in sync %s after the thaw",
+				victim.ID, leads, 2*broker.Partitions, slices.Index(r.Stack.Brokers, victim.Addr())+1, len(r.Stack.Brokers),
+				moved.Round(100*time.Millisecond), pause.Round(100*time.Millisecond), rd, insync.Round(100*time.Millisecond))
 			if merr != nil {
 				r.Problem("coordinator of %s: %v", changesTxnID, merr)
 			}
