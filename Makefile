@@ -72,7 +72,9 @@ KAFKA ?= dev
 .PHONY: up
 up: ## local stack: PostgreSQL, MariaDB, Kafka (KAFKA=dev: the development broker, cmd/devbroker; KAFKA=apache: a real Apache Kafka node, fresh databases), migrations, roles, mailbox tables and the four binaries, each as its own database role
 	bash scripts/ensure-db.sh
-	@if [ "$(KAFKA)" = apache ]; then bash scripts/ensure-kafka.sh >/dev/null && $(GO) run ./cmd/devstack -kafka apache -fresh; else $(GO) run ./cmd/devstack -kafka $(KAFKA); fi
+	@$(GO) build -o .devstack/devstack ./cmd/devstack
+	@# exec: the devstack alone answers Ctrl-C (go run would exit 1 on it) and ends 0 once stopped
+	@if [ "$(KAFKA)" = apache ]; then bash scripts/ensure-kafka.sh >/dev/null && exec .devstack/devstack -kafka apache -fresh; else exec .devstack/devstack -kafka $(KAFKA); fi
 
 .PHONY: demo
 demo: ## run the system: local stack (each binary as its own database role), a simulated airport day, live progress, a summary that compares every flight with the model (exit 1 on a difference); leaves nothing running
