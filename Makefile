@@ -37,9 +37,12 @@ schema: ## regenerate db/schema.sql from db/migrations
 # the dispatch tests inject; no msgx call is on either stack (docs/kafka.md, "The data race
 # inside sarama"). Its tests still run, with -race off; pkg/kafka runs with -race.
 RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/pkg/dispatch$$')
-test-race: ## go test -race over everything (real PostgreSQL and MariaDB); pkg/dispatch without -race (sarama's own race)
-	$(GO) test -race -count=1 -timeout 12m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 12m ./pkg/dispatch/
+# GOTEST is go test through gotestsum (tools module): a line per package, then every skipped test
+# with its reason (an optional suite a local run did not have) and every failure.
+GOTEST = $(GO) tool gotestsum --format pkgname --
+test-race: ## go test -race over everything (real PostgreSQL and MariaDB); pkg/dispatch without -race (sarama's own race); lists the skipped tests and why
+	$(GOTEST) -race -count=1 -timeout 12m $(RACE_PKGS)
+	$(GOTEST) -count=1 -timeout 12m ./pkg/dispatch/
 
 .PHONY: setup
 setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, Apache Kafka's jars); a no-op when they are there
