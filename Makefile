@@ -32,8 +32,11 @@ schema: ## regenerate db/schema.sql from db/migrations
 	scripts/verify-schema.sh --write
 
 .PHONY: test-race
-test-race: ## go test -race over everything (real PostgreSQL and MariaDB)
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+# GOTEST is go test through gotestsum (tools module): a line per package, then every skipped test
+# with its reason (an optional suite a local run did not have) and every failure.
+GOTEST = $(GO) tool gotestsum --format pkgname --
+test-race: ## go test -race over everything (real PostgreSQL and MariaDB); lists the skipped tests and why
+	$(GOTEST) -race -count=1 -timeout 12m $(PKGS)
 
 .PHONY: setup
 setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, Apache Kafka's jars); a no-op when they are there
@@ -66,7 +69,9 @@ KAFKA ?= dev
 .PHONY: up
 up: ## local stack: PostgreSQL, MariaDB, Kafka (KAFKA=dev: the development broker, cmd/devbroker; KAFKA=apache: a real Apache Kafka node, fresh databases), migrations, roles, mailbox tables and the four binaries, each as its own database role
 	bash scripts/ensure-db.sh
-	@if [ "$(KAFKA)" = apache ]; then bash scripts/ensure-kafka.sh >/dev/null && $(GO) run ./cmd/devstack -kafka apache -fresh; else $(GO) run ./cmd/devstack -kafka $(KAFKA); fi
+	@$(GO) build -o .devstack/devstack ./cmd/devstack
+	@# exec: the devstack alone answers Ctrl-C (go run would exit 1 on it) and ends 0 once stopped
+	@if [ "$(KAFKA)" = apache ]; then bash scripts/ensure-kafka.sh >/dev/null && exec .devstack/devstack -kafka apache -fresh; else exec .devstack/devstack -kafka $(KAFKA); fi
 
 .PHONY: demo
 demo: ## run the system: local stack (each binary as its own database role), a simulated airport day, live progress, a summary that compares every flight with the model (exit 1 on a difference); leaves nothing running

@@ -563,6 +563,7 @@ CREATE TABLE public.proc_state (
     processing_through bigint,
     crashes integer DEFAULT 0 NOT NULL,
     deaths integer DEFAULT 0 NOT NULL,
+    raw_bytes bytea,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
@@ -609,6 +610,7 @@ CREATE TABLE public.proc_state_hst (
     processing_through bigint,
     crashes integer DEFAULT 0 NOT NULL,
     deaths integer DEFAULT 0 NOT NULL,
+    raw_bytes bytea,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
@@ -1252,7 +1254,7 @@ CREATE INDEX proc_state_hst_marker_abandoned ON public.proc_state_hst USING btre
 -- Name: proc_state_hst_raw_kept; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX proc_state_hst_raw_kept ON public.proc_state_hst USING btree (finished_at) WHERE (raw IS NOT NULL);
+CREATE INDEX proc_state_hst_raw_kept ON public.proc_state_hst USING btree (finished_at) WHERE ((raw IS NOT NULL) OR (raw_bytes IS NOT NULL));
 
 
 --
@@ -1508,4 +1510,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261220140000'),
     ('20261221120000'),
     ('20261221130000'),
-    ('20261222120000');
+    ('20261222120000'),
+    ('20261228120000');

@@ -179,6 +179,7 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintln(out, "      enqueued or judged missing. Rolled-back inserts consume ids without a row and the AODB's answers are rows too,")
 	fmt.Fprintln(out, "      so W ends above written; it stops below a missing id for up to MSGX_MAX_COMMIT_DELAY="+maxCommitDelay.String()+".")
 	var wr *simulate.Written
+	var late early // the early update, written after the day
 	var drainedSince time.Time
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -191,6 +192,9 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 				return fmt.Errorf("simulator: %w", r.err)
 			}
 			wr = &r.w
+			if late, err = writeEarly(ctx, mailbox, day); err != nil {
+				return err
+			}
 			fmt.Fprintf(out, "demo: all %d messages written in %s (%d out-of-order commits; %d rolled-back inserts consumed ids %v without a row:\n"+
 				"      W ends at %d messages + %d rolled-back ids + the AODB's answers)\n",
 				len(r.w.IDs), time.Since(start).Round(time.Millisecond), r.w.OutOfOrder, len(r.w.Gaps), r.w.Gaps, len(r.w.IDs), len(r.w.Gaps))
@@ -206,7 +210,7 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 		if wr == nil {
 			continue
 		}
-		if stack.Drained(snap, slices.Max(wr.IDs)) {
+		if stack.Drained(snap, max(slices.Max(wr.IDs), late.id)) {
 			if drainedSince.IsZero() {
 				drainedSince = time.Now()
 			}
@@ -230,11 +234,11 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	ok, err := summary(ctx, out, summaryInput{day: day, written: *wr, answers: aodb.Stats().Answers, snap: snap,
-		consumer: consumer, lat: lat, mailbox: mailbox, pool: pool, bootOK: bootOK, prefix: o.rolePrefix})
+		consumer: consumer, lat: lat, mailbox: mailbox, pool: pool, bootOK: bootOK, prefix: o.rolePrefix, early: late})
 	if err != nil {
 		return err
 	}
-	hints(out, o, access)
+	hints(out, o, access, late)
 	if !ok {
 		return errMismatch
 	}

@@ -23,4 +23,10 @@ const (
 	// mailboxIDsSQL lists every row of the mailbox (MySQL): the day's messages and the AODB's
 	// answers.
 	mailboxIDsSQL = `SELECT CMINMSGS_ID FROM cminmsgs`
+	// earlyOutcomeSQL is a message's status and reason.
+	earlyOutcomeSQL = `SELECT status || ' ' || COALESCE(reason, '') FROM proc_state WHERE msg_id = $1`
+	// insertEarlySQL writes the early update (MySQL), as the AODB writes a FLOP STND.
+	insertEarlySQL = `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS,
+  CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE, CMINMSGS_SUBSYSTEM_DATE_SENT,
+  CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_SUBSYSTEM_TYPE) VALUES (?, ?, 'VALID', ?, ?, ?, 'STND', 'FLOP')`
 )

@@ -31,6 +31,7 @@ type summaryInput struct {
 	pool     *pgxpool.Pool
 	bootOK   bool
 	prefix   string // the binaries' role names: <prefix>ingest, …
+	early    early  // the early update: intended SKIPPED no-match
 }
 
 // shownProblems is how many differences a failed check prints.
@@ -52,11 +53,13 @@ func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) 
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(out, "%-26s "+format+"\n", append([]any{label}, a...)...)
 	}
-	// Rows of the mailbox besides the day are the AODB's answers: intended SUCCEEDED.
+	// Rows of the mailbox besides the day are the AODB's answers (intended SUCCEEDED) and the
+	// early update (SKIPPED no-match).
 	extra, err := answers(ctx, in.mailbox, in.written)
 	if err != nil {
 		return false, err
 	}
+	extra[in.early.id] = verify.Want{Status: "SKIPPED"}
 	rep, err := verify.Day(ctx, verify.Input{Pool: in.pool, Mailbox: in.mailbox, Day: in.day, Written: in.written,
 		Extra: extra, Records: in.consumer.Records})
 	if err != nil {
@@ -67,12 +70,14 @@ func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) 
 		problems[c.Name] = c.Problems
 	}
 	s := in.snap
-	written := int64(len(in.written.IDs)) + int64(in.answers)
+	written := int64(len(in.written.IDs)) + int64(in.answers) + 1 // + the early update
 	terminal := s.ByStatus["SUCCEEDED"] + s.ByStatus["SKIPPED"] + s.ByStatus["DEAD"]
 
 	fmt.Fprintln(out, "\n== summary ==")
 	line("messages written", "%d   (simulator intended: %s; AODB answers: %d, in the mailbox: %d: %s)",
-		written, in.day.Summary(), in.answers, len(extra), ok(len(extra) == in.answers))
+		written, in.day.Summary(), in.answers, len(extra)-1, ok(len(extra)-1 == in.answers))
+	line("early update", "msg_id %d: a stand change for FLID %d, which the AODB never announced: %s",
+		in.early.id, in.early.flid, earlyOutcome(ctx, in.pool, in.early))
 	maxID := slices.Max(in.written.IDs)
 	for id := range extra {
 		maxID = max(maxID, id)
@@ -80,8 +85,8 @@ func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) 
 	if len(in.written.Gaps) > 0 {
 		maxID = max(maxID, slices.Max(in.written.Gaps))
 	}
-	line("watermark W", "%d = highest mailbox id: %d messages + %d AODB answers + %d ids of rolled-back inserts (never committed): %s",
-		s.Watermark, len(in.written.IDs), len(extra), len(in.written.Gaps), ok(s.Watermark == maxID))
+	line("watermark W", "%d = highest mailbox id: %d messages + %d AODB answers + the early update + %d ids of rolled-back inserts (never committed): %s",
+		s.Watermark, len(in.written.IDs), len(extra)-1, len(in.written.Gaps), ok(s.Watermark == maxID))
 	line("outcomes", "SUCCEEDED %d, SKIPPED %d, DEAD %d, FAILED %d, PENDING %d",
 		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], s.ByStatus["FAILED"], s.ByStatus["PENDING"])
 	reasons, err := counts(ctx, in.pool, skippedByReasonSQL)
@@ -289,7 +294,7 @@ func distinctEvents(recs []stack.Record) map[string]int {
 
 // hints prints where to look next. Nothing of the demo runs any more: the commands work on what
 // it leaves, its two databases, as the roles it applied.
-func hints(out io.Writer, o options, a stack.Access) {
+func hints(out io.Writer, o options, a stack.Access, e early) {
 	bin := o.binDir
 	if rel, err := filepath.Rel(o.root, bin); err == nil && !strings.HasPrefix(rel, "..") {
 		bin = rel
@@ -302,11 +307,22 @@ func hints(out io.Writer, o options, a stack.Access) {
 	fmt.Fprintf(out, "\nwhere to look next (the demo stopped everything; its databases %s and %s stay until the next demo):\n", o.pgDB, o.mailDB)
 	fmt.Fprintf(out, "  MSGX_PG_URL='%s' %s status\n", a.PG[roles.Reader], ctl)
 	fmt.Fprintf(out, "      watermark, head, backlog, dead letters, markers, leaders — as the read-only role %s\n", roles.Name(a.Prefix, roles.Reader))
-	fmt.Fprintf(out, "  MSGX_PG_URL='%s' %s replay --dry-run --class EXHAUSTED\n", a.PG[roles.Admin], ctl)
-	fmt.Fprintf(out, "      what a replay would take back — as the operator role %s\n", roles.Name(a.Prefix, roles.Admin))
+	fmt.Fprintf(out, "  MSGX_PG_URL='%s' %s show %d\n", a.PG[roles.Reader], ctl, e.id)
+	fmt.Fprintf(out, "      the early update: SKIPPED no-match, FLID %d was unknown when it came\n", e.flid)
+	fmt.Fprintf(out, "  MSGX_PG_URL='%s' %s replay --dry-run --ids %d\n", a.PG[roles.Admin], ctl, e.id)
+	fmt.Fprintf(out, "      what a replay would take back once the flight exists — as the operator role %s\n", roles.Name(a.Prefix, roles.Admin))
 	fmt.Fprintln(out, "  make up      the same stack kept running (database msgx, ops ports 8081-8084, API 127.0.0.1:8091, Kafka 127.0.0.1:9092);")
 	fmt.Fprintln(out, "               it prints an API token (export MSGX_TOKEN=…) for the read API:")
 	fmt.Fprintln(out, "               curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://127.0.0.1:8091/flights/<FLID>")
 	fmt.Fprintf(out, "  %-12s each binary's JSON log of this run\n", logs+"/")
 	fmt.Fprintln(out, "  docs/runbook.md, docs/events.md   operations and the consumer contract")
+}
+
+// earlyOutcome is the early update's status and reason as stored.
+func earlyOutcome(ctx context.Context, pool *pgxpool.Pool, e early) string {
+	var st string
+	if err := pool.QueryRow(ctx, earlyOutcomeSQL, e.id).Scan(&st); err != nil {
+		return "not read: " + err.Error()
+	}
+	return st
 }

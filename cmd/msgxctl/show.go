@@ -54,7 +54,7 @@ func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Write
 	}
 	loc := cfg.Location()
 	if *raw {
-		return showRaw(out, id, st.Message.Raw, *asJSON)
+		return showRaw(out, st.Message, *asJSON)
 	}
 	changed, err := status.FlightsChanged(ctx, pool, id)
 	if err != nil {
@@ -70,15 +70,25 @@ func showCmd(ctx context.Context, cfg config.Config, args []string, out io.Write
 	return showText(out, loc, id, doc, st)
 }
 
-// showRaw prints a message's text as it arrived.
-func showRaw(out io.Writer, id int64, text *string, asJSON bool) error {
-	if text == nil {
-		return fmt.Errorf("message %d: its text was cleared (MSGX_RAW_RETENTION)", id)
+// showRaw prints a message's text as it arrived: the mailbox bytes themselves where the text
+// copy is not them (a GB charset's bytes, or bytes PostgreSQL text cannot hold); in JSON those
+// bytes are base64 (raw_bytes), beside the text copy when there is one.
+func showRaw(out io.Writer, m status.Message, asJSON bool) error {
+	if m.Raw == nil && m.RawBytes == nil {
+		return fmt.Errorf("message %d: its text was cleared (MSGX_RAW_RETENTION)", m.MsgID)
 	}
 	if asJSON {
-		return writeJSON(out, time.UTC, map[string]any{"msg_id": id, "raw": *text})
+		doc := map[string]any{"msg_id": m.MsgID, "raw": m.Raw}
+		if m.RawBytes != nil {
+			doc["raw_bytes"] = m.RawBytes // encoding/json writes []byte as base64
+		}
+		return writeJSON(out, time.UTC, doc)
 	}
-	_, err := io.WriteString(out, *text)
+	if m.RawBytes != nil {
+		_, err := out.Write(m.RawBytes)
+		return err
+	}
+	_, err := io.WriteString(out, *m.Raw)
 	return err
 }
 
@@ -100,6 +110,9 @@ func showDoc(m status.Message, loc *time.Location) map[string]any {
 	}
 	if m.Raw != nil {
 		doc["raw_length"] = utf8.RuneCountInString(*m.Raw)
+	}
+	if m.RawBytes != nil {
+		doc["raw_bytes_length"] = len(m.RawBytes) // the mailbox bytes are kept apart (show --raw)
 	}
 	if m.Archived {
 		doc["archived"] = true

@@ -119,3 +119,37 @@ func openAndExec(ctx context.Context, cfg config.Config, sql string) (int64, err
 	tag, err := pool.Exec(ctx, sql)
 	return tag.RowsAffected(), err
 }
+
+// show --raw of a message whose text PostgreSQL could not hold prints the mailbox bytes
+// themselves; --json gives them as base64 beside a null text, and the row says how many.
+func TestShowRawBytes(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	mailbox := []byte("<?xml version=\"1.0\" encoding=\"Big5\"?><MSG>\xA5\x78</MSG>")
+	_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_bytes, raw_sha256, status, error_class, reason, attempts, next_attempt_at, enqueued_at)
+	  VALUES (7, NULL, $1, sha256($1), 'FAILED', 'CODEC_ERROR', 'unsupported encoding declaration', 1, now(), now())`, mailbox)
+	require.NoError(t, err)
+	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+
+	var out bytes.Buffer
+	require.NoError(t, showCmd(ctx, cfg, []string{"7", "--raw"}, &out))
+	require.Equal(t, mailbox, out.Bytes())
+
+	out.Reset()
+	require.NoError(t, showCmd(ctx, cfg, []string{"7", "--raw", "--json"}, &out))
+	var raw struct {
+		Raw   *string `json:"raw"`
+		Bytes []byte  `json:"raw_bytes"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &raw))
+	require.Nil(t, raw.Raw)
+	require.Equal(t, mailbox, raw.Bytes)
+
+	out.Reset()
+	require.NoError(t, showCmd(ctx, cfg, []string{"7", "--json"}, &out))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	require.EqualValues(t, len(mailbox), doc["raw_bytes_length"])
+	require.Nil(t, doc["raw_length"])
+}

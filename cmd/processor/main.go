@@ -108,19 +108,23 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 // ensureIdentity checks the configured identity rule against the database's (pkg/identity). A
 // disagreeing configuration is refused: run returns and the binary exits with one line. A
 // database that cannot answer yet (down, not created, not migrated) is retried every retry,
-// logged with the fix, as the leader campaign is; it ends with ctx.
+// logged with the fix at the first try and then once per obs.RepeatEvery, as the leader campaign
+// is; it ends with ctx.
 func ensureIdentity(ctx context.Context, pool *pgxpool.Pool, rule identity.Rule, clk clock.Clock, retry time.Duration, log zerolog.Logger) error {
+	repeats := obs.Repeats{Every: obs.RepeatEvery}
 	for {
 		err := identity.Ensure(ctx, pool, rule, "processor", clk.Now())
 		var mismatch *identity.MismatchError
 		if err == nil || errors.As(err, &mismatch) || ctx.Err() != nil {
 			return err
 		}
-		ev := log.Warn().Err(err)
-		if hint := migrate.Hint(err); hint != "" {
-			ev = ev.Str("hint", hint)
+		if n, due := repeats.Due(clk.Now()); due {
+			ev := log.Warn().Err(err).Int("tries", n)
+			if hint := migrate.Hint(err); hint != "" {
+				ev = ev.Str("hint", hint)
+			}
+			ev.Msg("identity rule check failed; retrying")
 		}
-		ev.Msg("identity rule check failed; retrying")
 		if !clock.Sleep(ctx, clk, retry) {
 			return ctx.Err()
 		}

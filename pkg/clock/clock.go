@@ -53,6 +53,14 @@ func (f *Fake) Set(t time.Time) {
 	f.moved()
 }
 
+// Waiting reports whether a Sleep is waiting for the time to move (since it last moved), so that
+// a test can move it once per turn of the loop it drives.
+func (f *Fake) Waiting() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed != nil
+}
+
 // moved wakes the sleepers; f.mu is held.
 func (f *Fake) moved() {
 	if f.changed != nil {

@@ -50,10 +50,11 @@ func TestGBKColumnServerConverted(t *testing.T) {
 	require.Equal(t, 0.0, metric(t, b.reg, "msgx_ingest_unstorable_rows_total"))
 }
 
-// TestGBKBytesBinaryColumn: from a binary column msgx receives the GBK bytes themselves; the copy
-// is their UTF-8 reading under the unchanged declaration (PostgreSQL text holds nothing else),
-// which encodes back to the mailbox bytes; the hash is of the mailbox bytes. Bytes valid in
-// neither UTF-8 nor the declared charset cannot be stored (raw NULL).
+// TestGBKBytesBinaryColumn: from a binary column msgx receives the GBK bytes themselves; the text
+// copy is their UTF-8 reading under the unchanged declaration (PostgreSQL text holds nothing
+// else), which encodes back to the mailbox bytes, and raw_bytes holds the mailbox bytes exactly;
+// the hash is of the mailbox bytes. Bytes valid in neither UTF-8 nor the declared charset have no
+// text copy (raw NULL) but keep their bytes, for the processor's CODEC_ERROR.
 func TestGBKBytesBinaryColumn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, testConfig)
@@ -81,12 +82,16 @@ func TestGBKBytesBinaryColumn(t *testing.T) {
 	back, err := simplifiedchinese.GBK.NewEncoder().String(*got[id].Raw)
 	require.NoError(t, err)
 	require.Equal(t, gbk, back, "the copy encodes back to the mailbox bytes")
+	require.Equal(t, []byte(gbk), got[id].Bytes, "the mailbox bytes are kept exactly")
 	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_declared_charset_rows_total", "declared", "GBK", "bytes", "declared"))
 
 	require.Nil(t, got[broken].Raw)
+	require.Equal(t, []byte(strings.Replace(gbk, "</REMC>", "\xFF\xFF</REMC>", 1)), got[broken].Bytes)
+	require.Equal(t, sha(strings.Replace(gbk, "</REMC>", "\xFF\xFF</REMC>", 1)), got[broken].Sum)
 	require.Equal(t, 1.0, metric(t, b.reg, "msgx_ingest_unstorable_rows_total"))
 	require.NotNil(t, got[other].Raw, "an encoding msgx does not read is kept for the processor's CODEC_ERROR")
 	require.Equal(t, chineseRemark("Big5", "abc"), *got[other].Raw)
+	require.Nil(t, got[other].Bytes, "text stored as it arrived needs no byte copy")
 }
 
 // TestRunRefusesConnectionCharset: a mailbox connection that does not talk utf8mb4 stops the

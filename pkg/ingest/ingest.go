@@ -218,7 +218,7 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 	i.d.Metrics.copied(c, inserted)
 	for _, id := range c.unstorable {
 		i.d.Metrics.unstorable.Inc()
-		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or bytes that are text in no charset msgx reads: enqueued with raw NULL (the processor makes it DEAD MALFORMED); the mailbox keeps the original")
+		i.log.Error().Int64("msg_id", id).Msg("mailbox text has a NUL byte or bytes that are text in no charset msgx reads: enqueued with raw NULL and its bytes in raw_bytes (the processor reads them: CODEC_ERROR or MALFORMED)")
 	}
 	for _, sk := range d.skips {
 		n := sk.to - sk.from + 1

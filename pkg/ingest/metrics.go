@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: "msgx_ingest_late_rows_total", Help: "Rows found by the re-probe after their id was skipped, enqueued below W.",
 		}),
 		unstorable: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "msgx_ingest_unstorable_rows_total", Help: "Mailbox rows whose text PostgreSQL cannot hold (NUL byte, invalid UTF-8); enqueued with raw NULL.",
+			Name: "msgx_ingest_unstorable_rows_total", Help: "Mailbox rows whose text PostgreSQL cannot hold (NUL byte, invalid UTF-8); enqueued with raw NULL and their bytes in raw_bytes.",
 		}),
 		charsets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_ingest_declared_charset_rows_total",

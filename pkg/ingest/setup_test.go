@@ -127,6 +127,7 @@ func step(t testing.TB, ing *Ingester) bool {
 
 type stored struct {
 	Raw      *string
+	Bytes    []byte // raw_bytes: the mailbox bytes when the text copy is not them
 	Sum      []byte
 	Status   string
 	Late     bool
@@ -136,7 +137,7 @@ type stored struct {
 // stored returns every proc_state row by msg_id.
 func (b *bundle) stored(t testing.TB) map[int64]stored {
 	t.Helper()
-	rows, err := b.pg.Pool.Query(context.Background(), `SELECT msg_id, raw, raw_sha256, status, late, received_at FROM proc_state`)
+	rows, err := b.pg.Pool.Query(context.Background(), `SELECT msg_id, raw, raw_bytes, raw_sha256, status, late, received_at FROM proc_state`)
 	require.NoError(t, err)
 	out := map[int64]stored{}
 	for rows.Next() {
@@ -144,7 +145,7 @@ func (b *bundle) stored(t testing.TB) map[int64]stored {
 			id int64
 			s  stored
 		)
-		require.NoError(t, rows.Scan(&id, &s.Raw, &s.Sum, &s.Status, &s.Late, &s.Received))
+		require.NoError(t, rows.Scan(&id, &s.Raw, &s.Bytes, &s.Sum, &s.Status, &s.Late, &s.Received))
 		out[id] = s
 	}
 	require.NoError(t, rows.Err())

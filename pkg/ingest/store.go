@@ -26,9 +26,9 @@ const (
 
 	// enqueueSQL inserts PENDING rows for a batch of mailbox messages in one statement. A rescan
 	// or a row the compat entry enqueued first conflicts and is left as it is.
-	enqueueSQL = `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, received_at, enqueued_at, late)
-SELECT m.msg_id, m.raw, m.raw_sha256, 'PENDING', m.received_at, $5, $6
-  FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::timestamp[]) AS m(msg_id, raw, raw_sha256, received_at)
+	enqueueSQL = `INSERT INTO proc_state (msg_id, raw, raw_bytes, raw_sha256, status, received_at, enqueued_at, late)
+SELECT m.msg_id, m.raw, m.raw_bytes, m.raw_sha256, 'PENDING', m.received_at, $6, $7
+  FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::timestamp[]) AS m(msg_id, raw, raw_bytes, raw_sha256, received_at)
     ON CONFLICT (msg_id) DO NOTHING
 RETURNING msg_id`
 
@@ -105,6 +105,7 @@ func loadCursor(ctx context.Context, db DB) (cursor, error) {
 type copies struct {
 	ids      []int64
 	raws     []pgtype.Text
+	bytes    [][]byte // the mailbox bytes where raws[i] is not them (see rawCopy), else nil
 	sums     [][]byte
 	received []pgtype.Timestamp
 	// unstorable lists ids whose text PostgreSQL cannot hold (see rawCopy).
@@ -117,6 +118,7 @@ func newCopies(msgs []mailbox.Message) copies {
 	c := copies{
 		ids:      make([]int64, len(msgs)),
 		raws:     make([]pgtype.Text, len(msgs)),
+		bytes:    make([][]byte, len(msgs)),
 		sums:     make([][]byte, len(msgs)),
 		received: make([]pgtype.Timestamp, len(msgs)),
 	}
@@ -126,6 +128,9 @@ func newCopies(msgs []mailbox.Message) copies {
 		c.raws[i], c.sums[i] = raw, sum
 		if !ok {
 			c.unstorable = append(c.unstorable, m.ID)
+		}
+		if !raw.Valid || raw.String != m.Text {
+			c.bytes[i] = []byte(m.Text)
 		}
 		if text.Form == sis.FormConverted || text.Form == sis.FormDeclared {
 			if c.chinese == nil {
@@ -139,13 +144,14 @@ func newCopies(msgs []mailbox.Message) copies {
 }
 
 // rawCopy returns the text to store, the SHA-256 of the mailbox text and how it was read
-// (docs/sis.md §a.1). The stored text is the mailbox text exactly, except for bytes in a declared
+// (docs/sis.md §a.4). The stored text is the mailbox text exactly, except for bytes in a declared
 // GB2312, GBK or GB18030 charset (a binary column): PostgreSQL text holds UTF-8 only, so their
 // UTF-8 reading is stored under the unchanged declaration, and encoding it in that charset
 // gives the mailbox bytes back exactly (the SHA-256 is of those). A NUL byte, or bytes that are
-// text in no charset msgx reads (never well-formed XML to msgx), cannot be stored: raw NULL with
-// the hash of the bytes, so they cannot block ingest, and the processor makes them DEAD
-// MALFORMED.
+// text in no charset msgx reads, cannot be stored as text: raw NULL, so they cannot block
+// ingest. In both cases the caller keeps the mailbox bytes themselves (raw_bytes), from which the
+// processor reads the message (CODEC_ERROR for an encoding it does not read, MALFORMED for a NUL
+// byte or invalid UTF-8 under a UTF-8 declaration).
 func rawCopy(text string) (pgtype.Text, []byte, sis.Text, bool) {
 	sum := sha256.Sum256([]byte(text))
 	if strings.IndexByte(text, 0) >= 0 {
@@ -173,7 +179,7 @@ func enqueue(ctx context.Context, tx pgx.Tx, c copies, now time.Time, late bool)
 	if len(c.ids) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, enqueueSQL, c.ids, c.raws, c.sums, c.received, now, late)
+	rows, err := tx.Query(ctx, enqueueSQL, c.ids, c.raws, c.bytes, c.sums, c.received, now, late)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}

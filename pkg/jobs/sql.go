@@ -188,9 +188,10 @@ DELETE FROM proc_state_hst WHERE msg_id IN (
      ORDER BY archived_at LIMIT $2)`
 
 	clearRawSQL = `
-UPDATE proc_state_hst SET raw = NULL, raw_cleared_at = $3
+UPDATE proc_state_hst SET raw = NULL, raw_bytes = NULL, raw_cleared_at = $3
  WHERE msg_id IN (
-    SELECT msg_id FROM proc_state_hst WHERE raw IS NOT NULL AND finished_at < $1 ORDER BY finished_at LIMIT $2)`
+    SELECT msg_id FROM proc_state_hst WHERE (raw IS NOT NULL OR raw_bytes IS NOT NULL) AND finished_at < $1
+     ORDER BY finished_at LIMIT $2)`
 
 	deleteReqTrackSQL = `
 DELETE FROM req_track WHERE req_id IN (
@@ -206,7 +207,7 @@ DELETE FROM flight_history WHERE history_id IN (
 	procStateColumns = `msg_id, raw, raw_sha256, status, error_class, reason, attempts, next_attempt_at,
        identity_key, content_differs, msg_type, msg_styp, received_at, enqueued_at, late,
        processing_started_at, finished_at, backfill_next_at, backfill_attempts, backfill_error,
-       backfill_outcome, backfill_done_at, backfill_abandoned_at, processing_through, crashes, deaths`
+       backfill_outcome, backfill_done_at, backfill_abandoned_at, processing_through, crashes, deaths, raw_bytes`
 )
 
 // archiveSQL moves terminal rows to proc_state_hst in one statement: rows whose marker is

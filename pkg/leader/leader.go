@@ -31,6 +31,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/obs"
 )
 
 // ErrFenced means the lease's epoch is no longer the role's current one: another instance took
@@ -216,10 +217,27 @@ func (e *Elector) pingPeriod() time.Duration {
 	return min(e.cfg.Retry, e.cfg.SessionTimeout/3)
 }
 
+// logCampaignFailure logs a failed campaign: the first of a run of failures at once, then once
+// per obs.RepeatEvery with the number of tries (the campaign retries every Retry, wall paced).
+func (e *Elector) logCampaignFailure(failing *obs.Repeats, err error) {
+	n, due := failing.Due(time.Now())
+	if !due {
+		return
+	}
+	ev := e.log.Warn().Err(err).Int("tries", n)
+	if e.cfg.Hint != nil {
+		if hint := e.cfg.Hint(err); hint != "" {
+			ev = ev.Str("hint", hint)
+		}
+	}
+	ev.Msg("leader campaign failed; retrying")
+}
+
 // Run campaigns until ctx ends. While leader it runs work with a context that is cancelled as
 // soon as leadership is lost. work returning nil or ErrFenced (or the cancellation) sends the
 // instance back to standby; any other error ends Run with that error.
 func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease Lease) error) error {
+	failing := obs.Repeats{Every: obs.RepeatEvery}
 	for ctx.Err() == nil {
 		conn, lease, err := e.acquire(ctx)
 		if err != nil {
@@ -229,18 +247,13 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 			if errors.Is(err, ErrPooler) {
 				return err
 			}
-			ev := e.log.Warn().Err(err)
-			if e.cfg.Hint != nil {
-				if hint := e.cfg.Hint(err); hint != "" {
-					ev = ev.Str("hint", hint)
-				}
-			}
-			ev.Msg("leader campaign failed; retrying")
+			e.logCampaignFailure(&failing, err)
 			if !clock.WallSleep(ctx, e.cfg.Retry) {
 				return nil
 			}
 			continue
 		}
+		failing.Reset()
 		err = e.lead(ctx, conn, lease, work)
 		e.setLeader(false, 0)
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -83,6 +83,7 @@ const maxBatchBytes = 8 << 20
 type headRow struct {
 	id         int64
 	raw        *string
+	rawBytes   []byte // the mailbox bytes, loaded only when raw is NULL (no text copy could be stored)
 	status     Status
 	attempts   int
 	nextAt     *time.Time
@@ -190,7 +191,7 @@ func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (headRow, error) {
 		var h headRow
-		err := r.Scan(&h.id, &h.raw, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt)
+		err := r.Scan(&h.id, &h.raw, &h.rawBytes, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt)
 		return h, err
 	})
 	if err != nil {
@@ -199,8 +200,13 @@ func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, error) {
 	return out, nil
 }
 
-// prepare decodes a message and computes its identity (outside any transaction).
+// prepare decodes a message and computes its identity (outside any transaction): from its text
+// copy, or from the mailbox bytes when no text copy could be stored.
 func (p *Engine) prepare(r headRow) work {
+	if r.raw == nil && len(r.rawBytes) > 0 {
+		text := string(r.rawBytes) // decoding reads its declared charset: CODEC_ERROR or MALFORMED
+		r.raw = &text
+	}
 	w := work{row: r}
 	if r.raw == nil || strings.TrimSpace(*r.raw) == "" {
 		w.decErr = Errorf(ClassMalformed, "raw text empty or missing")

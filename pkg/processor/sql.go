@@ -4,13 +4,15 @@ package processor
 // parameter (the injected clock), never from now().
 
 const (
-	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text, at most $1 rows
-	// and about $2 bytes of stored text (the first row always), so a run of large schedule
-	// messages cannot blow up the batch's memory.
+	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text (the mailbox
+	// bytes where no text copy could be stored), at most $1 rows and about $2 bytes of stored text
+	// (the first row always), so a run of large schedule messages cannot blow up the batch's memory.
 	headSQL = `
-SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at
-  FROM (SELECT msg_id, raw, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at,
-               sum(COALESCE(pg_column_size(raw), 0)) OVER (ORDER BY msg_id) - COALESCE(pg_column_size(raw), 0) AS before
+SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at
+  FROM (SELECT msg_id, raw, CASE WHEN raw IS NULL THEN raw_bytes END AS raw_bytes, status, attempts, next_attempt_at,
+               processing_started_at, processing_through, crashes, deaths, enqueued_at,
+               sum(COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0)) OVER (ORDER BY msg_id)
+                 - COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0) AS before
           FROM proc_state
          WHERE status IN ('PENDING', 'FAILED')
            AND msg_id <= (SELECT watermark FROM inbox_cursor)

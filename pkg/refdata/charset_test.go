@@ -3,6 +3,7 @@ package refdata_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +146,38 @@ func TestChineseBytesMailbox(t *testing.T) {
 	}
 	chinesePipeline(t, db, mb.DSN)
 	requireNames(t, db, cities)
+}
+
+// TestUnreadableBytesAreCodecErrors: bytes msgx cannot read from a binary column — Big5 under its
+// own declaration, GBK bytes with two bytes GBK lacks — are CODEC_ERROR (replayable once msgx
+// reads them), never MALFORMED, and proc_state keeps the mailbox bytes exactly. (A failing message
+// holds the head, so each case runs on its own mailbox.)
+func TestUnreadableBytesAreCodecErrors(t *testing.T) {
+	t.Parallel()
+	big5 := strings.Replace(chineseCity{decl: "Big5", itcd: "TPE", name: "x"}.text(1), "<CNMC>x</CNMC>", "<CNMC>\xA5\x78\xA5\x5F</CNMC>", 1)
+	gbk, err := simplifiedchinese.GBK.NewEncoder().String(chineseCity{decl: "GBK", itcd: "HET", name: "呼和浩特"}.text(2))
+	require.NoError(t, err)
+	for name, c := range map[string]struct{ raw, reason string }{
+		"big5":   {raw: big5, reason: "Big5"},
+		"broken": {raw: strings.Replace(gbk, "</CNMC>", "\xFF\xFF</CNMC>", 1), reason: "neither UTF-8 nor GBK"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db, mb := testdb.New(t), mailboxtest.New(t)
+			_, err := mb.SQL.Exec(`ALTER TABLE cminmsgs MODIFY CMINMSGS_CLOB_MSG mediumblob NOT NULL`)
+			require.NoError(t, err)
+			_, err = mb.SQL.Exec(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (?, 'VALID')`, []byte(c.raw))
+			require.NoError(t, err)
+			chinesePipeline(t, db, mb.DSN)
+
+			var status, class, reason string
+			var raw []byte
+			require.NoError(t, db.Pool.QueryRow(context.Background(),
+				`SELECT status, COALESCE(error_class, ''), COALESCE(reason, ''), raw_bytes FROM proc_state`).Scan(&status, &class, &reason, &raw))
+			require.Equal(t, "FAILED", status, reason)
+			require.Equal(t, "CODEC_ERROR", class, reason)
+			require.Contains(t, reason, c.reason)
+			require.Equal(t, []byte(c.raw), raw, "the mailbox bytes are kept exactly")
+		})
+	}
 }

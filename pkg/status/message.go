@@ -17,9 +17,12 @@ var ErrNoMessage = errors.New("no such message")
 // Message is one message's row, live (proc_state) or archived (proc_state_hst). Text columns
 // read "" when NULL.
 type Message struct {
-	MsgID                                 int64
-	Raw                                   *string // nil once the raw retention cleared it
-	SHA256                                string  // hex
+	MsgID int64
+	Raw   *string // nil once the raw retention cleared it
+	// RawBytes are the mailbox bytes where the text copy is not them: their UTF-8 reading from a
+	// declared GB charset (Raw), or text PostgreSQL cannot hold (Raw nil). Nil otherwise.
+	RawBytes                              []byte
+	SHA256                                string // hex
 	Status, Class, Reason                 string
 	Attempts                              int
 	NextAttemptAt                         *time.Time

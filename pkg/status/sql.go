@@ -30,7 +30,7 @@ SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHER
 
 // messageColumns are the columns of a message that proc_state and proc_state_hst share, in the
 // order Message scans them.
-const messageColumns = `msg_id, raw, COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
+const messageColumns = `msg_id, raw, raw_bytes, COALESCE(encode(raw_sha256, 'hex'), ''), status, COALESCE(error_class, ''),
        COALESCE(reason, ''), attempts, next_attempt_at, COALESCE(identity_key, ''), content_differs,
        COALESCE(msg_type, ''), COALESCE(msg_styp, ''), received_at, enqueued_at, late, processing_started_at,
        finished_at, backfill_next_at, backfill_attempts, COALESCE(backfill_error, ''), COALESCE(backfill_outcome, ''),
