@@ -47,6 +47,54 @@ SET default_tablespace = '';
 SET default_table_access_method = heap;
 
 --
+-- Name: console_note; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.console_note (
+    note_id bigint NOT NULL,
+    msg_id bigint NOT NULL,
+    actor text NOT NULL,
+    note text NOT NULL,
+    acknowledged boolean NOT NULL,
+    at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: console_note_note_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.console_note_note_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: console_note_note_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.console_note_note_id_seq OWNED BY public.console_note.note_id;
+
+
+--
+-- Name: console_session; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.console_session (
+    session_sha256 bytea NOT NULL,
+    user_name text NOT NULL,
+    scope text NOT NULL,
+    token_sha256 bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+
+--
 -- Name: flight; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -816,6 +864,13 @@ CREATE TABLE public.schema_migrations (
 
 
 --
+-- Name: console_note note_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_note ALTER COLUMN note_id SET DEFAULT nextval('public.console_note_note_id_seq'::regclass);
+
+
+--
 -- Name: flight_history history_id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -848,6 +903,22 @@ ALTER TABLE ONLY public.req_track ALTER COLUMN req_id SET DEFAULT nextval('publi
 --
 
 ALTER TABLE ONLY public.schd_snap_log ALTER COLUMN snap_id SET DEFAULT nextval('public.schd_snap_log_snap_id_seq'::regclass);
+
+
+--
+-- Name: console_note console_note_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_note
+    ADD CONSTRAINT console_note_pkey PRIMARY KEY (note_id);
+
+
+--
+-- Name: console_session console_session_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_session
+    ADD CONSTRAINT console_session_pkey PRIMARY KEY (session_sha256);
 
 
 --
@@ -1120,6 +1191,20 @@ ALTER TABLE ONLY public.schd_snap_log
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: console_note_msg; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX console_note_msg ON public.console_note USING btree (msg_id, note_id);
+
+
+--
+-- Name: console_session_expires; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX console_session_expires ON public.console_session USING btree (expires_at);
 
 
 --
@@ -1508,4 +1593,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261220140000'),
     ('20261221120000'),
     ('20261221130000'),
-    ('20261222120000');
+    ('20261222120000'),
+    ('20261229120000');

@@ -69,13 +69,19 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// formIDs reads the ticked ids of a form.
+// maxIDs is the most ids one action takes: a page of a group; larger sets are msgxctl's.
+const maxIDs = 1000
+
+// formIDs reads the ticked ids of a form (at most maxIDs).
 func formIDs(r *http.Request, name string) ([]int64, error) {
 	var ids []int64
 	for _, v := range r.PostForm[name] {
 		for _, part := range strings.Split(v, ",") {
 			if part = strings.TrimSpace(part); part == "" {
 				continue
+			}
+			if len(ids) == maxIDs {
+				return nil, userError{fmt.Sprintf("At most %d ids per action: narrow the selection, or use msgxctl replay for more.", maxIDs)}
 			}
 			id, err := strconv.ParseInt(part, 10, 64)
 			if err != nil || id <= 0 {

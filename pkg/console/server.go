@@ -17,7 +17,9 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,9 +51,10 @@ type Deps struct {
 
 // Server serves the console.
 type Server struct {
-	d     Deps
-	sess  *sessions
-	pages map[string]*template.Template
+	d        Deps
+	sess     *sessions
+	throttle *loginThrottle
+	pages    map[string]*template.Template
 }
 
 // New builds the server.
@@ -68,11 +71,11 @@ func New(d Deps) (*Server, error) {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	sess, err := newSessions(d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
+	sess, err := newSessions(d.Pool, d.Config.Tokens, d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{d: d, sess: sess, pages: map[string]*template.Template{}}
+	s := &Server{d: d, sess: sess, throttle: newLoginThrottle(), pages: map[string]*template.Template{}}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
@@ -109,7 +112,44 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
 	mux.Handle("GET /requests", s.view(s.requests))
 	mux.Handle("POST /requests", s.act(s.sendRequest, true))
-	return secureHeaders(mux)
+	return secureHeaders(saneInput(mux))
+}
+
+// maxForm bounds a form's body: the largest legitimate one is a group's ids (maxIDs of them).
+const maxForm = 64 << 10
+
+// saneInput refuses, with a plain 400, a query or form that is not valid UTF-8 or holds a NUL
+// (PostgreSQL refuses both in text) or a form over maxForm; handlers see only sane input.
+func saneInput(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "Bad request: the form is too large or malformed.", http.StatusBadRequest)
+				return
+			}
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil || !saneValues(q) || !saneValues(r.PostForm) || !utf8.ValidString(r.URL.Path) {
+			http.Error(w, "Bad request: the input is not valid text.", http.StatusBadRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func saneValues(vs url.Values) bool {
+	for k, list := range vs {
+		if !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
+			return false
+		}
+		for _, v := range list {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // secureHeaders forbids scripts, framing and sniffing: even a template mistake cannot run a
@@ -135,7 +175,11 @@ func sessionOf(r *http.Request) Session {
 // view lets a logged-in user in; others go to the login page (and come back after).
 func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.sess.read(r, s.d.Now())
+		sess, ok, err := s.sess.read(r, s.d.Now(), false)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		if !ok {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
@@ -152,7 +196,11 @@ func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Han
 // act is view for actions: a POST with the session's CSRF token, and (operate) an operator.
 func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.sess.read(r, s.d.Now())
+		sess, ok, err := s.sess.read(r, s.d.Now(), true)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		if !ok {
 			s.refuse(w, r, http.StatusUnauthorized, "Your session has ended: log in again.")
 			return
@@ -199,7 +247,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.refuse(w, r, http.StatusBadRequest, ue.msg)
 	default:
 		s.d.Log.Error().Err(err).Str("path", r.URL.Path).Msg("console page failed")
-		s.refuse(w, r, http.StatusInternalServerError, "The page could not be built: "+err.Error())
+		s.refuse(w, r, http.StatusInternalServerError, "The page could not be built; the console's log has the cause.")
 	}
 }
 

@@ -60,3 +60,13 @@ SELECT req_id, req_type, scope, status, origin, COALESCE(actor, ''), COALESCE(re
        COALESCE(close_reason, '')
   FROM req_track WHERE closed_at IS NOT NULL ORDER BY req_id DESC LIMIT $1`
 )
+
+// The console's sessions (console_session): the cookie's id is stored as its SHA-256 only.
+const (
+	sessionInsertSQL = `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6)`
+	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session
+ WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2`
+	sessionRevokeSQL        = `UPDATE console_session SET revoked_at = $2 WHERE session_sha256 = $1 AND revoked_at IS NULL`
+	sessionDeleteExpiredSQL = `DELETE FROM console_session WHERE expires_at < $1::timestamptz - interval '1 day'`
+)

@@ -1,0 +1,141 @@
+package console_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/httpauth"
+)
+
+// cookieClient is a client that sends exactly the given cookies (a stolen or kept cookie).
+func cookieClient(t testing.TB, base string, cookies []*http.Cookie) *http.Client {
+	c := client(t)
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	c.Jar.SetCookies(u, cookies)
+	return c
+}
+
+// A session ends server-side: after logout, the kept cookie reads nothing and acts on nothing;
+// a console restarted with a token list without the user's token refuses its old cookie, and one
+// with the token still listed keeps it.
+func TestSessionRevokedByLogoutAndTokenRemoval(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	u, _ := url.Parse(w.srv.URL)
+
+	op := w.login(t, operatorToken)
+	kept := op.Jar.Cookies(u)
+	code, body := get(t, op, w.srv.URL+"/dead")
+	require.Equal(t, http.StatusOK, code)
+	resp, err := op.PostForm(w.srv.URL+"/logout", url.Values{"csrf": {csrfOf(t, body)}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	old := cookieClient(t, w.srv.URL, kept)
+	code, _ = get(t, old, w.srv.URL+"/dead")
+	require.Equal(t, http.StatusSeeOther, code, "a logged-out cookie reads nothing")
+	resp, err = old.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {itoa(w.deadID)}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "nor runs a dry run")
+
+	// A restart with the operator's token removed (the viewer's kept).
+	op = w.login(t, operatorToken)
+	vi := w.login(t, viewerToken)
+	var without httpauth.Clients
+	require.NoError(t, without.UnmarshalText(fmt.Appendf(nil, "vi:read:%x", httpauth.Hash(viewerToken))))
+	d := w.deps
+	d.Config.Tokens = without
+	restarted := w.serve(t, d)
+	code, _ = get(t, cookieClient(t, restarted.URL, op.Jar.Cookies(u)), restarted.URL+"/dead")
+	require.Equal(t, http.StatusSeeOther, code, "a removed token's session is refused")
+	code, _ = get(t, cookieClient(t, restarted.URL, vi.Jar.Cookies(u)), restarted.URL+"/dead")
+	require.Equal(t, http.StatusOK, code, "a listed token's session survives the restart")
+	require.Equal(t, int64(3), w.count(t, `SELECT count(*) FROM console_session`))
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM console_session WHERE revoked_at IS NOT NULL`))
+}
+
+// An action needs the Strict cookie: the Lax one alone (what a cross-site navigation sends)
+// acts on nothing.
+func TestActionNeedsStrictCookie(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	u, _ := url.Parse(w.srv.URL)
+	op := w.login(t, operatorToken)
+	_, body := get(t, op, w.srv.URL+"/dead")
+	var lax []*http.Cookie
+	for _, c := range op.Jar.Cookies(u) {
+		if c.Name == "msgx_console" {
+			lax = append(lax, c)
+		}
+	}
+	require.Len(t, lax, 1)
+	laxOnly := cookieClient(t, w.srv.URL, lax)
+	code, _ := get(t, laxOnly, w.srv.URL+"/dead")
+	require.Equal(t, http.StatusOK, code, "a top-level GET reads with the Lax cookie")
+	resp, err := laxOnly.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {itoa(w.deadID)}, "mode": {"replay"}, "reason": {"r"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Zero(t, w.count(t, `SELECT count(*) FROM replay_audit`))
+}
+
+// Input that is not text is a plain 400 that names nothing internal.
+func TestInvalidInputIs400WithoutInternals(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	for _, p := range []string{"/flights?q=%ff", "/flights?q=%00", "/flights?q=CA&day=%ff", "/dead?reason=%c3%28", "/messages?id=%00"} {
+		code, body := get(t, op, w.srv.URL+p)
+		require.Equal(t, http.StatusBadRequest, code, p)
+		require.NotContains(t, body, "SQLSTATE", p)
+		require.NotContains(t, body, "invalid byte sequence", p)
+	}
+}
+
+// Failed logins are throttled per address: the sixth try within a minute is 429 even with a good
+// token, and says how long to wait.
+func TestFailedLoginsThrottled(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	c := client(t)
+	for i := range 5 {
+		resp, err := c.PostForm(w.srv.URL+"/login", url.Values{"token": {fmt.Sprintf("guess-%d", i)}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	}
+	resp, err := c.PostForm(w.srv.URL+"/login", url.Values{"token": {operatorToken}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	require.Empty(t, resp.Header.Values("Set-Cookie"))
+}
+
+// One action takes at most 1,000 ids, and a form body is bounded.
+func TestIDsPerActionCapped(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	_, body := get(t, op, w.srv.URL+"/dead")
+	ids := make([]string, 1001)
+	for i := range ids {
+		ids[i] = itoa(int64(i + 1))
+	}
+	resp, err := op.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {strings.Join(ids, ",")}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	huge := strings.Repeat("1,", 200000)
+	resp, err = op.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {huge}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
