@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +15,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// browser starts headless Chromium (Debian's chromium, scripts/ensure-tools.sh) at 1280×900.
-// Without it the browser tests skip, except under CI where they must run.
+// shared is the test binary's one headless Chromium (Debian's chromium, scripts/ensure-tools.sh)
+// at 1280×900, started by the first browser test.
+var shared struct {
+	once sync.Once
+	ctx  context.Context // the browser's; nil when it could not start
+	err  error
+}
+
+// stopBrowser ends the shared browser (TestMain, after every test).
+var stopBrowser = func() {}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopBrowser()
+	os.Exit(code)
+}
+
+// browser opens a tab in the shared Chromium. The tabs share one cookie store, which scopes
+// cookies by host and not by port: each world serves on its own loopback address (serve). Without Chromium the
+// browser tests skip, except under CI where they must run.
 func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
@@ -25,18 +44,23 @@ func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
 		}
 		t.Skip("chromium is not installed (scripts/ensure-tools.sh installs it)")
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first Run starts the browser and ties it to its context: start it on bctx, not on one
-	// of the per-step contexts below (their end would close it).
-	require.NoError(t, chromedp.Run(bctx))
+	shared.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+			chromedp.Flag("disable-dev-shm-usage", true))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancel := chromedp.NewContext(actx)
+		stopBrowser = func() { cancel(); cancelAlloc() }
+		// The first Run starts the browser and ties it to its context.
+		shared.ctx, shared.err = bctx, chromedp.Run(bctx)
+	})
+	require.NoError(t, shared.err)
+	tab, cancel := chromedp.NewContext(shared.ctx) // a tab; its world's own host keeps its cookies apart
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Run(tab))
 	return func(actions ...chromedp.Action) {
 		t.Helper()
-		tctx, stop := contextWithTimeout(bctx, 60*time.Second)
+		tctx, stop := contextWithTimeout(tab, 60*time.Second)
 		defer stop()
 		require.NoError(t, chromedp.Run(tctx, actions...))
 	}
@@ -133,6 +157,9 @@ func TestBrowserOperator(t *testing.T) {
 	require.Regexp(t, `(?s)FAILED.*decode REMC: first try.*DEAD.*decode REMC: <script>`, attempts)
 	require.Contains(t, reason, hostile, "the reason (hostile text) reads as the text it is")
 	require.Contains(t, raw, "<REMC>&lt;script&gt;document.title=", "the raw message reads as its XML")
+	var stored string
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT raw FROM proc_state WHERE msg_id = $1`, w.deadID).Scan(&stored))
+	require.Equal(t, stored, raw, "the raw text is shown byte-exact")
 	require.NotContains(t, title, "pwned")
 	require.Zero(t, scripts, "no script element and no javascript: link came from the message")
 

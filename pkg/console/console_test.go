@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,12 +145,20 @@ func setup(t testing.TB) *world {
 	return w
 }
 
-// serve starts a console of d.
+// hosts numbers the loopback addresses the test servers listen on.
+var hosts atomic.Int32
+
+// serve starts a console of d on a loopback address of its own (127.0.0.2, .3, …), so that the
+// shared browser's cookies of one test never reach another's console.
 func (w *world) serve(t testing.TB, d console.Deps) *httptest.Server {
 	t.Helper()
 	c, err := console.New(d)
 	require.NoError(t, err)
-	srv := httptest.NewServer(c.Handler())
+	n := hosts.Add(1)
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.%d:0", n/250, 2+n%250))
+	require.NoError(t, err)
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: c.Handler()}}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv
 }

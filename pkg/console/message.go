@@ -18,8 +18,8 @@ import (
 // whether it may be replayed from here.
 type messagePage struct {
 	M          status.Message
-	Pretty     string         // the raw text indented
-	Decoded    []decodedField // its leaf elements
+	Raw        string         // the text byte-exact as stored
+	Decoded    []decodedField // its leaf elements and attributes
 	Attempts   []processor.Attempt
 	Audit      []status.Audit
 	Duplicates []duplicate
@@ -73,7 +73,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	if m.Raw != nil {
 		raw = *m.Raw
 	}
-	p := messagePage{M: m, Pretty: prettyXML(raw), Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
+	p := messagePage{M: m, Raw: raw, Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
 	if m.IdentityKey != "" {
 		if p.Duplicates, err = collect[duplicate](s, r, duplicatesSQL, m.IdentityKey, id); err != nil {
 			return fmt.Errorf("read duplicates: %w", err)
@@ -91,4 +91,24 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	p.Replayable = ok && !m.Archived // replay reads proc_state only
 	s.render(w, r, http.StatusOK, "message", fmt.Sprintf("Message %d", id), p)
 	return nil
+}
+
+// messageRaw serves a message's text byte-exact as stored, as plain text (nosniff: never
+// rendered as markup).
+func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return errNotFound
+	}
+	st, err := status.ReadMessage(r.Context(), s.d.Pool, id)
+	if errors.Is(err, status.ErrNoMessage) || (err == nil && st.Message.Raw == nil) {
+		return errNotFound
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="msg-%d.xml"`, id))
+	_, err = w.Write([]byte(*st.Message.Raw))
+	return err
 }

@@ -107,6 +107,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /flights/{flid}", s.view(s.flight))
 	mux.Handle("GET /messages", s.view(s.messageLookup))
 	mux.Handle("GET /messages/{id}", s.view(s.message))
+	mux.Handle("GET /messages/{id}/raw", s.view(s.messageRaw))
 	mux.Handle("GET /dead", s.view(s.dead))
 	mux.Handle("POST /dead/replay", s.act(s.replay, true))
 	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
