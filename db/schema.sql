@@ -1362,6 +1362,13 @@ CREATE INDEX proc_state_marker_owed ON public.proc_state USING btree (backfill_n
 
 
 --
+-- Name: proc_state_no_match; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_no_match ON public.proc_state USING btree (msg_id) WHERE ((status = 'SKIPPED'::text) AND (reason ~~ 'no-match:%'::text));
+
+
+--
 -- Name: proc_state_open; Type: INDEX; Schema: public; Owner: -
 --
 

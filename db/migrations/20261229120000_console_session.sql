@@ -27,7 +27,12 @@ CREATE TABLE console_note (
 );
 CREATE INDEX console_note_msg ON console_note (msg_id, note_id);
 
+-- The console's triage lists replayable SKIPPED no-match messages beside the DEAD ones; this
+-- index finds them without reading every SKIPPED row.
+CREATE INDEX proc_state_no_match ON proc_state (msg_id) WHERE status = 'SKIPPED' AND reason LIKE 'no-match:%';
+
 -- migrate:down
 
+DROP INDEX proc_state_no_match;
 DROP TABLE console_note;
 DROP TABLE console_session;

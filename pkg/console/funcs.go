@@ -3,6 +3,8 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +41,19 @@ func (s *Server) funcs() template.FuncMap {
 		"age":     s.age,
 		"classes": func() []processor.Class { return processor.ReplayableClasses },
 		"join":    joinIDs,
+		"add":     func(a, b int) int { return a + b },
+		// replayableClass: replay may take a message of the class (NO-MATCH: by id, once the
+		// flight exists).
+		"replayableClass": func(c string) bool {
+			return c == "NO-MATCH" || slices.Contains(processor.ReplayableClasses, processor.Class(c))
+		},
+		// groupQuery is the filter narrowed to one group; pageQuery a filter's page.
+		"groupQuery": func(f deadFilter, g string) string { f.Group = g; return f.query() },
+		"pageQuery": func(q string, page int) string {
+			v, _ := url.ParseQuery(q)
+			v.Set("page", strconv.Itoa(page))
+			return v.Encode()
+		},
 	}
 }
 

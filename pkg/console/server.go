@@ -3,8 +3,8 @@
 // requests to the AODB. Users log in with pkg/httpauth tokens: reading needs scope read;
 // acting (replay, skip, request) needs scope operate, a CSRF token, and goes through the functions msgxctl uses, which write the
 // audit rows (actor "console:<user>"). Pages are html/template (every value escaped), embedded
-// with the stylesheet; no JavaScript is needed, the pipeline page refreshes itself with
-// <meta http-equiv="refresh">.
+// with the stylesheet and one small script of its own (static/console.js: the pipeline's live
+// update, select-all); every page works without it.
 package console
 
 import (
@@ -44,9 +44,12 @@ type Deps struct {
 	Outbox   *outbox.Store
 	Requests *request.Store
 	Shadow   bool // MSGX_SHADOW: requests are refused (nothing is sent)
-	Now      func() time.Time
-	Log      zerolog.Logger
-	Metrics  *Metrics // nil: a private registry
+	// LeaseTimeout is the leaders' session timeout (MSGX_LEADER_SESSION_TIMEOUT): a renewal
+	// older than it is a stale lease in the verdict. 0: 5 s.
+	LeaseTimeout time.Duration
+	Now          func() time.Time
+	Log          zerolog.Logger
+	Metrics      *Metrics // nil: a private registry
 }
 
 // Server serves the console.
@@ -54,6 +57,7 @@ type Server struct {
 	d        Deps
 	sess     *sessions
 	throttle *loginThrottle
+	rates    rates
 	pages    map[string]*template.Template
 }
 
@@ -64,6 +68,9 @@ func New(d Deps) (*Server, error) {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.LeaseTimeout <= 0 {
+		d.LeaseTimeout = 5 * time.Second
 	}
 	if d.Location == nil {
 		d.Location = time.UTC
@@ -111,6 +118,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /dead", s.view(s.dead))
 	mux.Handle("POST /dead/replay", s.act(s.replay, true))
 	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
+	mux.Handle("POST /dead/note", s.act(s.note, true))
 	mux.Handle("GET /requests", s.view(s.requests))
 	mux.Handle("POST /requests", s.act(s.sendRequest, true))
 	return secureHeaders(saneInput(mux))
@@ -153,11 +161,11 @@ func saneValues(vs url.Values) bool {
 	return true
 }
 
-// secureHeaders forbids scripts, framing and sniffing: even a template mistake cannot run a
-// message's script.
+// secureHeaders allows only the console's own script file (no inline script) and forbids
+// framing and sniffing: even a template mistake cannot run a message's script.
 func secureHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("X-Frame-Options", "DENY")
