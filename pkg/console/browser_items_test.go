@@ -1,11 +1,13 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -70,15 +72,15 @@ func TestBrowserDeepLinkAndRevokedSession(t *testing.T) {
 
 	run := browser(t)
 	var loc, h1 string
-	run(chromedp.Navigate(alert.URL), chromedp.Click(`#go`, chromedp.ByID),
+	run(chromedp.Navigate(alert.URL), navigating(chromedp.Click(`#go`, chromedp.ByID)),
 		chromedp.WaitVisible(`#token`, chromedp.ByID),
 		chromedp.SendKeys(`#token`, operatorToken, chromedp.ByID),
-		chromedp.Submit(`#token`, chromedp.ByID),
+		navigating(chromedp.Submit(`#token`, chromedp.ByID)),
 		chromedp.WaitVisible(`#msgid`, chromedp.ByID),
 		chromedp.Location(&loc), chromedp.Text(`#msgid`, &h1, chromedp.ByID))
 	require.Equal(t, target, loc, "after login the deep link lands on its page")
 	require.Equal(t, itoa(w.deadID), h1)
-	run(chromedp.Navigate(alert.URL), chromedp.Click(`#go`, chromedp.ByID),
+	run(chromedp.Navigate(alert.URL), navigating(chromedp.Click(`#go`, chromedp.ByID)),
 		chromedp.WaitVisible(`#msgid`, chromedp.ByID), chromedp.Location(&loc), shot(t, "deep-link"))
 	require.Equal(t, target, loc, "logged in, a link from another site opens the page directly")
 
@@ -117,4 +119,95 @@ func setCookies(host string, cookies []*http.Cookie) chromedp.Action {
 		}
 		return nil
 	})
+}
+
+// TestBrowserFrozenProcessorVerdict: the processor's lease not renewed for 27 s makes the
+// verdict "stopped" with that reason at the top of the pipeline; once the lease is renewed the
+// page updates itself (no reload) to a verdict that is not stopped.
+func TestBrowserFrozenProcessorVerdict(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	now := w.deps.Now()
+	_, err := w.db.Pool.Exec(ctx, `DELETE FROM leader_lease`)
+	require.NoError(t, err)
+	_, err = w.db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('ingest', 1, 'ingest-0', 0, $1, $1),
+		('processor', 3, 'processor-1', 0, $2, $2), ('dispatcher', 1, 'dispatcher-0', 0, $1, $1), ('jobs', 1, 'jobs-0', 0, $1, $1)`,
+		now, now.Add(-27*time.Second))
+	require.NoError(t, err)
+	d := w.deps
+	d.Config.Refresh = time.Second
+	srv := w.serve(t, d)
+
+	run := browser(t)
+	var state, reasons string
+	run(loginAs(srv.URL, operatorToken),
+		chromedp.TextContent(`#verdict-state`, &state, chromedp.ByID),
+		chromedp.Text(`#verdict-reasons`, &reasons, chromedp.ByID),
+		shot(t, "pipeline"))
+	require.Equal(t, "stopped", state)
+	require.Contains(t, reasons, "processor lease not renewed for 27s (holder processor-1, timeout 5s)")
+	var marker bool
+	run(chromedp.Evaluate(`window.__sameDocument = true`, &marker))
+	_, err = w.db.Pool.Exec(ctx, `UPDATE leader_lease SET renewed_at = $1 WHERE role = 'processor'`, now)
+	require.NoError(t, err)
+	run(chromedp.WaitNotPresent(`.verdict.stopped`, chromedp.ByQuery),
+		chromedp.TextContent(`#verdict-state`, &state, chromedp.ByID),
+		chromedp.Evaluate(`window.__sameDocument === true`, &marker))
+	require.NotEqual(t, "stopped", state)
+	require.True(t, marker, "the verdict changed without a page reload")
+}
+
+// TestBrowserTriage72DeadLetters: 72 DEAD PROTOCOL/MALFORMED messages in three reasons are
+// grouped with their counts; a group filter lists its messages in pages with the total; they
+// offer no replay (never replayable) but can be acknowledged as a group, audited by who and when.
+func TestBrowserTriage72DeadLetters(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	reasons := []struct {
+		class, reason string
+		n             int
+	}{{"PROTOCOL", "FRET@REID: unknown reference %d", 40}, {"MALFORMED", "XML syntax error on line %d", 20}, {"PROTOCOL", "missing FLID in DFLT %d", 12}}
+	id := int64(100)
+	for _, r := range reasons {
+		for i := range r.n {
+			_, err := w.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, error_class, reason, attempts, msg_type, enqueued_at, finished_at)
+				VALUES ($1, '<MSG/>', sha256('<MSG/>'), 'DEAD', $2, $3, 1, 'DFME', now(), now())`, id, r.class, fmt.Sprintf(r.reason, i+1))
+			require.NoError(t, err)
+			id++
+		}
+	}
+	run := browser(t)
+	var groups, total, h2 string
+	var boxes, replayButtons int
+	run(loginAs(w.srv.URL, operatorToken))
+	run(chromedp.Navigate(w.srv.URL+"/dead?class=PROTOCOL"),
+		chromedp.Text(`#dead-groups`, &groups, chromedp.ByID),
+		chromedp.Text(`#dead-total`, &total, chromedp.ByID))
+	require.Equal(t, "52", total)
+	require.Contains(t, groups, "PROTOCOL: FRET@REID: unknown reference N\tPROTOCOL\t40")
+	require.Contains(t, groups, "PROTOCOL: missing FLID in DFLT N\tPROTOCOL\t12")
+	run(chromedp.Navigate(w.srv.URL+"/dead"),
+		chromedp.Text(`#dead-groups`, &groups, chromedp.ByID),
+		chromedp.Text(`#dead-total`, &total, chromedp.ByID),
+		navigating(chromedp.Click(`#dead-groups a`, chromedp.ByQuery)), // the largest group
+		chromedp.WaitVisible(`tr.current`, chromedp.ByQuery),
+		chromedp.Text(`#messages-heading`, &h2, chromedp.ByID),
+		chromedp.Evaluate(`document.querySelectorAll('#dead-messages tbody input[type=checkbox]').length`, &boxes),
+		chromedp.Evaluate(`document.querySelectorAll('#dead-groups tr.current .group-dry').length`, &replayButtons),
+		shot(t, "dead-letters"))
+	require.Equal(t, "73", total, "72 and the setup's CODEC_ERROR one")
+	require.Contains(t, groups, "MALFORMED: XML syntax error on line N\tMALFORMED\t20")
+	require.Contains(t, h2, "Messages: 40 in “PROTOCOL: FRET@REID: unknown reference N”")
+	require.Contains(t, h2, "(page 1 of 1)")
+	require.Equal(t, 40, boxes)
+	require.Zero(t, replayButtons, "a PROTOCOL group offers no replay")
+
+	var acked int64
+	run(navigating(chromedp.Click(`#dead-groups tr.current .group-ack`, chromedp.ByQuery)),
+		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID))
+	acked = w.count(t, `SELECT count(*) FROM console_note WHERE acknowledged AND actor = 'console:op'`)
+	require.Equal(t, int64(40), acked, "the whole group acknowledged, by whom")
+	var notes string
+	run(chromedp.Text(`#dead-messages`, &notes, chromedp.ByID))
+	require.Equal(t, 40, strings.Count(notes, "acknowledged"))
 }

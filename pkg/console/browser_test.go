@@ -90,9 +90,20 @@ func loginAs(base, token string) chromedp.Tasks {
 		chromedp.Navigate(base + "/login"),
 		chromedp.WaitVisible(`#token`, chromedp.ByID),
 		chromedp.SendKeys(`#token`, token, chromedp.ByID),
-		chromedp.Submit(`#token`, chromedp.ByID),
+		// RunResponse waits for the navigation the submit starts (a query begun on the login
+		// page may otherwise wait on a document that is gone).
+		navigating(chromedp.Submit(`#token`, chromedp.ByID)),
 		chromedp.WaitVisible(`#watermark`, chromedp.ByID),
 	}
+}
+
+// navigating runs an action that starts a navigation (a click on a link or a submit) and waits
+// until the new page has loaded.
+func navigating(a chromedp.Action) chromedp.Action {
+	return chromedp.ActionFunc(func(c contextT) error {
+		_, err := chromedp.RunResponse(c, a)
+		return err
+	})
 }
 
 // TestBrowserOperator: log in, read the pipeline, find a flight of the simulated day by its

@@ -47,12 +47,13 @@ func (s *Server) funcs() template.FuncMap {
 		"replayableClass": func(c string) bool {
 			return c == "NO-MATCH" || slices.Contains(processor.ReplayableClasses, processor.Class(c))
 		},
-		// groupQuery is the filter narrowed to one group; pageQuery a filter's page.
-		"groupQuery": func(f deadFilter, g string) string { f.Group = g; return f.query() },
-		"pageQuery": func(q string, page int) string {
+		// groupURL is the dead letters narrowed to one group; pageURL a page of a filter. Both
+		// are built by url.Values.Encode, so they are safe as they are.
+		"groupURL": func(f deadFilter, g string) template.URL { f.Group = g; return template.URL("/dead?" + f.query()) },
+		"pageURL": func(q string, page int) template.URL {
 			v, _ := url.ParseQuery(q)
 			v.Set("page", strconv.Itoa(page))
-			return v.Encode()
+			return template.URL("/dead?" + v.Encode())
 		},
 	}
 }
