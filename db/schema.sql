@@ -47,6 +47,17 @@ SET default_tablespace = '';
 SET default_table_access_method = heap;
 
 --
+-- Name: console_form; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.console_form (
+    form_id text NOT NULL,
+    req_id bigint,
+    created_at timestamp with time zone NOT NULL
+);
+
+
+--
 -- Name: console_note; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -903,6 +914,14 @@ ALTER TABLE ONLY public.req_track ALTER COLUMN req_id SET DEFAULT nextval('publi
 --
 
 ALTER TABLE ONLY public.schd_snap_log ALTER COLUMN snap_id SET DEFAULT nextval('public.schd_snap_log_snap_id_seq'::regclass);
+
+
+--
+-- Name: console_form console_form_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_form
+    ADD CONSTRAINT console_form_pkey PRIMARY KEY (form_id);
 
 
 --

@@ -27,6 +27,15 @@ CREATE TABLE console_note (
 );
 CREATE INDEX console_note_msg ON console_note (msg_id, note_id);
 
+-- A request form's one-time id (rendered into the form): a form posted again (reload, back,
+-- double click) finds its id taken and shows the request it registered instead of registering
+-- another (which would expire the first).
+CREATE TABLE console_form (
+    form_id    text PRIMARY KEY,
+    req_id     bigint,
+    created_at timestamptz NOT NULL
+);
+
 -- The console's triage lists replayable SKIPPED no-match messages beside the DEAD ones; this
 -- index finds them without reading every SKIPPED row.
 CREATE INDEX proc_state_no_match ON proc_state (msg_id) WHERE status = 'SKIPPED' AND reason LIKE 'no-match:%';
@@ -34,5 +43,6 @@ CREATE INDEX proc_state_no_match ON proc_state (msg_id) WHERE status = 'SKIPPED'
 -- migrate:down
 
 DROP INDEX proc_state_no_match;
+DROP TABLE console_form;
 DROP TABLE console_note;
 DROP TABLE console_session;

@@ -211,3 +211,46 @@ func TestBrowserTriage72DeadLetters(t *testing.T) {
 	run(chromedp.Text(`#dead-messages`, &notes, chromedp.ByID))
 	require.Equal(t, 40, strings.Count(notes, "acknowledged"))
 }
+
+// TestBrowserFormsPostRedirectGet: a refused RQFD comes back with its values and the error beside
+// it; a sent one redirects to the requests page naming it, and reloading that page, or posting
+// the same form again, registers nothing more (the first request stays open).
+func TestBrowserFormsPostRedirectGet(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	day := w.day.Messages[0].At.In(w.loc).Format("2006-01-02")
+	run := browser(t)
+	var errText, reason, loc, formID string
+	run(loginAs(w.srv.URL, operatorToken),
+		chromedp.Navigate(w.srv.URL+"/requests"),
+		chromedp.SetValue(`#from`, day, chromedp.ByID), chromedp.SetValue(`#to`, day, chromedp.ByID),
+		chromedp.SendKeys(`#reason`, "after the outage", chromedp.ByID),
+		chromedp.Evaluate(`(f => { f.type = "text"; f.value = "2026-13-45"; return true })(document.getElementById("from"))`, nil),
+		navigating(chromedp.Click(`#rqfd-form button[value="send"]`, chromedp.ByQuery)),
+		chromedp.Text(`#rqfd-error`, &errText, chromedp.ByID),
+		chromedp.Value(`#reason`, &reason, chromedp.ByID))
+	require.Contains(t, errText, "first and last operation day")
+	require.Equal(t, "after the outage", reason, "the input is kept")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM req_track`))
+
+	run(chromedp.Evaluate(`(f => { f.type = "date"; return true })(document.getElementById("from"))`, nil),
+		chromedp.SetValue(`#from`, day, chromedp.ByID),
+		chromedp.Value(`#rqfd-form input[name=form_id]`, &formID, chromedp.ByQuery),
+		navigating(chromedp.Click(`#rqfd-form button[value="send"]`, chromedp.ByQuery)),
+		chromedp.WaitVisible(`#registered-id`, chromedp.ByID), chromedp.Location(&loc), shot(t, "requests"))
+	require.Contains(t, loc, "/requests?registered=", "Post/Redirect/Get")
+	run(navigating(chromedp.Reload()), chromedp.WaitVisible(`#registered-id`, chromedp.ByID))
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track`), "a reload sends nothing")
+
+	// The same form posted again (its one-time id): the first request, nothing new.
+	op := w.login(t, operatorToken)
+	_, body := get(t, op, w.srv.URL+"/requests")
+	resp, err := op.PostForm(w.srv.URL+"/requests", url.Values{"csrf": {csrfOf(t, body)}, "kind": {"RQFD"}, "form_id": {formID},
+		"from": {day}, "to": {day}, "reason": {"after the outage"}, "mode": {"send"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Contains(t, loc, resp.Header.Get("Location"))
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track`))
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track WHERE closed_at IS NULL`), "the first request is not expired")
+}

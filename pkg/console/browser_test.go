@@ -206,7 +206,7 @@ func TestBrowserOperator(t *testing.T) {
 	require.Equal(t, "Dead letters", h1)
 	run(chromedp.Navigate(base+"/requests"),
 		chromedp.SetValue(`#from`, day, chromedp.ByID), chromedp.SetValue(`#to`, day, chromedp.ByID),
-		chromedp.Click(`button[value="dry"]`, chromedp.ByQuery),
+		navigating(chromedp.Click(`#rqfd-form button[value="dry"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#outcome`, chromedp.ByID),
 		chromedp.Text(`#outcome`, &outcome, chromedp.ByID), shot(t, "requests"))
 	require.Contains(t, outcome, "Dry run: would register RQFD")

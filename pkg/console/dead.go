@@ -26,6 +26,7 @@ type deadPage struct {
 	Total      int64
 	Page, Last int    // 1-based
 	Query      string // the filter as a query string (for the pages' links)
+	FormID     string // the one-time id of the page's form (a flight's schedule request)
 	Target     string
 	Events     []outbox.DeadEvent
 	Audit      []auditFull
@@ -138,7 +139,7 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := deadPage{F: f, Query: f.query(), Target: q.Get("target"), AllClasses: allClasses, Page: 1}
+	p := deadPage{F: f, Query: f.query(), Target: q.Get("target"), AllClasses: allClasses, Page: 1, FormID: newFormID()}
 	if p.Target != "" && p.Target != event.TargetMsg && p.Target != event.TargetSchd {
 		return userError{"Unknown target."}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -138,4 +139,26 @@ func TestIDsPerActionCapped(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+// The dead letters' one-click schedule request registers an RQFD of the flight's day, once per
+// form, and redirects to it.
+func TestFlightScheduleFromDeadLetters(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	code, body := get(t, op, w.srv.URL+"/dead?flid="+itoa(w.deadFL))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `name="flid" value="`+itoa(w.deadFL)+`" class="request-schedule"`)
+	formID := regexp.MustCompile(`name="form_id" value="([0-9a-f]{32})"`).FindStringSubmatch(body)
+	require.NotNil(t, formID)
+	for range 2 {
+		resp, err := op.PostForm(w.srv.URL+"/requests/flight", url.Values{"csrf": {csrfOf(t, body)}, "flid": {itoa(w.deadFL)}, "form_id": {formID[1]}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Contains(t, resp.Header.Get("Location"), "/requests?registered=")
+	}
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track r JOIN flight f ON f.flid = $1
+		WHERE r.req_type = 'RQFD' AND r.actor = 'console:op' AND r.reason LIKE 'schedule of flight%' AND r.scope = to_char(f.operation_day, 'YYYY-MM-DD') || '..' || to_char(f.operation_day, 'YYYY-MM-DD')`, w.deadFL))
 }

@@ -121,6 +121,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /dead/note", s.act(s.note, true))
 	mux.Handle("GET /requests", s.view(s.requests))
 	mux.Handle("POST /requests", s.act(s.sendRequest, true))
+	mux.Handle("POST /requests/flight", s.act(s.flightSchedule, true))
 	return secureHeaders(saneInput(mux))
 }
 

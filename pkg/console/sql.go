@@ -108,3 +108,11 @@ SELECT g.msg_id, g.status, g.class, g.reason, g.attempts, g.msg_type, g.msg_styp
 	// flightDaySQL is a flight's operation day (for a schedule request about it).
 	flightDaySQL = `SELECT operation_day FROM flight WHERE flid = $1 AND operation_day IS NOT NULL`
 )
+
+// A request form's one-time id (console_form).
+const (
+	formTakeSQL    = `INSERT INTO console_form (form_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`
+	formReadSQL    = `SELECT req_id FROM console_form WHERE form_id = $1`
+	formReleaseSQL = `DELETE FROM console_form WHERE form_id = $1 AND req_id IS NULL`
+	formDoneSQL    = `UPDATE console_form SET req_id = $2 WHERE form_id = $1`
+)
