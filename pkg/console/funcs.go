@@ -38,6 +38,14 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return v.Format("2006-01-02 15:04:05") + " " + s.d.Now().In(s.d.Location).Format("MST")
 		},
+		// local is a wall-clock time of the flight's columns (timestamp without time zone:
+		// airport time already), without a zone, as the page's header names it.
+		"local": func(v *time.Time) string {
+			if v == nil {
+				return "—"
+			}
+			return v.Format("2006-01-02 15:04")
+		},
 		"age":     s.age,
 		"classes": func() []processor.Class { return processor.ReplayableClasses },
 		"join":    joinIDs,

@@ -162,3 +162,35 @@ func TestFlightScheduleFromDeadLetters(t *testing.T) {
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track r JOIN flight f ON f.flid = $1
 		WHERE r.req_type = 'RQFD' AND r.actor = 'console:op' AND r.reason LIKE 'schedule of flight%' AND r.scope = to_char(f.operation_day, 'YYYY-MM-DD') || '..' || to_char(f.operation_day, 'YYYY-MM-DD')`, w.deadFL))
 }
+
+// Search: a part of a flight number, a day alone, a registration, a stand; a number that is no
+// FLID is a flight number, not a 404.
+func TestFlightSearch(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	var flid int64
+	var alcd, flno, day, reno, stnd string
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT flid, alcd, flno, operation_day::text, COALESCE(reno, ''), COALESCE(stnd, '') FROM flight
+		WHERE stnd IS NOT NULL ORDER BY flid LIMIT 1`).Scan(&flid, &alcd, &flno, &day, &reno, &stnd))
+	dayCount := w.count(t, `SELECT count(*) FROM flight WHERE operation_day = $1::date`, day)
+	code, body := get(t, op, w.srv.URL+"/flights?day="+day)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, fmt.Sprintf("%d flight(s)", dayCount), "a day alone lists its flights")
+	code, body = get(t, op, w.srv.URL+"/flights?q="+url.QueryEscape(flno[:len(flno)-1]))
+	require.Contains(t, []int{http.StatusOK, http.StatusSeeOther}, code)
+	if code == http.StatusOK {
+		require.Contains(t, body, `href="/flights/`+itoa(flid)+`"`, "a part of the flight number finds it")
+	}
+	code, body = get(t, op, w.srv.URL+"/flights?q="+url.QueryEscape(flno)) // digits only: no such FLID
+	require.NotEqual(t, http.StatusNotFound, code, body)
+	code, body = get(t, op, w.srv.URL+"/flights?day="+day+"&q="+url.QueryEscape(strings.ToLower(stnd)))
+	require.Contains(t, []int{http.StatusOK, http.StatusSeeOther}, code)
+	if code == http.StatusOK {
+		require.Contains(t, body, `href="/flights/`+itoa(flid)+`"`, "the stand finds it")
+	}
+	if reno != "" {
+		code, _ = get(t, op, w.srv.URL+"/flights?q="+url.QueryEscape(reno))
+		require.Contains(t, []int{http.StatusOK, http.StatusSeeOther}, code)
+	}
+}
