@@ -254,3 +254,51 @@ func TestBrowserFormsPostRedirectGet(t *testing.T) {
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track`))
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM req_track WHERE closed_at IS NULL`), "the first request is not expired")
 }
+
+// TestBrowserFlightTimeline: a flight with five stand and gate changes reads as five rows, one
+// per version, each with its message, the fields it changed before → after (gates as a list,
+// nothing else shown as cleared) and both topics' acknowledgements; the summary card shows the
+// latest stand and gates.
+func TestBrowserFlightTimeline(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	var base int64
+	var alcd, flno string
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT state_version, alcd, flno FROM flight WHERE flid = $1`, w.deadFL).Scan(&base, &alcd, &flno))
+	at := w.deps.Now()
+	stands := []string{"401", "402", "403", "404", "405", "406"}
+	gates := []string{"B10", "B11", "B12", "B13", "B14", "B15"}
+	for i := 1; i <= 5; i++ {
+		v := base + int64(i)
+		changed := fmt.Sprintf(`{"stnd": {"old": %q, "new": %q}, "gtdt": {"old": [{"gtno": 1, "gate": %q}], "new": [{"gtno": 1, "gate": %q}, {"gtno": 2, "gate": "C1"}]}}`,
+			stands[i-1], stands[i], gates[i-1], gates[i])
+		_, err := w.db.Pool.Exec(ctx, `INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, payload, status, created_at, sent_at)
+			VALUES (900000 + $2 * 2, 'KAFKA:msg', $1::text, 'UPSERT', $3, 7000 + $2, jsonb_build_object('flid', $1::text::bigint, 'state_version', $3::bigint, 'changed', $4::jsonb), 'SENT', $5, $5),
+			       (900001 + $2 * 2, 'KAFKA:schd', $1::text, 'UPSERT', $3, 7000 + $2, '{}', CASE WHEN $2 = 5 THEN 'PENDING' ELSE 'SENT' END, $5, CASE WHEN $2 = 5 THEN NULL ELSE $5::timestamptz END)`,
+			itoa(w.deadFL), i, v, changed, at.Add(time.Duration(i)*time.Minute))
+		require.NoError(t, err)
+	}
+	_, err := w.db.Pool.Exec(ctx, `UPDATE flight SET stnd = '406' WHERE flid = $1`, w.deadFL)
+	require.NoError(t, err)
+
+	run := browser(t)
+	var title, stand string
+	rows := make([]string, 5)
+	acts := []chromedp.Action{loginAs(w.srv.URL, operatorToken), chromedp.Navigate(w.srv.URL + "/flights/" + itoa(w.deadFL)),
+		chromedp.Text(`h1`, &title, chromedp.ByQuery), chromedp.Text(`#sum-stand`, &stand, chromedp.ByID)}
+	for i := range rows {
+		acts = append(acts, chromedp.Text(fmt.Sprintf(`tr[data-version="%d"]`, base+int64(i)+1), &rows[i], chromedp.ByQuery))
+	}
+	acts = append(acts, chromedp.ScrollIntoView(`#versions`, chromedp.ByID), shot(t, "flight"))
+	run(acts...)
+	require.Equal(t, 1, strings.Count(title, alcd), "the airline code once: %q", title)
+	require.Equal(t, "406", stand)
+	for i, row := range rows {
+		require.Contains(t, row, fmt.Sprintf("Stand (stnd)\n%s → %s", stands[i], stands[i+1]), "version %d:\n%s", base+int64(i)+1, row)
+		require.Contains(t, row, fmt.Sprintf("gate %s, gtno 1 → gate %s, gtno 1\ngate C1, gtno 2", gates[i], gates[i+1]))
+		require.Contains(t, row, itoa(7000+int64(i)+1), "the message behind it")
+		require.NotContains(t, row, "∅", "no field shown as cleared")
+		require.Contains(t, row, "KAFKA:msg SENT")
+	}
+	require.Contains(t, rows[4], "KAFKA:schd PENDING", "the acknowledgement of each topic")
+}

@@ -93,8 +93,9 @@ type flightPage struct {
 	Master   int64 // the code-share master (MAID); 0: none
 	Purged   *purge
 	MAFL     []flight.Child
+	Summary  summary
 	Fields   []field
-	Versions []version
+	Timeline []timelineRow
 }
 
 // purge is why and when the history sweep purged a flight.
@@ -131,8 +132,7 @@ func (s *Server) flight(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("read flight events: %w", err)
 	}
-	diffVersions(versions)
-	p.Versions = versions
+	p.Timeline = timeline(versions)
 	s.render(w, r, http.StatusOK, "flight", fmt.Sprintf("Flight %d", flid), p)
 	return nil
 }
@@ -183,8 +183,11 @@ func (s *Server) purgedFlight(ctx context.Context, flid int64) (map[string]any, 
 
 // describe fills the page's header and fields from a flight's JSON.
 func (p *flightPage) describe(doc map[string]any) {
-	p.Fields = fields(doc)
-	p.Title = str(doc["alcd"]) + str(doc["flno"])
+	p.Fields, p.Summary = fields(doc), summarize(doc)
+	p.Title = str(doc["flno"])
+	if alcd := str(doc["alcd"]); !strings.HasPrefix(p.Title, alcd) {
+		p.Title = alcd + p.Title // the flight number without its airline code
+	}
 	p.State, p.Version, p.Day = str(doc["state"]), str(doc["state_version"]), str(doc["operation_day"])
 	p.Master, _ = strconv.ParseInt(str(doc["maid"]), 10, 64)
 }
