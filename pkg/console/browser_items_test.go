@@ -289,7 +289,7 @@ func TestBrowserFlightTimeline(t *testing.T) {
 	for i := range rows {
 		acts = append(acts, chromedp.Text(fmt.Sprintf(`tr[data-version="%d"]`, base+int64(i)+1), &rows[i], chromedp.ByQuery))
 	}
-	acts = append(acts, chromedp.ScrollIntoView(`#versions`, chromedp.ByID), shot(t, "flight"))
+	acts = append(acts, shot(t, "flight"))
 	run(acts...)
 	require.Equal(t, 1, strings.Count(title, alcd), "the airline code once: %q", title)
 	require.Equal(t, "406", stand)

@@ -117,7 +117,7 @@ func TestBrowserOperator(t *testing.T) {
 	base := w.srv.URL
 
 	var watermark string
-	run(loginAs(base, operatorToken), chromedp.Text(`#watermark`, &watermark, chromedp.ByID), shot(t, "pipeline"))
+	run(loginAs(base, operatorToken), chromedp.Text(`#watermark`, &watermark, chromedp.ByID))
 	require.Equal(t, strconv.FormatInt(w.lastID, 10), watermark)
 
 	// A flight of the day, by flight number and operation day.
@@ -137,7 +137,7 @@ func TestBrowserOperator(t *testing.T) {
 		chromedp.Text(`#version`, &gotVersion, chromedp.ByID),
 		chromedp.Text(`td[data-field="stnd"]`, &gotStand, chromedp.ByQuery),
 		chromedp.Text(`#versions`, &versionsText, chromedp.ByID),
-		shot(t, "flight"),
+		shot(t, "flight-found"),
 	)
 	require.Equal(t, strconv.FormatInt(flid, 10), gotFLID)
 	require.Equal(t, strconv.FormatInt(version, 10), gotVersion)
@@ -202,13 +202,13 @@ func TestBrowserOperator(t *testing.T) {
 
 	// The other pages, for the screenshots and to see them render in a browser.
 	var h1 string
-	run(chromedp.Navigate(base+"/dead"), chromedp.Text(`h1`, &h1, chromedp.ByQuery), shot(t, "dead-letters"))
+	run(chromedp.Navigate(base+"/dead"), chromedp.Text(`h1`, &h1, chromedp.ByQuery))
 	require.Equal(t, "Dead letters", h1)
 	run(chromedp.Navigate(base+"/requests"),
 		chromedp.SetValue(`#from`, day, chromedp.ByID), chromedp.SetValue(`#to`, day, chromedp.ByID),
 		navigating(chromedp.Click(`#rqfd-form button[value="dry"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#outcome`, chromedp.ByID),
-		chromedp.Text(`#outcome`, &outcome, chromedp.ByID), shot(t, "requests"))
+		chromedp.Text(`#outcome`, &outcome, chromedp.ByID), shot(t, "requests-dry-run"))
 	require.Contains(t, outcome, "Dry run: would register RQFD")
 	require.Zero(t, w.count(t, `SELECT count(*) FROM req_track`), "a dry run registers nothing")
 }
