@@ -149,18 +149,11 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "  status:       MSGX_PG_URL='%s' %s status   (read-only role)\n", access.PG[roles.Reader], ctl)
 	fmt.Fprintf(out, "  operator:     export MSGX_PG_URL='%s'   (msgxctl replay, dlq, request …)\n", access.PG[roles.Admin])
 	if o.aodb {
-		cfg := simulate.DefaultConfig().Today()
-		a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
+		stopAODB, err := startAODB(mysqlDSN, access.PG[roles.Admin], ctl, out)
 		if err != nil {
 			return errors.Join(err, s.Close())
 		}
-		defer func() {
-			if err := a.Stop(); err != nil {
-				fmt.Fprintln(out, "devstack: simulated AODB:", err)
-			}
-		}()
-		fmt.Fprintf(out, "  AODB:         simulated, answers coutmsgs requests for %s (%d flights): MSGX_PG_URL='%s' %s request schedule --from %s --to %s --reason try\n",
-			cfg.Date.Format(time.DateOnly), cfg.Flights, access.PG[roles.Admin], ctl, cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
+		defer stopAODB()
 	}
 	fmt.Fprintln(out, "devstack: Ctrl-C stops everything")
 	if o.up != nil {
@@ -169,6 +162,24 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	<-ctx.Done()
 	fmt.Fprintln(out, "devstack: stopping …")
 	return s.Close()
+}
+
+// startAODB runs the simulated AODB on the mailbox (it answers msgx's requests from a day of
+// today's date), prints how to ask it, and returns its stop.
+func startAODB(mysqlDSN, adminURL, ctl string, out io.Writer) (func(), error) {
+	cfg := simulate.DefaultConfig().Today()
+	a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	day := cfg.Date.Format(time.DateOnly)
+	fmt.Fprintf(out, "  AODB:         simulated, answers coutmsgs requests for %s (%d flights): MSGX_PG_URL='%s' %s request schedule --from %s --to %s --reason try\n",
+		day, cfg.Flights, adminURL, ctl, day, day)
+	return func() {
+		if err := a.Stop(); err != nil {
+			fmt.Fprintln(out, "devstack: simulated AODB:", err)
+		}
+	}, nil
 }
 
 // startConsole starts the operator console (supervised like the binaries, as its own database

@@ -44,8 +44,8 @@ func TestBrowserSendsRequests(t *testing.T) {
 	run(
 		chromedp.SendKeys(`#rqrd-reason`, "reference lists stale after the AODB restart", chromedp.ByID),
 		navigating(chromedp.Click(`#rqrd-form button[value="send"]`, chromedp.ByQuery)),
-		chromedp.WaitVisible(`p#outcome`, chromedp.ByQuery), // the dry run's page has div#outcome only
-		chromedp.Text(`p#outcome`, &outcome, chromedp.ByQuery),
+		chromedp.WaitVisible(`p#outcome, .form-error`, chromedp.ByQuery), // the dry run's page has div#outcome only
+		chromedp.Text(`main`, &outcome, chromedp.ByQuery),
 	)
 	require.Contains(t, outcome, "Registered request")
 	require.Contains(t, outcome, "RQRD SLST")

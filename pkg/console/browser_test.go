@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -21,6 +22,7 @@ var shared struct {
 	once sync.Once
 	ctx  context.Context // the browser's; nil when it could not start
 	err  error
+	turn chan struct{} // one test drives the browser at a time (below)
 }
 
 // stopBrowser ends the shared browser (TestMain, after every test).
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// browser opens a tab in the shared Chromium. The tabs share one cookie store, which scopes
+// browser opens a tab in the shared Chromium, waiting for the test before to finish with its own. The tabs share one cookie store, which scopes
 // cookies by host and not by port: each world serves on its own loopback address (serve). Without Chromium the
 // browser tests skip, except under CI where they must run.
 func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
@@ -53,11 +55,15 @@ func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
 		stopBrowser = func() { cancel(); cancelAlloc() }
 		// The first Run starts the browser and ties it to its context.
 		shared.ctx, shared.err = bctx, chromedp.Run(bctx)
+		shared.turn = make(chan struct{}, 1)
 	})
 	require.NoError(t, shared.err)
-	tab, cancel := chromedp.NewContext(shared.ctx) // a tab; its world's own host keeps its cookies apart
-	t.Cleanup(cancel)
-	require.NoError(t, chromedp.Run(tab))
+	// One test at a time has a tab, in front: a tab behind others is hidden, and Chromium delays
+	// its timers and loads (the tests' setups still run in parallel).
+	shared.turn <- struct{}{}
+	tab, cancel := chromedp.NewContext(shared.ctx) // its world's own host keeps its cookies apart
+	t.Cleanup(func() { cancel(); <-shared.turn })
+	require.NoError(t, chromedp.Run(tab, page.BringToFront()))
 	return func(actions ...chromedp.Action) {
 		t.Helper()
 		tctx, stop := contextWithTimeout(tab, 60*time.Second)
