@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -193,4 +194,29 @@ func TestFlightSearch(t *testing.T) {
 		code, _ = get(t, op, w.srv.URL+"/flights?q="+url.QueryEscape(reno))
 		require.Contains(t, []int{http.StatusOK, http.StatusSeeOther}, code)
 	}
+}
+
+// A SKIPPED no-match message is listed as replayable (class NO-MATCH), and its dry run says
+// whether its flight exists now.
+func TestNoMatchListedAndDryRunChecksTheFlight(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	_, err := w.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, reason, attempts, msg_type, enqueued_at, finished_at)
+		VALUES (700, '<MSG/>', sha256('<MSG/>'), 'SKIPPED', 'no-match:' || $1::text, 1, 'FLOP', now(), now()),
+		       (701, '<MSG/>', sha256('<MSG/>'), 'SKIPPED', 'no-match:424242', 1, 'FLOP', now(), now())`, itoa(w.deadFL))
+	require.NoError(t, err)
+	op := w.login(t, operatorToken)
+	code, body := get(t, op, w.srv.URL+"/dead?class=NO-MATCH")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `<span id="dead-total">2</span>`)
+	require.Contains(t, body, `value="701" id="m701"`)
+	require.Equal(t, 2, strings.Count(body, "<td>yes</td>"), "both replayable")
+	resp, err := op.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {"700", "701"}, "mode": {"dry"}})
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	require.Contains(t, string(b), "flight "+itoa(w.deadFL)+` <span class="ok">exists now</span>`)
+	require.Contains(t, string(b), `flight 424242 <span class="bad">still does not exist</span>`)
 }
