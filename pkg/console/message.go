@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,31 @@ type messagePage struct {
 	BoundAt    time.Time
 	Events     []msgEvent
 	Replayable bool
+	FLID       string // the flight the message names (its FLID, or its no-match reason's)
+	Notes      []note
+	FormID     string // the one-time id of the schedule request form
+}
+
+// note is an operator's note or acknowledgement on a message.
+type note struct {
+	Text, Actor string
+	Acked       bool
+	At          time.Time
+}
+
+var flidRE = regexp.MustCompile(`<FLID>\s*([0-9]+)\s*</FLID>`)
+
+// namedFlight is the FLID a message names: in its text, or in its no-match reason.
+func namedFlight(raw, reason string) string {
+	if m := flidRE.FindStringSubmatch(raw); m != nil {
+		return m[1]
+	}
+	if id, ok := strings.CutPrefix(reason, processor.NoMatchPrefix); ok {
+		if _, err := strconv.ParseInt(id, 10, 64); err == nil {
+			return id
+		}
+	}
+	return ""
 }
 
 type duplicate struct {
@@ -89,6 +115,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	}
 	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
 	p.Replayable = ok && !m.Archived // replay reads proc_state only
+	p.FLID, p.FormID = namedFlight(raw, m.Reason), newFormID()
+	if p.Notes, err = collect[note](s, r, messageNotesSQL, id); err != nil {
+		return fmt.Errorf("read notes: %w", err)
+	}
 	s.render(w, r, http.StatusOK, "message", fmt.Sprintf("Message %d", id), p)
 	return nil
 }

@@ -220,3 +220,28 @@ func TestNoMatchListedAndDryRunChecksTheFlight(t *testing.T) {
 	require.Contains(t, string(b), "flight "+itoa(w.deadFL)+` <span class="ok">exists now</span>`)
 	require.Contains(t, string(b), `flight 424242 <span class="bad">still does not exist</span>`)
 }
+
+// A PROTOCOL message's page says replay never takes it, links its flight, and lets an operator
+// acknowledge it (shown with who) and request its flight's schedule.
+func TestMessagePageWhatToDo(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	raw := fmt.Sprintf(`<MSG><META><TYPE>FLOP</TYPE></META><FLOP><FLID>%d</FLID><FRET><REID>X</REID></FRET></FLOP></MSG>`, w.deadFL)
+	_, err := w.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, error_class, reason, attempts, msg_type, enqueued_at, finished_at)
+		VALUES (800, $1, sha256(convert_to($1, 'UTF8')), 'DEAD', 'PROTOCOL', 'FRET@REID: unknown reference X', 1, 'FLOP', now(), now())`, raw)
+	require.NoError(t, err)
+	op := w.login(t, operatorToken)
+	code, body := get(t, op, w.srv.URL+"/messages/800")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `It names flight <a href="/flights/`+itoa(w.deadFL)+`">`)
+	require.Contains(t, body, "Replay never takes it (PROTOCOL")
+	require.NotContains(t, body, `id="dry-run"`, "no replay form")
+	resp, err := op.PostForm(w.srv.URL+"/dead/note", url.Values{"csrf": {csrfOf(t, body)}, "id": {"800"}, "ack": {"1"}, "note": {"AODB ticket 17"}, "back": {"/messages/800"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/messages/800", resp.Header.Get("Location"))
+	_, body = get(t, op, w.srv.URL+"/messages/800")
+	require.Contains(t, body, `<span class="ok">acknowledged</span> AODB ticket 17 <span class="muted">— console:op`)
+	require.Contains(t, body, `id="request-schedule"`)
+}

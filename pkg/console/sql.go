@@ -122,3 +122,6 @@ const (
 	formReleaseSQL = `DELETE FROM console_form WHERE form_id = $1 AND req_id IS NULL`
 	formDoneSQL    = `UPDATE console_form SET req_id = $2 WHERE form_id = $1`
 )
+
+// messageNotesSQL are a message's notes and acknowledgements, newest first.
+const messageNotesSQL = `SELECT note, actor, acknowledged, at FROM console_note WHERE msg_id = $1 ORDER BY note_id DESC LIMIT 50`
