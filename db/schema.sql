@@ -47,6 +47,65 @@ SET default_tablespace = '';
 SET default_table_access_method = heap;
 
 --
+-- Name: console_form; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.console_form (
+    form_id text NOT NULL,
+    req_id bigint,
+    created_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: console_note; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.console_note (
+    note_id bigint NOT NULL,
+    msg_id bigint NOT NULL,
+    actor text NOT NULL,
+    note text NOT NULL,
+    acknowledged boolean NOT NULL,
+    at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: console_note_note_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.console_note_note_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: console_note_note_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.console_note_note_id_seq OWNED BY public.console_note.note_id;
+
+
+--
+-- Name: console_session; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.console_session (
+    session_sha256 bytea NOT NULL,
+    user_name text NOT NULL,
+    scope text NOT NULL,
+    token_sha256 bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+
+--
 -- Name: flight; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -818,6 +877,13 @@ CREATE TABLE public.schema_migrations (
 
 
 --
+-- Name: console_note note_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_note ALTER COLUMN note_id SET DEFAULT nextval('public.console_note_note_id_seq'::regclass);
+
+
+--
 -- Name: flight_history history_id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -850,6 +916,30 @@ ALTER TABLE ONLY public.req_track ALTER COLUMN req_id SET DEFAULT nextval('publi
 --
 
 ALTER TABLE ONLY public.schd_snap_log ALTER COLUMN snap_id SET DEFAULT nextval('public.schd_snap_log_snap_id_seq'::regclass);
+
+
+--
+-- Name: console_form console_form_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_form
+    ADD CONSTRAINT console_form_pkey PRIMARY KEY (form_id);
+
+
+--
+-- Name: console_note console_note_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_note
+    ADD CONSTRAINT console_note_pkey PRIMARY KEY (note_id);
+
+
+--
+-- Name: console_session console_session_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.console_session
+    ADD CONSTRAINT console_session_pkey PRIMARY KEY (session_sha256);
 
 
 --
@@ -1125,6 +1215,20 @@ ALTER TABLE ONLY public.schema_migrations
 
 
 --
+-- Name: console_note_msg; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX console_note_msg ON public.console_note USING btree (msg_id, note_id);
+
+
+--
+-- Name: console_session_expires; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX console_session_expires ON public.console_session USING btree (expires_at);
+
+
+--
 -- Name: flight_history_flid; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1276,6 +1380,13 @@ CREATE INDEX proc_state_marker_abandoned ON public.proc_state USING btree (msg_i
 --
 
 CREATE INDEX proc_state_marker_owed ON public.proc_state USING btree (backfill_next_at) WHERE ((backfill_next_at IS NOT NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL));
+
+
+--
+-- Name: proc_state_no_match; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX proc_state_no_match ON public.proc_state USING btree (msg_id) WHERE ((status = 'SKIPPED'::text) AND (reason ~~ 'no-match:%'::text));
 
 
 --
@@ -1511,4 +1622,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261221120000'),
     ('20261221130000'),
     ('20261222120000'),
-    ('20261228120000');
+    ('20261228120000'),
+    ('20261229120000');

@@ -73,13 +73,14 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	}
 	c, err := console.New(console.Deps{
 		Pool: pool, Config: cfg.Console, Location: cfg.Location(), Outbox: ob, Requests: reqs,
-		Shadow: cfg.Mailbox.Shadow, Log: log, Metrics: console.NewMetrics(reg),
+		Shadow: cfg.Mailbox.Shadow, Log: log, Metrics: console.NewMetrics(reg), LeaseTimeout: cfg.Leader.SessionTimeout,
 	})
 	if err != nil {
 		return err
 	}
 	ops := obs.NewServer(cfg.HTTPAddr, reg, []obs.Check{{Name: "postgres", Fn: pool.Ping}},
 		func() (bool, int64) { return false, 0 }, cfg.HTTPReadTimeout, log)
+	ops.SetRole("console") // it elects no leader: every replica serves
 	pages := obs.NewHandlerServer(cfg.Console.Addr, c.Handler(), cfg.HTTPReadTimeout, log)
 	for _, srv := range []*obs.Server{ops, pages} {
 		if err := srv.Listen(); err != nil {
@@ -89,6 +90,8 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	if started != nil {
 		started(ops, pages)
 	}
-	log.Info().Str("ops", ops.Addr()).Str("pages", pages.Addr()).Msg("console serving")
+	// The line every binary logs once it serves (addr: ops; api_addr: the pages), which the
+	// local stack waits for.
+	log.Info().Str("addr", ops.Addr()).Str("api_addr", pages.Addr()).Msg("http: serving /healthz /readyz /metrics; the console's pages on api_addr")
 	return daemon.Serve(ctx, cfg.Process, clock.System{}, log, []*obs.Server{ops, pages}, nil)
 }

@@ -48,6 +48,7 @@ func TestRunServesProbesMetricsAndPages(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	code, body := httpGet(t, opsURL+"/readyz")
 	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"role":"console"`, "readiness says what the process is")
 	for _, p := range []string{"/login", "/", "/static/console.css"} {
 		code, _ = httpGet(t, opsURL+p)
 		require.Equal(t, http.StatusNotFound, code, "the ops port serves no page: %s", p)

@@ -1,6 +1,7 @@
 // Command devstack brings up a local msgx: PostgreSQL database msgx (migrated), the mailbox
 // database msgx_mailbox with its tables, the development Kafka broker (cmd/devbroker) on
-// 127.0.0.1:9092 with both topics and its data in .devstack/kafka, and the four binaries, each
+// 127.0.0.1:9092 with both topics and its data in .devstack/kafka, the operator console (its URL
+// and a login token printed), and the four binaries, each
 // its own process (logs in .devstack/logs) connected as its own least-privilege PostgreSQL role
 // and MariaDB user (pkg/roles, production names msgx_ingest, …, fresh passwords at each start),
 // its API behind a bearer token, and the simulated AODB answering msgx's requests (-aodb). It supervises the binaries like Kubernetes would: one that exits is reported (exit
@@ -26,6 +27,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/verify"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/roles"
 )
 
@@ -134,6 +136,12 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	for _, b := range stack.Binaries {
 		fmt.Fprintf(out, "  %-10s  http://%s/readyz  /metrics   log %s\n", b, s.Proc(b).Addr, filepath.Join(o.logDir, b+".log"))
 	}
+	consoleURL, consoleToken, err := startConsole(ctx, s)
+	if err != nil {
+		return errors.Join(err, s.Close())
+	}
+	fmt.Fprintf(out, "  console     %s   log in with the token %s   (user \"operator\", scopes read+operate; a new one at each start)   log %s\n",
+		consoleURL, consoleToken, filepath.Join(o.logDir, stack.Console+".log"))
 	fmt.Fprintf(out, "  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
 	fmt.Fprintf(out, "  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
 	fmt.Fprintf(out, "  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
@@ -141,18 +149,11 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "  status:       MSGX_PG_URL='%s' %s status   (read-only role)\n", access.PG[roles.Reader], ctl)
 	fmt.Fprintf(out, "  operator:     export MSGX_PG_URL='%s'   (msgxctl replay, dlq, request …)\n", access.PG[roles.Admin])
 	if o.aodb {
-		cfg := simulate.DefaultConfig().Today()
-		a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
+		stopAODB, err := startAODB(mysqlDSN, access.PG[roles.Admin], ctl, out)
 		if err != nil {
 			return errors.Join(err, s.Close())
 		}
-		defer func() {
-			if err := a.Stop(); err != nil {
-				fmt.Fprintln(out, "devstack: simulated AODB:", err)
-			}
-		}()
-		fmt.Fprintf(out, "  AODB:         simulated, answers coutmsgs requests for %s (%d flights): MSGX_PG_URL='%s' %s request schedule --from %s --to %s --reason try\n",
-			cfg.Date.Format(time.DateOnly), cfg.Flights, access.PG[roles.Admin], ctl, cfg.Date.Format(time.DateOnly), cfg.Date.Format(time.DateOnly))
+		defer stopAODB()
 	}
 	fmt.Fprintln(out, "devstack: Ctrl-C stops everything")
 	if o.up != nil {
@@ -161,6 +162,38 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	<-ctx.Done()
 	fmt.Fprintln(out, "devstack: stopping …")
 	return s.Close()
+}
+
+// startAODB runs the simulated AODB on the mailbox (it answers msgx's requests from a day of
+// today's date), prints how to ask it, and returns its stop.
+func startAODB(mysqlDSN, adminURL, ctl string, out io.Writer) (func(), error) {
+	cfg := simulate.DefaultConfig().Today()
+	a, err := simulate.StartAODB(mysqlDSN, simulate.Generate(cfg).AODBModel(), simulate.AODBConfig{}, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	day := cfg.Date.Format(time.DateOnly)
+	fmt.Fprintf(out, "  AODB:         simulated, answers coutmsgs requests for %s (%d flights): MSGX_PG_URL='%s' %s request schedule --from %s --to %s --reason try\n",
+		day, cfg.Flights, adminURL, ctl, day, day)
+	return func() {
+		if err := a.Stop(); err != nil {
+			fmt.Fprintln(out, "devstack: simulated AODB:", err)
+		}
+	}, nil
+}
+
+// startConsole starts the operator console (supervised like the binaries, as its own database
+// role) with a new operator token, and returns its login URL and the token.
+func startConsole(ctx context.Context, s *stack.Stack) (string, string, error) {
+	token, entry, err := httpauth.NewToken("operator", httpauth.ScopeRead, httpauth.ScopeOperate)
+	if err != nil {
+		return "", "", err
+	}
+	p, err := s.StartInstanceWith(ctx, stack.Console, 1, []string{"MSGX_CONSOLE_TOKENS=" + entry.String()})
+	if err != nil {
+		return "", "", fmt.Errorf("console: %w", err)
+	}
+	return "http://" + p.APIAddr + "/login", token, nil
 }
 
 // startApacheKafka starts one new Apache Kafka KRaft node in dir (emptied first: a node is

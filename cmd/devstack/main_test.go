@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -101,6 +102,21 @@ func TestDevstackRunsEachBinaryAsItsRole(t *testing.T) {
 	}
 	require.Equal(t, http.StatusUnauthorized, get(""))
 	require.Equal(t, http.StatusNotFound, get(token[1]), "authorised; flight 1 does not exist")
+
+	// The console: the printed URL and token log in (a session cookie, a redirect to the
+	// pipeline), and its PostgreSQL sessions are the console role's.
+	cm := regexp.MustCompile(`(?m)^  console +(http://\S+/login) +log in with the token (\S+)`).FindStringSubmatch(text)
+	require.NotNil(t, cm, text)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.PostForm(cm[1], url.Values{"token": {cm[2]}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the printed token logs in")
+	require.NotEmpty(t, resp.Cookies())
+	var consoleUser string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT usename::text FROM pg_stat_activity WHERE datname = current_database()
+		AND application_name LIKE 'msgx-console%' LIMIT 1`).Scan(&consoleUser))
+	require.Equal(t, roles.Name(o.rolePrefix, roles.Console), consoleUser)
 
 	// The status line, run as printed.
 	m := regexp.MustCompile(`(?m)^  status: +(MSGX_PG_URL='[^']+' \S+/msgxctl status)`).FindStringSubmatch(text)

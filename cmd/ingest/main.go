@@ -94,7 +94,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	mux := http.NewServeMux()
 	timed := obs.NewHTTPMetrics(reg)
 	if cfg.Compat.Enabled {
-		mux.Handle(ingest.CompatPattern, timed.Wrap(ingest.CompatPattern, gate.Require(httpauth.ScopeSend, compat)))
+		mux.Handle(ingest.CompatPattern, timed.Wrap(ingest.CompatPattern, gate.RequireBody(httpauth.ScopeSend, cfg.Compat.MaxBody, compat)))
 	}
 	for _, p := range readapi.Patterns {
 		mux.Handle(p, timed.Wrap(p, gate.Require(httpauth.ScopeRead, read)))

@@ -29,9 +29,8 @@ func TestBrowserSendsRequests(t *testing.T) {
 	var outcome, preview string
 	run(loginAs(base, operatorToken),
 		chromedp.Navigate(base+"/requests"),
-		chromedp.SetValue(`#kind`, "RQRD", chromedp.ByID),
 		chromedp.SendKeys(`#list`, "SLST", chromedp.ByID),
-		chromedp.Click(`button[value="dry"]`, chromedp.ByQuery),
+		navigating(chromedp.Click(`#rqrd-form button[value="dry"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`div#outcome`, chromedp.ByQuery),
 		chromedp.Text(`div#outcome`, &outcome, chromedp.ByQuery),
 		chromedp.Text(`div#outcome pre`, &preview, chromedp.ByQuery),
@@ -43,19 +42,18 @@ func TestBrowserSendsRequests(t *testing.T) {
 
 	// For real: the form keeps the kind and list code of the dry run.
 	run(
-		chromedp.SendKeys(`#reason`, "reference lists stale after the AODB restart", chromedp.ByID),
-		chromedp.Click(`button[value="send"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`p#outcome`, chromedp.ByQuery), // the dry run's page has div#outcome only
-		chromedp.Text(`p#outcome`, &outcome, chromedp.ByQuery),
+		chromedp.SendKeys(`#rqrd-reason`, "reference lists stale after the AODB restart", chromedp.ByID),
+		navigating(chromedp.Click(`#rqrd-form button[value="send"]`, chromedp.ByQuery)),
+		chromedp.WaitVisible(`p#outcome, .form-error`, chromedp.ByQuery), // the dry run's page has div#outcome only
+		chromedp.Text(`main`, &outcome, chromedp.ByQuery),
 	)
 	require.Contains(t, outcome, "Registered request")
 	require.Contains(t, outcome, "RQRD SLST")
 	run(
 		chromedp.Navigate(base+"/requests"),
-		chromedp.SetValue(`#kind`, "RQFD", chromedp.ByID),
 		chromedp.SetValue(`#from`, day, chromedp.ByID), chromedp.SetValue(`#to`, day, chromedp.ByID),
 		chromedp.SendKeys(`#reason`, "schedule check", chromedp.ByID),
-		chromedp.Click(`button[value="send"]`, chromedp.ByQuery),
+		navigating(chromedp.Click(`#rqfd-form button[value="send"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`p#outcome`, chromedp.ByQuery),
 		chromedp.Text(`p#outcome`, &outcome, chromedp.ByQuery),
 	)

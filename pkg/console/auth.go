@@ -1,16 +1,18 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/httpauth"
 )
@@ -33,24 +35,32 @@ func consoleScope(cl httpauth.Client) httpauth.Scope {
 // Session is a logged-in user.
 type Session struct {
 	User    string
-	Scope   httpauth.Scope // the strongest console scope the user's token holds
+	Scope   httpauth.Scope // the strongest console scope the user's token holds now
 	Expires time.Time
-	raw     string // the cookie value, which the CSRF token is bound to
+	id      string // the cookie value: a random id, stored server-side as its SHA-256
 }
 
 // CanOperate reports whether the session may act (replay, skip, request).
 func (s Session) CanOperate() bool { return s.Scope == httpauth.ScopeOperate }
 
-const cookieName = "msgx_console"
+// Two cookies carry the same session id: the page cookie is SameSite=Lax so that a link from an
+// alert (a top-level GET from another site) lands on its page; the action cookie is
+// SameSite=Strict and every action needs it, so no other site can make a browser act.
+const (
+	cookieName    = "msgx_console"
+	actCookieName = "msgx_console_act"
+)
 
-// sessions signs and checks session cookies and CSRF tokens with one key.
+// sessions keeps the console's sessions in console_session and signs CSRF tokens with key.
 type sessions struct {
+	pool   *pgxpool.Pool
+	tokens httpauth.Clients
 	key    []byte
 	ttl    time.Duration
 	secure bool
 }
 
-func newSessions(key string, ttl time.Duration, secure bool) (*sessions, error) {
+func newSessions(pool *pgxpool.Pool, tokens httpauth.Clients, key string, ttl time.Duration, secure bool) (*sessions, error) {
 	k := []byte(key)
 	if len(k) == 0 {
 		k = make([]byte, 32)
@@ -58,7 +68,7 @@ func newSessions(key string, ttl time.Duration, secure bool) (*sessions, error) 
 			return nil, fmt.Errorf("make session key: %w", err)
 		}
 	}
-	return &sessions{key: k, ttl: ttl, secure: secure}, nil
+	return &sessions{pool: pool, tokens: tokens, key: k, ttl: ttl, secure: secure}, nil
 }
 
 func (s *sessions) mac(parts ...string) string {
@@ -70,55 +80,83 @@ func (s *sessions) mac(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// issue returns the cookie of a new session for user with scope.
-func (s *sessions) issue(user string, scope httpauth.Scope, now time.Time) *http.Cookie {
-	nonce := make([]byte, 12)
-	_, _ = rand.Read(nonce)
-	exp := now.Add(s.ttl)
-	payload := base64.RawURLEncoding.EncodeToString([]byte(user)) + "." + string(scope) + "." +
-		strconv.FormatInt(exp.Unix(), 10) + "." + hex.EncodeToString(nonce)
-	return &http.Cookie{
-		Name: cookieName, Value: payload + "." + s.mac("session", payload), Path: "/",
-		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, // a browser-session cookie; the signed expiry ends it
+func idHash(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
+}
+
+// issue stores a new session of cl and returns its two cookies.
+func (s *sessions) issue(ctx context.Context, cl httpauth.Client, scope httpauth.Scope, now time.Time) ([]*http.Cookie, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("make session id: %w", err)
 	}
+	id := hex.EncodeToString(raw)
+	if _, err := s.pool.Exec(ctx, sessionDeleteExpiredSQL, now); err != nil {
+		return nil, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, sessionInsertSQL, idHash(id), cl.Name, string(scope), cl.Hash[:], now, now.Add(s.ttl)); err != nil {
+		return nil, fmt.Errorf("store session: %w", err)
+	}
+	return []*http.Cookie{s.cookie(cookieName, id, http.SameSiteLaxMode), s.cookie(actCookieName, id, http.SameSiteStrictMode)}, nil
 }
 
-// clear is the cookie that ends a session.
-func (s *sessions) clear() *http.Cookie {
-	return &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}
+// cookie is a browser-session cookie; the server-side expiry ends the session.
+func (s *sessions) cookie(name, value string, same http.SameSite) *http.Cookie {
+	c := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: s.secure, SameSite: same}
+	if value == "" {
+		c.MaxAge = -1
+	}
+	return c
 }
 
-// read returns the request's valid session.
-func (s *sessions) read(r *http.Request, now time.Time) (Session, bool) {
+// clear are the cookies that end a session in the browser.
+func (s *sessions) clear() []*http.Cookie {
+	return []*http.Cookie{s.cookie(cookieName, "", http.SameSiteLaxMode), s.cookie(actCookieName, "", http.SameSiteStrictMode)}
+}
+
+// read returns the request's session: stored, unrevoked, unexpired, and its token still among
+// the configured ones (its scope as the token has it now). action also requires the Strict
+// cookie with the same id.
+func (s *sessions) read(r *http.Request, now time.Time, action bool) (Session, bool, error) {
 	c, err := r.Cookie(cookieName)
+	if err != nil || len(c.Value) != 64 {
+		return Session{}, false, nil
+	}
+	if action {
+		ac, err := r.Cookie(actCookieName)
+		if err != nil || !hmac.Equal([]byte(ac.Value), []byte(c.Value)) {
+			return Session{}, false, nil
+		}
+	}
+	var sess Session
+	var token []byte
+	err = s.pool.QueryRow(r.Context(), sessionReadSQL, idHash(c.Value), now).Scan(&sess.User, &token, &sess.Expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Session{}, false, nil
+	}
 	if err != nil {
-		return Session{}, false
+		return Session{}, false, fmt.Errorf("read session: %w", err)
 	}
-	i := strings.LastIndexByte(c.Value, '.')
-	if i < 0 {
-		return Session{}, false
+	for _, cl := range s.tokens {
+		if cl.Name == sess.User && hmac.Equal(cl.Hash[:], token) {
+			sess.Scope, sess.id = consoleScope(cl), c.Value
+			return sess, sess.Scope != "", nil
+		}
 	}
-	payload, sig := c.Value[:i], c.Value[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(s.mac("session", payload))) {
-		return Session{}, false
+	return Session{}, false, nil // the token was removed from MSGX_CONSOLE_TOKENS
+}
+
+// revoke ends a session server-side (logout).
+func (s *sessions) revoke(ctx context.Context, sess Session, now time.Time) error {
+	if _, err := s.pool.Exec(ctx, sessionRevokeSQL, idHash(sess.id), now); err != nil {
+		return fmt.Errorf("revoke session: %w", err)
 	}
-	f := strings.Split(payload, ".")
-	if len(f) != 4 {
-		return Session{}, false
-	}
-	name, err := base64.RawURLEncoding.DecodeString(f[0])
-	if err != nil {
-		return Session{}, false
-	}
-	exp, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil || !now.Before(time.Unix(exp, 0)) {
-		return Session{}, false
-	}
-	return Session{User: string(name), Scope: httpauth.Scope(f[1]), Expires: time.Unix(exp, 0), raw: c.Value}, true
+	return nil
 }
 
 // csrf is the session's CSRF token, sent in every form and checked on every action.
-func (s *sessions) csrf(sess Session) string { return s.mac("csrf", sess.raw) }
+func (s *sessions) csrf(sess Session) string { return s.mac("csrf", sess.id) }
 
 func (s *sessions) checkCSRF(sess Session, token string) bool {
 	return token != "" && hmac.Equal([]byte(token), []byte(s.csrf(sess)))

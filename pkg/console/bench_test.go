@@ -73,7 +73,7 @@ func BenchmarkPages(b *testing.B) {
 	login = httptest.NewRecorder()
 	h.ServeHTTP(login, req)
 	cookies := login.Result().Cookies()
-	require.Len(b, cookies, 1)
+	require.Len(b, cookies, 2, "the page and the action cookie")
 	for _, p := range []struct{ name, path string }{
 		{"pipeline", "/"},
 		{"flight-search", "/flights?q=CA11234&day="},
@@ -81,6 +81,7 @@ func BenchmarkPages(b *testing.B) {
 		{"message", "/messages/500000"},
 		{"dead-message", "/messages/1000"},
 		{"dead-letters", "/dead?class=CODEC_ERROR"},
+		{"dead-letters-all", "/dead"},
 		{"requests", "/requests"},
 	} {
 		b.Run(p.name, func(b *testing.B) {
@@ -88,6 +89,7 @@ func BenchmarkPages(b *testing.B) {
 				rec := httptest.NewRecorder()
 				r := httptest.NewRequest(http.MethodGet, p.path, nil)
 				r.AddCookie(cookies[0])
+				r.AddCookie(cookies[1])
 				h.ServeHTTP(rec, r)
 				if rec.Code != http.StatusOK && rec.Code != http.StatusSeeOther {
 					b.Fatalf("%s: %d %s", p.path, rec.Code, rec.Body.String())

@@ -7,15 +7,36 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
-// browser starts headless Chromium (Debian's chromium, scripts/ensure-tools.sh) at 1280×900.
-// Without it the browser tests skip, except under CI where they must run.
+// shared is the test binary's one headless Chromium (Debian's chromium, scripts/ensure-tools.sh)
+// at 1280×900, started by the first browser test.
+var shared struct {
+	once sync.Once
+	ctx  context.Context // the browser's; nil when it could not start
+	err  error
+	turn chan struct{} // one test drives the browser at a time (below)
+}
+
+// stopBrowser ends the shared browser (TestMain, after every test).
+var stopBrowser = func() {}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopBrowser()
+	os.Exit(code)
+}
+
+// browser opens a tab in the shared Chromium, waiting for the test before to finish with its own. The tabs share one cookie store, which scopes
+// cookies by host and not by port: each world serves on its own loopback address (serve). Without Chromium the
+// browser tests skip, except under CI where they must run.
 func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
@@ -25,18 +46,27 @@ func browser(t *testing.T) (run func(actions ...chromedp.Action)) {
 		}
 		t.Skip("chromium is not installed (scripts/ensure-tools.sh installs it)")
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first Run starts the browser and ties it to its context: start it on bctx, not on one
-	// of the per-step contexts below (their end would close it).
-	require.NoError(t, chromedp.Run(bctx))
+	shared.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+			chromedp.Flag("disable-dev-shm-usage", true))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancel := chromedp.NewContext(actx)
+		stopBrowser = func() { cancel(); cancelAlloc() }
+		// The first Run starts the browser and ties it to its context.
+		shared.ctx, shared.err = bctx, chromedp.Run(bctx)
+		shared.turn = make(chan struct{}, 1)
+	})
+	require.NoError(t, shared.err)
+	// One test at a time has a tab, in front: a tab behind others is hidden, and Chromium delays
+	// its timers and loads (the tests' setups still run in parallel).
+	shared.turn <- struct{}{}
+	tab, cancel := chromedp.NewContext(shared.ctx) // its world's own host keeps its cookies apart
+	t.Cleanup(func() { cancel(); <-shared.turn })
+	require.NoError(t, chromedp.Run(tab, page.BringToFront()))
 	return func(actions ...chromedp.Action) {
 		t.Helper()
-		tctx, stop := contextWithTimeout(bctx, 60*time.Second)
+		tctx, stop := contextWithTimeout(tab, 60*time.Second)
 		defer stop()
 		require.NoError(t, chromedp.Run(tctx, actions...))
 	}
@@ -66,9 +96,20 @@ func loginAs(base, token string) chromedp.Tasks {
 		chromedp.Navigate(base + "/login"),
 		chromedp.WaitVisible(`#token`, chromedp.ByID),
 		chromedp.SendKeys(`#token`, token, chromedp.ByID),
-		chromedp.Submit(`#token`, chromedp.ByID),
+		// RunResponse waits for the navigation the submit starts (a query begun on the login
+		// page may otherwise wait on a document that is gone).
+		navigating(chromedp.Submit(`#token`, chromedp.ByID)),
 		chromedp.WaitVisible(`#watermark`, chromedp.ByID),
 	}
+}
+
+// navigating runs an action that starts a navigation (a click on a link or a submit) and waits
+// until the new page has loaded.
+func navigating(a chromedp.Action) chromedp.Action {
+	return chromedp.ActionFunc(func(c contextT) error {
+		_, err := chromedp.RunResponse(c, a)
+		return err
+	})
 }
 
 // TestBrowserOperator: log in, read the pipeline, find a flight of the simulated day by its
@@ -82,7 +123,7 @@ func TestBrowserOperator(t *testing.T) {
 	base := w.srv.URL
 
 	var watermark string
-	run(loginAs(base, operatorToken), chromedp.Text(`#watermark`, &watermark, chromedp.ByID), shot(t, "pipeline"))
+	run(loginAs(base, operatorToken), chromedp.Text(`#watermark`, &watermark, chromedp.ByID))
 	require.Equal(t, strconv.FormatInt(w.lastID, 10), watermark)
 
 	// A flight of the day, by flight number and operation day.
@@ -102,7 +143,7 @@ func TestBrowserOperator(t *testing.T) {
 		chromedp.Text(`#version`, &gotVersion, chromedp.ByID),
 		chromedp.Text(`td[data-field="stnd"]`, &gotStand, chromedp.ByQuery),
 		chromedp.Text(`#versions`, &versionsText, chromedp.ByID),
-		shot(t, "flight"),
+		shot(t, "flight-found"),
 	)
 	require.Equal(t, strconv.FormatInt(flid, 10), gotFLID)
 	require.Equal(t, strconv.FormatInt(version, 10), gotVersion)
@@ -120,7 +161,7 @@ func TestBrowserOperator(t *testing.T) {
 		chromedp.Text(`#raw`, &raw, chromedp.ByID),
 		chromedp.Text(`#reason`, &reason, chromedp.ByID),
 		chromedp.Title(&title),
-		chromedp.Evaluate(`document.querySelectorAll('script').length + document.querySelectorAll('a[href^="javascript:"]').length`, &scripts),
+		chromedp.Evaluate(`document.querySelectorAll('script:not([src="/static/console.js"])').length + document.querySelectorAll('a[href^="javascript:"]').length`, &scripts),
 		shot(t, "message"),
 	)
 	// Its attempt history: every attempt with its class and reason, in order.
@@ -133,6 +174,9 @@ func TestBrowserOperator(t *testing.T) {
 	require.Regexp(t, `(?s)FAILED.*decode REMC: first try.*DEAD.*decode REMC: <script>`, attempts)
 	require.Contains(t, reason, hostile, "the reason (hostile text) reads as the text it is")
 	require.Contains(t, raw, "<REMC>&lt;script&gt;document.title=", "the raw message reads as its XML")
+	var stored string
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT raw FROM proc_state WHERE msg_id = $1`, w.deadID).Scan(&stored))
+	require.Equal(t, stored, raw, "the raw text is shown byte-exact")
 	require.NotContains(t, title, "pwned")
 	require.Zero(t, scripts, "no script element and no javascript: link came from the message")
 
@@ -164,13 +208,13 @@ func TestBrowserOperator(t *testing.T) {
 
 	// The other pages, for the screenshots and to see them render in a browser.
 	var h1 string
-	run(chromedp.Navigate(base+"/dead"), chromedp.Text(`h1`, &h1, chromedp.ByQuery), shot(t, "dead-letters"))
+	run(chromedp.Navigate(base+"/dead"), chromedp.Text(`h1`, &h1, chromedp.ByQuery))
 	require.Equal(t, "Dead letters", h1)
 	run(chromedp.Navigate(base+"/requests"),
 		chromedp.SetValue(`#from`, day, chromedp.ByID), chromedp.SetValue(`#to`, day, chromedp.ByID),
-		chromedp.Click(`button[value="dry"]`, chromedp.ByQuery),
+		navigating(chromedp.Click(`#rqfd-form button[value="dry"]`, chromedp.ByQuery)),
 		chromedp.WaitVisible(`#outcome`, chromedp.ByID),
-		chromedp.Text(`#outcome`, &outcome, chromedp.ByID), shot(t, "requests"))
+		chromedp.Text(`#outcome`, &outcome, chromedp.ByID), shot(t, "requests-dry-run"))
 	require.Contains(t, outcome, "Dry run: would register RQFD")
 	require.Zero(t, w.count(t, `SELECT count(*) FROM req_track`), "a dry run registers nothing")
 }

@@ -13,9 +13,9 @@ import (
 type Config struct {
 	Addr       string           `envconfig:"MSGX_CONSOLE_ADDR" default:"127.0.0.1:8092" desc:"console: listen address of the pages (login, pipeline, flights, messages, dead letters, requests); the ops endpoints stay on MSGX_HTTP_ADDR"`
 	Tokens     httpauth.Clients `envconfig:"MSGX_CONSOLE_TOKENS" default:"" doc:"(none)" desc:"console: the users' tokens as user:scope+scope:sha256hex, comma-separated (pkg/httpauth, as MSGX_API_TOKENS; scope read views, operate also acts; msgxctl token new makes one); none: nobody can log in"`
-	SessionKey string           `envconfig:"MSGX_CONSOLE_SESSION_KEY" default:"" doc:"(random per process)" desc:"console: key (at least 32 characters) that signs session cookies and CSRF tokens; empty: a random key per process (sessions end at restart); the console refuses to start without it in production"`
-	SessionTTL time.Duration    `envconfig:"MSGX_CONSOLE_SESSION_TTL" default:"8h" desc:"console: how long a login lasts"`
-	Refresh    time.Duration    `envconfig:"MSGX_CONSOLE_REFRESH" default:"10s" desc:"console: how often the pipeline page refreshes itself"`
+	SessionKey string           `envconfig:"MSGX_CONSOLE_SESSION_KEY" default:"" doc:"(random per process)" desc:"console: key (at least 32 characters) that signs the CSRF tokens of the forms (every replica needs the same); sessions are kept server-side; empty: a random key per process (open forms fail once after a restart); the console refuses to start without it in production"`
+	SessionTTL time.Duration    `envconfig:"MSGX_CONSOLE_SESSION_TTL" default:"8h" desc:"console: how long a login lasts (server-side sessions; logout and removing the token end it sooner)"`
+	Refresh    time.Duration    `envconfig:"MSGX_CONSOLE_REFRESH" default:"10s" desc:"console: how often the pipeline page updates itself (without reloading)"`
 	TLS        bool             `envconfig:"MSGX_CONSOLE_TLS" default:"false" desc:"console: the console is reached over HTTPS (a TLS-terminating proxy or ingress): session cookies are marked Secure"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +59,7 @@ type world struct {
 	deadID int64 // a DEAD CODEC_ERROR message carrying hostile text, touching a known flight
 	deadFL int64
 	lastID int64
+	deps   console.Deps // the console's, for a second console over the same database (a restart)
 }
 
 // setup processes a small simulated day with the real processor and serves the console as its
@@ -134,14 +137,30 @@ func setup(t testing.TB) *world {
 	var tokens httpauth.Clients
 	require.NoError(t, tokens.UnmarshalText(fmt.Appendf(nil, "op:read+operate:%x,vi:read:%x,portal:send:%x",
 		httpauth.Hash(operatorToken), httpauth.Hash(viewerToken), httpauth.Hash(sendToken))))
-	c, err := console.New(console.Deps{
-		Pool: pool, Location: loc, Outbox: ob, Requests: reqs, Log: zerolog.Nop(), Now: clk.Now,
+	w.deps = console.Deps{
+		Pool: pool, Location: loc, Outbox: ob, Requests: reqs, Log: zerolog.New(zerolog.NewTestWriter(t)), Now: clk.Now,
 		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
-	})
-	require.NoError(t, err)
-	w.srv = httptest.NewServer(c.Handler())
-	t.Cleanup(w.srv.Close)
+	}
+	w.srv = w.serve(t, w.deps)
 	return w
+}
+
+// hosts numbers the loopback addresses the test servers listen on.
+var hosts atomic.Int32
+
+// serve starts a console of d on a loopback address of its own (127.0.0.2, .3, …), so that the
+// shared browser's cookies of one test never reach another's console.
+func (w *world) serve(t testing.TB, d console.Deps) *httptest.Server {
+	t.Helper()
+	c, err := console.New(d)
+	require.NoError(t, err)
+	n := hosts.Add(1)
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.%d:0", n/250, 2+n%250))
+	require.NoError(t, err)
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: c.Handler()}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -215,13 +234,18 @@ func TestLoginSessionAndScopes(t *testing.T) {
 	op := w.login(t, operatorToken)
 	u, _ := url.Parse(w.srv.URL)
 	cookies := op.Jar.Cookies(u)
-	require.Len(t, cookies, 1)
+	require.Len(t, cookies, 2)
 	resp, err = client(t).PostForm(w.srv.URL+"/login", url.Values{"token": {operatorToken}})
 	require.NoError(t, err)
 	resp.Body.Close()
-	setCookie := resp.Header.Get("Set-Cookie")
-	require.Contains(t, setCookie, "HttpOnly")
-	require.Contains(t, setCookie, "SameSite=Strict")
+	setCookies := resp.Header.Values("Set-Cookie")
+	require.Len(t, setCookies, 2)
+	require.Contains(t, setCookies[0], "msgx_console=")
+	require.Contains(t, setCookies[0], "HttpOnly")
+	require.Contains(t, setCookies[0], "SameSite=Lax", "the page cookie travels with a link from an alert")
+	require.Contains(t, setCookies[1], "msgx_console_act=")
+	require.Contains(t, setCookies[1], "HttpOnly")
+	require.Contains(t, setCookies[1], "SameSite=Strict", "the action cookie never travels from another site")
 
 	// An action without the CSRF token is refused and changes nothing.
 	resp, err = op.PostForm(w.srv.URL+"/dead/replay", url.Values{"id": {itoa(w.deadID)}, "mode": {"replay"}, "reason": {"r"}})

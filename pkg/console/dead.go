@@ -4,23 +4,47 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
 )
 
-// deadPage is the dead letters: DEAD and FAILED messages of a class, DEAD Kafka events of a
-// target, and the latest audited actions.
+// deadPage is the dead letters' triage: the filtered messages by group with counts, one page of
+// them, the DEAD Kafka events of a target, and the latest audited actions.
 type deadPage struct {
-	Class, Target string
-	Messages      []deadMessage
-	Events        []outbox.DeadEvent
-	Audit         []auditFull
-	AllClasses    []string
+	F          deadFilter
+	Groups     []deadGroup
+	Messages   []deadMessage
+	Total      int64
+	Page, Last int    // 1-based
+	Query      string // the filter as a query string (for the pages' links)
+	FormID     string // the one-time id of the page's form (a flight's schedule request)
+	Target     string
+	Events     []outbox.DeadEvent
+	Audit      []auditFull
+	AllClasses []string
+}
+
+// deadFilter is what the triage is narrowed to.
+type deadFilter struct {
+	Class, Type, Reason, FLID string
+	From, To                  string // datetime-local values in airport time
+	Group                     string
+	from, to                  *time.Time
+}
+
+type deadGroup struct {
+	Group, Class string
+	Count        int64
+	Latest       time.Time
 }
 
 type deadMessage struct {
@@ -30,6 +54,18 @@ type deadMessage struct {
 	Attempts      int
 	Type, Styp    string
 	At            time.Time
+	Group         string
+	FLID          string
+	Note, NoteBy  string
+	Acked         bool
+	NoteAt        *time.Time
+	Total         int64
+}
+
+// Replayable reports whether replay may take the message (processor.Replayable's rule).
+func (m deadMessage) Replayable() bool {
+	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
+	return ok
 }
 
 type auditFull struct {
@@ -38,28 +74,92 @@ type auditFull struct {
 	At                              time.Time
 }
 
-const deadLimit = 200
+const (
+	deadPageSize = 50
+	deadEvents   = 200
+)
 
-// allClasses are the error classes (proc_state_error_class_check).
-var allClasses = []string{"MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED"}
+// allClasses are the error classes (proc_state_error_class_check) and NO-MATCH, the SKIPPED
+// messages whose flight was unknown.
+var allClasses = []string{"MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED", "NO-MATCH"}
+
+// readDeadFilter reads the triage filter from a query or a form.
+func (s *Server) readDeadFilter(v url.Values) (deadFilter, error) {
+	f := deadFilter{
+		Class: strings.ToUpper(strings.TrimSpace(v.Get("class"))), Type: strings.ToUpper(strings.TrimSpace(v.Get("type"))),
+		Reason: strings.TrimSpace(v.Get("reason_text")), FLID: strings.TrimSpace(v.Get("flid")),
+		From: strings.TrimSpace(v.Get("from")), To: strings.TrimSpace(v.Get("to")), Group: v.Get("group"),
+	}
+	if f.Class != "" && !slices.Contains(allClasses, f.Class) {
+		return f, userError{"Unknown class."}
+	}
+	if f.FLID != "" {
+		if _, err := strconv.ParseInt(f.FLID, 10, 64); err != nil {
+			return f, userError{"A FLID is a number."}
+		}
+	}
+	var err error
+	if f.from, err = s.localTime(f.From); err != nil {
+		return f, err
+	}
+	f.to, err = s.localTime(f.To)
+	return f, err
+}
+
+// localTime reads a datetime-local value in airport time (nil when empty).
+func (s *Server) localTime(v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.ParseInLocation("2006-01-02T15:04", v, s.d.Location)
+	if err != nil {
+		return nil, userError{"A time is YYYY-MM-DDThh:mm (airport time)."}
+	}
+	return &t, nil
+}
+
+func (f deadFilter) args() []any {
+	return []any{f.Class, f.Type, f.Reason, f.FLID, f.from, f.to, f.Group}
+}
+
+// query is the filter as a query string.
+func (f deadFilter) query() string {
+	v := url.Values{}
+	for k, x := range map[string]string{"class": f.Class, "type": f.Type, "reason_text": f.Reason, "flid": f.FLID, "from": f.From, "to": f.To, "group": f.Group} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v.Encode()
+}
 
 func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
-	p := deadPage{
-		Class:  strings.ToUpper(strings.TrimSpace(r.URL.Query().Get("class"))),
-		Target: r.URL.Query().Get("target"), AllClasses: allClasses,
+	q := r.URL.Query()
+	f, err := s.readDeadFilter(q)
+	if err != nil {
+		return err
 	}
+	p := deadPage{F: f, Query: f.query(), Target: q.Get("target"), AllClasses: allClasses, Page: 1, FormID: newFormID()}
 	if p.Target != "" && p.Target != event.TargetMsg && p.Target != event.TargetSchd {
 		return userError{"Unknown target."}
 	}
-	classes := allClasses
-	if p.Class != "" {
-		classes = []string{p.Class}
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 && n <= 100000 {
+		p.Page = n
 	}
-	var err error
-	if p.Messages, err = collect[deadMessage](s, r, deadMessagesSQL, classes, deadLimit); err != nil {
+	if p.Groups, err = collect[deadGroup](s, r, deadGroupsSQL, f.args()...); err != nil {
+		return fmt.Errorf("group dead messages: %w", err)
+	}
+	args := append(f.args(), deadPageSize, (p.Page-1)*deadPageSize)
+	if p.Messages, err = collect[deadMessage](s, r, deadPageSQL, args...); err != nil {
 		return fmt.Errorf("list dead messages: %w", err)
 	}
-	if p.Events, err = s.d.Outbox.ListDead(r.Context(), outbox.DeadFilter{Target: p.Target, Limit: deadLimit}); err != nil {
+	if len(p.Messages) > 0 {
+		p.Total = p.Messages[0].Total
+	} else {
+		p.Total = groupTotal(p.Groups, f.Group)
+	}
+	p.Last = max(1, int((p.Total+deadPageSize-1)/deadPageSize))
+	if p.Events, err = s.d.Outbox.ListDead(r.Context(), outbox.DeadFilter{Target: p.Target, Limit: deadEvents}); err != nil {
 		return err
 	}
 	if p.Audit, err = collect[auditFull](s, r, recentAuditSQL, 20); err != nil {
@@ -69,13 +169,54 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// formIDs reads the ticked ids of a form.
+// groupTotal is the number of messages of the groups (of one group when group is set).
+func groupTotal(gs []deadGroup, group string) int64 {
+	var n int64
+	for _, g := range gs {
+		if group == "" || g.Group == group {
+			n += g.Count
+		}
+	}
+	return n
+}
+
+// selectedIDs are an action's messages: the ticked ids, or (none ticked) every message of the
+// form's filter and group, at most maxIDs.
+func (s *Server) selectedIDs(r *http.Request) ([]int64, error) {
+	ids, err := formIDs(r, "id")
+	if err != nil || len(ids) > 0 || r.PostFormValue("group") == "" {
+		return ids, err
+	}
+	f, err := s.readDeadFilter(r.PostForm)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.d.Pool.Query(r.Context(), deadIDsSQL, append(f.args(), maxIDs+1)...)
+	if err != nil {
+		return nil, fmt.Errorf("select group: %w", err)
+	}
+	if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return nil, fmt.Errorf("select group: %w", err)
+	}
+	if len(ids) > maxIDs {
+		return nil, userError{fmt.Sprintf("The group has more than %d messages: narrow it (time range), or use msgxctl replay.", maxIDs)}
+	}
+	return ids, nil
+}
+
+// maxIDs is the most ids one action takes: a page of a group; larger sets are msgxctl's.
+const maxIDs = 1000
+
+// formIDs reads the ticked ids of a form (at most maxIDs).
 func formIDs(r *http.Request, name string) ([]int64, error) {
 	var ids []int64
 	for _, v := range r.PostForm[name] {
 		for _, part := range strings.Split(v, ",") {
 			if part = strings.TrimSpace(part); part == "" {
 				continue
+			}
+			if len(ids) == maxIDs {
+				return nil, userError{fmt.Sprintf("At most %d ids per action: narrow the selection, or use msgxctl replay for more.", maxIDs)}
 			}
 			id, err := strconv.ParseInt(part, 10, 64)
 			if err != nil || id <= 0 {
@@ -89,15 +230,16 @@ func formIDs(r *http.Request, name string) ([]int64, error) {
 
 // replayedPage is the outcome of a replay or its dry run.
 type replayedPage struct {
-	Report processor.ReplayReport
-	IDs    string
-	Class  string
-	Reason string
+	Report  processor.ReplayReport
+	NoMatch []noMatchCheck
+	IDs     string
+	Class   string
+	Reason  string
 }
 
 // replay is processor.Replay (msgxctl replay): dry run, or for real with a reason (audited).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
-	ids, err := formIDs(r, "id")
+	ids, err := s.selectedIDs(r)
 	if err != nil {
 		return err
 	}
@@ -120,7 +262,72 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		return userError{err.Error()} // a refused replay requeues nothing
 	}
 	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
-	s.render(w, r, http.StatusOK, "replayed", "Replay", replayedPage{Report: rep, IDs: joinIDs(ids), Class: string(class), Reason: reason})
+	p := replayedPage{Report: rep, IDs: joinIDs(ids), Class: string(class), Reason: reason}
+	if p.NoMatch, err = s.noMatchFlights(r, rep.Items); err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "replayed", "Replay", p)
+	return nil
+}
+
+// noMatchCheck is whether the flight of a SKIPPED no-match message exists now: replaying it
+// before the flight exists skips it again.
+type noMatchCheck struct {
+	MsgID, FLID int64
+	Exists      bool
+}
+
+func (s *Server) noMatchFlights(r *http.Request, items []processor.ReplayItem) ([]noMatchCheck, error) {
+	var out []noMatchCheck
+	var flids []int64
+	for _, it := range items {
+		if id, ok := strings.CutPrefix(it.Reason, processor.NoMatchPrefix); ok {
+			if flid, err := strconv.ParseInt(id, 10, 64); err == nil {
+				out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid})
+				flids = append(flids, flid)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	rows, err := s.d.Pool.Query(r.Context(), flightsExistSQL, flids)
+	if err != nil {
+		return nil, fmt.Errorf("check flights: %w", err)
+	}
+	exist, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("check flights: %w", err)
+	}
+	for i := range out {
+		out[i].Exists = slices.Contains(exist, out[i].FLID)
+	}
+	return out, nil
+}
+
+// note records an operator's note or acknowledgement on messages (console_note: who, when).
+func (s *Server) note(w http.ResponseWriter, r *http.Request) error {
+	ids, err := s.selectedIDs(r)
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(r.PostFormValue("note"))
+	ack := r.PostFormValue("ack") != ""
+	if len(ids) == 0 {
+		return userError{"Tick messages or choose a group."}
+	}
+	if text == "" && !ack {
+		return userError{"Write a note or acknowledge."}
+	}
+	if len(text) > 2000 {
+		return userError{"A note has at most 2000 characters."}
+	}
+	if _, err := s.d.Pool.Exec(r.Context(), noteInsertSQL, ids, actor(r), text, ack, s.d.Now()); err != nil {
+		return fmt.Errorf("write note: %w", err)
+	}
+	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("ack", ack).Ints64("messages", ids).Msg("console note")
+	back := safeNext(r.PostFormValue("back"))
+	http.Redirect(w, r, back, http.StatusSeeOther)
 	return nil
 }
 

@@ -19,8 +19,10 @@ import (
 
 // flightsPage is the flight search and its hits.
 type flightsPage struct {
-	Q, Day string
-	Hits   []flightHit
+	Q, Day    string
+	Searched  bool
+	Hits      []flightHit
+	Truncated bool
 }
 
 // flightHit is one search result.
@@ -32,17 +34,31 @@ type flightHit struct {
 	State        string
 	Version      int64
 	SODT         *time.Time
+	Reg, Stand   string
 }
 
+const searchLimit = 300
+
+// flightSearch finds flights by a part of the flight number, a registration or a stand, on a day
+// or any; a day alone lists its flights; a number that is a FLID opens that flight.
 func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
 	p := flightsPage{Q: strings.TrimSpace(r.URL.Query().Get("q")), Day: strings.TrimSpace(r.URL.Query().Get("day"))}
-	if p.Q == "" {
+	if p.Q == "" && p.Day == "" {
 		s.render(w, r, http.StatusOK, "flights", "Flights", p)
 		return nil
 	}
+	if len(p.Q) > 40 {
+		return userError{"Search for at most 40 characters."}
+	}
 	if flid, err := strconv.ParseInt(p.Q, 10, 64); err == nil && p.Day == "" {
-		http.Redirect(w, r, "/flights/"+strconv.FormatInt(flid, 10), http.StatusSeeOther)
-		return nil
+		var found bool
+		if err := s.d.Pool.QueryRow(r.Context(), flightExistsSQL, flid).Scan(&found); err != nil {
+			return fmt.Errorf("look up flight: %w", err)
+		}
+		if found {
+			http.Redirect(w, r, "/flights/"+strconv.FormatInt(flid, 10), http.StatusSeeOther)
+			return nil
+		}
 	}
 	var day *time.Time
 	if p.Day != "" {
@@ -52,15 +68,16 @@ func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
 		}
 		day = &d
 	}
-	hits, err := collect[flightHit](s, r, flightSearchSQL, p.Q, day)
+	hits, err := collect[flightHit](s, r, flightSearchSQL, p.Q, day, searchLimit+1)
 	if err != nil {
 		return fmt.Errorf("search flights: %w", err)
 	}
-	if len(hits) == 1 {
+	if len(hits) == 1 && p.Q != "" {
 		http.Redirect(w, r, "/flights/"+strconv.FormatInt(hits[0].FLID, 10), http.StatusSeeOther)
 		return nil
 	}
-	p.Hits = hits
+	p.Searched, p.Truncated = true, len(hits) > searchLimit
+	p.Hits = hits[:min(len(hits), searchLimit)]
 	s.render(w, r, http.StatusOK, "flights", "Flights", p)
 	return nil
 }
@@ -76,8 +93,9 @@ type flightPage struct {
 	Master   int64 // the code-share master (MAID); 0: none
 	Purged   *purge
 	MAFL     []flight.Child
+	Summary  summary
 	Fields   []field
-	Versions []version
+	Timeline []timelineRow
 }
 
 // purge is why and when the history sweep purged a flight.
@@ -114,8 +132,7 @@ func (s *Server) flight(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("read flight events: %w", err)
 	}
-	diffVersions(versions)
-	p.Versions = versions
+	p.Timeline = timeline(versions)
 	s.render(w, r, http.StatusOK, "flight", fmt.Sprintf("Flight %d", flid), p)
 	return nil
 }
@@ -166,8 +183,11 @@ func (s *Server) purgedFlight(ctx context.Context, flid int64) (map[string]any, 
 
 // describe fills the page's header and fields from a flight's JSON.
 func (p *flightPage) describe(doc map[string]any) {
-	p.Fields = fields(doc)
-	p.Title = str(doc["alcd"]) + str(doc["flno"])
+	p.Fields, p.Summary = fields(doc), summarize(doc)
+	p.Title = str(doc["flno"])
+	if alcd := str(doc["alcd"]); !strings.HasPrefix(p.Title, alcd) {
+		p.Title = alcd + p.Title // the flight number without its airline code
+	}
 	p.State, p.Version, p.Day = str(doc["state"]), str(doc["state_version"]), str(doc["operation_day"])
 	p.Master, _ = strconv.ParseInt(str(doc["maid"]), 10, 64)
 }

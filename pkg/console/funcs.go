@@ -3,6 +3,8 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,9 +38,31 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return v.Format("2006-01-02 15:04:05") + " " + s.d.Now().In(s.d.Location).Format("MST")
 		},
+		// local is a wall-clock time of the flight's columns (timestamp without time zone:
+		// airport time already), without a zone, as the page's header names it.
+		"local": func(v *time.Time) string {
+			if v == nil {
+				return "—"
+			}
+			return v.Format("2006-01-02 15:04")
+		},
 		"age":     s.age,
 		"classes": func() []processor.Class { return processor.ReplayableClasses },
 		"join":    joinIDs,
+		"add":     func(a, b int) int { return a + b },
+		// replayableClass: replay may take a message of the class (NO-MATCH: by id, once the
+		// flight exists).
+		"replayableClass": func(c string) bool {
+			return c == "NO-MATCH" || slices.Contains(processor.ReplayableClasses, processor.Class(c))
+		},
+		// groupURL is the dead letters narrowed to one group; pageURL a page of a filter. Both
+		// are built by url.Values.Encode, so they are safe as they are.
+		"groupURL": func(f deadFilter, g string) template.URL { f.Group = g; return template.URL("/dead?" + f.query()) },
+		"pageURL": func(q string, page int) template.URL {
+			v, _ := url.ParseQuery(q)
+			v.Set("page", strconv.Itoa(page))
+			return template.URL("/dead?" + v.Encode())
+		},
 	}
 }
 

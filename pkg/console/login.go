@@ -1,8 +1,12 @@
 package console
 
 import (
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
+	"time"
 )
 
 // loginView is the login page: where to go after, and why the last try was refused.
@@ -24,27 +28,121 @@ func safeNext(next string) string {
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	token := r.PostFormValue("token")
 	next := safeNext(r.PostFormValue("next"))
-	cl, ok := s.d.Config.Tokens.Lookup(token)
+	host := clientHost(r)
+	now := s.d.Now()
+	if wait := s.throttle.wait(host, now); wait > 0 {
+		s.d.Metrics.logins.WithLabelValues("throttled").Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", loginView{Next: next,
+			Error: "Too many failed logins from this address: wait " + wait.Round(time.Second).String() + " and try again."})
+		return
+	}
+	cl, ok := s.d.Config.Tokens.Lookup(r.PostFormValue("token"))
 	scope := consoleScope(cl)
 	if !ok || scope == "" {
+		s.throttle.fail(host, now)
 		s.d.Metrics.logins.WithLabelValues("refused").Inc()
-		s.d.Log.Warn().Str("remote", r.RemoteAddr).Msg("console login refused")
+		s.d.Log.Warn().Str("remote", host).Msg("console login refused")
 		s.render(w, r, http.StatusUnauthorized, "login", "Log in", loginView{Next: next, Error: "Unknown token."})
 		return
 	}
+	cookies, err := s.sess.issue(r.Context(), cl, scope, now)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.d.Metrics.logins.WithLabelValues("ok").Inc()
-	http.SetCookie(w, s.sess.issue(cl.Name, scope, s.d.Now()))
+	for _, c := range cookies {
+		http.SetCookie(w, c)
+	}
 	s.d.Log.Info().Str("user", cl.Name).Msg("console login")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, s.sess.clear())
+	if err := s.sess.revoke(r.Context(), sessionOf(r), s.d.Now()); err != nil {
+		return err
+	}
+	for _, c := range s.sess.clear() {
+		http.SetCookie(w, c)
+	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil
 }
 
 // actor names a console user in audit rows.
 func actor(r *http.Request) string { return "console:" + sessionOf(r).User }
+
+// clientHost is the address a login comes from (the proxy's, behind one).
+func clientHost(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return h
+}
+
+// Failed logins are throttled per client address: after loginFailures failures within
+// loginWindow, that address is refused without a token check until the window has passed.
+const (
+	loginFailures = 5
+	loginWindow   = time.Minute
+	loginHosts    = 10000 // addresses remembered at most; beyond, the oldest window is forgotten
+)
+
+// loginThrottle counts failed logins per address.
+type loginThrottle struct {
+	mu    sync.Mutex
+	hosts map[string]*failures
+}
+
+type failures struct {
+	since time.Time // start of the window
+	n     int
+}
+
+func newLoginThrottle() *loginThrottle { return &loginThrottle{hosts: map[string]*failures{}} }
+
+// wait is how long host must wait before its next try (0: it may try now).
+func (l *loginThrottle) wait(host string, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.hosts[host]
+	if f == nil {
+		return 0
+	}
+	if end := f.since.Add(loginWindow); !now.Before(end) {
+		delete(l.hosts, host)
+		return 0
+	} else if f.n >= loginFailures {
+		return end.Sub(now)
+	}
+	return 0
+}
+
+// fail counts a failed login of host.
+func (l *loginThrottle) fail(host string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.hosts[host]
+	if f == nil || !now.Before(f.since.Add(loginWindow)) {
+		if len(l.hosts) >= loginHosts {
+			l.forgetOldest()
+		}
+		f = &failures{since: now}
+		l.hosts[host] = f
+	}
+	f.n++
+}
+
+func (l *loginThrottle) forgetOldest() {
+	var oldest string
+	var at time.Time
+	for h, f := range l.hosts {
+		if oldest == "" || f.since.Before(at) {
+			oldest, at = h, f.since
+		}
+	}
+	delete(l.hosts, oldest)
+}

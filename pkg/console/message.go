@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,8 +19,8 @@ import (
 // whether it may be replayed from here.
 type messagePage struct {
 	M          status.Message
-	Pretty     string         // the raw text indented
-	Decoded    []decodedField // its leaf elements
+	Raw        string         // the text byte-exact as stored
+	Decoded    []decodedField // its leaf elements and attributes
 	Attempts   []processor.Attempt
 	Audit      []status.Audit
 	Duplicates []duplicate
@@ -27,6 +28,31 @@ type messagePage struct {
 	BoundAt    time.Time
 	Events     []msgEvent
 	Replayable bool
+	FLID       string // the flight the message names (its FLID, or its no-match reason's)
+	Notes      []note
+	FormID     string // the one-time id of the schedule request form
+}
+
+// note is an operator's note or acknowledgement on a message.
+type note struct {
+	Text, Actor string
+	Acked       bool
+	At          time.Time
+}
+
+var flidRE = regexp.MustCompile(`<FLID>\s*([0-9]+)\s*</FLID>`)
+
+// namedFlight is the FLID a message names: in its text, or in its no-match reason.
+func namedFlight(raw, reason string) string {
+	if m := flidRE.FindStringSubmatch(raw); m != nil {
+		return m[1]
+	}
+	if id, ok := strings.CutPrefix(reason, processor.NoMatchPrefix); ok {
+		if _, err := strconv.ParseInt(id, 10, 64); err == nil {
+			return id
+		}
+	}
+	return ""
 }
 
 type duplicate struct {
@@ -73,7 +99,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	if m.Raw != nil {
 		raw = *m.Raw
 	}
-	p := messagePage{M: m, Pretty: prettyXML(raw), Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
+	p := messagePage{M: m, Raw: raw, Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
 	if m.IdentityKey != "" {
 		if p.Duplicates, err = collect[duplicate](s, r, duplicatesSQL, m.IdentityKey, id); err != nil {
 			return fmt.Errorf("read duplicates: %w", err)
@@ -89,6 +115,30 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	}
 	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
 	p.Replayable = ok && !m.Archived // replay reads proc_state only
+	p.FLID, p.FormID = namedFlight(raw, m.Reason), newFormID()
+	if p.Notes, err = collect[note](s, r, messageNotesSQL, id); err != nil {
+		return fmt.Errorf("read notes: %w", err)
+	}
 	s.render(w, r, http.StatusOK, "message", fmt.Sprintf("Message %d", id), p)
 	return nil
+}
+
+// messageRaw serves a message's text byte-exact as stored, as plain text (nosniff: never
+// rendered as markup).
+func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return errNotFound
+	}
+	st, err := status.ReadMessage(r.Context(), s.d.Pool, id)
+	if errors.Is(err, status.ErrNoMessage) || (err == nil && st.Message.Raw == nil) {
+		return errNotFound
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="msg-%d.xml"`, id))
+	_, err = w.Write([]byte(*st.Message.Raw))
+	return err
 }

@@ -11,6 +11,8 @@ import (
 // pipelinePage is the pipeline at a glance: the status snapshot (leaders included), its counts
 // sorted by name, and the open requests.
 type pipelinePage struct {
+	Verdict  Verdict
+	Rate     Rate
 	Status   status.Snapshot
 	Open     []request.Request
 	Statuses []kv
@@ -42,7 +44,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.render(w, r, http.StatusOK, "pipeline", "Pipeline", pipelinePage{
-		Status: snap, Open: open, Statuses: sortedKV(snap.ByStatus), Dead: sortedKV(snap.DeadByClass),
+		Verdict: verdict(snap, s.d.LeaseTimeout), Rate: s.rates.observe(snap), Status: snap, Open: open, Statuses: sortedKV(snap.ByStatus), Dead: sortedKV(snap.DeadByClass),
 	})
 	return nil
 }

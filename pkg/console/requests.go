@@ -1,28 +1,37 @@
 package console
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/request"
 )
 
-// requestsPage is the requests to the AODB: open and latest closed, the form, and the outcome
-// of a dry run (Preview) or a registration (Registered).
+// requestsPage is the requests to the AODB: open and latest closed, the RQFD and RQRD forms
+// (each with its one-time id, its values and its error), and the outcome of a dry run
+// (Preview) or of a registration (Registered, shown after the redirect).
 type requestsPage struct {
 	Open       []request.Request
 	Closed     []closedRequest
 	Shadow     bool
 	Preview    *request.Registration
-	Registered *request.Registration
-	Form       *requestForm // the values sent, shown again
+	Registered *request.Request
+	RQFD, RQRD requestForm
 }
 
-// requestForm is what the user typed in the request form.
+// requestForm is one form: what the user typed, and why it was refused.
 type requestForm struct {
-	Kind, From, To, List, Reason string
+	FormID, From, To, List, Reason string
+	Error                          string
 }
 
 type closedRequest struct {
@@ -39,11 +48,18 @@ func (s *Server) requests(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if id, err := strconv.ParseInt(r.URL.Query().Get("registered"), 10, 64); err == nil {
+		req, err := s.d.Requests.Get(r.Context(), id)
+		if err != nil {
+			return fmt.Errorf("read request %d: %w", id, err)
+		}
+		p.Registered = &req
+	}
 	s.render(w, r, http.StatusOK, "requests", "Requests", p)
 	return nil
 }
 
-// requestLists is the requests page with its lists read.
+// requestLists is the requests page with its lists read and fresh forms.
 func (s *Server) requestLists(r *http.Request) (requestsPage, error) {
 	open, err := s.d.Requests.ListOpen(r.Context())
 	if err != nil {
@@ -53,50 +69,113 @@ func (s *Server) requestLists(r *http.Request) (requestsPage, error) {
 	if err != nil {
 		return requestsPage{}, fmt.Errorf("list closed requests: %w", err)
 	}
-	return requestsPage{Open: open, Closed: closed, Shadow: s.d.Shadow}, nil
+	return requestsPage{Open: open, Closed: closed, Shadow: s.d.Shadow,
+		RQFD: requestForm{FormID: newFormID()}, RQRD: requestForm{FormID: newFormID()}}, nil
 }
 
-// sendRequest registers an RQFD or RQRD (msgxctl request), or previews it (dry run).
+func newFormID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// sendRequest previews (dry run) or registers an RQFD or RQRD (msgxctl request). A refused form
+// comes back with its values and the error beside it (400); a registration redirects to the
+// requests page naming it (Post/Redirect/Get), and a form posted again shows the request its
+// first post registered.
 func (s *Server) sendRequest(w http.ResponseWriter, r *http.Request) error {
-	spec, err := requestSpec(r)
+	p, err := s.requestLists(r)
 	if err != nil {
 		return err
 	}
+	form := requestForm{FormID: r.PostFormValue("form_id"), From: r.PostFormValue("from"), To: r.PostFormValue("to"),
+		List: strings.TrimSpace(r.PostFormValue("list")), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+	spec, err := requestSpec(r)
+	if err == nil {
+		err = s.previewOrRegister(w, r, spec, form.FormID, &p)
+	}
+	var ue userError
+	switch {
+	case errors.As(err, &ue):
+		form.Error = ue.msg
+	case err != nil:
+		return err
+	case p.Preview == nil:
+		return nil // redirected
+	}
+	if spec.Kind == request.List {
+		p.RQRD = form
+	} else {
+		p.RQFD = form
+	}
+	code := http.StatusOK
+	if form.Error != "" {
+		code = http.StatusBadRequest
+	}
+	s.render(w, r, code, "requests", "Requests", p)
+	return nil
+}
+
+// previewOrRegister fills p.Preview for a dry run, or registers and redirects.
+func (s *Server) previewOrRegister(w http.ResponseWriter, r *http.Request, spec request.Spec, formID string, p *requestsPage) error {
 	now := s.d.Now()
-	var p requestsPage
 	if r.PostFormValue("mode") != "send" {
 		prev, err := s.d.Requests.Preview(r.Context(), spec, now)
 		if err != nil {
 			return userError{err.Error()}
 		}
-		if p, err = s.requestLists(r); err != nil {
-			return err
-		}
 		p.Preview = &prev
-	} else {
-		if s.d.Shadow {
-			return userError{"Shadow mode (MSGX_SHADOW=true): nothing is sent to the AODB."}
-		}
-		if spec.Reason == "" {
-			return userError{"A request needs a reason (it is written to the audit)."}
-		}
-		reg, err := s.d.Requests.RegisterAudited(r.Context(), spec, spec.Actor, spec.Reason, now)
-		if err != nil {
-			return userError{err.Error()}
-		}
-		s.d.Log.Info().Str("user", sessionOf(r).User).Int64("request", reg.Request.ID).Msg("console request")
-		if p, err = s.requestLists(r); err != nil { // the lists with the new request
-			return err
-		}
-		p.Registered = &reg
+		return nil
 	}
-	p.Form = &requestForm{Kind: string(spec.Kind), From: r.PostFormValue("from"), To: r.PostFormValue("to"),
-		List: spec.ListCode, Reason: spec.Reason}
-	s.render(w, r, http.StatusOK, "requests", "Requests", p)
+	if s.d.Shadow {
+		return userError{"Shadow mode (MSGX_SHADOW=true): nothing is sent to the AODB."}
+	}
+	if spec.Reason == "" {
+		return userError{"A request needs a reason (it is written to the audit)."}
+	}
+	id, err := s.registerOnce(r.Context(), formID, spec, now)
+	if err != nil {
+		return err
+	}
+	s.d.Log.Info().Str("user", sessionOf(r).User).Int64("request", id).Msg("console request")
+	http.Redirect(w, r, "/requests?registered="+strconv.FormatInt(id, 10), http.StatusSeeOther)
 	return nil
 }
 
-// requestSpec reads the request form.
+// registerOnce registers spec unless the form formID already did (then it returns that
+// request): the form id is taken first, and given back if the registration fails.
+func (s *Server) registerOnce(ctx context.Context, formID string, spec request.Spec, now time.Time) (int64, error) {
+	if len(formID) != 32 {
+		return 0, userError{"This form has no id: reload the page and try again."}
+	}
+	tag, err := s.d.Pool.Exec(ctx, formTakeSQL, formID, now)
+	if err != nil {
+		return 0, fmt.Errorf("take form id: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		var id *int64
+		if err := s.d.Pool.QueryRow(ctx, formReadSQL, formID).Scan(&id); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, fmt.Errorf("read form id: %w", err)
+		}
+		if id == nil {
+			return 0, userError{"This form is being sent already."}
+		}
+		return *id, nil
+	}
+	reg, err := s.d.Requests.RegisterAudited(ctx, spec, spec.Actor, spec.Reason, now)
+	if err != nil {
+		if _, derr := s.d.Pool.Exec(ctx, formReleaseSQL, formID); derr != nil {
+			return 0, fmt.Errorf("release form id: %w", derr)
+		}
+		return 0, userError{err.Error()}
+	}
+	if _, err := s.d.Pool.Exec(ctx, formDoneSQL, formID, reg.Request.ID); err != nil {
+		return 0, fmt.Errorf("record form id: %w", err)
+	}
+	return reg.Request.ID, nil
+}
+
+// requestSpec reads a request form.
 func requestSpec(r *http.Request) (request.Spec, error) {
 	spec := request.Spec{Origin: request.Operator, Actor: actor(r), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
 	switch r.PostFormValue("kind") {
@@ -110,8 +189,41 @@ func requestSpec(r *http.Request) (request.Spec, error) {
 		}
 	case string(request.List):
 		spec.Kind, spec.ListCode = request.List, strings.TrimSpace(r.PostFormValue("list"))
+		if spec.ListCode == "" {
+			return spec, userError{"An RQRD needs a list code."}
+		}
 	default:
 		return spec, userError{"Choose RQFD or RQRD."}
 	}
 	return spec, nil
+}
+
+// flightSchedule registers an RQFD of one flight's operation day (the dead letters' one-click
+// "request this flight's schedule") and redirects to it.
+func (s *Server) flightSchedule(w http.ResponseWriter, r *http.Request) error {
+	flid, err := strconv.ParseInt(r.PostFormValue("flid"), 10, 64)
+	if err != nil {
+		return userError{"A FLID is a number."}
+	}
+	var day time.Time
+	switch err := s.d.Pool.QueryRow(r.Context(), flightDaySQL, flid).Scan(&day); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return userError{fmt.Sprintf("Flight %d is not known here, so its day is not either: ask for the day's schedule on the Requests page.", flid)}
+	case err != nil:
+		return fmt.Errorf("read flight day: %w", err)
+	}
+	if s.d.Shadow {
+		return userError{"Shadow mode (MSGX_SHADOW=true): nothing is sent to the AODB."}
+	}
+	reason := fmt.Sprintf("schedule of flight %d (dead letters)", flid)
+	if m := r.PostFormValue("msg"); m != "" {
+		reason = fmt.Sprintf("schedule of flight %d (dead letter %s)", flid, m)
+	}
+	spec := request.Spec{Kind: request.Schedule, From: day, To: day, Origin: request.Operator, Actor: actor(r), Reason: reason}
+	id, err := s.registerOnce(r.Context(), r.PostFormValue("form_id"), spec, s.d.Now())
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/requests?registered="+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	return nil
 }

@@ -3,8 +3,8 @@
 // requests to the AODB. Users log in with pkg/httpauth tokens: reading needs scope read;
 // acting (replay, skip, request) needs scope operate, a CSRF token, and goes through the functions msgxctl uses, which write the
 // audit rows (actor "console:<user>"). Pages are html/template (every value escaped), embedded
-// with the stylesheet; no JavaScript is needed, the pipeline page refreshes itself with
-// <meta http-equiv="refresh">.
+// with the stylesheet and one small script of its own (static/console.js: the pipeline's live
+// update, select-all); every page works without it.
 package console
 
 import (
@@ -17,7 +17,9 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,16 +44,21 @@ type Deps struct {
 	Outbox   *outbox.Store
 	Requests *request.Store
 	Shadow   bool // MSGX_SHADOW: requests are refused (nothing is sent)
-	Now      func() time.Time
-	Log      zerolog.Logger
-	Metrics  *Metrics // nil: a private registry
+	// LeaseTimeout is the leaders' session timeout (MSGX_LEADER_SESSION_TIMEOUT): a renewal
+	// older than it is a stale lease in the verdict. 0: 5 s.
+	LeaseTimeout time.Duration
+	Now          func() time.Time
+	Log          zerolog.Logger
+	Metrics      *Metrics // nil: a private registry
 }
 
 // Server serves the console.
 type Server struct {
-	d     Deps
-	sess  *sessions
-	pages map[string]*template.Template
+	d        Deps
+	sess     *sessions
+	throttle *loginThrottle
+	rates    rates
+	pages    map[string]*template.Template
 }
 
 // New builds the server.
@@ -62,17 +69,20 @@ func New(d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.LeaseTimeout <= 0 {
+		d.LeaseTimeout = 5 * time.Second
+	}
 	if d.Location == nil {
 		d.Location = time.UTC
 	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	sess, err := newSessions(d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
+	sess, err := newSessions(d.Pool, d.Config.Tokens, d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{d: d, sess: sess, pages: map[string]*template.Template{}}
+	s := &Server{d: d, sess: sess, throttle: newLoginThrottle(), pages: map[string]*template.Template{}}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
@@ -104,19 +114,59 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /flights/{flid}", s.view(s.flight))
 	mux.Handle("GET /messages", s.view(s.messageLookup))
 	mux.Handle("GET /messages/{id}", s.view(s.message))
+	mux.Handle("GET /messages/{id}/raw", s.view(s.messageRaw))
 	mux.Handle("GET /dead", s.view(s.dead))
 	mux.Handle("POST /dead/replay", s.act(s.replay, true))
 	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
+	mux.Handle("POST /dead/note", s.act(s.note, true))
 	mux.Handle("GET /requests", s.view(s.requests))
 	mux.Handle("POST /requests", s.act(s.sendRequest, true))
-	return secureHeaders(mux)
+	mux.Handle("POST /requests/flight", s.act(s.flightSchedule, true))
+	return secureHeaders(saneInput(mux))
 }
 
-// secureHeaders forbids scripts, framing and sniffing: even a template mistake cannot run a
-// message's script.
+// maxForm bounds a form's body: the largest legitimate one is a group's ids (maxIDs of them).
+const maxForm = 64 << 10
+
+// saneInput refuses, with a plain 400, a query or form that is not valid UTF-8 or holds a NUL
+// (PostgreSQL refuses both in text) or a form over maxForm; handlers see only sane input.
+func saneInput(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "Bad request: the form is too large or malformed.", http.StatusBadRequest)
+				return
+			}
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil || !saneValues(q) || !saneValues(r.PostForm) || !utf8.ValidString(r.URL.Path) {
+			http.Error(w, "Bad request: the input is not valid text.", http.StatusBadRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func saneValues(vs url.Values) bool {
+	for k, list := range vs {
+		if !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
+			return false
+		}
+		for _, v := range list {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// secureHeaders allows only the console's own script file (no inline script) and forbids
+// framing and sniffing: even a template mistake cannot run a message's script.
 func secureHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("X-Frame-Options", "DENY")
@@ -135,7 +185,11 @@ func sessionOf(r *http.Request) Session {
 // view lets a logged-in user in; others go to the login page (and come back after).
 func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.sess.read(r, s.d.Now())
+		sess, ok, err := s.sess.read(r, s.d.Now(), false)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		if !ok {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
@@ -152,7 +206,11 @@ func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Han
 // act is view for actions: a POST with the session's CSRF token, and (operate) an operator.
 func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.sess.read(r, s.d.Now())
+		sess, ok, err := s.sess.read(r, s.d.Now(), true)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		if !ok {
 			s.refuse(w, r, http.StatusUnauthorized, "Your session has ended: log in again.")
 			return
@@ -199,7 +257,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.refuse(w, r, http.StatusBadRequest, ue.msg)
 	default:
 		s.d.Log.Error().Err(err).Str("path", r.URL.Path).Msg("console page failed")
-		s.refuse(w, r, http.StatusInternalServerError, "The page could not be built: "+err.Error())
+		s.refuse(w, r, http.StatusInternalServerError, "The page could not be built; the console's log has the cause.")
 	}
 }
 

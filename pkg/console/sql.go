@@ -7,14 +7,20 @@ const (
 	// flightPurgedSQL is a purged flight's final state.
 	flightPurgedSQL = `SELECT final_state, purge_reason, purged_at FROM flight_history WHERE flid = $1 ORDER BY state_version DESC LIMIT 1`
 
-	// flightSearchSQL finds flights by flight number (with or without the airline code) and
-	// operation day.
+	// flightSearchSQL finds flights whose flight number (with or without the airline code)
+	// contains $1, or whose registration or stand is $1, on operation day $2 (any day when null;
+	// every flight of the day when $1 is empty).
 	flightSearchSQL = `
-SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operation_day, state, state_version, sodt
+SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operation_day, state, state_version, sodt,
+       COALESCE(reno, ''), COALESCE(stnd, '')
   FROM flight
- WHERE (upper(flno) = upper($1) OR upper(COALESCE(alcd, '') || flno) = upper($1))
+ WHERE ($1 = '' OR strpos(upper(COALESCE(alcd, '') || COALESCE(flno, '')), upper($1)) > 0
+        OR upper(reno) = upper($1) OR upper(stnd) = upper($1))
    AND ($2::date IS NULL OR operation_day = $2)
- ORDER BY operation_day DESC NULLS LAST, flid LIMIT 50`
+ ORDER BY operation_day DESC NULLS LAST, sodt NULLS LAST, flid LIMIT $3`
+
+	// flightExistsSQL: is there a flight (or a purged one) with this FLID.
+	flightExistsSQL = `SELECT EXISTS (SELECT 1 FROM flight WHERE flid = $1) OR EXISTS (SELECT 1 FROM flight_history WHERE flid = $1)`
 
 	// flightEventsSQL is a flight's version history: every event enqueued for it (key = FLID),
 	// with the message that caused it and its Kafka acknowledgement.
@@ -38,19 +44,6 @@ SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 A
 SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, COALESCE(last_error, '')
   FROM msg_event WHERE msg_id = $1 ORDER BY event_id`
 
-	// deadMessagesSQL lists DEAD and FAILED messages of the given classes, each half through its
-	// partial index (proc_state_dead, proc_state_open).
-	deadMessagesSQL = `
-(SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
-        COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
-   FROM proc_state WHERE status = 'DEAD' AND error_class = ANY($1::text[]) ORDER BY msg_id LIMIT $2)
-UNION ALL
-(SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), attempts, COALESCE(msg_type, ''),
-        COALESCE(msg_styp, ''), COALESCE(finished_at, enqueued_at)
-   FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND status = 'FAILED' AND error_class = ANY($1::text[])
-  ORDER BY msg_id LIMIT $2)
-ORDER BY 1 LIMIT $2`
-
 	// recentAuditSQL is the latest audit rows (the dead letters page shows what was done).
 	recentAuditSQL = `SELECT action, actor, reason, selector, ids, at FROM replay_audit ORDER BY audit_id DESC LIMIT $1`
 
@@ -60,3 +53,75 @@ SELECT req_id, req_type, scope, status, origin, COALESCE(actor, ''), COALESCE(re
        COALESCE(close_reason, '')
   FROM req_track WHERE closed_at IS NOT NULL ORDER BY req_id DESC LIMIT $1`
 )
+
+// The console's sessions (console_session): the cookie's id is stored as its SHA-256 only.
+const (
+	sessionInsertSQL = `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6)`
+	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session
+ WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2`
+	sessionRevokeSQL        = `UPDATE console_session SET revoked_at = $2 WHERE session_sha256 = $1 AND revoked_at IS NULL`
+	sessionDeleteExpiredSQL = `DELETE FROM console_session WHERE expires_at < $1::timestamptz - interval '1 day'`
+)
+
+// The dead letters' triage: DEAD and FAILED messages and SKIPPED no-match ones (replayable once
+// their flight exists), each part through its partial index (proc_state_dead, proc_state_open,
+// proc_state_no_match), filtered by $1 class (” all; NO-MATCH for the skipped), $2 type, $3
+// reason text, $4 FLID (in the message or its no-match reason), $5/$6 time range and $7 group.
+// A group is the class and the reason with its numbers replaced by N.
+const deadFilteredSQL = `
+WITH d AS (
+  SELECT msg_id, status, COALESCE(error_class, 'NO-MATCH') AS class, COALESCE(reason, '') AS reason, attempts,
+         COALESCE(msg_type, '') AS msg_type, COALESCE(msg_styp, '') AS msg_styp, COALESCE(finished_at, enqueued_at) AS at, raw
+    FROM proc_state
+   WHERE status = 'DEAD' OR (status IN ('PENDING', 'FAILED') AND status = 'FAILED')
+      OR (status = 'SKIPPED' AND reason LIKE 'no-match:%')
+), f AS (
+  SELECT d.*, d.class || ': ' || regexp_replace(left(d.reason, 160), '[0-9]+', 'N', 'g') AS grp
+    FROM d
+   WHERE ($1 = '' OR d.class = $1) AND ($2 = '' OR d.msg_type = $2)
+     AND ($3 = '' OR strpos(lower(d.reason), lower($3)) > 0)
+     AND ($4 = '' OR strpos(d.raw, '<FLID>' || $4 || '</FLID>') > 0 OR d.reason = 'no-match:' || $4)
+     AND ($5::timestamptz IS NULL OR d.at >= $5) AND ($6::timestamptz IS NULL OR d.at < $6)
+), g AS (SELECT * FROM f WHERE $7 = '' OR f.grp = $7)
+`
+
+const (
+	// deadGroupsSQL counts the filtered messages by group (before the group filter).
+	deadGroupsSQL = deadFilteredSQL + `
+SELECT grp, min(class), count(*), max(at) FROM f GROUP BY grp ORDER BY count(*) DESC, grp LIMIT 100`
+
+	// deadPageSQL is one page of the filtered messages, newest first, each with the flight it
+	// names, its latest note and the total.
+	deadPageSQL = deadFilteredSQL + `
+SELECT g.msg_id, g.status, g.class, g.reason, g.attempts, g.msg_type, g.msg_styp, g.at, g.grp,
+       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), substring(g.reason from '^no-match:([0-9]+)'), ''),
+       COALESCE(n.note, ''), COALESCE(n.actor, ''), COALESCE(n.acknowledged, false), n.at,
+       (SELECT count(*) FROM g)
+  FROM g LEFT JOIN LATERAL (SELECT note, actor, acknowledged, at FROM console_note c WHERE c.msg_id = g.msg_id
+                             ORDER BY note_id DESC LIMIT 1) n ON true
+ ORDER BY g.msg_id DESC LIMIT $8 OFFSET $9`
+
+	// deadIDsSQL are the ids of the filtered messages (a whole group's, for one action).
+	deadIDsSQL = deadFilteredSQL + `SELECT msg_id FROM g ORDER BY msg_id LIMIT $8`
+
+	// noteInsertSQL adds an operator's note (and acknowledgement) to messages.
+	noteInsertSQL = `INSERT INTO console_note (msg_id, actor, note, acknowledged, at) SELECT unnest($1::bigint[]), $2, $3, $4, $5`
+
+	// flightsExistSQL are those of the FLIDs that are flights now.
+	flightsExistSQL = `SELECT flid FROM flight WHERE flid = ANY($1::bigint[])`
+
+	// flightDaySQL is a flight's operation day (for a schedule request about it).
+	flightDaySQL = `SELECT operation_day FROM flight WHERE flid = $1 AND operation_day IS NOT NULL`
+)
+
+// A request form's one-time id (console_form).
+const (
+	formTakeSQL    = `INSERT INTO console_form (form_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`
+	formReadSQL    = `SELECT req_id FROM console_form WHERE form_id = $1`
+	formReleaseSQL = `DELETE FROM console_form WHERE form_id = $1 AND req_id IS NULL`
+	formDoneSQL    = `UPDATE console_form SET req_id = $2 WHERE form_id = $1`
+)
+
+// messageNotesSQL are a message's notes and acknowledgements, newest first.
+const messageNotesSQL = `SELECT note, actor, acknowledged, at FROM console_note WHERE msg_id = $1 ORDER BY note_id DESC LIMIT 50`

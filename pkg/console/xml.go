@@ -1,46 +1,12 @@
 package console
 
 import (
-	"bytes"
 	"encoding/xml"
-	"errors"
-	"io"
 	"strings"
 )
 
-// prettyXML indents a message for reading; text that is not well-formed XML is shown as it is.
-// The result is plain text: the template escapes it.
-func prettyXML(raw string) string {
-	dec := xml.NewDecoder(strings.NewReader(raw))
-	dec.Strict = false
-	var buf bytes.Buffer
-	enc := xml.NewEncoder(&buf)
-	enc.Indent("", "  ")
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return raw
-		}
-		if cd, ok := tok.(xml.CharData); ok && len(bytes.TrimSpace(cd)) == 0 {
-			continue
-		}
-		if _, ok := tok.(xml.ProcInst); ok {
-			continue
-		}
-		if err := enc.EncodeToken(xml.CopyToken(tok)); err != nil {
-			return raw
-		}
-	}
-	if err := enc.Flush(); err != nil {
-		return raw
-	}
-	return buf.String()
-}
-
-// decodedField is one leaf element of a message: its path and text.
+// decodedField is one leaf element of a message (its path and text) or one attribute of any
+// element (path@name and value), where errors such as FRET@REID point.
 type decodedField struct {
 	Path, Value string
 }
@@ -55,7 +21,7 @@ func decodedFields(raw string) []decodedField {
 	var out []decodedField
 	leaf := false
 	for {
-		tok, err := dec.Token()
+		tok, err := dec.RawToken() // prefixes as written, not resolved to namespace URLs
 		if err != nil {
 			return out
 		}
@@ -64,6 +30,9 @@ func decodedFields(raw string) []decodedField {
 			path = append(path, t.Name.Local)
 			text.Reset()
 			leaf = true
+			for _, a := range t.Attr {
+				out = append(out, decodedField{strings.Join(path, "/") + "@" + attrName(a.Name), a.Value})
+			}
 		case xml.CharData:
 			text.Write(t)
 		case xml.EndElement:
@@ -79,4 +48,12 @@ func decodedFields(raw string) []decodedField {
 			}
 		}
 	}
+}
+
+// attrName is an attribute's name as written (prefix:local; RawToken gives the prefix as Space).
+func attrName(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
 }

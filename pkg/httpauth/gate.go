@@ -1,6 +1,7 @@
 package httpauth
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ type Gate struct {
 	inFlight chan struct{}
 	now      func() time.Time
 	// Refused, when set, is told every refusal: the status and a short reason ("no_token",
-	// "invalid_token", "scope", "rate", "concurrency").
+	// "invalid_token", "scope", "rate", "concurrency", "body").
 	Refused func(code int, reason string)
 }
 
@@ -69,7 +70,17 @@ func ClientName(ctx context.Context) string {
 
 // Require wraps h: the request must carry a token of a client holding scope, within the
 // client's rate and the global concurrency limit.
-func (g *Gate) Require(scope Scope, h http.Handler) http.Handler {
+func (g *Gate) Require(scope Scope, h http.Handler) http.Handler { return g.require(scope, 0, h) }
+
+// RequireBody is Require for a handler that reads a body of at most limit bytes: the body is
+// read before the request takes an in-flight slot, so slow uploads (a byte a second) cannot hold
+// the slots the other requests need; the server's read timeout ends them. A body over limit
+// reaches h cut at limit+1 bytes (h refuses it).
+func (g *Gate) RequireBody(scope Scope, limit int64, h http.Handler) http.Handler {
+	return g.require(scope, limit, h)
+}
+
+func (g *Gate) require(scope Scope, bodyLimit int64, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
@@ -95,6 +106,15 @@ func (g *Gate) Require(scope Scope, h http.Handler) http.Handler {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 			g.refuse(w, http.StatusTooManyRequests, "rate", fmt.Sprintf("client %s exceeds its rate limit; retry after %s", c.Name, d.Round(time.Millisecond)))
 			return
+		}
+		if bodyLimit > 0 && r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(io.LimitReader(r.Body, bodyLimit+1))
+			if err != nil {
+				w.Header().Set("Connection", "close")
+				g.refuse(w, http.StatusRequestTimeout, "body", "the request body did not arrive in time; send it again")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		select {
 		case g.inFlight <- struct{}{}:

@@ -237,3 +237,49 @@ func TestValidate(t *testing.T) {
 	require.Error(t, err)
 	require.Len(t, strings.Split(err.Error(), "\n"), 3)
 }
+
+// Slow uploads do not hold the in-flight slots: with one slot, a body that is still arriving
+// leaves the slot to a read, and reaches its handler whole once sent.
+func TestSlowBodyHoldsNoInFlightSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, httpauth.Config{Rate: 100, Burst: 100, MaxInFlight: 1})
+	got := make(chan string, 1)
+	mux := http.NewServeMux()
+	mux.Handle("POST /send", b.gate.RequireBody(httpauth.ScopeSend, 1024, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- string(body)
+	})))
+	mux.Handle("GET /read", b.gate.Require(httpauth.ScopeRead, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() }) // before the server's Close, which waits for the upload
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/send", pr)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+b.send)
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	_, err = pw.Write([]byte("<MSG")) // the upload has begun and stalls
+	require.NoError(t, err)
+	for range 3 {
+		r, err := http.NewRequest(http.MethodGet, srv.URL+"/read", nil)
+		require.NoError(t, err)
+		r.Header.Set("Authorization", "Bearer "+b.read)
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "the stalled upload holds no slot")
+	}
+	_, err = pw.Write([]byte("/>"))
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	require.Equal(t, "<MSG/>", <-got)
+	require.NoError(t, <-sent)
+}

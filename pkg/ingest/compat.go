@@ -18,6 +18,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/mailbox"
 )
 
@@ -134,7 +135,7 @@ func (c *Compat) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	case inserted:
 		c.metrics.enqueued.WithLabelValues("compat").Inc()
 	}
-	c.log.Info().Int64("msg_id", id).Int("bytes", len(body)).Str("type", meta.typ).Str("styp", meta.styp).Msg("compat: message stored in the mailbox")
+	c.log.Info().Int64("msg_id", id).Str("client", httpauth.ClientName(r.Context())).Int("bytes", len(body)).Str("type", meta.typ).Str("styp", meta.styp).Msg("compat: message stored in the mailbox")
 	return http.StatusOK, strconv.FormatInt(id, 10)
 }
 

@@ -74,6 +74,7 @@ type Server struct {
 	handler http.Handler
 	checks  []Check
 	role    func() (leader bool, epoch int64)
+	named   string // SetRole's
 	log     zerolog.Logger
 	timeout time.Duration
 
@@ -111,6 +112,10 @@ func NewHandlerServer(addr string, h http.Handler, readTimeout time.Duration, lo
 	return &Server{addr: addr, handler: h, log: log, timeout: readTimeout}
 }
 
+// SetRole makes /readyz name what the process is instead of leader or standby, for a binary
+// that elects no leader (the console). Call before Run.
+func (s *Server) SetRole(name string) { s.named = name }
+
 // SetLiveness makes /healthz answer 503 with live's error while it fails (pkg/daemon: a stage
 // loop of the leader stopped ticking). Call before Run.
 func (s *Server) SetLiveness(live func() error) { s.live = live }
@@ -143,7 +148,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	out := readiness{Ready: true, Role: "standby", Checks: map[string]string{}}
-	if leader, epoch := s.role(); leader {
+	if s.named != "" {
+		out.Role = s.named
+	} else if leader, epoch := s.role(); leader {
 		out.Role, out.Epoch = "leader", epoch
 	}
 	if s.draining.Load() {

@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -169,6 +169,11 @@ var pgGrants = []pgGrant{
 	{Console, "UPDATE", []string{"req_seqn"}},
 	{Console, "INSERT, UPDATE", []string{"req_open_day"}},
 	{Console, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
+	// console: its server-side sessions (login inserts, logout revokes, expired rows are deleted
+	// at login), the request forms' one-time ids and the operators' notes on dead letters.
+	{Console, "INSERT, UPDATE, DELETE", []string{"console_session", "console_form"}},
+	{Console, "INSERT", []string{"console_note"}},
+	{Console, "USAGE", []string{"console_note_note_id_seq"}},
 }
 
 // mysqlGrant is one GRANT on a mailbox table; columns empty means the whole table.

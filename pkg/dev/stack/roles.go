@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -91,11 +92,11 @@ func ApplyRoles(ctx context.Context, pgURL, mysqlDSN, prefix string) (Access, er
 	return a, nil
 }
 
-// RoleEnv is Options.RoleEnv: each binary's own PostgreSQL role and mailbox user (the dispatcher
-// has no mailbox account).
+// RoleEnv is Options.RoleEnv: each binary's (and the console's) own PostgreSQL role and mailbox
+// user (the dispatcher and the console have no mailbox account).
 func (a Access) RoleEnv() map[string][]string {
 	env := map[string][]string{}
-	for _, b := range Binaries {
+	for _, b := range append(slices.Clone(Binaries), Console) {
 		r := roles.Role(b)
 		env[b] = []string{"MSGX_PG_URL=" + a.PG[r]}
 		if dsn, ok := a.MySQL[r]; ok {

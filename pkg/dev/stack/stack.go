@@ -39,6 +39,10 @@ var Binaries = []string{"ingest", "processor", "dispatcher", "jobs"}
 // Broker is the development Kafka broker's command; the stack runs it as its own process.
 const Broker = "devbroker"
 
+// Console is the operator web console's command: the local stack runs it beside the four
+// binaries (it elects no leader and serves pages on its own address).
+const Console = "console"
+
 // Tools are the other commands a stack user may run.
 var Tools = []string{"msgxctl", "simulate"}
 
@@ -70,7 +74,7 @@ func Build(ctx context.Context, binDir string) error {
 		return err
 	}
 	var pkgs []string
-	for _, b := range append(append(slices.Clone(Binaries), Broker), Tools...) {
+	for _, b := range append(append(slices.Clone(Binaries), Broker, Console), Tools...) {
 		pkgs = append(pkgs, "./cmd/"+b)
 	}
 	return build(ctx, root, binDir, pkgs)
@@ -349,7 +353,7 @@ func (s *Stack) Env() []string {
 		env = append(env, "MSGX_MYSQL_DSN="+s.opts.MySQL)
 	}
 	if s.opts.RandomPorts {
-		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0")
+		env = append(env, "MSGX_HTTP_ADDR=127.0.0.1:0", "MSGX_API_ADDR=127.0.0.1:0", "MSGX_CONSOLE_ADDR=127.0.0.1:0")
 	}
 	if a := s.opts.KafkaAuth; a != nil {
 		env = append(env, "MSGX_KAFKA_TLS=true", "MSGX_KAFKA_TLS_CA_FILE="+a.CAFile,
@@ -608,7 +612,8 @@ func (s *Stack) StopProc(key string) error {
 	return err
 }
 
-// Close stops every binary gracefully (pending restarts are dropped), then the broker.
+// Close stops every binary gracefully (pending restarts are dropped): the console, the four in
+// reverse start order, then the broker.
 func (s *Stack) Close() error {
 	s.mu.Lock()
 	s.closing = true
@@ -616,9 +621,13 @@ func (s *Stack) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	var errs []error
+	order := []string{Console}
 	for i := len(Binaries) - 1; i >= 0; i-- {
+		order = append(order, Binaries[i])
+	}
+	for _, name := range order {
 		for key := range s.Procs() {
-			if key != Binaries[i] && !strings.HasPrefix(key, Binaries[i]+"-") {
+			if key != name && !strings.HasPrefix(key, name+"-") {
 				continue
 			}
 			if err := s.StopProc(key); err != nil && !isSignalExit(err) {
