@@ -302,3 +302,22 @@ func TestBrowserFlightTimeline(t *testing.T) {
 	}
 	require.Contains(t, rows[4], "KAFKA:schd PENDING", "the acknowledgement of each topic")
 }
+
+// TestRawMailboxBytes: a message whose text PostgreSQL could not hold (raw NULL, its mailbox
+// bytes in raw_bytes) serves those bytes exactly as its file, and its page says so.
+func TestRawMailboxBytes(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	mailbox := "<?xml version=\"1.0\" encoding=\"Big5\"?><MSG><META><TYPE>FLOP</TYPE></META>\xA5\x78</MSG>"
+	_, err := w.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_bytes, raw_sha256, status, error_class, reason, attempts, next_attempt_at, enqueued_at)
+		VALUES (601, NULL, $1, sha256($1), 'FAILED', 'CODEC_ERROR', 'unsupported encoding declaration', 1, now(), now())`, []byte(mailbox))
+	require.NoError(t, err)
+
+	op := w.login(t, operatorToken)
+	code, body := get(t, op, w.srv.URL+"/messages/601/raw")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, mailbox, body, "the file is the mailbox bytes")
+	code, body = get(t, op, w.srv.URL+"/messages/601")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "not valid UTF-8")
+}

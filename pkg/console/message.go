@@ -20,6 +20,7 @@ import (
 type messagePage struct {
 	M          status.Message
 	Raw        string         // the text byte-exact as stored
+	BytesOnly  bool           // no text copy: Raw shows the mailbox bytes, invalid UTF-8 replaced
 	Decoded    []decodedField // its leaf elements and attributes
 	Attempts   []processor.Attempt
 	Audit      []status.Audit
@@ -100,6 +101,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 		raw = *m.Raw
 	}
 	p := messagePage{M: m, Raw: raw, Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
+	if m.Raw == nil && m.RawBytes != nil {
+		p.Raw, p.BytesOnly = strings.ToValidUTF8(string(m.RawBytes), "\uFFFD"), true
+	}
 	if m.IdentityKey != "" {
 		if p.Duplicates, err = collect[duplicate](s, r, duplicatesSQL, m.IdentityKey, id); err != nil {
 			return fmt.Errorf("read duplicates: %w", err)
@@ -124,21 +128,27 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 }
 
 // messageRaw serves a message's text byte-exact as stored, as plain text (nosniff: never
-// rendered as markup).
+// rendered as markup): the mailbox bytes where they are kept apart (status.Message.RawBytes).
 func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		return errNotFound
 	}
 	st, err := status.ReadMessage(r.Context(), s.d.Pool, id)
-	if errors.Is(err, status.ErrNoMessage) || (err == nil && st.Message.Raw == nil) {
+	m := st.Message
+	if errors.Is(err, status.ErrNoMessage) || (err == nil && m.Raw == nil && m.RawBytes == nil) {
 		return errNotFound
 	}
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="msg-%d.xml"`, id))
-	_, err = w.Write([]byte(*st.Message.Raw))
+	if m.RawBytes != nil { // the mailbox bytes themselves, in the charset their declaration names
+		w.Header().Set("Content-Type", "text/plain")
+		_, err = w.Write(m.RawBytes)
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, err = w.Write([]byte(*m.Raw))
 	return err
 }
