@@ -47,8 +47,15 @@ setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, 
 .PHONY: test
 test: setup lint verify test-race k8s-test rules-test ## what CI runs: set-up, lint, migration verify, race tests, manifest checks, alert rule tests
 
+.PHONY: bench-modes
+E2E_BENCH = $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 20m ./e2e/
+bench-modes: ## the end-to-end benchmark's iteration modes, each run briefly to its end (MSGX_BENCH_BRIEF=1: small sizes, nothing written): the full run with the 1M step, drain only, sustained only
+	MSGX_BENCH_BRIEF=1 MSGX_BENCH_1M=1 $(E2E_BENCH)
+	MSGX_BENCH_BRIEF=1 MSGX_BENCH_DRAIN_ONLY=1 $(E2E_BENCH)
+	MSGX_BENCH_BRIEF=1 MSGX_BENCH_SUSTAINED_ONLY=1 $(E2E_BENCH)
+
 .PHONY: bench
-bench: ## benchmarks (separate from make test): package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md (MSGX_BENCH_1M=1 adds the 1,000,000-message backlog run)
+bench: bench-modes ## benchmarks (separate from make test): package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md (MSGX_BENCH_1M=1 adds the 1,000,000-message backlog run)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count 3 -timeout 30m ./pkg/...
 	MSGX_BENCH_WRITE=1 $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 60m ./e2e/
 

@@ -53,15 +53,15 @@ func BenchmarkEndToEnd(b *testing.B) {
 		b.Skip("end-to-end benchmark: minutes of real processes")
 	}
 	env := newBenchEnv(b)
+	if env.size != fullSize && benchWrite() {
+		b.Fatal("MSGX_BENCH_BRIEF=1 runs are too small to be written to docs/benchmarks.md")
+	}
 	if os.Getenv("MSGX_BENCH_DRAIN_ONLY") == "1" {
 		env.drainOnly(b)
 		return
 	}
 	if os.Getenv("MSGX_BENCH_SUSTAINED_ONLY") == "1" {
-		for b.Loop() {
-			var r benchResult
-			env.latency(b, &r, false)
-		}
+		env.sustainedOnly(b)
 		return
 	}
 	var r benchResult
@@ -89,20 +89,27 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 const (
-	benchFlights      = 1200
-	benchBacklog      = 100_000
-	benchBacklog1M    = 1_000_000
-	benchChunk        = 100_000 // FLOPs generated and written at once (bounds the test's memory)
-	benchRate         = 200     // messages/s of the default latency run
-	benchLatencyFor   = 30 * time.Second
-	benchRate2k       = 2000 // messages/s of the sustained run
-	benchLatency2kFor = 60 * time.Second
+	benchChunk        = 100_000         // FLOPs generated and written at once (bounds the test's memory)
 	benchLatencyDrain = 3 * time.Minute // after the last write of a paced run
 	benchAppName      = "msgx-bench"    // the benchmark's own PostgreSQL sessions (not counted as the pipeline's CPU)
 )
 
+// benchSize is how much a run does: fullSize for make bench, briefSize (MSGX_BENCH_BRIEF=1)
+// for make bench-modes, which runs every iteration mode to its end in a minute or two.
+type benchSize struct {
+	flights, backlog, backlog1M int
+	rate, rate2k                int // messages/s of the default latency run and of the sustained run
+	latencyFor, latency2kFor    time.Duration
+}
+
+var (
+	fullSize  = benchSize{flights: 1200, backlog: 100_000, backlog1M: 1_000_000, rate: 200, rate2k: 2000, latencyFor: 30 * time.Second, latency2kFor: 60 * time.Second}
+	briefSize = benchSize{flights: 60, backlog: 2_000, backlog1M: 4_000, rate: 200, rate2k: 2000, latencyFor: 3 * time.Second, latency2kFor: 3 * time.Second}
+)
+
 // benchEnv is what both runs share: binaries, servers, the simulated day.
 type benchEnv struct {
+	size                benchSize
 	root, bin, logs     string
 	dbs                 stack.Databases    // fresh for each run, dropped at the end
 	head                []simulate.Message // reference lists and the schedule snapshot
@@ -126,8 +133,12 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	b.Cleanup(cancel)
+	size := fullSize
+	if os.Getenv("MSGX_BENCH_BRIEF") == "1" {
+		size = briefSize
+	}
 	e := &benchEnv{
-		root: root, bin: bin, logs: filepath.Join(root, ".devstack", "bench", "logs"),
+		size: size, root: root, bin: bin, logs: filepath.Join(root, ".devstack", "bench", "logs"),
 		dbs: stack.Databases{ // per process: concurrent runs must not share databases
 			PGServer: u.String(), PGDatabase: fmt.Sprintf("msgx_e2e_bench_%d", os.Getpid()),
 			MySQLServer: mailboxdb.ServerDSN(), MySQLDB: fmt.Sprintf("msgx_e2e_bench_%d_mailbox", os.Getpid()), Fresh: true,
@@ -141,14 +152,14 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		}
 	})
 	cfg := simulate.DefaultConfig()
-	cfg.Flights, cfg.BadShare, cfg.Additions, cfg.Seed = benchFlights, 0, 0, 9
+	cfg.Flights, cfg.BadShare, cfg.Additions, cfg.Seed = e.size.flights, 0, 0, 9
 	cfg.Date = benchToday(b)
 	day := simulate.Generate(cfg)
 	snap := slices.IndexFunc(day.Messages, func(m simulate.Message) bool { return m.Type == "SCHD" && m.Subtype == "DNLD" })
 	require.GreaterOrEqual(b, snap, 0, "the day has no schedule snapshot")
 	e.head = day.Messages[:snap+1]
 	e.flights = day.Messages[snap].Records
-	require.Len(b, e.flights, benchFlights)
+	require.Len(b, e.flights, e.size.flights)
 	return e
 }
 
@@ -157,7 +168,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 // a system-wide perf profile (perf record -a -g) of the drain, every process included; with
 // MSGX_BENCH_BACKLOG=n it drains n FLOPs instead of 100k (1000000: the 1M run alone).
 func (e *benchEnv) drainOnly(b *testing.B) {
-	n := benchBacklog
+	n := e.size.backlog
 	if v := os.Getenv("MSGX_BENCH_BACKLOG"); v != "" {
 		var err error
 		n, err = strconv.Atoi(v)
@@ -177,6 +188,21 @@ func (e *benchEnv) drainOnly(b *testing.B) {
 	}
 }
 
+// sustainedOnly is the iteration form MSGX_BENCH_SUSTAINED_ONLY=1: the 2,000 msgs/s run alone
+// on a fresh stack, its figures printed, nothing written.
+func (e *benchEnv) sustainedOnly(b *testing.B) {
+	for b.Loop() {
+		r := e.newResult()
+		e.latency(b, &r, false)
+		fmt.Printf("peak RSS: %.1f MB (largest binary)\n", r.rssMaxMB())
+	}
+}
+
+// newResult is an empty result of this environment's run.
+func (e *benchEnv) newResult() benchResult {
+	return benchResult{at: time.Now().UTC(), loadStart: loadAvg(), rss: map[string]int64{}, size: e.size}
+}
+
 // benchResult is the figures of one run.
 type benchResult struct {
 	machine            machine
@@ -189,6 +215,7 @@ type benchResult struct {
 	saramaRate         float64
 	def, k2            latencyRun       // 200 msgs/s and 2,000 msgs/s, default configuration
 	rss                map[string]int64 // peak RSS per binary (bytes)
+	size               benchSize
 }
 
 // drainRun is one throughput run: a pre-written backlog drained by a fresh stack.
@@ -251,12 +278,12 @@ type latencyRun struct {
 func (l latencyRun) growth() float64 { return l.backlogLate - l.backlogEarly }
 
 func (e *benchEnv) run(b *testing.B) benchResult {
-	r := benchResult{at: time.Now().UTC(), loadStart: loadAvg(), rss: map[string]int64{}}
+	r := e.newResult()
 	e.throughput(b, &r)
 	e.latency(b, &r, true)
 	if os.Getenv("MSGX_BENCH_1M") == "1" {
 		var s *stack.Stack
-		r.m1, s, _ = e.drainBacklog(b, benchBacklog1M, "throughput-1m")
+		r.m1, s, _ = e.drainBacklog(b, e.size.backlog1M, "throughput-1m")
 		peakRSS(b, s, r.rss)
 		require.NoError(b, s.Close())
 	}
@@ -376,7 +403,7 @@ func backendsCPU(b *testing.B, ctx context.Context, pool *pgxpool.Pool) time.Dur
 func (e *benchEnv) throughput(b *testing.B, r *benchResult) {
 	var s *stack.Stack
 	var pool *pgxpool.Pool
-	r.e2e, s, pool = e.drainBacklog(b, benchBacklog, "throughput")
+	r.e2e, s, pool = e.drainBacklog(b, e.size.backlog, "throughput")
 	fmt.Printf("throughput: %d messages in %s, %.0f msgs/s, %.0f µs CPU/msg\n", r.e2e.backlog, r.e2e.drain, r.e2e.rate, r.e2e.cpuPerMsg())
 	stopped := false
 	defer func() {
@@ -391,7 +418,7 @@ func (e *benchEnv) throughput(b *testing.B, r *benchResult) {
 	r.payload = int(payload)
 
 	var err error
-	r.saramaRate, err = stack.RawProduceRate(e.ctx, s.Kafka, benchBacklog, 500, r.payload, benchFlights)
+	r.saramaRate, err = stack.RawProduceRate(e.ctx, s.Kafka, e.size.backlog, 500, r.payload, e.size.flights)
 	require.NoError(b, err)
 	stopped = true
 	require.NoError(b, s.Close())
@@ -405,7 +432,7 @@ func pgURLOf(pool *pgxpool.Pool) string { return pool.Config().ConnString() }
 // drainStages polls the backlog until everything up to maxID is delivered, noting when each
 // stage finished: ingest (watermark), processor (nothing open), dispatcher (nothing unsent).
 func (e *benchEnv) drainStages(b *testing.B, pool *pgxpool.Pool, maxID int64, start time.Time, d *drainRun, name string) {
-	deadline := e.throughputDeadline * time.Duration(max(1, d.backlog/benchBacklog))
+	deadline := e.throughputDeadline * time.Duration(max(1, d.backlog/e.size.backlog))
 	ctx, cancel := context.WithTimeout(e.ctx, deadline)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -449,12 +476,12 @@ func (e *benchEnv) latency(b *testing.B, r *benchResult, at200 bool) {
 
 	gen := newFlopGen(e.flights, e.head[len(e.head)-1].SEQN+1, e.head[len(e.head)-1].At, 2)
 	if at200 {
-		r.def = e.paced(b, s, pool, dsn, gen, benchRate, benchLatencyFor, 1, true)
+		r.def = e.paced(b, s, pool, dsn, gen, e.size.rate, e.size.latencyFor, 1, true)
 		fmt.Printf("latency, default configuration, %s: %s\n", r.def.what(), r.def.figures())
 	}
 	// Ten rows per INSERT statement: the writer's inserts are sequential, and one row per
 	// statement cannot keep 2,000/s on a busy machine; each row still has its own commit time.
-	r.k2 = e.paced(b, s, pool, dsn, gen, benchRate2k, benchLatency2kFor, 10, false)
+	r.k2 = e.paced(b, s, pool, dsn, gen, e.size.rate2k, e.size.latency2kFor, 10, false)
 	fmt.Printf("sustained, %s: %s; backlog growth %+.0f\n", r.k2.what(), r.k2.figures(), r.k2.growth())
 	peakRSS(b, s, r.rss)
 }

@@ -266,7 +266,7 @@ func (r benchResult) section() string {
 		m.cpus, m.cpuModel, m.mem, m.goVersion, m.pg, m.pgSettings, m.mariadb, r.loadStart, r.loadEnd)
 	b.WriteString("| measure | result | target |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| throughput: %d messages (reference lists, %d-flight snapshot, %d FLOPs) pre-written, stack start → all terminal and every KAFKA:msg event acknowledged | %.0f msgs/s (%s; %d events of %d B mean) | ≥ %d: %s |\n",
-		r.e2e.backlog, benchFlights, benchBacklog, r.e2e.rate, r.e2e.drain.Round(time.Millisecond), r.events, r.payload, targetRate,
+		r.e2e.backlog, r.size.flights, r.size.backlog, r.e2e.rate, r.e2e.drain.Round(time.Millisecond), r.events, r.payload, targetRate,
 		target(r.e2e.rate >= targetRate, fmt.Sprintf("by %.0f%%", 100*(1-r.e2e.rate/targetRate))))
 	fmt.Fprintf(&b, "| pgbench ceiling: one message per transaction (head read, identity, terminal write, commit), 1 client, 10 s | %.0f tps | |\n", r.pgbenchTPS)
 	fmt.Fprintf(&b, "| throughput / pgbench ceiling | %.2f× | ≥ %d×: %s |\n", ratio, targetRatio,
