@@ -54,6 +54,12 @@ bench-modes: ## the end-to-end benchmark's iteration modes, each run briefly to 
 	MSGX_BENCH_BRIEF=1 MSGX_BENCH_DRAIN_ONLY=1 $(E2E_BENCH)
 	MSGX_BENCH_BRIEF=1 MSGX_BENCH_SUSTAINED_ONLY=1 $(E2E_BENCH)
 
+.PHONY: bench-ab
+BASE ?= main
+PAIRS ?= 3
+bench-ab: ## A/B of the end-to-end drain: this tree against BASE (a commit; default main), PAIRS interleaved fresh-stack drains of the 100k backlog each, medians and ratios (scripts/bench-ab.sh)
+	bash scripts/bench-ab.sh $(BASE) $(PAIRS)
+
 .PHONY: bench
 bench: bench-modes ## benchmarks (separate from make test): package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md (MSGX_BENCH_1M=1 adds the 1,000,000-message backlog run)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count 3 -timeout 30m ./pkg/...
