@@ -22,9 +22,10 @@ func (System) Now() time.Time { return time.Now() }
 
 // Fake is a manually advanced clock, safe for concurrent use.
 type Fake struct {
-	mu      sync.Mutex
-	now     time.Time
-	changed chan struct{} // closed and replaced whenever the time moves (Sleep waits on it)
+	mu       sync.Mutex
+	now      time.Time
+	changed  chan struct{} // closed and replaced whenever the time moves (Sleep waits on it)
+	sleeping int           // Sleeps blocked on changed
 }
 
 // NewFake returns a Fake set to t.
@@ -53,12 +54,12 @@ func (f *Fake) Set(t time.Time) {
 	f.moved()
 }
 
-// Waiting reports whether a Sleep is waiting for the time to move (since it last moved), so that
-// a test can move it once per turn of the loop it drives.
+// Waiting reports whether a Sleep is blocked until the time moves (registered since it last
+// moved), so that a test can move it once per turn of the loop it drives.
 func (f *Fake) Waiting() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.changed != nil
+	return f.sleeping > 0
 }
 
 // moved wakes the sleepers; f.mu is held.
@@ -67,16 +68,31 @@ func (f *Fake) moved() {
 		close(f.changed)
 		f.changed = nil
 	}
+	f.sleeping = 0
 }
 
-// next is the time and a channel closed when the time next moves.
-func (f *Fake) next() (time.Time, <-chan struct{}) {
+// block returns a channel closed when the time next moves, or nil when until has come; a
+// returned channel counts as a sleeper (Waiting) until the time moves or unblock.
+func (f *Fake) block(until time.Time) chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.now.Before(until) {
+		return nil
+	}
 	if f.changed == nil {
 		f.changed = make(chan struct{})
 	}
-	return f.now, f.changed
+	f.sleeping++
+	return f.changed
+}
+
+// unblock forgets a sleeper that stopped waiting on ch before the time moved.
+func (f *Fake) unblock(ch chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == ch {
+		f.sleeping--
+	}
 }
 
 // WallSleep waits d of wall time or until ctx ends; it reports whether d passed. Loops that are
@@ -99,17 +115,19 @@ func Sleep(ctx context.Context, clk Clock, d time.Duration) bool {
 	if !ok {
 		return WallSleep(ctx, d)
 	}
-	now, changed := f.next()
-	until := now.Add(d)
-	for now.Before(until) {
+	until := f.Now().Add(d)
+	for {
+		ch := f.block(until)
+		if ch == nil {
+			return true
+		}
 		select {
 		case <-ctx.Done():
+			f.unblock(ch)
 			return false
-		case <-changed:
+		case <-ch:
 		}
-		now, changed = f.next()
 	}
-	return true
 }
 
 // WallClock is t read on the wall clock of loc (nil: t's own location), to the second, labelled
