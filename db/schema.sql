@@ -42,9 +42,41 @@ BEGIN
 END $$;
 
 
+--
+-- Name: msgx_event_id(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_event_id() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  SELECT (msgx_timeline() << 40) + nextval('msg_event_event_id_seq')
+$$;
+
+
+--
+-- Name: msgx_timeline(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_timeline() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+$$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
+
+--
+-- Name: db_timeline; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.db_timeline (
+    timeline bigint NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL
+);
+
 
 --
 -- Name: flight; Type: TABLE; Schema: public; Owner: -
@@ -464,7 +496,7 @@ ALTER TABLE public.msg_attempt ALTER COLUMN attempt_id ADD GENERATED ALWAYS AS I
 --
 
 CREATE TABLE public.msg_event (
-    event_id bigint NOT NULL,
+    event_id bigint DEFAULT public.msgx_event_id() NOT NULL,
     target text NOT NULL,
     partition_key text NOT NULL,
     event_type text NOT NULL,
@@ -496,7 +528,7 @@ CREATE SEQUENCE public.msg_event_event_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
-    NO MAXVALUE
+    MAXVALUE 1099511627775
     CACHE 1;
 
 
@@ -517,6 +549,20 @@ CREATE TABLE public.msg_identity (
     raw_sha256 bytea,
     bound_at timestamp with time zone NOT NULL,
     dttm timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: msg_kafka_held; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_kafka_held (
+    partition_key text NOT NULL,
+    state_version bigint NOT NULL,
+    event_id bigint NOT NULL,
+    value_sha256 bytea NOT NULL,
+    record_time timestamp with time zone NOT NULL,
+    stored boolean NOT NULL
 );
 
 
@@ -823,13 +869,6 @@ ALTER TABLE ONLY public.flight_history ALTER COLUMN history_id SET DEFAULT nextv
 
 
 --
--- Name: msg_event event_id; Type: DEFAULT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.msg_event ALTER COLUMN event_id SET DEFAULT nextval('public.msg_event_event_id_seq'::regclass);
-
-
---
 -- Name: replay_audit audit_id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -848,6 +887,14 @@ ALTER TABLE ONLY public.req_track ALTER COLUMN req_id SET DEFAULT nextval('publi
 --
 
 ALTER TABLE ONLY public.schd_snap_log ALTER COLUMN snap_id SET DEFAULT nextval('public.schd_snap_log_snap_id_seq'::regclass);
+
+
+--
+-- Name: db_timeline db_timeline_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.db_timeline
+    ADD CONSTRAINT db_timeline_pkey PRIMARY KEY (timeline);
 
 
 --
@@ -1032,6 +1079,14 @@ ALTER TABLE public.msg_event
 
 ALTER TABLE ONLY public.msg_identity
     ADD CONSTRAINT msg_identity_pkey PRIMARY KEY (identity_key);
+
+
+--
+-- Name: msg_kafka_held msg_kafka_held_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_kafka_held
+    ADD CONSTRAINT msg_kafka_held_pkey PRIMARY KEY (partition_key, state_version);
 
 
 --
@@ -1508,4 +1563,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261220140000'),
     ('20261221120000'),
     ('20261221130000'),
-    ('20261222120000');
+    ('20261222120000'),
+    ('20261230120000');
