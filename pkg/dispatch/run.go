@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -21,6 +22,9 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
 	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
 		Msg("dispatcher: loops start")
+	if err := d.ReadTail(ctx, lease); err != nil {
+		return fmt.Errorf("dispatcher: read the topics' tail: %w", err)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	// The processor's commits wake the KAFKA:msg loop at once; polling stays the fallback.
 	outboxWake := wake.Listen(gctx, d.store.ConnConfig(), wake.Outbox, log)

@@ -251,3 +251,39 @@ const unsentStatesSQL = `
 SELECT partition_key, max(state_version) FROM msg_event
  WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')
  GROUP BY partition_key`
+
+// timelineSQL is the database's current timeline (msgx_timeline: every promotion raises it)
+// and the highest one recorded before; it records the current one.
+const timelineSQL = `
+WITH prev AS (SELECT max(timeline) AS t FROM db_timeline),
+cur AS (SELECT msgx_timeline() AS t),
+ins AS (INSERT INTO db_timeline (timeline, first_seen_at) SELECT t, $1 FROM cur ON CONFLICT DO NOTHING)
+SELECT (SELECT t FROM cur), coalesce((SELECT t FROM prev), 0)`
+
+// tailFromSQL is the newest lease renewal of the other roles: a commit of the old primary that
+// the database still has, so every record Kafka took after the last commit it kept was produced
+// after about then (the caller subtracts a margin for sends in flight). NULL: no other role.
+const tailFromSQL = `SELECT max(renewed_at) FROM leader_lease WHERE role <> $1`
+
+// recordHeldSQL records the change records read from the topic ($1 FLID, $2 version, $3
+// event_id, $4 SHA-256 of the value, $5 record time) of which the database has no SENT
+// KAFKA:msg event, with whether it has any event of that version; it returns one row per new
+// record with that flag.
+const recordHeldSQL = `
+INSERT INTO msg_kafka_held AS h (partition_key, state_version, event_id, value_sha256, record_time, stored)
+SELECT u.k, u.v, u.id, u.sha, u.ts,
+       EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k AND e.state_version = u.v)
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::timestamptz[]) AS u(k, v, id, sha, ts)
+ WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k
+                      AND e.state_version = u.v AND e.status = 'SENT')
+ON CONFLICT (partition_key, state_version) DO NOTHING
+RETURNING h.stored`
+
+// pruneHeldSQL forgets the held records whose version the database now has as sent.
+const pruneHeldSQL = `
+DELETE FROM msg_kafka_held h
+ WHERE EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = h.partition_key
+                  AND e.state_version = h.state_version AND e.status = 'SENT')`
+
+// heldSQL is every held change record.
+const heldSQL = `SELECT partition_key, state_version, event_id, value_sha256 FROM msg_kafka_held`
