@@ -279,11 +279,12 @@ SELECT u.k, u.v, u.id, u.sha, u.ts,
 ON CONFLICT (partition_key, state_version) DO NOTHING
 RETURNING h.stored`
 
-// pruneHeldSQL forgets the held records whose version the database now has as sent.
-const pruneHeldSQL = `
-DELETE FROM msg_kafka_held h
- WHERE EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = h.partition_key
-                  AND e.state_version = h.state_version AND e.status = 'SENT')`
-
 // heldSQL is every held change record.
-const heldSQL = `SELECT partition_key, state_version, event_id, value_sha256 FROM msg_kafka_held`
+const heldSQL = `SELECT partition_key, state_version, event_id, value_sha256, record_time, NOT stored FROM msg_kafka_held`
+
+// timelinesSQL is every recorded timeline (0 when none) with the current one (0 on a standby,
+// where msgx_timeline() cannot be called).
+const timelinesSQL = `
+SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_timeline() END
+  FROM (SELECT 1) one LEFT JOIN db_timeline d ON true
+ ORDER BY d.timeline`

@@ -43,6 +43,8 @@ type Held struct {
 	EventID      int64
 	ValueSHA256  [32]byte
 	Time         time.Time
+	// Beyond: the database had no event of this version when the record was found (read only).
+	Beyond bool
 }
 
 // ValueSHA256 is the digest Held records of a record value (the claim's Payload).
@@ -91,13 +93,15 @@ func (s *Store) RecordHeld(ctx context.Context, fence leader.Fence, recs []Held)
 	return c, nil
 }
 
-// HeldChanges forgets the held records whose version is now sent, and returns the others by
-// FLID and version.
+// HeldChanges returns the held change records by FLID and version.
 func (s *Store) HeldChanges(ctx context.Context) (map[string]map[int64]Held, error) {
-	if _, err := s.pool.Exec(ctx, pruneHeldSQL); err != nil {
-		return nil, fmt.Errorf("prune held change records: %w", err)
-	}
-	rows, err := s.pool.Query(ctx, heldSQL)
+	return ReadHeld(ctx, s.pool)
+}
+
+// ReadHeld returns the held change records by FLID and version (msg_kafka_held). They are kept:
+// they say why an event is SENT with another event id than its version's record on Kafka.
+func ReadHeld(ctx context.Context, q Querier) (map[string]map[int64]Held, error) {
+	rows, err := q.Query(ctx, heldSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read held change records: %w", err)
 	}
@@ -106,7 +110,7 @@ func (s *Store) HeldChanges(ctx context.Context) (map[string]map[int64]Held, err
 	for rows.Next() {
 		var h Held
 		var sha []byte
-		if err := rows.Scan(&h.FLID, &h.StateVersion, &h.EventID, &sha); err != nil {
+		if err := rows.Scan(&h.FLID, &h.StateVersion, &h.EventID, &sha, &h.Time, &h.Beyond); err != nil {
 			return nil, fmt.Errorf("read held change records: %w", err)
 		}
 		if len(sha) != len(h.ValueSHA256) {
@@ -122,4 +126,27 @@ func (s *Store) HeldChanges(ctx context.Context) (map[string]map[int64]Held, err
 		return nil, fmt.Errorf("read held change records: %w", err)
 	}
 	return out, nil
+}
+
+// Timelines are the database timelines msgx recorded, oldest first, and the current one (0: the
+// server is a standby).
+func Timelines(ctx context.Context, q Querier) (recorded []int64, current int64, err error) {
+	rows, err := q.Query(ctx, timelinesSQL)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read timelines: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t int64
+		if err := rows.Scan(&t, &current); err != nil {
+			return nil, 0, fmt.Errorf("read timelines: %w", err)
+		}
+		if t != 0 {
+			recorded = append(recorded, t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read timelines: %w", err)
+	}
+	return recorded, current, nil
 }
