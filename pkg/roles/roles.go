@@ -140,6 +140,9 @@ var pgGrants = []pgGrant{
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
+	// jobs: a send renumbers a request whose SEQN the mailbox shows in use (after a failover
+	// that lost the counter's last advances) and raises the counter.
+	{Jobs, "SELECT, UPDATE", []string{"req_seqn"}},
 	{Jobs, "SELECT, DELETE", []string{"req_open_day"}}, // an expired request releases its days
 	{Jobs, "SELECT, INSERT, UPDATE", []string{"job_state"}},
 	{Jobs, "SELECT, INSERT", []string{"replay_audit"}},
