@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -25,7 +26,8 @@ type TopicReader func(ctx context.Context, topic string, since time.Time, fn fun
 // (msg_event's held records) and never sent again, so a re-send is an identical duplicate only.
 // Without a reader (Config.TailReader nil) only the timeline is checked.
 func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
-	if err := d.checkTimeline(ctx); err != nil {
+	timeline, err := d.checkTimeline(ctx)
+	if err != nil {
 		return err
 	}
 	if d.cfg.TailReader == nil {
@@ -36,9 +38,14 @@ func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
 	if err != nil {
 		return err
 	}
-	changes, err := d.readChangesTail(ctx, lease, from)
+	changes, newest, err := d.readChangesTail(ctx, lease, from)
 	if err != nil {
 		return err
+	}
+	if newest > timeline {
+		d.log.Error().Int64("timeline", timeline).Int64("kafka_timeline", newest).
+			Msg("dispatcher: Kafka holds events of a newer database timeline: this server is an old primary left behind by a failover; nothing is sent from it")
+		return fmt.Errorf("%w: database timeline %d, Kafka has events of timeline %d", ErrStrayDatabase, timeline, newest)
 	}
 	states, err := d.readStateTail(ctx, lease, from)
 	if err != nil {
@@ -54,11 +61,15 @@ func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
 	return nil
 }
 
-// checkTimeline records the database's timeline and reports a promotion.
-func (d *Dispatcher) checkTimeline(ctx context.Context) error {
+// ErrStrayDatabase means the database is on an older timeline than events Kafka holds: an old
+// primary still writable after a standby was promoted. The dispatcher does not publish from it.
+var ErrStrayDatabase = errors.New("dispatcher: the database is an old primary")
+
+// checkTimeline records the database's timeline and reports a promotion. It returns the timeline.
+func (d *Dispatcher) checkTimeline(ctx context.Context) (int64, error) {
 	cur, prev, err := d.store.Timeline(ctx, d.clock.Now())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	d.m.timeline.Set(float64(cur))
 	if prev != 0 && cur != prev {
@@ -66,14 +77,15 @@ func (d *Dispatcher) checkTimeline(ctx context.Context) error {
 		d.log.Warn().Int64("timeline", cur).Int64("previous_timeline", prev).
 			Msg("dispatcher: the database is on a new timeline (a standby was promoted, or a backup restored); reading what Kafka holds beyond it")
 	}
-	return nil
+	return cur, nil
 }
 
 // readChangesTail records the changes topic's records since from that the database does not
-// know as sent, and reports versions it has no event for (a lost tail). It returns the records read.
-func (d *Dispatcher) readChangesTail(ctx context.Context, lease leader.Lease, from time.Time) (int, error) {
+// know as sent, and reports versions it has no event for (a lost tail). It returns the records
+// read and the newest timeline their event ids carry.
+func (d *Dispatcher) readChangesTail(ctx context.Context, lease leader.Lease, from time.Time) (int, int64, error) {
 	var recs []outbox.Held
-	n := 0
+	n, newest := 0, int64(0)
 	err := d.cfg.TailReader(ctx, d.cfg.TopicChanges, from, func(r kafka.ConsumedRecord) error {
 		n++
 		v, err1 := strconv.ParseInt(r.Header("state_version"), 10, 64)
@@ -81,15 +93,16 @@ func (d *Dispatcher) readChangesTail(ctx context.Context, lease leader.Lease, fr
 		if err1 != nil || err2 != nil {
 			return nil // not a msgx record (the contract's headers are missing)
 		}
+		newest = max(newest, id>>40)
 		recs = append(recs, outbox.Held{FLID: r.Key, StateVersion: v, EventID: id, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
 		return nil
 	})
 	if err != nil {
-		return n, fmt.Errorf("read %s tail: %w", d.cfg.TopicChanges, err)
+		return n, 0, fmt.Errorf("read %s tail: %w", d.cfg.TopicChanges, err)
 	}
 	c, err := d.store.RecordHeld(ctx, lease, recs)
 	if err != nil {
-		return n, err
+		return n, 0, err
 	}
 	if c.Beyond > 0 {
 		d.m.lostTail.Add(float64(c.Beyond))
@@ -100,7 +113,7 @@ func (d *Dispatcher) readChangesTail(ctx context.Context, lease leader.Lease, fr
 		d.log.Warn().Int("records", c.Held).Str("topic", d.cfg.TopicChanges).
 			Msg("dispatcher: Kafka holds change records this database did not know as sent; their versions are not sent again")
 	}
-	return n, nil
+	return n, newest, nil
 }
 
 // readStateTail raises each FLID's sent state version to the newest the state topic holds since

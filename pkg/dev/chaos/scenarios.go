@@ -34,6 +34,8 @@ func Full() []Scenario {
 		zombieDispatcher(20),
 		pgRestart("fast"),
 		pgRestart("immediate"),
+		pgFailover(true),
+		pgFailover(false),
 		mariaDBRestart(),
 		brokerFreeze(60*time.Second),
 		brokerRestart(),

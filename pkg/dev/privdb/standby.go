@@ -80,7 +80,10 @@ func (p *Postgres) Exec(ctx context.Context, sql string) error {
 
 // SetSynchronous makes commits wait for any standby (names "*") or for none ("").
 func (p *Postgres) SetSynchronous(ctx context.Context, names string) error {
-	return p.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET synchronous_standby_names = '%s'; SELECT pg_reload_conf()", names))
+	if err := p.Exec(ctx, fmt.Sprintf("ALTER SYSTEM SET synchronous_standby_names = '%s'", names)); err != nil {
+		return err
+	}
+	return p.Exec(ctx, "SELECT pg_reload_conf()")
 }
 
 // WaitStreaming waits until a standby streams from the primary p (and, when sync, is synchronous).
