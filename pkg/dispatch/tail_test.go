@@ -129,6 +129,14 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 		versions = append(versions, v)
 	}
 	require.Equal(t, []string{"1", "2", "3", "4"}, versions)
+
+	// The old primary comes back writable (a stray on the older timeline): its dispatcher sends
+	// nothing.
+	_, err = b.db.Pool.Exec(ctx, `DO $$ BEGIN EXECUTE format('CREATE OR REPLACE FUNCTION msgx_timeline() RETURNS bigint LANGUAGE sql AS %L',
+		'SELECT ' || (msgx_timeline() - 1)); END $$;`)
+	require.NoError(t, err)
+	stray, lease, _ := successor(t, b)
+	require.ErrorIs(t, stray.ReadTail(ctx, lease), dispatch.ErrStrayDatabase)
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
