@@ -3,7 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,9 +25,14 @@ const readOnly = "25006"
 // the next ones are made from the URL again, with its hosts and target_session_attrs, so they
 // reach the new primary. The failed statement's error is still returned to its caller, whose
 // retry then runs on the new primary.
+//
+// It also refuses, when connecting, a server on an older timeline than one this process has
+// already worked on: an old primary that came back writable after a standby was promoted (a
+// stray). The refusal makes pgx try the URL's next host.
 type ReadOnlyGuard struct {
-	pool atomic.Pointer[pgxpool.Pool]
-	log  zerolog.Logger
+	pool     atomic.Pointer[pgxpool.Pool]
+	timeline atomic.Int64 // the newest timeline a connection of this process reached
+	log      zerolog.Logger
 	// Resets counts the resets (for tests and the log).
 	Resets atomic.Int64
 }
@@ -34,7 +42,75 @@ type ReadOnlyGuard struct {
 func GuardReadOnly(pc *pgxpool.Config, log zerolog.Logger) *ReadOnlyGuard {
 	g := &ReadOnlyGuard{log: log}
 	pc.ConnConfig.Tracer = g
+	next := pc.ConnConfig.ValidateConnect // target_session_attrs' check, if any
+	pc.ConnConfig.ValidateConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+		if next != nil {
+			if err := next(ctx, c); err != nil {
+				return err
+			}
+		}
+		return g.checkTimeline(ctx, c)
+	}
 	return g
+}
+
+// Probe reads the timeline of every host of cc that answers, so that a process that just started
+// refuses an old primary too (it has worked on no timeline yet). A host that does not answer is
+// skipped.
+func (g *ReadOnlyGuard) Probe(ctx context.Context, cc *pgx.ConnConfig) {
+	hosts := []*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}
+	hosts = append(hosts, cc.Fallbacks...)
+	if len(hosts) < 2 {
+		return
+	}
+	for _, h := range hosts {
+		c := cc.Config.Copy()
+		c.Host, c.Port, c.TLSConfig, c.Fallbacks = h.Host, h.Port, h.TLSConfig, nil
+		c.ValidateConnect, c.AfterConnect = nil, nil
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		conn, err := pgconn.ConnectConfig(pctx, c)
+		if err == nil {
+			err = g.checkTimeline(pctx, conn)
+			_ = conn.Close(pctx)
+		}
+		cancel()
+		if err != nil {
+			g.log.Debug().Err(err).Str("host", h.Host).Msg("postgres: host not probed")
+		}
+	}
+}
+
+// timelineSQL is the server's current timeline (0 on a standby): msgx_timeline()'s expression,
+// which needs no table, so it also works before the first migration.
+const timelineSQL = `SELECT CASE WHEN pg_is_in_recovery() THEN 0
+  ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END`
+
+// ErrStrayServer means the server is on an older timeline than one this process worked on.
+var ErrStrayServer = errors.New("postgres: server on an older timeline than this process already used (an old primary after a failover)")
+
+func (g *ReadOnlyGuard) checkTimeline(ctx context.Context, c *pgconn.PgConn) error {
+	res, err := c.Exec(ctx, timelineSQL).ReadAll()
+	if err != nil {
+		return fmt.Errorf("read the server's timeline: %w", err)
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 {
+		return errors.New("read the server's timeline: no row")
+	}
+	tl, err := strconv.ParseInt(string(res[0].Rows[0][0]), 10, 64)
+	if err != nil || tl == 0 {
+		return err // a standby: target_session_attrs decides
+	}
+	for {
+		seen := g.timeline.Load()
+		if tl < seen {
+			g.log.Error().Int64("timeline", tl).Int64("newest_timeline", seen).Str("server", c.Conn().RemoteAddr().String()).
+				Msg("postgres: refusing a server on an older timeline (an old primary left behind by a failover); trying the next host")
+			return fmt.Errorf("%w: timeline %d, this process used %d", ErrStrayServer, tl, seen)
+		}
+		if tl == seen || g.timeline.CompareAndSwap(seen, tl) {
+			return nil
+		}
+	}
 }
 
 // Attach names the pool the guard resets.

@@ -145,3 +145,48 @@ func checkFailover(ctx context.Context, r *Run, sync bool) {
 	}
 	r.Observe("%d timelines recorded; %d change records on Kafka unknown as sent to the promoted server, %d of them lost by it (reported: %t)", timelines, held, beyond, reported)
 }
+
+// pgStray is the lost-tail failover, then the old primary started again as it was (writable, on
+// the old timeline: a stray no HA manager fenced) while the day is still written, then the
+// processor and the dispatcher SIGKILLed (fresh processes connect from the multi-host URL, whose
+// first host is the stray).
+func pgStray() Scenario {
+	sc := pgFailover(false)
+	sc.Name = "pg-failover-stray"
+	sc.Did = "the lost-tail failover, then the old primary started again writable on its old timeline (a stray listed first in the URL), then processor and dispatcher SIGKILLed"
+	sc.Expected = "no binary works on the stray (no msgx session on it, nothing written to it); " + sc.Expected
+	failover := sc.Fault
+	sc.Fault = func(ctx context.Context, r *Run) error {
+		if err := failover(ctx, r); err != nil {
+			return err
+		}
+		if err := r.Servers.PG.Start(); err != nil {
+			return fmt.Errorf("start the stray: %w", err)
+		}
+		r.Observe("old primary started again as a stray")
+		for _, b := range []string{"processor", "dispatcher"} {
+			if err := Sleep(ctx, 2*time.Second); err != nil {
+				return err
+			}
+			if _, err := r.Kill(ctx, b); err != nil {
+				return err
+			}
+		}
+		r.Recovered()
+		return nil
+	}
+	check := sc.Check
+	sc.Check = func(ctx context.Context, r *Run) {
+		check(ctx, r)
+		var sessions int
+		if err := r.Servers.PG.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'msgx-%'`, &sessions); err != nil {
+			r.Problem("read the stray's sessions: %v", err)
+			return
+		}
+		if sessions > 0 {
+			r.Problem("%d msgx sessions on the stray old primary", sessions)
+		}
+		r.Observe("%d msgx sessions on the stray at the end", sessions)
+	}
+	return sc
+}

@@ -36,6 +36,7 @@ func Full() []Scenario {
 		pgRestart("immediate"),
 		pgFailover(true),
 		pgFailover(false),
+		pgStray(),
 		mariaDBRestart(),
 		brokerFreeze(60*time.Second),
 		brokerRestart(),

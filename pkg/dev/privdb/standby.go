@@ -179,3 +179,13 @@ func (p *Postgres) Kill() error {
 	_ = os.Remove(filepath.Join(p.data, "postmaster.pid"))
 	return nil
 }
+
+// QueryRow runs a one-value query as the superuser on database postgres.
+func (p *Postgres) QueryRow(ctx context.Context, sql string, into any) error {
+	conn, err := pgx.Connect(ctx, p.AdminURL())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(into)
+}
