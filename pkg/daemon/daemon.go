@@ -61,7 +61,6 @@ func OpenPool(ctx context.Context, p settings.Process, lc leader.Config, role se
 	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-" + string(role)
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(lc.SessionTimeout.Milliseconds())
 	guard := GuardReadOnly(pc, log)
-	guard.Probe(ctx, pc.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
@@ -83,7 +82,6 @@ func OpenAPIPool(ctx context.Context, p settings.Process, lc leader.Config, maxC
 	pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(statementTimeout.Milliseconds())
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(lc.SessionTimeout.Milliseconds())
 	guard := GuardReadOnly(pc, log)
-	guard.Probe(ctx, pc.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open the API's PostgreSQL pool: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -26,9 +27,9 @@ const readOnly = "25006"
 // reach the new primary. The failed statement's error is still returned to its caller, whose
 // retry then runs on the new primary.
 //
-// It also refuses, when connecting, a server on an older timeline than one this process has
-// already worked on: an old primary that came back writable after a standby was promoted (a
-// stray). The refusal makes pgx try the URL's next host.
+// It also refuses, when connecting, a server on an older timeline than another host of the URL
+// or than one this process has already worked on: an old primary that came back writable after a
+// standby was promoted (a stray). The refusal makes pgx try the URL's next host.
 type ReadOnlyGuard struct {
 	pool     atomic.Pointer[pgxpool.Pool]
 	timeline atomic.Int64 // the newest timeline a connection of this process reached
@@ -49,35 +50,38 @@ func GuardReadOnly(pc *pgxpool.Config, log zerolog.Logger) *ReadOnlyGuard {
 				return err
 			}
 		}
-		return g.checkTimeline(ctx, c)
+		return g.checkTimeline(ctx, c, g.newestOther(ctx, pc.ConnConfig, c))
 	}
 	return g
 }
 
-// Probe reads the timeline of every host of cc that answers, so that a process that just started
-// refuses an old primary too (it has worked on no timeline yet). A host that does not answer is
-// skipped.
-func (g *ReadOnlyGuard) Probe(ctx context.Context, cc *pgx.ConnConfig) {
-	hosts := []*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}
-	hosts = append(hosts, cc.Fallbacks...)
+// newestOther reads the timeline of every other host of cc that answers (none when cc names one
+// host): a connection is accepted only on a server at least as new as all of them, so a process
+// never picks an old primary that came back before it reconnected. A host that does not answer
+// is skipped.
+func (g *ReadOnlyGuard) newestOther(ctx context.Context, cc *pgx.ConnConfig, self *pgconn.PgConn) int64 {
+	hosts := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
 	if len(hosts) < 2 {
-		return
+		return 0
 	}
+	newest := int64(0)
 	for _, h := range hosts {
+		if self.Conn().RemoteAddr().String() == net.JoinHostPort(h.Host, strconv.Itoa(int(h.Port))) {
+			continue
+		}
 		c := cc.Config.Copy()
 		c.Host, c.Port, c.TLSConfig, c.Fallbacks = h.Host, h.Port, h.TLSConfig, nil
 		c.ValidateConnect, c.AfterConnect = nil, nil
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		conn, err := pgconn.ConnectConfig(pctx, c)
-		if err == nil {
-			err = g.checkTimeline(pctx, conn)
+		if conn, err := pgconn.ConnectConfig(pctx, c); err == nil {
+			if tl, err := serverTimeline(pctx, conn); err == nil {
+				newest = max(newest, tl)
+			}
 			_ = conn.Close(pctx)
 		}
 		cancel()
-		if err != nil {
-			g.log.Debug().Err(err).Str("host", h.Host).Msg("postgres: host not probed")
-		}
 	}
+	return newest
 }
 
 // timelineSQL is the server's current timeline (0 on a standby): msgx_timeline()'s expression,
@@ -88,26 +92,32 @@ const timelineSQL = `SELECT CASE WHEN pg_is_in_recovery() THEN 0
 // ErrStrayServer means the server is on an older timeline than one this process worked on.
 var ErrStrayServer = errors.New("postgres: server on an older timeline than this process already used (an old primary after a failover)")
 
-func (g *ReadOnlyGuard) checkTimeline(ctx context.Context, c *pgconn.PgConn) error {
+func serverTimeline(ctx context.Context, c *pgconn.PgConn) (int64, error) {
 	res, err := c.Exec(ctx, timelineSQL).ReadAll()
 	if err != nil {
-		return fmt.Errorf("read the server's timeline: %w", err)
+		return 0, fmt.Errorf("read the server's timeline: %w", err)
 	}
 	if len(res) != 1 || len(res[0].Rows) != 1 {
-		return errors.New("read the server's timeline: no row")
+		return 0, errors.New("read the server's timeline: no row")
 	}
-	tl, err := strconv.ParseInt(string(res[0].Rows[0][0]), 10, 64)
+	return strconv.ParseInt(string(res[0].Rows[0][0]), 10, 64)
+}
+
+// checkTimeline refuses c when its timeline is older than others (the newest of the other hosts)
+// or than the newest this process used.
+func (g *ReadOnlyGuard) checkTimeline(ctx context.Context, c *pgconn.PgConn, others int64) error {
+	tl, err := serverTimeline(ctx, c)
 	if err != nil || tl == 0 {
 		return err // a standby: target_session_attrs decides
 	}
 	for {
-		seen := g.timeline.Load()
+		seen := max(g.timeline.Load(), others)
 		if tl < seen {
 			g.log.Error().Int64("timeline", tl).Int64("newest_timeline", seen).Str("server", c.Conn().RemoteAddr().String()).
 				Msg("postgres: refusing a server on an older timeline (an old primary left behind by a failover); trying the next host")
-			return fmt.Errorf("%w: timeline %d, this process used %d", ErrStrayServer, tl, seen)
+			return fmt.Errorf("%w: timeline %d, another host or this process is on %d", ErrStrayServer, tl, seen)
 		}
-		if tl == seen || g.timeline.CompareAndSwap(seen, tl) {
+		if old := g.timeline.Load(); tl <= old || g.timeline.CompareAndSwap(old, tl) {
 			return nil
 		}
 	}
