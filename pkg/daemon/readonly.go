@@ -89,8 +89,9 @@ func (g *ReadOnlyGuard) newestOther(ctx context.Context, cc *pgx.ConnConfig, sel
 const timelineSQL = `SELECT CASE WHEN pg_is_in_recovery() THEN 0
   ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END`
 
-// ErrStrayServer means the server is on an older timeline than one this process worked on.
-var ErrStrayServer = errors.New("postgres: server on an older timeline than this process already used (an old primary after a failover)")
+// ErrStrayServer means the server is on an older timeline than another host of the URL, or than
+// one this process already used.
+var ErrStrayServer = errors.New("postgres: server on an older timeline (an old primary after a failover)")
 
 func serverTimeline(ctx context.Context, c *pgconn.PgConn) (int64, error) {
 	res, err := c.Exec(ctx, timelineSQL).ReadAll()
