@@ -262,7 +262,7 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 			return res, err
 		}
 	}
-	pool, err := pgxpool.New(ctx, pgURL)
+	pool, err := harnessPool(ctx, pgURL)
 	if err != nil {
 		return res, err
 	}

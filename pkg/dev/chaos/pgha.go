@@ -10,6 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/dev/privdb"
 )
 
@@ -73,6 +77,22 @@ func (h *haPair) close() error {
 		err = h.standby.Close()
 	}
 	return errors.Join(err, h.primary.Close())
+}
+
+// harnessPool is the harness's own pool on pgURL, guarded as the binaries' pools are (it leaves
+// a read-only server and refuses a stray old primary on a multi-host URL).
+func harnessPool(ctx context.Context, pgURL string) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(pgURL)
+	if err != nil {
+		return nil, err
+	}
+	guard := daemon.GuardReadOnly(pc, zerolog.Nop())
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	guard.Attach(pool)
+	return pool, nil
 }
 
 // pgFailover kills the primary while the day is written and promotes the standby: synchronous,
