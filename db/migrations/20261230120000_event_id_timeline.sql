@@ -34,7 +34,8 @@ CREATE TABLE msg_kafka_held (
     event_id       bigint      NOT NULL,
     value_sha256   bytea       NOT NULL,
     record_time    timestamptz NOT NULL,
-    -- whether the database had any event of this (FLID, version) when the record was found
+    -- whether the database had the record's event (its event_id) when the record was found; not:
+    -- the database lost it (a lost tail), even when it had derived the version again since
     stored         boolean     NOT NULL,
     PRIMARY KEY (partition_key, state_version)
 );

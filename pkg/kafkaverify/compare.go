@@ -40,7 +40,7 @@ type FailoverSummary struct {
 	Timelines []int64 `json:"timelines"` // every timeline the dispatcher ran on, oldest first
 	// Held are change records found on the topic that the database did not know as sent (its
 	// last transactions lost in a failover, or a crash after the broker's acknowledgement);
-	// HeldBeyond of them had no event at all in the database when they were found (a lost tail).
+	// HeldBeyond of them were records of events the database did not have (a lost tail).
 	Held       int `json:"held"`
 	HeldBeyond int `json:"held_beyond"`
 }

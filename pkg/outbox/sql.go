@@ -267,12 +267,13 @@ const tailFromSQL = `SELECT max(renewed_at) FROM leader_lease WHERE role <> $1`
 
 // recordHeldSQL records the change records read from the topic ($1 FLID, $2 version, $3
 // event_id, $4 SHA-256 of the value, $5 record time) of which the database has no SENT
-// KAFKA:msg event, with whether it has any event of that version; it returns one row per new
-// record with that flag.
+// KAFKA:msg event, with whether it has the record's own event (its event_id: a crash after the
+// broker's acknowledgement) or not (the database lost it, even if it derived the version again
+// since); it returns one row per new record with that flag.
 const recordHeldSQL = `
 INSERT INTO msg_kafka_held AS h (partition_key, state_version, event_id, value_sha256, record_time, stored)
 SELECT u.k, u.v, u.id, u.sha, u.ts,
-       EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k AND e.state_version = u.v)
+       EXISTS (SELECT 1 FROM msg_event e WHERE e.event_id = u.id)
   FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::timestamptz[]) AS u(k, v, id, sha, ts)
  WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k
                       AND e.state_version = u.v AND e.status = 'SENT')

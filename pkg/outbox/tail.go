@@ -43,7 +43,7 @@ type Held struct {
 	EventID      int64
 	ValueSHA256  [32]byte
 	Time         time.Time
-	// Beyond: the database had no event of this version when the record was found (read only).
+	// Beyond: the database did not have the record's event when it was found (read only).
 	Beyond bool
 }
 
@@ -53,7 +53,7 @@ func ValueSHA256(value []byte) [32]byte { return sha256.Sum256(value) }
 // HeldCount is what RecordHeld added.
 type HeldCount struct {
 	Held   int // records the database did not know as sent
-	Beyond int // of which the database had no event at all: work it lost (a lost tail)
+	Beyond int // of which the database does not have the record's event: work it lost (a lost tail)
 }
 
 // RecordHeld records, under the lease, the change records of recs the database has no SENT
