@@ -42,6 +42,28 @@ BEGIN
 END $$;
 
 
+--
+-- Name: msgx_event_id(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_event_id() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  SELECT (msgx_timeline() << 40) + nextval('msg_event_event_id_seq')
+$$;
+
+
+--
+-- Name: msgx_timeline(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_timeline() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+$$;
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -102,6 +124,16 @@ CREATE TABLE public.console_session (
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     revoked_at timestamp with time zone
+);
+
+
+--
+-- Name: db_timeline; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.db_timeline (
+    timeline bigint NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL
 );
 
 
@@ -523,7 +555,7 @@ ALTER TABLE public.msg_attempt ALTER COLUMN attempt_id ADD GENERATED ALWAYS AS I
 --
 
 CREATE TABLE public.msg_event (
-    event_id bigint NOT NULL,
+    event_id bigint DEFAULT public.msgx_event_id() NOT NULL,
     target text NOT NULL,
     partition_key text NOT NULL,
     event_type text NOT NULL,
@@ -555,7 +587,7 @@ CREATE SEQUENCE public.msg_event_event_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
-    NO MAXVALUE
+    MAXVALUE 1099511627775
     CACHE 1;
 
 
@@ -576,6 +608,20 @@ CREATE TABLE public.msg_identity (
     raw_sha256 bytea,
     bound_at timestamp with time zone NOT NULL,
     dttm timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: msg_kafka_held; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_kafka_held (
+    partition_key text NOT NULL,
+    state_version bigint NOT NULL,
+    event_id bigint NOT NULL,
+    value_sha256 bytea NOT NULL,
+    record_time timestamp with time zone NOT NULL,
+    stored boolean NOT NULL
 );
 
 
@@ -891,13 +937,6 @@ ALTER TABLE ONLY public.flight_history ALTER COLUMN history_id SET DEFAULT nextv
 
 
 --
--- Name: msg_event event_id; Type: DEFAULT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.msg_event ALTER COLUMN event_id SET DEFAULT nextval('public.msg_event_event_id_seq'::regclass);
-
-
---
 -- Name: replay_audit audit_id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -940,6 +979,14 @@ ALTER TABLE ONLY public.console_note
 
 ALTER TABLE ONLY public.console_session
     ADD CONSTRAINT console_session_pkey PRIMARY KEY (session_sha256);
+
+
+--
+-- Name: db_timeline db_timeline_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.db_timeline
+    ADD CONSTRAINT db_timeline_pkey PRIMARY KEY (timeline);
 
 
 --
@@ -1124,6 +1171,14 @@ ALTER TABLE public.msg_event
 
 ALTER TABLE ONLY public.msg_identity
     ADD CONSTRAINT msg_identity_pkey PRIMARY KEY (identity_key);
+
+
+--
+-- Name: msg_kafka_held msg_kafka_held_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_kafka_held
+    ADD CONSTRAINT msg_kafka_held_pkey PRIMARY KEY (partition_key, state_version);
 
 
 --
@@ -1623,4 +1678,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261221130000'),
     ('20261222120000'),
     ('20261228120000'),
-    ('20261229120000');
+    ('20261229120000'),
+    ('20261230120000');

@@ -193,7 +193,7 @@ func checkChangesComplete(t *testing.T, c *stack.Consumer, states map[int64]*fli
 // checkSentEvents: the records on Kafka are exactly the events marked SENT.
 func checkSentEvents(t *testing.T, b *bundle) {
 	t.Helper()
-	bad, dups, err := verify.SentEvents(context.Background(), b.pg.Pool, b.consumer.Records())
+	bad, dups, _, err := verify.SentEvents(context.Background(), b.pg.Pool, b.consumer.Records())
 	require.NoError(t, err)
 	noProblems(t, bad, "Kafka records and SENT events differ")
 	t.Logf("%d duplicate records (producer allowance)", dups)

@@ -55,7 +55,7 @@ func main() {
 // (MSGX_HTTP_ADDR: /healthz, /readyz, /metrics) and the pages' server (MSGX_CONSOLE_ADDR) once
 // both listen.
 func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(ops, pages *obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleConsole)
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleConsole, log)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
@@ -31,6 +34,12 @@ func (c Config) dispatchConfig() dispatch.Config {
 	dc := c.Dispatch
 	dc.TopicChanges, dc.TopicState = c.Kafka.TopicChanges, c.Kafka.TopicState
 	dc.ErrorWait = c.BackoffMax
+	kc := c.Kafka
+	// Every term starts by reading what the topics took since the last commit the database kept.
+	dc.TailReader = func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
+		_, err := kafka.ReadCommittedSince(ctx, kc, topic, since, fn)
+		return err
+	}
 	return dc
 }
 

@@ -63,7 +63,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	if err != nil {
 		return err
 	}
-	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleDispatcher)
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleDispatcher, log)
 	if err != nil {
 		return err
 	}

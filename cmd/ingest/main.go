@@ -55,12 +55,12 @@ func main() {
 // the log output's counter). started, when set, is told the ops server and the API
 // server once both listen.
 func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(ops, api *obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleIngest)
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleIngest, log)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	apiPool, err := daemon.OpenAPIPool(ctx, cfg.Process, cfg.Leader, cfg.API.PGMaxConns, cfg.API.StatementTimeout)
+	apiPool, err := daemon.OpenAPIPool(ctx, cfg.Process, cfg.Leader, cfg.API.PGMaxConns, cfg.API.StatementTimeout, log)
 	if err != nil {
 		return err
 	}

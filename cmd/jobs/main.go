@@ -52,7 +52,7 @@ func main() {
 // run is the whole binary; tests call it. reg is the binary's registry (obs.NewRegistry, with
 // the log output's counter). started, when set, is told the HTTP server.
 func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(*obs.Server)) error {
-	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleJobs)
+	pool, err := daemon.OpenPool(ctx, cfg.Process, cfg.Leader, settings.RoleJobs, log)
 	if err != nil {
 		return err
 	}

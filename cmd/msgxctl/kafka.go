@@ -92,6 +92,9 @@ func writeVerifyText(out io.Writer, r kafkaverify.Report, retention time.Duratio
 		s.Topic, s.Records, s.FLIDs, s.Compared, s.Matched)
 	fmt.Fprintf(out, "  not compared: %d flights whose newest state is not sent yet; %d states sent after PostgreSQL was read; %d deleted or purged flights without a record (tombstones compacted away)\n",
 		s.Pending, s.NewerThanSnapshot, s.TombstonesGone)
+	f := r.Failover
+	fmt.Fprintf(out, "database timeline %d (recorded: %v); %d change records found on Kafka that the database did not know as sent, %d of them lost by the database (a failover); %d SENT events matched such a record\n",
+		f.Timeline, f.Timelines, f.Held, f.HeldBeyond, c.MatchedHeld)
 	if r.OK() {
 		_, err := fmt.Fprintln(out, "Kafka agrees with PostgreSQL: no difference")
 		return err

@@ -49,8 +49,10 @@ type Spec struct {
 
 // OpenPool opens the binary's PostgreSQL pool. Transactions left idle (a paused process) are
 // ended by the server, so they cannot hold locks that a new leader waits for.
-// The leader's session timeout bounds an idle transaction too.
-func OpenPool(ctx context.Context, p settings.Process, lc leader.Config, role settings.Role) (*pgxpool.Pool, error) {
+// The leader's session timeout bounds an idle transaction too. MSGX_PG_URL may name several hosts
+// (with target_session_attrs=read-write) or a service; a pool on a server that turns read-only
+// reconnects (ReadOnlyGuard).
+func OpenPool(ctx context.Context, p settings.Process, lc leader.Config, role settings.Role, log zerolog.Logger) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(p.PGURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse MSGX_PG_URL: %w", err)
@@ -58,17 +60,19 @@ func OpenPool(ctx context.Context, p settings.Process, lc leader.Config, role se
 	pc.MaxConns = p.PGMaxConns
 	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-" + string(role)
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(lc.SessionTimeout.Milliseconds())
+	guard := GuardReadOnly(pc, log)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL pool: %w", err)
 	}
+	guard.Attach(pool)
 	return pool, nil
 }
 
 // OpenAPIPool opens ingest's API pool: small (MSGX_API_PG_MAX_CONNS) and with a statement
 // timeout (MSGX_API_STATEMENT_TIMEOUT), so that a flood of API requests waits for its own
 // connections and never for those of the poll loop.
-func OpenAPIPool(ctx context.Context, p settings.Process, lc leader.Config, maxConns int32, statementTimeout time.Duration) (*pgxpool.Pool, error) {
+func OpenAPIPool(ctx context.Context, p settings.Process, lc leader.Config, maxConns int32, statementTimeout time.Duration, log zerolog.Logger) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(p.PGURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse MSGX_PG_URL: %w", err)
@@ -77,10 +81,12 @@ func OpenAPIPool(ctx context.Context, p settings.Process, lc leader.Config, maxC
 	pc.ConnConfig.RuntimeParams["application_name"] = "msgx-ingest-api"
 	pc.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(statementTimeout.Milliseconds())
 	pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(lc.SessionTimeout.Milliseconds())
+	guard := GuardReadOnly(pc, log)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open the API's PostgreSQL pool: %w", err)
 	}
+	guard.Attach(pool)
 	return pool, nil
 }
 

@@ -55,7 +55,7 @@ func start(t *testing.T, ctx context.Context, clk clock.Clock, drain time.Durati
 	lc.Retry = 100 * time.Millisecond
 	require.NoError(t, cfg.Validate())
 	require.NoError(t, lc.Validate())
-	pool, err := daemon.OpenPool(ctx, cfg, lc, settings.RoleProcessor)
+	pool, err := daemon.OpenPool(ctx, cfg, lc, settings.RoleProcessor, zerolog.Nop())
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	addr := make(chan string, 1)

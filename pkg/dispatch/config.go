@@ -29,7 +29,12 @@ type Config struct {
 	// HoldFile is a test hook (the real-process zombie test): while this file exists, every
 	// send waits after its batch was read and before it reaches Kafka. Empty (the default) it is
 	// inert; MSGX_ENV=production refuses it.
-	HoldFile string `envconfig:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
+	// TailReader reads a topic at the start of every term (ReadTail); nil: the topics are not read.
+	TailReader TopicReader
+	// TailMargin is how much earlier than the last commit the database kept the topics are
+	// read: more than a send and its outbox update take.
+	TailMargin time.Duration `default:"5m"`
+	HoldFile   string        `envconfig:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
 }
 
 // Validate reports every bad value of the stage's settings, one line each.
@@ -43,7 +48,7 @@ func (c Config) Validate() error {
 }
 
 func (c *Config) defaults() error {
-	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait, &c.SendWarn} {
+	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait, &c.SendWarn, &c.TailMargin} {
 		*d = max(*d, 0)
 	}
 	envconf.FillZero(c)

@@ -40,6 +40,10 @@ type Dispatcher struct {
 	nextSend int64
 
 	stateCursor string // FLID after which the next state flush starts (only FlushStates uses it)
+
+	// held are the change records the changes topic holds beyond what the database knew as
+	// sent, by FLID and version (ReadTail sets them before the loops start; StepMsg reads them).
+	held map[string]map[int64]outbox.Held
 }
 
 // New returns a dispatcher. Its metrics are registered on reg.
@@ -88,7 +92,14 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 	if err != nil || len(claimed) == 0 {
 		return Result{}, err
 	}
-	return d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, claimed)
+	send, already, err := d.dropHeld(ctx, lease, claimed)
+	if err != nil || len(send) == 0 {
+		return Result{Claimed: already, Sent: already}, err
+	}
+	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send)
+	res.Claimed += already
+	res.Sent += already
+	return res, err
 }
 
 // FlushStates visits up to flush-limit FLIDs with unsent KAFKA:schd events (after the previous

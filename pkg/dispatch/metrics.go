@@ -17,6 +17,12 @@ type metrics struct {
 	batchSize *prometheus.HistogramVec
 	latency   *prometheus.HistogramVec
 	lag       *prometheus.HistogramVec
+
+	timeline        prometheus.Gauge
+	timelineChanges prometheus.Counter
+	lostTail        prometheus.Counter
+	heldSkipped     prometheus.Counter
+	heldConflicts   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metrics, error) {
@@ -56,12 +62,28 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 			Help:    "From ingest's enqueue of the mailbox message (its first sight of the committed row) to the broker's acknowledgement of the record it caused, per target.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
 		}, target),
+		timeline: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_db_timeline", Help: "The PostgreSQL timeline the dispatcher's term started on (every promotion raises it).",
+		}),
+		timelineChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_db_timeline_changes_total", Help: "Terms that started on a database timeline other than the one recorded before (a promotion or a restore).",
+		}),
+		lostTail: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_kafka_records_beyond_database_total", Help: "Change records found on Kafka at a term's start for versions the database had no event for: the database lost transactions Kafka had seen.",
+		}),
+		heldSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_dispatch_already_on_kafka_total", Help: "KAFKA:msg events marked SENT without sending: Kafka already held their version.",
+		}),
+		heldConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_dispatch_already_on_kafka_conflicts_total", Help: "Of those, events whose value differs from the record Kafka holds for their version.",
+		}),
 	}
 	unacked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "msgx_dispatch_oldest_unacked_send_age_seconds",
 		Help: "Age of the oldest send still waiting for the broker's answer (0 when none): grows while a broker hangs.",
 	}, oldestUnacked)
-	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency, m.lag} {
+	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency, m.lag,
+		m.timeline, m.timelineChanges, m.lostTail, m.heldSkipped, m.heldConflicts} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

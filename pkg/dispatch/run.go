@@ -21,6 +21,9 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
 	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
 		Msg("dispatcher: loops start")
+	if !d.readTailUntilDone(ctx, lease) {
+		return nil
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	// The processor's commits wake the KAFKA:msg loop at once; polling stays the fallback.
 	outboxWake := wake.Listen(gctx, d.store.ConnConfig(), wake.Outbox, log)
@@ -55,6 +58,29 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 		return nil
 	}
 	return err
+}
+
+// readTailUntilDone runs ReadTail until it succeeds, backing off after each failure (Kafka or
+// the database unavailable, or a stray old primary: nothing is sent meanwhile). It reports false
+// when ctx ended first.
+func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) bool {
+	defer lease.Stopped("tail")
+	pause := time.Duration(0)
+	for {
+		lease.Tick("tail")
+		err := d.ReadTail(ctx, lease)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		pause = backoff.Next(pause, time.Second, d.cfg.ErrorWait)
+		d.log.Error().Err(err).Dur("retry_in", pause).Msg("dispatcher: the topics' tail not read; nothing is sent until it is")
+		if !clock.WallSleep(ctx, pause) {
+			return false
+		}
+	}
 }
 
 // loop runs step again at once after a full batch, else after wait; after an error or an outage

@@ -20,6 +20,7 @@ type ConsumedRecord struct {
 	Key       string
 	Value     []byte // nil: a null value (a tombstone)
 	Headers   []Header
+	Timestamp time.Time // the record's timestamp (the producer's create time)
 }
 
 // Header returns the value of the header named key, "" when the record has none.
@@ -56,6 +57,13 @@ const (
 // bounds the wait). It returns the range read of every partition. It joins no consumer group
 // and commits no offset: reading changes nothing on the cluster.
 func ReadCommitted(ctx context.Context, c Config, topic string, fn func(ConsumedRecord) error) ([]PartitionRange, error) {
+	return ReadCommittedSince(ctx, c, topic, time.Time{}, fn)
+}
+
+// ReadCommittedSince is ReadCommitted from the first record of each partition whose timestamp
+// is at or after since (the broker's offset for that time); a zero since reads from the log
+// start.
+func ReadCommittedSince(ctx context.Context, c Config, topic string, since time.Time, fn func(ConsumedRecord) error) ([]PartitionRange, error) {
 	sc, err := newSaramaConfig(c)
 	if err != nil {
 		return nil, err
@@ -78,7 +86,7 @@ func ReadCommitted(ctx context.Context, c Config, topic string, fn func(Consumed
 	var ranges []PartitionRange
 	for _, p := range parts {
 		r := &partitionReader{client: client, topic: topic, partition: p, maxBytes: fetchBytes}
-		if err := r.bounds(); err != nil {
+		if err := r.bounds(since); err != nil {
 			return ranges, err
 		}
 		ranges = append(ranges, PartitionRange{Partition: p, Start: r.next, End: r.end})
@@ -102,14 +110,22 @@ type partitionReader struct {
 
 func (r *partitionReader) op() string { return fmt.Sprintf("read %s/%d", r.topic, r.partition) }
 
-// bounds sets the range to read: the log start offset to the high-water mark.
-func (r *partitionReader) bounds() error {
+// bounds sets the range to read: the log start offset (or the first offset at or after since)
+// to the high-water mark.
+func (r *partitionReader) bounds(since time.Time) error {
 	var err error
-	if r.next, err = r.client.GetOffset(r.topic, r.partition, sarama.OffsetOldest); err != nil {
-		return &Error{Op: r.op() + ": log start offset", Err: err}
-	}
 	if r.end, err = r.client.GetOffset(r.topic, r.partition, sarama.OffsetNewest); err != nil {
 		return &Error{Op: r.op() + ": high-water mark", Err: err}
+	}
+	start := sarama.OffsetOldest
+	if !since.IsZero() {
+		start = max(since.UnixMilli(), 0)
+	}
+	if r.next, err = r.client.GetOffset(r.topic, r.partition, start); err != nil {
+		return &Error{Op: r.op() + ": start offset", Err: err}
+	}
+	if r.next < 0 { // no record at or after since
+		r.next = r.end
 	}
 	return nil
 }
@@ -239,7 +255,8 @@ func (r *partitionReader) emit(b *sarama.RecordBatch, fn func(ConsumedRecord) er
 		if off < r.next || off >= r.end {
 			continue
 		}
-		cr := ConsumedRecord{Topic: r.topic, Partition: r.partition, Offset: off, Key: string(rec.Key), Value: rec.Value}
+		cr := ConsumedRecord{Topic: r.topic, Partition: r.partition, Offset: off, Key: string(rec.Key), Value: rec.Value,
+			Timestamp: b.FirstTimestamp.Add(rec.TimestampDelta)}
 		for _, h := range rec.Headers {
 			cr.Headers = append(cr.Headers, Header{Key: string(h.Key), Value: string(h.Value)})
 		}

@@ -18,13 +18,31 @@ type Stored struct {
 	Changes []outbox.ChangeEvent
 	States  outbox.StateProgress
 	Flights map[int64]*flight.State
+	// Held are the change records the dispatcher found on the topic beyond what the database
+	// knew as sent (outbox.ReadHeld); Timelines the database timelines recorded and Timeline the
+	// current one (0: a standby).
+	Held      map[string]map[int64]outbox.Held
+	Timelines []int64
+	Timeline  int64
 }
 
 // Report is the outcome: what was compared, what could not be, and every difference.
 type Report struct {
-	Changes     ChangesSummary `json:"changes"`
-	State       StateSummary   `json:"state"`
-	Differences []Difference   `json:"differences"`
+	Changes     ChangesSummary  `json:"changes"`
+	State       StateSummary    `json:"state"`
+	Failover    FailoverSummary `json:"failover"`
+	Differences []Difference    `json:"differences"`
+}
+
+// FailoverSummary is what a database failover left behind.
+type FailoverSummary struct {
+	Timeline  int64   `json:"timeline"`  // the database's current timeline (0: read from a standby)
+	Timelines []int64 `json:"timelines"` // every timeline the dispatcher ran on, oldest first
+	// Held are change records found on the topic that the database did not know as sent (its
+	// last transactions lost in a failover, or a crash after the broker's acknowledgement);
+	// HeldBeyond of them were records of events the database did not have (a lost tail).
+	Held       int `json:"held"`
+	HeldBeyond int `json:"held_beyond"`
 }
 
 // OK reports whether the topics agree with PostgreSQL.
@@ -40,6 +58,10 @@ type ChangesSummary struct {
 	Matched    int `json:"matched"`
 	// IdenticalDuplicates are records beyond the first of a (flid, state_version), identical to it.
 	IdenticalDuplicates int `json:"identical_duplicates"`
+	// MatchedHeld are SENT events whose version the topic held before the database derived it
+	// again after a failover: the topic's record (another event id) is the one the dispatcher
+	// recorded, with the event's value; the event was not sent again.
+	MatchedHeld int `json:"matched_held"`
 	// NotInPostgreSQL are (flid, state_version)s on the topic without an event in msg_event: SENT
 	// events older than MSGX_EVENT_RETENTION are deleted. Not compared.
 	NotInPostgreSQL int `json:"not_in_postgresql"`
@@ -75,7 +97,8 @@ func Compare(t *Topics, s Stored) Report {
 		State:   StateSummary{Topic: t.StateTopic, Records: t.StateRecords, FLIDs: len(t.states)},
 	}
 	r.Differences = slices.Clone(t.diffs)
-	r.Differences = append(r.Differences, compareChanges(t, s.Changes, &r.Changes)...)
+	r.Failover = failover(s)
+	r.Differences = append(r.Differences, compareChanges(t, s, &r.Changes)...)
 	r.Differences = append(r.Differences, compareStates(t, s, &r.State)...)
 	slices.SortStableFunc(r.Differences, func(a, b Difference) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(len(a.FLID), len(b.FLID)), cmp.Compare(a.FLID, b.FLID),
@@ -88,7 +111,8 @@ func Compare(t *Topics, s Stored) Report {
 }
 
 // compareChanges checks the duplicates of the changes topic and looks up every SENT event.
-func compareChanges(t *Topics, events []outbox.ChangeEvent, sum *ChangesSummary) []Difference {
+func compareChanges(t *Topics, s Stored, sum *ChangesSummary) []Difference {
+	events := s.Changes
 	var diffs []Difference
 	for k, recs := range t.changes {
 		for _, rec := range recs[1:] {
@@ -116,6 +140,9 @@ func compareChanges(t *Topics, events []outbox.ChangeEvent, sum *ChangesSummary)
 		switch {
 		case len(recs) == 0:
 			d.Kind, d.Detail = ChangeMissing, fmt.Sprintf("event %d is SENT in PostgreSQL", e.EventID)
+		case heldMatch(s.Held, recs[0], e):
+			sum.MatchedHeld++
+			continue
 		case !bytes.Equal(recs[0].valueSum, e.ValueSHA256) || recs[0].eventID != strconv.FormatInt(e.EventID, 10):
 			d.Kind, d.Partition, d.Offset = ChangeDiffers, recs[0].partition, recs[0].offset
 			d.Detail = fmt.Sprintf("the record (event_id %q) is not event %d's value", recs[0].eventID, e.EventID)
@@ -125,12 +152,47 @@ func compareChanges(t *Topics, events []outbox.ChangeEvent, sum *ChangesSummary)
 		}
 		diffs = append(diffs, d)
 	}
-	for k := range t.changes {
-		if !inPG[k] {
-			sum.NotInPostgreSQL++
+	for k, recs := range t.changes {
+		if inPG[k] {
+			continue
 		}
+		if f := stored(s.Flights, k.flid); f != nil && k.version > f.Version {
+			diffs = append(diffs, Difference{Kind: BeyondDatabase, Topic: t.ChangesTopic, FLID: k.flid, StateVersion: k.version,
+				Partition: recs[0].partition, Offset: recs[0].offset,
+				Detail: fmt.Sprintf("PostgreSQL's flight is at version %d: the database lost this change (a failover), or has not derived it again yet", f.Version)})
+			continue
+		}
+		sum.NotInPostgreSQL++
 	}
 	return diffs
+}
+
+// heldMatch reports whether rec is the held record of e's version and carries e's value.
+func heldMatch(held map[string]map[int64]outbox.Held, rec changeRec, e outbox.ChangeEvent) bool {
+	h, ok := held[e.FLID][e.StateVersion]
+	return ok && strconv.FormatInt(h.EventID, 10) == rec.eventID && bytes.Equal(h.ValueSHA256[:], e.ValueSHA256) &&
+		bytes.Equal(rec.valueSum, e.ValueSHA256)
+}
+
+func stored(flights map[int64]*flight.State, flid string) *flight.State {
+	id, err := strconv.ParseInt(flid, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return flights[id]
+}
+
+func failover(s Stored) FailoverSummary {
+	f := FailoverSummary{Timeline: s.Timeline, Timelines: s.Timelines}
+	for _, vs := range s.Held {
+		for _, h := range vs {
+			f.Held++
+			if h.Beyond {
+				f.HeldBeyond++
+			}
+		}
+	}
+	return f
 }
 
 // compareStates checks the last state record of every FLID that has one, was sent, or is stored.

@@ -28,6 +28,7 @@ const (
 	StateBehind      Kind = "state-behind"      // the last state record is older than what was sent or stored
 	StateDiffers     Kind = "state-differs"     // the last state record is not the stored state
 	Malformed        Kind = "malformed"         // a record without a numeric state_version header
+	BeyondDatabase   Kind = "beyond-database"   // a change record newer than the stored flight: work the database lost
 )
 
 // Difference is one disagreement between a topic and PostgreSQL, or inside a topic.

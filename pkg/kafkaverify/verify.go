@@ -22,6 +22,12 @@ func ReadStored(ctx context.Context, db flightstore.Beginner) (Stored, error) {
 		if s.States, err = outbox.ReadStateProgress(ctx, tx); err != nil {
 			return err
 		}
+		if s.Held, err = outbox.ReadHeld(ctx, tx); err != nil {
+			return err
+		}
+		if s.Timelines, s.Timeline, err = outbox.Timelines(ctx, tx); err != nil {
+			return err
+		}
 		s.Flights, err = flightstore.ReadAll(ctx, tx)
 		return err
 	})

@@ -83,3 +83,31 @@ func (m *Mailbox) OutboundSent(ctx context.Context, ids []int64) (map[int64]time
 	}
 	return out, nil
 }
+
+// OutboundText is a coutmsgs row with its message.
+type OutboundText struct {
+	OutboundRow
+	Text string
+}
+
+// RecentOutbound returns the coutmsgs rows of routingID inserted at or after since (a wall clock,
+// as InsertOutbound writes it), in id order.
+func (m *Mailbox) RecentOutbound(ctx context.Context, routingID string, since time.Time) ([]OutboundText, error) {
+	rows, err := m.db.QueryContext(ctx, recentOutboundSQL, routingID, wallClock(since))
+	if err != nil {
+		return nil, fmt.Errorf("read recent coutmsgs rows: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboundText
+	for rows.Next() {
+		var r OutboundText
+		if err := rows.Scan(&r.ID, &r.Inserted, &r.Text); err != nil {
+			return nil, fmt.Errorf("scan coutmsgs row: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read recent coutmsgs rows: %w", err)
+	}
+	return out, nil
+}

@@ -73,6 +73,12 @@ const (
  ORDER BY COUTMSGS_ID
  LIMIT 1`
 
+	// recentOutboundSQL reads the outbound rows of a ROUTINGID inserted since a bound (a scan, as
+	// findOutboundSQL), for the requests' look-up of rows whose tracking row a failover lost.
+	recentOutboundSQL = `SELECT COUTMSGS_ID, COUTMSGS_DATE_INSERTED, COUTMSGS_CLOB_MSG FROM coutmsgs
+ WHERE ROUTINGID = ? AND COUTMSGS_DATE_INSERTED >= ?
+ ORDER BY COUTMSGS_ID`
+
 	// outboundSentSQLPrefix reads the transport's COUTMSGS_DATE_SENT of n rows (see outboundSentSQL).
 	outboundSentSQLPrefix = `SELECT COUTMSGS_ID, COUTMSGS_DATE_SENT FROM coutmsgs WHERE COUTMSGS_DATE_SENT IS NOT NULL AND COUTMSGS_ID IN (?`
 )

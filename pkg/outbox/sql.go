@@ -251,3 +251,41 @@ const unsentStatesSQL = `
 SELECT partition_key, max(state_version) FROM msg_event
  WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')
  GROUP BY partition_key`
+
+// timelineSQL is the database's current timeline (msgx_timeline: every promotion raises it)
+// and the highest one recorded before; it records the current one.
+const timelineSQL = `
+WITH prev AS (SELECT max(timeline) AS t FROM db_timeline),
+cur AS (SELECT msgx_timeline() AS t),
+ins AS (INSERT INTO db_timeline (timeline, first_seen_at) SELECT t, $1 FROM cur ON CONFLICT DO NOTHING)
+SELECT (SELECT t FROM cur), coalesce((SELECT t FROM prev), 0)`
+
+// tailFromSQL is the newest lease renewal of the other roles: a commit of the old primary that
+// the database still has, so every record Kafka took after the last commit it kept was produced
+// after about then (the caller subtracts a margin for sends in flight). NULL: no other role.
+const tailFromSQL = `SELECT max(renewed_at) FROM leader_lease WHERE role <> $1`
+
+// recordHeldSQL records the change records read from the topic ($1 FLID, $2 version, $3
+// event_id, $4 SHA-256 of the value, $5 record time) of which the database has no SENT
+// KAFKA:msg event, with whether it has the record's own event (its event_id: a crash after the
+// broker's acknowledgement) or not (the database lost it, even if it derived the version again
+// since); it returns one row per new record with that flag.
+const recordHeldSQL = `
+INSERT INTO msg_kafka_held AS h (partition_key, state_version, event_id, value_sha256, record_time, stored)
+SELECT u.k, u.v, u.id, u.sha, u.ts,
+       EXISTS (SELECT 1 FROM msg_event e WHERE e.event_id = u.id)
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::timestamptz[]) AS u(k, v, id, sha, ts)
+ WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k
+                      AND e.state_version = u.v AND e.status = 'SENT')
+ON CONFLICT (partition_key, state_version) DO NOTHING
+RETURNING h.stored`
+
+// heldSQL is every held change record.
+const heldSQL = `SELECT partition_key, state_version, event_id, value_sha256, record_time, NOT stored FROM msg_kafka_held`
+
+// timelinesSQL is every recorded timeline (0 when none) with the current one (0 on a standby,
+// where msgx_timeline() cannot be called).
+const timelinesSQL = `
+SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_timeline() END
+  FROM (SELECT 1) one LEFT JOIN db_timeline d ON true
+ ORDER BY d.timeline`

@@ -103,6 +103,12 @@ func (s *Sender) Send(ctx context.Context, id int64) (Outcome, error) {
 		if err := s.at(StepLookedUp); err != nil {
 			return err
 		}
+		if !found {
+			if r, row, found, err = s.reconcile(ctx, tx, r); err != nil {
+				return fmt.Errorf("send request %d: %w", id, err)
+			}
+			res.Request = r
+		}
 		outID, sentAt := row.ID, s.insertedAt(row.Inserted)
 		if !found {
 			sentAt = s.clock.Now()

@@ -93,6 +93,17 @@ RETURNING req_id`
 	markSentSQL = `UPDATE req_track SET status = 'SENT', out_msg_id = $2, sent_at = $3
  WHERE req_id = $1 AND status = 'REGISTERED'`
 
+	// knownOutSQL is which of the coutmsgs ids a request records as its outbound row.
+	knownOutSQL = `SELECT out_msg_id FROM req_track WHERE out_msg_id = ANY($1::bigint[])`
+
+	// reMetaSQL gives a REGISTERED request another SEQN, DTTM and outbound text (the ones of the
+	// outbound row it adopts, or a fresh SEQN).
+	reMetaSQL = `UPDATE req_track SET seqn = $2, msg_dttm = $3, out_xml = $4 WHERE req_id = $1 AND status = 'REGISTERED'`
+
+	// raiseSEQNSQL takes a SEQN above every one of $1 (the SEQNs the mailbox shows in use) and
+	// the counter's: the counter lives in PostgreSQL and goes back with a lost tail.
+	raiseSEQNSQL = `UPDATE req_seqn SET last = CASE WHEN greatest(last, $1) >= 999999 THEN 1 ELSE greatest(last, $1) + 1 END RETURNING last`
+
 	markWaitingSQL = `UPDATE req_track SET status = 'WAITING', waiting_at = $2
  WHERE req_id = $1 AND status = 'SENT'`
 

@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -123,6 +123,10 @@ var pgGrants = []pgGrant{
 	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
 	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_sent"}},
+	// dispatcher: the timelines it ran on (a promotion), and the change records the changes
+	// topic holds beyond what the database knew as sent (read at the start of each term).
+	{Dispatcher, "SELECT, INSERT", []string{"db_timeline"}},
+	{Dispatcher, "SELECT, INSERT, DELETE", []string{"msg_kafka_held"}},
 	// dispatcher: enqueued_at of the sent events' messages (msgx_end_to_end_lag_seconds), those
 	// two columns only (never raw).
 	{Dispatcher, "SELECT (msg_id, enqueued_at)", []string{"proc_state"}},
@@ -136,6 +140,9 @@ var pgGrants = []pgGrant{
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
+	// jobs: a send renumbers a request whose SEQN the mailbox shows in use (after a failover
+	// that lost the counter's last advances) and raises the counter.
+	{Jobs, "SELECT, UPDATE", []string{"req_seqn"}},
 	{Jobs, "SELECT, DELETE", []string{"req_open_day"}}, // an expired request releases its days
 	{Jobs, "SELECT, INSERT, UPDATE", []string{"job_state"}},
 	{Jobs, "SELECT, INSERT", []string{"replay_audit"}},

@@ -71,6 +71,8 @@ type Scenario struct {
 	Kafka *RealKafka
 	// Feed, when set, replaces Config.Feed: faults that last long need traffic throughout.
 	Feed time.Duration
+	// PGStandby, when set, runs the scenario on its own primary and streaming standby.
+	PGStandby *PGStandby
 }
 
 // Result is one scenario's outcome.
@@ -136,6 +138,8 @@ type Run struct {
 
 	// Recovery, set by an Alone scenario, is its recovery figure.
 	Recovery time.Duration
+	// Standby is a PGStandby scenario's standby (Servers.PG its primary).
+	Standby *privdb.Postgres
 
 	maxCommitted atomic.Int64 // highest mailbox id the writer committed
 	recoverFrom  time.Time    // when the last fault ended
@@ -241,12 +245,24 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	if err := os.RemoveAll(dir); err != nil {
 		return res, err
 	}
+	srv, ha, err := withStandbyPair(srv, sc)
+	if err != nil {
+		return res, err
+	}
+	if ha != nil {
+		defer func() { _ = ha.close() }()
+	}
 	dbs := stack.Databases{PGServer: srv.PG.ServerURL(), PGDatabase: "chaos", MySQLServer: srv.MySQL.ServerDSN(), MySQLDB: "chaos_mailbox", Fresh: true}
 	pgURL, mysqlDSN, err := stack.Prepare(ctx, dbs)
 	if err != nil {
 		return res, fmt.Errorf("prepare databases: %w", err)
 	}
-	pool, err := pgxpool.New(ctx, pgURL)
+	if ha != nil {
+		if pgURL, err = ha.startStandby(ctx, pgURL); err != nil {
+			return res, err
+		}
+	}
+	pool, err := harnessPool(ctx, pgURL)
 	if err != nil {
 		return res, err
 	}
@@ -264,6 +280,9 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Feed: feed,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, n)), killed: map[string]int{}, extra: map[int64]verify.Want{},
 		log: func(f string, a ...any) { fmt.Fprintf(cfg.Log, "chaos:     "+f+"\n", a...) }}
+	if ha != nil {
+		r.Standby = ha.standby
+	}
 	if sc.Alone != nil {
 		return runAlone(ctx, cfg, sc, r, dir, pgURL, start)
 	}

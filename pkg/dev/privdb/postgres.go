@@ -51,7 +51,7 @@ func (p *Postgres) init() error {
 		return err
 	}
 	auth := []string{"--auth=trust"}
-	hba := "local all all trust\nhost all all 127.0.0.1/32 trust\n"
+	hba := "local all all trust\nhost all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n"
 	if p.opts.Password != "" {
 		pwfile := filepath.Join(p.dir, "pwfile")
 		if err := os.WriteFile(pwfile, []byte(p.opts.Password+"\n"), 0o600); err != nil {

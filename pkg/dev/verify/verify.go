@@ -328,29 +328,85 @@ func VersionsNeverDecrease(recs []stack.Record) []string {
 	return bad
 }
 
+// EventIDsUnique checks, per topic, that no event_id names two different (FLID, version)s.
+func EventIDsUnique(recs []stack.Record) []string {
+	type rec struct {
+		flid    string
+		version int64
+	}
+	named := map[string]map[int64]rec{}
+	var bad []string
+	for _, r := range recs {
+		if named[r.Topic] == nil {
+			named[r.Topic] = map[int64]rec{}
+		}
+		got := rec{r.FLID, r.StateVersion}
+		if first, ok := named[r.Topic][r.EventID]; ok && first != got {
+			bad = append(bad, fmt.Sprintf("%s: event_id %d names FLID %s v%d and FLID %s v%d", r.Topic, r.EventID, first.flid, first.version, r.FLID, r.StateVersion))
+			continue
+		}
+		named[r.Topic][r.EventID] = got
+	}
+	return bad
+}
+
+// sentSets are the SENT events by topic and id, and the change records the dispatcher found on
+// the topic beyond what the database knew (msg_kafka_held: a failover's lost tail), by id and by
+// (FLID, version).
+type sentSets struct {
+	sent      map[string]map[int64]bool
+	held      map[int64]bool
+	heldByKey map[string]int64 // "flid/version" -> the held record's event_id
+	keyOf     map[int64]string // SENT KAFKA:msg event -> "flid/version"
+	timeline  int64            // the newest timeline among the SENT events (ids >> 40)
+}
+
+func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
+	s := sentSets{sent: map[string]map[int64]bool{TopicChanges: {}, TopicState: {}}, held: map[int64]bool{},
+		heldByKey: map[string]int64{}, keyOf: map[int64]string{}}
+	rows, err := pool.Query(ctx, `SELECT event_id, target, partition_key || '/' || state_version FROM msg_event WHERE status = 'SENT'`)
+	if err != nil {
+		return s, fmt.Errorf("read sent events: %w", err)
+	}
+	var id int64
+	var target, key string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &target, &key}, func() error {
+		s.timeline = max(s.timeline, id>>40)
+		switch target {
+		case "KAFKA:msg":
+			s.sent[TopicChanges][id] = true
+			s.keyOf[id] = key
+		case "KAFKA:schd":
+			s.sent[TopicState][id] = true
+		}
+		return nil
+	}); err != nil {
+		return s, fmt.Errorf("read sent events: %w", err)
+	}
+	rows, err = pool.Query(ctx, `SELECT event_id, partition_key || '/' || state_version FROM msg_kafka_held`)
+	if err != nil {
+		return s, fmt.Errorf("read held records: %w", err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&id, &key}, func() error {
+		s.held[id], s.heldByKey[key] = true, id
+		return nil
+	}); err != nil {
+		return s, fmt.Errorf("read held records: %w", err)
+	}
+	return s, nil
+}
+
 // SentEvents compares msgx.flight.changes with the KAFKA:msg events: every SENT event is on the
 // topic, and every record is a SENT event; every msgx.flight.state record is a SENT KAFKA:schd
 // event (the flush sends one record for the newest of a FLID's events). duplicates counts the
 // records beyond the first of their event (the idempotent producer's allowance after a retry or
-// a takeover).
-func SentEvents(ctx context.Context, pool *pgxpool.Pool, recs []stack.Record) (bad []string, duplicates int, err error) {
-	rows, err := pool.Query(ctx, `SELECT event_id, target FROM msg_event WHERE status = 'SENT'`)
+// a takeover). After a failover that lost the database's last transactions, a change record the
+// dispatcher recorded as held stands for the SENT event of its version, and a state record of an
+// older timeline than the database's may name an event the database lost; lostTail counts them.
+func SentEvents(ctx context.Context, pool *pgxpool.Pool, recs []stack.Record) (bad []string, duplicates, lostTail int, err error) {
+	s, err := readSent(ctx, pool)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read sent events: %w", err)
-	}
-	sent := map[string]map[int64]bool{TopicChanges: {}, TopicState: {}}
-	var id int64
-	var target string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &target}, func() error {
-		switch target {
-		case "KAFKA:msg":
-			sent[TopicChanges][id] = true
-		case "KAFKA:schd":
-			sent[TopicState][id] = true
-		}
-		return nil
-	}); err != nil {
-		return nil, 0, fmt.Errorf("read sent events: %w", err)
+		return nil, 0, 0, err
 	}
 	seen := map[string]map[int64]bool{TopicChanges: {}, TopicState: {}}
 	for _, r := range recs {
@@ -363,17 +419,21 @@ func SentEvents(ctx context.Context, pool *pgxpool.Pool, recs []stack.Record) (b
 			continue
 		}
 		seen[r.Topic][r.EventID] = true
-		if !sent[r.Topic][r.EventID] {
+		switch {
+		case s.sent[r.Topic][r.EventID]:
+		case r.Topic == TopicChanges && s.held[r.EventID], r.Topic == TopicState && r.EventID>>40 < s.timeline:
+			lostTail++
+		default:
 			bad = append(bad, fmt.Sprintf("%s: record of event %d (FLID %s v%d), which is not a SENT event", r.Topic, r.EventID, r.FLID, r.StateVersion))
 		}
 	}
-	for id := range sent[TopicChanges] {
-		if !seen[TopicChanges][id] {
+	for id := range s.sent[TopicChanges] {
+		if !seen[TopicChanges][id] && !seen[TopicChanges][s.heldByKey[s.keyOf[id]]] {
 			bad = append(bad, fmt.Sprintf("%s: SENT event %d is not on the topic", TopicChanges, id))
 		}
 	}
 	sort.Strings(bad)
-	return bad, duplicates, nil
+	return bad, duplicates, lostTail, nil
 }
 
 // Poll calls check every poll until it reports nothing or timeout passes (or ctx ends), and
@@ -406,7 +466,9 @@ type Report struct {
 	Flights    int   // stored flights compared
 	Versions   int64 // Σ state_version of the stored flights: the msgx.flight.changes events owed
 	Duplicates int   // Kafka records beyond the first of their event
-	Lost       int   // messages without their intended outcome or marker, SENT events missing from Kafka
+	// LostTailRecords are records of events a failover's promoted database lost (SentEvents).
+	LostTailRecords int
+	Lost            int // messages without their intended outcome or marker, SENT events missing from Kafka
 }
 
 // Failed lists the checks with problems, each as "name: first problems".
@@ -478,11 +540,12 @@ func Day(ctx context.Context, in Input) (Report, error) {
 	add("state topic = flights", StateTopic(in.Records(), states))
 	add("changes complete", Poll(ctx, 200*time.Millisecond, in.Wait, func() []string { return ChangesProblems(in.Records(), states) }))
 	add("versions never decrease", VersionsNeverDecrease(in.Records()))
-	sentBad, dups, err := SentEvents(ctx, in.Pool, in.Records())
+	add("event ids name one record", EventIDsUnique(in.Records()))
+	sentBad, dups, lostTail, err := SentEvents(ctx, in.Pool, in.Records())
 	if err != nil {
 		return rep, err
 	}
-	rep.Duplicates = dups
+	rep.Duplicates, rep.LostTailRecords = dups, lostTail
 	add("records = sent events", sentBad)
 	for _, p := range sentBad {
 		if strings.Contains(p, "is not on the topic") {
