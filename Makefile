@@ -52,6 +52,10 @@ setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, 
 .PHONY: test
 test: setup lint verify test-race k8s-test rules-test ## what CI runs: set-up, lint, migration verify, race tests, manifest checks, alert rule tests
 
+.PHONY: soak
+soak: ## the full-size acceptance runs make test runs smaller (a whole generated airport day against the model, 100,000 events through a faulty broker): MSGX_SOAK=1
+	MSGX_SOAK=1 $(GOTEST) -race -count=1 -timeout 20m -run 'TestGeneratedDay|TestOrderingUnderFaults' ./pkg/processor/flights ./pkg/dispatch
+
 .PHONY: bench-modes
 E2E_BENCH = $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 20m ./e2e/
 bench-modes: ## the end-to-end benchmark's iteration modes, each run briefly to its end (MSGX_BENCH_BRIEF=1: small sizes, nothing written): the full run with the 1M step, drain only, sustained only

@@ -261,13 +261,17 @@ func checkStream(t testing.TB, recs []kafkatest.Record, want map[string]int64) [
 	return dups
 }
 
-// TestOrderingUnderFaults is the acceptance run: 100,000 events over 2,000 FLIDs (10,000 over
-// 200 with -short) while the broker randomly fails produce requests, drops connections, answers
-// slowly, and times out after appending.
+// TestOrderingUnderFaults: events over FLIDs while the broker randomly fails produce requests,
+// drops connections, answers slowly, and times out after appending. make test runs 25,000 events
+// over 500 FLIDs; the acceptance run, 100,000 over 2,000, runs with MSGX_SOAK=1 (make soak);
+// -short runs 10,000 over 200.
 func TestOrderingUnderFaults(t *testing.T) {
 	t.Parallel()
-	flids, per := 2000, 50
-	if testing.Short() {
+	flids, per := 500, 50
+	switch {
+	case os.Getenv("MSGX_SOAK") == "1":
+		flids, per = 2000, 50
+	case testing.Short():
 		flids, per = 200, 50
 	}
 	b := setup(t, options{policy: outbox.Policy{MaxAttempts: 1000, BackoffBase: time.Second, BackoffMax: 4 * time.Second}})

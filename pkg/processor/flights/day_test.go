@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -321,10 +322,16 @@ func (d *day) check(t testing.TB, e *env) {
 	}
 }
 
+// TestGeneratedDay runs a generated airport day against the model: a quarter of a day (500
+// flights, 12,500 FLOPs) in make test, the full day (2,000 flights, 50,000 FLOPs) with
+// MSGX_SOAK=1 (make soak), a small one with -short.
 func TestGeneratedDay(t *testing.T) {
 	t.Parallel()
-	flights, flops := 2000, 50000 // a full airport day
-	if testing.Short() {
+	flights, flops := 500, 12500
+	switch {
+	case os.Getenv("MSGX_SOAK") == "1":
+		flights, flops = 2000, 50000
+	case testing.Short():
 		flights, flops = 200, 500
 	}
 	d := genDay(flights, 1)
