@@ -669,6 +669,7 @@ CREATE TABLE public.proc_state (
     crashes integer DEFAULT 0 NOT NULL,
     deaths integer DEFAULT 0 NOT NULL,
     raw_bytes bytea,
+    outcome_epoch bigint,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
@@ -716,6 +717,7 @@ CREATE TABLE public.proc_state_hst (
     crashes integer DEFAULT 0 NOT NULL,
     deaths integer DEFAULT 0 NOT NULL,
     raw_bytes bytea,
+    outcome_epoch bigint,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
@@ -1679,4 +1681,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261222120000'),
     ('20261228120000'),
     ('20261229120000'),
-    ('20261230120000');
+    ('20261230120000'),
+    ('20261231120000');

@@ -216,6 +216,9 @@ type benchResult struct {
 	def, k2            latencyRun       // 200 msgs/s and 2,000 msgs/s, default configuration
 	rss                map[string]int64 // peak RSS per binary (bytes)
 	size               benchSize
+	// ab is the A/B run make bench made before this one (scripts/bench-ab.sh, AB_OUT: key: value
+	// lines; MSGX_BENCH_AB names the file), in the order written; nil without one.
+	ab [][2]string
 }
 
 // drainRun is one throughput run: a pre-written backlog drained by a fresh stack.
@@ -269,6 +272,9 @@ type latencyRun struct {
 	backlogEarly, backlogLate float64
 	backlogMax                int
 	complete                  bool // every message was delivered within the drain timeout
+	// commitsPerS is the run database's PostgreSQL commits per second while writing
+	// (pg_stat_database.xact_commit: every stage, the benchmark's own queries included).
+	commitsPerS float64
 	// p50 and p99 of commit → enqueued (ingest: the poll and the waits below a lower id still
 	// uncommitted) and of enqueued → on Kafka (processor and dispatcher).
 	wait, deliver [2]time.Duration
@@ -279,6 +285,7 @@ func (l latencyRun) growth() float64 { return l.backlogLate - l.backlogEarly }
 
 func (e *benchEnv) run(b *testing.B) benchResult {
 	r := e.newResult()
+	r.ab = readAB(b)
 	e.throughput(b, &r)
 	e.latency(b, &r, true)
 	if os.Getenv("MSGX_BENCH_1M") == "1" {
@@ -336,9 +343,9 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	}
 	d := drainRun{backlog: len(e.head) + n, cpu: map[string]time.Duration{}}
 
-	heap := os.Getenv("MSGX_BENCH_HEAP")
+	heap, cpuProf := os.Getenv("MSGX_BENCH_HEAP"), os.Getenv("MSGX_BENCH_CPUPROF")
 	var env []string
-	if heap != "" {
+	if heap != "" || cpuProf != "" {
 		env = []string{"MSGX_PPROF=true"}
 	}
 	start := time.Now()
@@ -348,7 +355,12 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	require.NoError(b, err)
 	if heap != "" {
 		// The processor's heap 15 s into the drain (mid-drain on this machine), for pprof.
-		t := time.AfterFunc(15*time.Second, func() { saveHeap(s.Proc("processor").Addr, heap) })
+		t := time.AfterFunc(15*time.Second, func() { saveProfile(s.Proc("processor").Addr, "heap", heap) })
+		defer t.Stop()
+	}
+	if cpuProf != "" {
+		// The processor's CPU profile of 10 s from 3 s into the drain.
+		t := time.AfterFunc(3*time.Second, func() { saveProfile(s.Proc("processor").Addr, "profile?seconds=10", cpuProf) })
 		defer t.Stop()
 	}
 	pgAll, my := stack.CommCPU("postgres"), stack.CommCPU("mariadbd")
@@ -482,7 +494,7 @@ func (e *benchEnv) latency(b *testing.B, r *benchResult, at200 bool) {
 	// Ten rows per INSERT statement: the writer's inserts are sequential, and one row per
 	// statement cannot keep 2,000/s on a busy machine; each row still has its own commit time.
 	r.k2 = e.paced(b, s, pool, dsn, gen, e.size.rate2k, e.size.latency2kFor, 10, false)
-	fmt.Printf("sustained, %s: %s; backlog growth %+.0f\n", r.k2.what(), r.k2.figures(), r.k2.growth())
+	fmt.Printf("sustained, %s: %s; backlog growth %+.0f; %.0f PostgreSQL commits/s\n", r.k2.what(), r.k2.figures(), r.k2.growth(), r.k2.commitsPerS)
 	peakRSS(b, s, r.rss)
 }
 
@@ -523,8 +535,10 @@ func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn s
 			}
 		}
 	}()
+	commits0, began := xactCommits(b, e.ctx, pool), time.Now()
 	maxID, written := e.write(b, dsn, simulate.WriterConfig{Conns: 4, Pace: simulate.PaceSteady, Rate: float64(rate),
 		Batch: batch, Committed: commit}, gen.messages(n))
+	l.commitsPerS = float64(xactCommits(b, e.ctx, pool)-commits0) / time.Since(began).Seconds()
 	close(stop)
 	stageReport(b, e.ctx, s, pool)
 	l.written = written
@@ -559,6 +573,14 @@ func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn s
 	p := lat.Percentiles(0.5, 0.9, 0.99, 1)
 	l.p50, l.p90, l.p99, l.pmax = p[0], p[1], p[2], p[3]
 	return l
+}
+
+// xactCommits is the run database's commits so far (pg_stat_database; a backend reports its
+// counts when it goes idle, at most a second late, so a long run's rate is exact to a second).
+func xactCommits(b *testing.B, ctx context.Context, pool *pgxpool.Pool) int64 {
+	var n int64
+	require.NoError(b, pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n))
+	return n
 }
 
 // split is p50 and p99 of the two parts of the arrived messages' latency (stack.Latencies.Split):

@@ -243,14 +243,16 @@ func target(ok bool, miss string) string {
 	return "**missed** " + miss
 }
 
-// Targets of issue 19 (quiet 2-core machine).
+// Targets (quiet 2-core machine): issue 19's rate, ratio and CPU; issue 31's latencies, commits
+// and memory.
 const (
 	targetRate      = 8000 // msgs/s end to end
 	targetRatio     = 8    // × the pgbench ceiling
 	targetCPU       = 200  // µs of CPU per message, every process
-	targetP50       = 100 * time.Millisecond
-	targetP99       = 250 * time.Millisecond
-	targetP99At2k   = time.Second
+	targetP50       = 50 * time.Millisecond
+	targetP99       = 100 * time.Millisecond
+	targetP99At2k   = 500 * time.Millisecond
+	targetCommits2k = 150 // PostgreSQL commits per second at 2,000 msgs/s, every stage
 	targetRSS       = 64  // MB per binary
 	target1MSlowest = 0.8 // the 1M backlog's rate against the 100k one's
 )
@@ -279,11 +281,12 @@ func (r benchResult) section() string {
 		r.def.what(), r.def.figures(), targetP50.Milliseconds(),
 		target(r.def.p50 < targetP50, fmt.Sprintf("by %d ms", (r.def.p50-targetP50).Milliseconds())), targetP99.Milliseconds(),
 		target(r.def.p99 < targetP99, fmt.Sprintf("by %d ms", (r.def.p99-targetP99).Milliseconds())))
-	fmt.Fprintf(&b, "| sustained, default configuration, %s; backlog (committed, not yet received) mean %.0f in s 10–20, %.0f in the last 10 s, max %d | %s; backlog growth %+.0f messages | p99 < 1 s: %s; no growth: %s |\n",
-		r.k2.what(), r.k2.backlogEarly, r.k2.backlogLate, r.k2.backlogMax, r.k2.figures(), r.k2.growth(),
-		target(r.k2.p99 < targetP99At2k, fmt.Sprintf("(p99 %s)", msText(r.k2.p99))),
+	fmt.Fprintf(&b, "| sustained, default configuration, %s; backlog (committed, not yet received) mean %.0f in s 10–20, %.0f in the last 10 s, max %d | %s; backlog growth %+.0f messages; %.0f PostgreSQL commits/s | p99 < %d ms: %s; no growth: %s; ≤ %d commits/s: %s |\n",
+		r.k2.what(), r.k2.backlogEarly, r.k2.backlogLate, r.k2.backlogMax, r.k2.figures(), r.k2.growth(), r.k2.commitsPerS,
+		targetP99At2k.Milliseconds(), target(r.k2.p99 < targetP99At2k, fmt.Sprintf("(p99 %s)", msText(r.k2.p99))),
 		target(r.k2.written >= 0.95*float64(r.k2.rate) && r.k2.growth() <= max(100, 0.1*float64(r.k2.rate)),
-			fmt.Sprintf("(%+.0f messages)", r.k2.growth())))
+			fmt.Sprintf("(%+.0f messages)", r.k2.growth())),
+		targetCommits2k, target(r.k2.commitsPerS <= targetCommits2k, fmt.Sprintf("(%.0f)", r.k2.commitsPerS)))
 	if r.m1.backlog > 0 {
 		rel := r.m1.rate / r.e2e.rate
 		fmt.Fprintf(&b, "| throughput, %d-message backlog, as above | %.0f msgs/s (%s; %.2f× the 100k run; CPU %.0f µs/msg) | within 20%% of the 100k run: %s |\n",
@@ -301,6 +304,7 @@ func (r benchResult) section() string {
 	}
 	fmt.Fprintf(&b, "| peak RSS (VmHWM before stop, largest of the stacks; the 1,200-flight snapshot is the largest schedule), MB | %s | < %d each: %s |\n\n",
 		strings.Join(parts, ", "), targetRSS, target(worst == "", worst))
+	b.WriteString(r.abSection())
 	fmt.Fprintf(&b, "Throughput run, from the stack's start: everything ingested at %.1f s, processed at %.1f s, delivered at %.1f s. "+
 		"CPU time during it (of %.0f s available on %d CPUs): ", r.e2e.ingested.Seconds(), r.e2e.processed.Seconds(), r.e2e.drain.Seconds(),
 		r.e2e.drain.Seconds()*float64(m.cpus), m.cpus)
@@ -327,6 +331,7 @@ func (r benchResult) section() string {
 	fmt.Fprintf(&b, "latency_2k_p99_ms: %d\n", msKey(r.k2.p99))
 	fmt.Fprintf(&b, "latency_2k_written_per_s: %.0f\n", r.k2.written)
 	fmt.Fprintf(&b, "latency_2k_backlog_growth: %.0f\n", r.k2.growth())
+	fmt.Fprintf(&b, "commits_per_s_2k: %.0f\n", r.k2.commitsPerS)
 	if r.m1.backlog > 0 {
 		fmt.Fprintf(&b, "e2e_1m_msgs_per_s: %.0f\n", r.m1.rate)
 	} else {
@@ -336,8 +341,46 @@ func (r benchResult) section() string {
 		fmt.Fprintf(&b, "rss_%s_mb: %.1f\n", name, float64(r.rss[name])/(1<<20))
 	}
 	fmt.Fprintf(&b, "rss_max_mb: %.1f\n", r.rssMaxMB())
+	for _, kv := range r.ab {
+		fmt.Fprintf(&b, "%s: %s\n", kv[0], kv[1])
+	}
 	b.WriteString("```\n")
 	return b.String()
+}
+
+// abSection is the A/B paragraph of a section: this tree against the base commit, drained in
+// interleaved pairs on this machine just before the run (make bench; scripts/bench-ab.sh).
+func (r benchResult) abSection() string {
+	if r.ab == nil {
+		return ""
+	}
+	v := map[string]string{}
+	for _, kv := range r.ab {
+		v[kv[0]] = kv[1]
+	}
+	ratio := func(k string) float64 { f, _ := strconv.ParseFloat(v[k], 64); return f }
+	return fmt.Sprintf("A/B in the same session, before the run above (`make bench-ab`: %s interleaved pairs of fresh-stack "+
+		"drains of the same backlog, medians): this tree (%s) %s msgs/s at %s µs CPU per message, the base %s %s msgs/s at %s µs: "+
+		"throughput **%.2f×** the base (target ≥ 1.8×: %s), CPU per message **%.2f×** (target ≤ 0.5×: %s).\n\n",
+		v["ab_pairs"], v["ab_tree"], v["ab_tree_msgs"], v["ab_tree_cpu_us"], v["ab_base"], v["ab_base_msgs"], v["ab_base_cpu_us"],
+		ratio("ab_e2e_ratio"), target(ratio("ab_e2e_ratio") >= 1.8, ""), ratio("ab_cpu_ratio"), target(ratio("ab_cpu_ratio") <= 0.5, ""))
+}
+
+// readAB reads the A/B figures file (MSGX_BENCH_AB), key: value lines.
+func readAB(b *testing.B) [][2]string {
+	file := os.Getenv("MSGX_BENCH_AB")
+	if file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	require.NoError(b, err, "MSGX_BENCH_AB")
+	var out [][2]string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, val, ok := strings.Cut(l, ": ")
+		require.True(b, ok, "MSGX_BENCH_AB line %q", l)
+		out = append(out, [2]string{k, val})
+	}
+	return out
 }
 
 // cpuParts lists the CPU per message of each counted process.
@@ -432,12 +475,12 @@ func startPerf(b *testing.B, out string) func() {
 	}
 }
 
-// saveHeap writes the heap profile of the binary serving addr (MSGX_PPROF) to file; failures are
-// printed (a diagnosis aid, not a figure).
-func saveHeap(addr, file string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+// saveProfile writes the pprof profile path (heap; profile?seconds=n: CPU) of the binary serving
+// addr (MSGX_PPROF) to file; failures are printed (a diagnosis aid, not a figure).
+func saveProfile(addr, path, file string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + path)
 	if err != nil {
-		fmt.Println("heap profile:", err)
+		fmt.Println("profile:", err)
 		return
 	}
 	defer resp.Body.Close()
@@ -447,7 +490,7 @@ func saveHeap(addr, file string) {
 		err = errors.Join(err, f.Close())
 	}
 	if err != nil {
-		fmt.Println("heap profile:", err)
+		fmt.Println("profile:", err)
 	}
 }
 

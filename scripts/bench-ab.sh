@@ -64,3 +64,29 @@ for u in $units; do
   t=$(col "$tmp/tree.txt" | median)
   [ -n "$b" ] && [ -n "$t" ] && awk -v u="$u" -v b="$b" -v t="$t" 'BEGIN { printf "  %-22s %10.1f / %10.1f = %.2f\n", u, t, b, (b == 0 ? 0 : t / b) }'
 done
+
+# AB_OUT=file: the figures as key: value lines, for the dated section make bench writes.
+if [ -n "${AB_OUT:-}" ]; then
+  col() { awk -v u="$2" '{ for (i = 4; i <= NF; i += 2) if ($i == u) print $(i-1) }' "$1"; }
+  {
+    echo "ab_base: $(git rev-parse --short "$rev")"
+    echo "ab_tree: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes')"
+    echo "ab_pairs: $pairs"
+    for u in msgs/s cpu_us/msg; do
+      b=$(col "$tmp/base.txt" "$u" | median)
+      t=$(col "$tmp/tree.txt" "$u" | median)
+      key=${u%%/*}
+      echo "ab_base_${key}: $b"
+      echo "ab_tree_${key}: $t"
+    done
+    awk -v b="$(col "$tmp/base.txt" msgs/s | median)" -v t="$(col "$tmp/tree.txt" msgs/s | median)" 'BEGIN { printf "ab_e2e_ratio: %.2f\n", t / b }'
+    awk -v b="$(col "$tmp/base.txt" cpu_us/msg | median)" -v t="$(col "$tmp/tree.txt" cpu_us/msg | median)" 'BEGIN { printf "ab_cpu_ratio: %.2f\n", t / b }'
+    for u in $units; do
+      case $u in *_rss_MB)
+        echo "ab_tree_${u%_MB}_mb: $(col "$tmp/tree.txt" "$u" | sort -g | tail -1)"
+        echo "ab_base_${u%_MB}_mb: $(col "$tmp/base.txt" "$u" | sort -g | tail -1)";;
+      esac
+    done
+  } >"$AB_OUT"
+  echo "bench-ab: figures written to $AB_OUT"
+fi

@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/backoff"
@@ -54,39 +53,37 @@ const (
 	StatusSkipped = "SKIPPED" // a dead letter an operator gave up on: never sent
 )
 
-// Execer is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+// Copier is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
+type Copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
 }
 
-// Enqueue inserts events in the given order (event_id follows it) with one statement: it is the
-// one writer of msg_event. Of the KAFKA:schd events it writes only the newest of each flight
-// (event.Latest). Call it inside the transaction that makes the change, so events
-// commit with it. Build events with package event.
-func Enqueue(ctx context.Context, db Execer, now time.Time, events ...event.Event) error {
+// Enqueue inserts events in the given order (event_id follows it) with one COPY: it is the one
+// writer of msg_event. Of the KAFKA:schd events it writes only the newest of each flight
+// (event.Latest). Call it inside the transaction that makes the change, so events commit with
+// it. Build events with package event. COPY rather than an INSERT of unnested arrays: the same
+// rows for less server work (no array parsing, no ordering step; docs/benchmarks.md), and
+// event_id's default is evaluated row by row in the order sent.
+func Enqueue(ctx context.Context, db Copier, now time.Time, events ...event.Event) error {
 	events = event.Latest(events) // one state per flight (and its payload rendered)
 	if len(events) == 0 {
 		return nil
 	}
-	n := len(events)
-	targets, keys, types := make([]string, n), make([]string, n), make([]string, n)
-	versions, msgIDs := make([]int64, n), make([]*int64, n)
-	payloads := make([]*string, n)
+	rows := make([][]any, len(events))
 	for i, e := range events {
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("enqueue events: %w", err)
 		}
-		targets[i], keys[i], types[i], versions[i] = e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion
+		var msgID, body any
 		if e.MsgID != 0 {
-			id := e.MsgID
-			msgIDs[i] = &id
+			msgID = e.MsgID
 		}
 		if len(e.Payload) > 0 {
-			p := string(e.Payload)
-			payloads[i] = &p
+			body = string(e.Payload)
 		}
+		rows[i] = []any{e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, now}
 	}
-	if _, err := db.Exec(ctx, enqueueSQL, targets, keys, types, versions, msgIDs, payloads, now); err != nil {
+	if _, err := db.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("enqueue events: %w", err)
 	}
 	return nil

@@ -2,13 +2,9 @@ package outbox
 
 // Every statement of the msg_event store. Time is always a parameter (never now()).
 
-// enqueueSQL inserts a batch of events in array order (event_id follows it).
-const enqueueSQL = `
-INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, body, created_at)
-SELECT t, k, e, v, m, p, $7
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
-       WITH ORDINALITY AS u(t, k, e, v, m, p, ord)
- ORDER BY ord`
+// enqueueColumns are the msg_event columns Enqueue copies (the others take their defaults:
+// event_id from msgx_event_id(), status PENDING).
+var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events in event
 // order (msg_event_unsent_order); the first event of each FLID in that window is its head, since

@@ -139,7 +139,7 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 	}
 	p.ownMark = 0
 	p.afterCommit(ctx, now, []result{r})
-	return StepResult{Processed: 1}, nil
+	return StepResult{Processed: 1, More: true}, nil
 }
 
 // markStarted commits the head's start mark in its own transaction, before the batch runs:

@@ -172,3 +172,52 @@ func TestBatchFailureIsChargedToItsCause(t *testing.T) {
 	require.True(t, head.Equal(t0), "head %s", head)
 	require.True(t, cause.Equal(t0.Add(time.Second)), "cause %s", cause)
 }
+
+// A message that succeeds or is skipped at its first attempt writes no msg_attempt row: its one
+// attempt is read from its own row (outcome_epoch), live or archived, and a replay of a SKIPPED
+// no-match message writes it to msg_attempt before requeueing, so the history keeps it.
+func TestFirstAttemptKeptOnTheRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.procs[sis.KindFlightUpdate] = processor.HandlerFunc(func(_ context.Context, _ pgx.Tx, m processor.Message) (processor.Outcome, error) {
+		if m.ID == 2 {
+			return processor.Outcome{Skipped: true, Reason: "no-match:15"}, nil
+		}
+		return processor.Outcome{}, nil
+	})
+	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	b.drain(t, b.pump(t))
+	rows := func() int {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_attempt`).Scan(&n))
+		return n
+	}
+	require.Zero(t, rows(), "no attempt row for a first-attempt outcome")
+	as, err := processor.Attempts(ctx, b.db.Pool, 1)
+	require.NoError(t, err)
+	require.Len(t, as, 1)
+	require.Equal(t, processor.Attempt{Attempt: 1, At: as[0].At, Epoch: 1, Outcome: "SUCCEEDED"}, as[0])
+	require.True(t, as[0].At.Equal(t0), "the outcome's time")
+	require.Equal(t, []string{"SKIPPED"}, outcomes(t, b, 2))
+
+	// Archived, the row still answers.
+	_, err = b.db.Pool.Exec(ctx, `WITH moved AS (DELETE FROM proc_state WHERE msg_id = 3 RETURNING *)
+		INSERT INTO proc_state_hst (msg_id, status, attempts, enqueued_at, finished_at, outcome_epoch, archived_at)
+		SELECT msg_id, status, attempts, enqueued_at, finished_at, outcome_epoch, $1 FROM moved`, t0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"SUCCEEDED"}, outcomes(t, b, 3))
+
+	// Replayed, the SKIPPED attempt moves to msg_attempt, then the new round's attempt follows.
+	b.procs[sis.KindFlightUpdate] = &recorder{}
+	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{2}, Actor: "ops", Reason: "flight known", Now: t0})
+	require.NoError(t, err)
+	require.Equal(t, 1, rows())
+	require.Equal(t, []string{"SKIPPED"}, outcomes(t, b, 2), "requeued: the history keeps the skip")
+	b.drain(t, b.pump(t))
+	require.Equal(t, []string{"SKIPPED", "SUCCEEDED"}, outcomes(t, b, 2))
+	as, err = processor.Attempts(ctx, b.db.Pool, 2)
+	require.NoError(t, err)
+	require.Equal(t, "no-match:15", as[0].Reason)
+	require.Equal(t, []int{1, 1}, []int{as[0].Attempt, as[1].Attempt}, "the count restarts after a replay")
+}

@@ -219,7 +219,7 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 	}
 	p.ownMark = 0
 	p.afterCommit(ctx, now, []result{f})
-	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed}, nil
+	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed, More: true}, nil
 }
 
 // terminalOnly is rs without its FAILED results.

@@ -88,7 +88,7 @@ func runMixed(t *testing.T, batch, n int) string {
 	var dump strings.Builder
 	for _, q := range []string{
 		`SELECT msg_id, status, error_class, reason, attempts, next_attempt_at, identity_key, content_differs,
-		        msg_type, msg_styp, finished_at, backfill_next_at FROM proc_state ORDER BY msg_id`,
+		        msg_type, msg_styp, finished_at, backfill_next_at, outcome_epoch FROM proc_state ORDER BY msg_id`,
 		`SELECT event_id, partition_key, state_version, msg_id, created_at FROM msg_event ORDER BY event_id`,
 		`SELECT flid, version FROM ver ORDER BY flid`,
 		`SELECT msg_id, flid, version FROM effect_log ORDER BY msg_id`,

@@ -70,9 +70,13 @@ func New(cfg Config, pool *pgxpool.Pool, handlers map[sis.Kind]Handler, marker M
 
 // StepResult says what one Step did.
 type StepResult struct {
-	Processed int       // messages that reached a terminal status
-	Failed    bool      // the batch ended with a FAILED message
-	Idle      bool      // nothing to do
+	Processed int  // messages that reached a terminal status
+	Failed    bool // the batch ended with a FAILED message
+	Idle      bool // nothing to do
+	// More: open rows were waiting beyond this batch when it was read (a full run, one the byte
+	// bound cut, or a batch cut short); false after a batch that took the whole head run, so the
+	// next rows come with ingest's wake-up.
+	More      bool
 	WaitUntil time.Time // set when the head is FAILED and not due yet
 }
 
@@ -130,7 +134,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	if p.careful > 0 {
 		limit = 1
 	}
-	rows, err := p.loadHead(ctx, limit)
+	rows, more, err := p.loadHead(ctx, limit)
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -149,7 +153,9 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		p.batchLog = p.log.With().Str("batch", batchID(head.id, head.id)).Logger()
 		return p.expireHead(ctx, lease, now, head, mark, expired)
 	}
-	rows = p.pickBatch(rows)
+	picked := p.pickBatch(rows)
+	more = more || len(picked) < len(rows)
+	rows = picked
 	p.batchLog = p.log.With().Str("batch", batchID(head.id, rows[len(rows)-1].id)).Logger()
 	mark.through = rows[len(rows)-1].id
 	if err := p.markStarted(ctx, lease, now, head, mark); err != nil {
@@ -175,7 +181,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	p.afterCommit(ctx, now, results)
 	p.batchLog.Debug().Int("messages", len(results)).Msg("pump: batch committed")
 	t := terminalOnly(results)
-	return StepResult{Processed: len(t), Failed: len(t) < len(results)}, nil
+	return StepResult{Processed: len(t), Failed: len(t) < len(results), More: more}, nil
 }
 
 // batchID names a batch in the log: its first and last msg_id ("101..164"; a message alone is
@@ -183,21 +189,22 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 func batchID(first, last int64) string { return fmt.Sprintf("%d..%d", first, last) }
 
 // loadHead reads the head run: at most limit open rows from the head, with their text
-// (headSQL, bounded by maxBatchBytes).
-func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, error) {
+// (headSQL, bounded by maxBatchBytes), and whether more open rows wait behind them.
+func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, bool, error) {
 	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes)
 	if err != nil {
-		return nil, fmt.Errorf("load head: %w", err)
+		return nil, false, fmt.Errorf("load head: %w", err)
 	}
+	var run int
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (headRow, error) {
 		var h headRow
-		err := r.Scan(&h.id, &h.raw, &h.rawBytes, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt)
+		err := r.Scan(&h.id, &h.raw, &h.rawBytes, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt, &run)
 		return h, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load head: %w", err)
+		return nil, false, fmt.Errorf("load head: %w", err)
 	}
-	return out, nil
+	return out, run >= limit || len(out) < run, nil
 }
 
 // prepare decodes a message and computes its identity (outside any transaction): from its text

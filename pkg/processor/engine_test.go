@@ -528,3 +528,27 @@ func TestMarkerNeverBlocksFIFO(t *testing.T) {
 		require.True(t, b.row(t, 2).Owed, "the marker is still owed")
 	}
 }
+
+// A step says whether open rows wait beyond its batch (More): the run loop reads the head again
+// at once only then; after a batch that took the whole run it waits for ingest's wake-up, so an
+// arrival rate costs no head reads that find nothing.
+func TestStepSaysWhetherMoreWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.Batch = 2
+	b.procs[sis.KindFlightUpdate] = &recorder{}
+	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	ctx := context.Background()
+	res, err := p.Step(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Processed)
+	require.True(t, res.More, "a full batch: more may wait")
+	res, err = p.Step(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Processed)
+	require.False(t, res.More, "the batch took the whole run")
+	res, err = p.Step(ctx, b.lease)
+	require.NoError(t, err)
+	require.True(t, res.Idle)
+}

@@ -42,6 +42,10 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 			wait, pause = p.cfg.IdlePoll, p.cfg.BackoffBase
 		case !res.WaitUntil.IsZero():
 			wait, pause = min(res.WaitUntil.Sub(p.clock.Now()), p.cfg.IdlePoll), p.cfg.BackoffBase
+		case !res.More && !res.Failed:
+			// The batch took the whole head run: what was ingested since comes with a wake-up
+			// (kept while this batch ran), so no head read is spent finding nothing.
+			wait, pause = p.cfg.IdlePoll, p.cfg.BackoffBase
 		default:
 			pause = p.cfg.BackoffBase
 			continue

@@ -7,17 +7,21 @@ const (
 	// headSQL loads the head run: the smallest open msg_ids ≤ W, with their text (the mailbox
 	// bytes where no text copy could be stored), at most $1 rows and about $2 bytes of stored text
 	// (the first row always), so a run of large schedule messages cannot blow up the batch's memory.
+	// Each row also carries the length of the run before the byte bound (run, counted after the
+	// LIMIT: a window over the whole partition would read every open row): a run of $1 rows, or
+	// one the bound cut, says more open rows are waiting.
 	headSQL = `
-SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at
-  FROM (SELECT msg_id, raw, CASE WHEN raw IS NULL THEN raw_bytes END AS raw_bytes, status, attempts, next_attempt_at,
-               processing_started_at, processing_through, crashes, deaths, enqueued_at,
-               sum(COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0)) OVER (ORDER BY msg_id)
-                 - COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0) AS before
-          FROM proc_state
-         WHERE status IN ('PENDING', 'FAILED')
-           AND msg_id <= (SELECT watermark FROM inbox_cursor)
-         ORDER BY msg_id
-         LIMIT $1) head
+SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at, run
+  FROM (SELECT *, count(*) OVER () AS run
+          FROM (SELECT msg_id, raw, CASE WHEN raw IS NULL THEN raw_bytes END AS raw_bytes, status, attempts, next_attempt_at,
+                       processing_started_at, processing_through, crashes, deaths, enqueued_at,
+                       sum(COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0)) OVER (ORDER BY msg_id)
+                         - COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0) AS before
+                  FROM proc_state
+                 WHERE status IN ('PENDING', 'FAILED')
+                   AND msg_id <= (SELECT watermark FROM inbox_cursor)
+                 ORDER BY msg_id
+                 LIMIT $1) run) head
  WHERE before < $2
  ORDER BY msg_id`
 
@@ -80,8 +84,10 @@ ON CONFLICT (identity_key) DO UPDATE
    SET msg_id = EXCLUDED.msg_id, raw_sha256 = EXCLUDED.raw_sha256, dttm = EXCLUDED.dttm, bound_at = EXCLUDED.bound_at`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
-	// backfill intent (INV-8) and each message's attempt row (msg_attempt, with the epoch $10 and
-	// the META read of a message that failed to decode).
+	// backfill intent (INV-8) and the attempt: a SUCCEEDED or SKIPPED outcome without a META
+	// (almost every message) is kept on the row itself (outcome_epoch = the epoch $10; Attempts
+	// reads it from there), any other outcome gets its msg_attempt row, with the epoch and the
+	// META read of a message that failed to decode.
 	finishSQL = `
 WITH u AS (
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $11::text[])
@@ -93,13 +99,15 @@ WITH u AS (
          msg_type = NULLIF(u.typ, ''), msg_styp = NULLIF(u.styp, ''),
          attempts = p.attempts + 1, next_attempt_at = NULL,
          processing_started_at = COALESCE(p.processing_started_at, $9), processing_through = NULL,
-         finished_at = $9, backfill_next_at = $9
+         finished_at = $9, backfill_next_at = $9,
+         outcome_epoch = CASE WHEN u.status IN ('SUCCEEDED', 'SKIPPED') AND u.meta = '' THEN $10::bigint END
     FROM u
    WHERE p.msg_id = u.id AND p.status IN ('PENDING', 'FAILED')
-  RETURNING p.msg_id, p.attempts, p.status, p.error_class, p.reason)
+  RETURNING p.msg_id, p.attempts, p.status, p.error_class, p.reason, p.outcome_epoch)
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
 SELECT d.msg_id, d.attempts, $9, $10, d.status, d.error_class, d.reason, NULLIF(u.meta, '')::jsonb
-  FROM done d JOIN u ON u.id = d.msg_id`
+  FROM done d JOIN u ON u.id = d.msg_id
+ WHERE d.outcome_epoch IS NULL`
 
 	// failSQL records a FAILED attempt and its attempt row.
 	failSQL = `
@@ -126,10 +134,19 @@ UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_ne
   FROM unnest($1::bigint[]) AS u(id)
  WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
 
-	// attemptsSQL is a message's attempt history, oldest first.
+	// attemptsSQL is a message's attempt history, oldest first: its msg_attempt rows, then the
+	// attempt kept on its row (live or archived) when outcome_epoch says so (finishSQL).
 	attemptsSQL = `
-SELECT attempt, at, epoch, outcome, COALESCE(error_class, ''), COALESCE(reason, ''), meta::text
-  FROM msg_attempt WHERE msg_id = $1 ORDER BY attempt_id`
+SELECT attempt, at, epoch, outcome, class, reason, meta FROM (
+    SELECT attempt_id AS ord, attempt, at, epoch, outcome, COALESCE(error_class, '') AS class, COALESCE(reason, '') AS reason, meta::text AS meta
+      FROM msg_attempt WHERE msg_id = $1
+    UNION ALL
+    SELECT NULL, attempts, finished_at, outcome_epoch, status, COALESCE(error_class, ''), COALESCE(reason, ''), NULL
+      FROM proc_state WHERE msg_id = $1 AND outcome_epoch IS NOT NULL
+    UNION ALL
+    SELECT NULL, attempts, finished_at, outcome_epoch, status, COALESCE(error_class, ''), COALESCE(reason, ''), NULL
+      FROM proc_state_hst WHERE msg_id = $1 AND outcome_epoch IS NOT NULL) h
+ ORDER BY ord NULLS LAST`
 
 	// countByStatusSQL and countAllByStatusSQL count proc_state rows per status (CountByStatus).
 	countByStatusSQL    = `SELECT status, count(*) FROM proc_state WHERE status = ANY($1::text[]) GROUP BY status`
@@ -166,12 +183,22 @@ ORDER BY 1`
 	// history in msg_attempt keeps them for good) and clears what makes a row terminal or
 	// blocked: attempts, due time, head-deadline start and the marker state. The guard repeats
 	// the replay rule (Replayable): classes $2, SKIPPED reasons like $3.
+	//
+	// The attempt a row keeps on itself (outcome_epoch: a SKIPPED no-match) is written to
+	// msg_attempt first, so the history keeps it.
 	requeueSQL = `
+WITH kept AS (
+  INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason)
+  SELECT msg_id, attempts, finished_at, outcome_epoch, status, error_class, reason
+    FROM proc_state
+   WHERE msg_id = ANY($1::bigint[]) AND outcome_epoch IS NOT NULL
+     AND ((status IN ('FAILED', 'DEAD') AND error_class = ANY($2::text[]))
+          OR (status = 'SKIPPED' AND reason LIKE $3)))
 UPDATE proc_state
    SET status = 'PENDING', attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
        processing_through = NULL, crashes = 0, deaths = 0,
        finished_at = NULL, backfill_next_at = NULL, backfill_attempts = 0, backfill_error = NULL,
-       backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL
+       backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL, outcome_epoch = NULL
  WHERE msg_id = ANY($1::bigint[])
    AND ((status IN ('FAILED', 'DEAD') AND error_class = ANY($2::text[]))
         OR (status = 'SKIPPED' AND reason LIKE $3))`
