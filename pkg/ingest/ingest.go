@@ -47,6 +47,7 @@ type Ingester struct {
 	obs       observations // when ids above W were first seen missing
 	loaded    bool
 	full      bool      // the last poll returned a full batch and moved W
+	enqueued  int       // rows the last poll enqueued (pollWait)
 	nextProbe time.Time // when the ledger is re-probed next
 	charsets  bool      // the mailbox charsets were checked (checkCharsets)
 
@@ -96,10 +97,21 @@ func (i *Ingester) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if !clock.WallSleep(ctx, i.cfg.PollInterval) {
+		if !clock.WallSleep(ctx, i.pollWait()) {
 			return nil
 		}
 	}
+}
+
+// pollWait is the wait before the next poll when the last one was not a full batch: the poll
+// interval, or under load (the last poll enqueued a tenth of the claim batch or more) the
+// gathering window, so the stages behind ingest commit about 1/Gather batches a second however
+// fast messages arrive, at the price of that much latency then.
+func (i *Ingester) pollWait() time.Duration {
+	if i.enqueued >= max(1, i.cfg.ClaimBatch/10) {
+		return max(i.cfg.Gather, i.cfg.PollInterval)
+	}
+	return i.cfg.PollInterval
 }
 
 // charsetSource is the mailbox's charset check (mailbox.Mailbox); a Source without it is not checked.
@@ -179,6 +191,7 @@ func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
 		}
 	}
 	progressed = d.next.W != i.cur.W || len(d.enqueue) > 0
+	i.enqueued = len(d.enqueue)
 	i.full = len(rows) == i.cfg.ClaimBatch && d.next.W != i.cur.W
 	i.cur = d.next
 	i.obs = i.obs.prune(i.cur.W)

@@ -432,3 +432,28 @@ func TestRunStopsOnCancel(t *testing.T) {
 	err := <-done
 	require.True(t, err == nil || errors.Is(err, context.Canceled), "Run: %v", err)
 }
+
+// Under load ingest gathers: after a poll that enqueued a tenth of MSGX_CLAIM_BATCH or more it
+// waits MSGX_INGEST_GATHER before the next poll instead of the poll interval, so every stage
+// after it commits fewer, larger batches at a high arrival rate; an idle or quiet mailbox is
+// still polled at the poll interval, and a full batch is followed by the next poll at once.
+func TestIngestGathersUnderLoad(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig
+	cfg.ClaimBatch, cfg.Gather = 20, 80*time.Millisecond
+	b := setup(t, cfg)
+	require.Equal(t, cfg.PollInterval, b.ing.pollWait(), "idle: the poll interval")
+	b.insert(t, "<MSG/>")
+	_, err := b.ing.Step(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, cfg.PollInterval, b.ing.pollWait(), "one row: the poll interval")
+	for range 2 {
+		b.insert(t, "<MSG/>")
+	}
+	_, err = b.ing.Step(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, cfg.Gather, b.ing.pollWait(), "a tenth of the claim batch: gather")
+	_, err = b.ing.Step(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, cfg.PollInterval, b.ing.pollWait(), "nothing new: the poll interval again")
+}
