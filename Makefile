@@ -78,9 +78,9 @@ bench-ab: ## A/B of the end-to-end drain: this tree against BASE (a commit; defa
 AB_BASE ?= 07185ae
 bench: bench-modes ## benchmarks (separate from make test): an A/B of the drain against AB_BASE (PAIRS pairs), package benchmarks, then the end-to-end one, which adds a section to docs/benchmarks.md with the A/B's ratios (MSGX_BENCH_1M=1 adds the 1,000,000-message backlog run)
 	mkdir -p .bench
-	AB_OUT=.bench/ab.txt bash scripts/bench-ab.sh $(AB_BASE) $(PAIRS)
+	AB_OUT=$(CURDIR)/.bench/ab.txt bash scripts/bench-ab.sh $(AB_BASE) $(PAIRS)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count 3 -timeout 30m ./pkg/...
-	MSGX_BENCH_WRITE=1 MSGX_BENCH_AB=.bench/ab.txt $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 60m ./e2e/
+	MSGX_BENCH_WRITE=1 MSGX_BENCH_AB=$(CURDIR)/.bench/ab.txt $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 60m ./e2e/
 
 .PHONY: chaos
 chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases; appends its run to docs/reliability.md; non-zero when a scenario fails

@@ -363,7 +363,8 @@ func (r benchResult) abSection() string {
 		"drains of the same backlog, medians): this tree (%s) %s msgs/s at %s µs CPU per message, the base %s %s msgs/s at %s µs: "+
 		"throughput **%.2f×** the base (target ≥ 1.8×: %s), CPU per message **%.2f×** (target ≤ 0.5×: %s).\n\n",
 		v["ab_pairs"], v["ab_tree"], v["ab_tree_msgs"], v["ab_tree_cpu_us"], v["ab_base"], v["ab_base_msgs"], v["ab_base_cpu_us"],
-		ratio("ab_e2e_ratio"), target(ratio("ab_e2e_ratio") >= 1.8, ""), ratio("ab_cpu_ratio"), target(ratio("ab_cpu_ratio") <= 0.5, ""))
+		ratio("ab_e2e_ratio"), strings.TrimSpace(target(ratio("ab_e2e_ratio") >= 1.8, "")),
+		ratio("ab_cpu_ratio"), strings.TrimSpace(target(ratio("ab_cpu_ratio") <= 0.5, "")))
 }
 
 // readAB reads the A/B figures file (MSGX_BENCH_AB), key: value lines.
