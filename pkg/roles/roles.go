@@ -158,6 +158,7 @@ var pgGrants = []pgGrant{
 	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
 	{Admin, "DELETE", []string{"msg_attempt"}},                          // the trigger msg_attempt_cascade on that DELETE (it keeps rows moved back)
+	{Admin, "INSERT", []string{"msg_attempt"}},                          // a replay writes the attempt a row kept on itself (outcome_epoch) first
 	{Admin, "INSERT", []string{"replay_audit", "inbox_gap"}},
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
 	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
@@ -166,12 +167,13 @@ var pgGrants = []pgGrant{
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
-	// msgxctl uses, each with its audit row: processor.Replay (proc_state), outbox Replay/Skip
+	// msgxctl uses, each with its audit row: processor.Replay (proc_state, msg_attempt), outbox Replay/Skip
 	// (msg_event), request RegisterAudited (req_track, req_seqn, req_open_day). No backfill, gap or history
 	// action, no DELETE.
 	{Console, "SELECT", allTables},
 	{Console, "UPDATE", []string{"proc_state", "msg_event"}},
 	{Console, "INSERT", []string{"replay_audit"}},
+	{Console, "INSERT", []string{"msg_attempt"}}, // processor.Replay writes the attempt a row kept on itself first
 	{Console, "INSERT, UPDATE", []string{"req_track"}},
 	{Console, "UPDATE", []string{"req_seqn"}},
 	{Console, "INSERT, UPDATE", []string{"req_open_day"}},
