@@ -83,22 +83,25 @@ type Result struct {
 	Retried int // events that will retry after backoff
 	Dead    int // events that went DEAD
 	Outage  bool
-	More    bool // KAFKA:schd: the flush stopped at its limit; more FLIDs follow the cursor
+	// More: step again at once. KAFKA:schd: the flush stopped at its limit, more FLIDs follow the
+	// cursor; KAFKA:msg: next events of the FLIDs just sent were already waiting behind them.
+	More bool
 }
 
 // StepMsg sends one batch of KAFKA:msg heads and records the outcome.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
-	claimed, err := d.store.ClaimHeads(ctx, d.clock.Now(), d.cfg.Batch)
+	claimed, behind, err := d.store.ClaimHeads(ctx, d.clock.Now(), d.cfg.Batch)
 	if err != nil || len(claimed) == 0 {
 		return Result{}, err
 	}
 	send, already, err := d.dropHeld(ctx, lease, claimed)
 	if err != nil || len(send) == 0 {
-		return Result{Claimed: already, Sent: already}, err
+		return Result{Claimed: already, Sent: already, More: behind}, err
 	}
 	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send)
 	res.Claimed += already
 	res.Sent += already
+	res.More = behind
 	return res, err
 }
 

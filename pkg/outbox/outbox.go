@@ -176,21 +176,23 @@ func scanClaimed(rows pgx.Rows, target string) ([]Claimed, error) {
 //
 // It first reads a window of the oldest unsent events (cheap, and fair: oldest first); only when
 // that window is full yet yields fewer than limit due heads (held FLIDs with long backlogs fill
-// it) does it visit every FLID with unsent events.
-func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
+// it) does it visit every FLID with unsent events. behind reports that a claimed FLID's next
+// event is already waiting (the window shows it), so the caller claims again once these are
+// sent instead of waiting for the next wake-up: a burst on one flight drains at the send rate.
+func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads []Claimed, behind bool, err error) {
 	window := max(4*limit, 1000)
 	rows, err := s.pool.Query(ctx, claimWindowSQL, now, limit, window)
 	if err != nil {
-		return nil, fmt.Errorf("claim heads: %w", err)
+		return nil, false, fmt.Errorf("claim heads: %w", err)
 	}
 	var out []Claimed
 	full := false
 	for rows.Next() {
 		c := Claimed{Target: event.TargetMsg}
 		var msgID *int64
-		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full); err != nil {
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full, &behind); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("claim heads: %w", err)
+			return nil, false, fmt.Errorf("claim heads: %w", err)
 		}
 		if msgID != nil {
 			c.MsgID = *msgID
@@ -200,22 +202,23 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) ([]Cla
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim heads: %w", err)
+		return nil, false, fmt.Errorf("claim heads: %w", err)
 	}
 	if len(out) == limit || (len(out) > 0 && !full) {
-		return out, nil
+		return out, behind, nil
 	}
 	if len(out) == 0 {
 		// Nothing due in the window: was it full? Ask cheaply before the full scan.
 		var n int
 		if err := s.pool.QueryRow(ctx, countWindowSQL, window).Scan(&n); err != nil {
-			return nil, fmt.Errorf("claim heads: %w", err)
+			return nil, false, fmt.Errorf("claim heads: %w", err)
 		}
 		if n < window {
-			return nil, nil
+			return nil, false, nil
 		}
 	}
-	return s.claimAllHeads(ctx, now, limit)
+	heads, err = s.claimAllHeads(ctx, now, limit)
+	return heads, false, err
 }
 
 // claimAllHeads is the complete claim: a skip scan over every FLID with unsent events.

@@ -74,7 +74,7 @@ func TestEnqueueValidates(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, outbox.Enqueue(ctx, tx, t0, msgEvent(1, 1), event.Event{Target: event.TargetSchd, FLID: 1, Type: event.Tombstone, StateVersion: 2}))
 	require.NoError(t, tx.Rollback(ctx))
-	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err := b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Empty(t, heads)
 }
@@ -86,22 +86,23 @@ func TestClaimHeadsOnePerFLIDInOrder(t *testing.T) {
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0,
 		msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1), msgEvent(20, 2), msgEvent(10, 3)))
 
-	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, behind, err := b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2, 4}, ids(heads))
+	require.True(t, behind, "FLIDs 10 and 20 have next versions waiting")
 	require.Equal(t, "10", heads[0].FLID)
 	require.Equal(t, int64(101), heads[0].MsgID)
 	require.JSONEq(t, `{"flid":10,"state_version":1}`, string(heads[0].Payload))
 	require.Equal(t, []int64{1}, heads[0].Represents)
 
-	heads, err = b.store.ClaimHeads(ctx, t0, 2)
+	heads, _, err = b.store.ClaimHeads(ctx, t0, 2)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2}, ids(heads), "limit keeps the oldest")
 
 	n, err := b.store.MarkSent(ctx, b.lease, []int64{1, 2, 4}, t0)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
-	heads, err = b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err = b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{3, 5}, ids(heads))
 }
@@ -121,11 +122,11 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 		require.Equal(t, attempt+1, out[0].Attempts)
 		require.True(t, now.Add(wantWait).Equal(out[0].NextAttemptAt), "next attempt %s", out[0].NextAttemptAt)
 		// Backing off: FLID 10 is held, FLID 20 is not.
-		heads, err := b.store.ClaimHeads(ctx, now.Add(wantWait-time.Millisecond), 10)
+		heads, _, err := b.store.ClaimHeads(ctx, now.Add(wantWait-time.Millisecond), 10)
 		require.NoError(t, err)
 		require.Equal(t, []int64{2}, ids(heads))
 		now = now.Add(wantWait)
-		heads, err = b.store.ClaimHeads(ctx, now, 10)
+		heads, _, err = b.store.ClaimHeads(ctx, now, 10)
 		require.NoError(t, err)
 		require.Equal(t, []int64{1, 2}, ids(heads))
 	}
@@ -135,7 +136,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	require.Equal(t, 3, out[0].Attempts)
 
 	// DEAD holds FLID 10's later event for ever.
-	heads, err := b.store.ClaimHeads(ctx, now.Add(24*time.Hour), 10)
+	heads, _, err := b.store.ClaimHeads(ctx, now.Add(24*time.Hour), 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{2}, ids(heads))
 
@@ -157,7 +158,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	got, err := b.store.Replay(ctx, outbox.Selector{FLID: "10"}, who, now)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, got)
-	heads, err = b.store.ClaimHeads(ctx, now, 10)
+	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
 	require.NoError(t, err)
 	require.Empty(t, heads)
 
@@ -165,7 +166,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	got, err = b.store.Replay(ctx, outbox.Selector{FLID: "10"}, who, now)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, got)
-	heads, err = b.store.ClaimHeads(ctx, now, 10)
+	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, ids(heads))
 	require.Equal(t, 0, heads[0].Attempts)
@@ -197,7 +198,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	}
 	require.Equal(t, []int64{2}, skipped)
 	// A skipped head no longer holds its FLID.
-	heads, err = b.store.ClaimHeads(ctx, now, 10)
+	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
 	require.NoError(t, err)
 	require.NotContains(t, ids(heads), int64(2))
 
@@ -224,7 +225,7 @@ func TestFencedMarkRefused(t *testing.T) {
 	require.ErrorIs(t, err, leader.ErrFenced, "a role without a lease row is fenced")
 	_, err = b.store.MarkFailed(ctx, old, []outbox.Failure{{IDs: []int64{1}, Err: "x"}}, t0)
 	require.ErrorIs(t, err, leader.ErrFenced)
-	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err := b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, ids(heads))
 	require.Equal(t, 0, heads[0].Attempts)
@@ -354,14 +355,14 @@ func TestClaimHeadsPastAHeldBacklog(t *testing.T) {
 	_, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "poison", Fatal: true}}, t0)
 	require.NoError(t, err)
 
-	heads, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err := b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1502, 1503}, ids(heads))
 
 	// A head backing off inside a full window: the others are still found.
 	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1502}, Err: "x"}}, t0)
 	require.NoError(t, err)
-	heads, err = b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err = b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1503}, ids(heads))
 }
@@ -402,4 +403,24 @@ func TestFreeTextBoundedInCharacters(t *testing.T) {
 	require.Equal(t, 2000, utf8.RuneCountInString(note))
 	require.True(t, strings.HasPrefix(note, "skipped by ops: 航班取消"))
 	require.True(t, strings.HasSuffix(note, "…"))
+}
+
+// behind is false when every claimed FLID's head is its only unsent event, and a FLID held by a
+// head backing off does not count (its next event is not claimable yet).
+func TestClaimHeadsBehindOnlyForClaimedFLIDs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1)))
+	heads, behind, err := b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Len(t, heads, 2)
+	require.False(t, behind)
+	_, err = b.db.Pool.Exec(ctx, `UPDATE msg_event SET next_attempt_at = $1 WHERE partition_key = '10'`, t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 2)))
+	heads, behind, err = b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, "20", heads[0].FLID)
+	require.False(t, behind, "FLID 10's next event waits behind a head that is not due")
 }

@@ -8,8 +8,9 @@ var enqueueColumns = []string{"target", "partition_key", "event_type", "state_ve
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events in event
 // order (msg_event_unsent_order); the first event of each FLID in that window is its head, since
-// every older unsent event is inside the window too. It returns the due heads, oldest first, and
-// whether the window was full (more unsent events exist beyond it).
+// every older unsent event is inside the window too. It returns the due heads, oldest first,
+// whether the window was full (more unsent events exist beyond it), and whether events of the
+// claimed FLIDs wait behind their heads in it (their next versions).
 const claimWindowSQL = `
 WITH win AS (
     SELECT event_id, partition_key, status, next_attempt_at
@@ -18,17 +19,18 @@ WITH win AS (
      ORDER BY event_id
      LIMIT $3
 ), heads AS (
-    SELECT DISTINCT ON (partition_key) event_id, status, next_attempt_at
+    SELECT DISTINCT ON (partition_key) event_id, partition_key, status, next_attempt_at
       FROM win
      ORDER BY partition_key, event_id
 ), due AS (
-    SELECT event_id FROM heads
+    SELECT event_id, partition_key FROM heads
      WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
      ORDER BY event_id
      LIMIT $2
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
-       (SELECT count(*) FROM win) = $3
+       (SELECT count(*) FROM win) = $3,
+       EXISTS (SELECT 1 FROM win w JOIN due d ON d.partition_key = w.partition_key AND w.event_id > d.event_id)
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
