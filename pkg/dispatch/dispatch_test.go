@@ -306,10 +306,10 @@ func TestOrderingUnderFaults(t *testing.T) {
 	var total dispatch.Result
 	steps, outages := 0, 0
 	for ; steps < 10000; steps++ {
-		// Every 25th batch meets a burst of errors longer than sarama's own retries, so the
+		// Every 10th batch meets a burst of errors longer than sarama's own retries, so the
 		// dispatcher's backoff path runs too. Some of them (timeouts) are answered after the
 		// append: the idempotent producer must not duplicate them.
-		if steps%25 == 5 {
+		if steps%10 == 5 {
 			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Count: 8, Err: errCodes[steps%len(errCodes)]})
 		}
 		res, err := b.disp.StepMsg(ctx, b.lease)
