@@ -436,7 +436,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 // Under load ingest gathers: after a poll that enqueued a tenth of MSGX_CLAIM_BATCH or more it
 // waits MSGX_INGEST_GATHER before the next poll instead of the poll interval, so every stage
 // after it commits fewer, larger batches at a high arrival rate; an idle or quiet mailbox is
-// still polled at the poll interval, and a full batch is followed by the next poll at once.
+// still polled at the poll interval.
 func TestIngestGathersUnderLoad(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig
