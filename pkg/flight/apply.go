@@ -3,6 +3,7 @@ package flight
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -75,7 +76,7 @@ func apply(cur *State, in Input, w *writer) (State, Changes, error) {
 		if cur.Status == Deleted {
 			return *cur, Changes{}, ErrDeleted
 		}
-		next = cur.Clone()
+		next = cur.fork()
 		next.w = w
 		notes, err = applyOp(&next, in.Op)
 	case in.Delete:
@@ -85,12 +86,12 @@ func apply(cur *State, in Input, w *writer) (State, Changes, error) {
 		if cur.Status == Deleted {
 			return *cur, Changes{}, ErrDeleted
 		}
-		next = cur.Clone()
+		next = cur.fork()
 		next.w = w
 		next.setStatus(Deleted)
 	case in.Record != nil:
 		if cur.Exists() {
-			next = cur.Clone()
+			next = cur.fork()
 		} else {
 			next = State{FLID: in.Record.FLID.Value}
 		}
@@ -475,7 +476,7 @@ func mergeByKey(s *State, c C, rows []Row, clearAll bool) {
 	if clearAll && s.wholeStale(c) {
 		return
 	}
-	cur := s.C[c]
+	cur := slices.Clone(s.C[c]) // changed in place below; the state before shares s.C[c] (fork)
 	if clearAll {
 		cur = s.takeWhole(c) // keeps the entries a later-created message set (INV-24)
 		for _, r := range cur {
@@ -520,6 +521,7 @@ func indexOfKey(rows []Row, key Value) int {
 // allocated row is reported in the notes, not silently dropped.
 func patchPush(s *State, items []sis.Push) []string {
 	var notes []string
+	s.cloneColl(PSDT) // its rows change in place
 	for _, e := range items {
 		stand := Text(e.PUST.Value)
 		n := 0
@@ -545,6 +547,7 @@ func patchPush(s *State, items []sis.Push) []string {
 // patchTractor applies TIPT entries to the stand rows of their stand (TRST).
 func patchTractor(s *State, items []sis.TractorInPlace) []string {
 	var notes []string
+	s.cloneColl(PSDT) // its rows change in place
 	for _, e := range items {
 		stand := Text(e.TRST.Value)
 		n := 0

@@ -172,3 +172,44 @@ func TestStateJSON(t *testing.T) {
 	require.Contains(t, string(b), `"psdt":[{"psno":1,"psst":"504","stst":null`)
 	require.NotContains(t, string(b), `"null"`)
 }
+
+// TestApplyLeavesItsInputAlone: Apply shares the collections and the entry stamps of the state
+// it starts from with the state it returns, and copies what it changes. A chain of inputs that
+// change rows in place (merges of a known key, VIPF without VIPT, stand patches), replace and
+// clear lists and add and drop entry stamps must leave every earlier state as it was.
+func TestApplyLeavesItsInputAlone(t *testing.T) {
+	t.Parallel()
+	vip := func(code string, withServices bool) flight.Input {
+		e := sis.VIP{VPCD: sis.Val(code), VFES: sis.Val(2)}
+		if withServices {
+			e.VIPT = sis.List[sis.VIPService]{Present: true, Items: []sis.VIPService{{VSCD: sis.Val("S1"), VTQY: sis.Val(int64(1))}}}
+		}
+		return op("VIPF", sis.FlightRecord{VIPF: sis.List[sis.VIP]{Present: true, Items: []sis.VIP{e}}})
+	}
+	push := op("PSHT", sis.FlightRecord{PSHT: sis.List[sis.Push]{Present: true, Items: []sis.Push{{PUST: sis.Val("504"), PSTM: sis.Val(at(6, 1)), PSHN: sis.Val(3)}}}})
+	tractor := op("TIPT", sis.FlightRecord{TIPT: sis.List[sis.TractorInPlace]{Present: true, Items: []sis.TractorInPlace{{TRST: sis.Val("503"), TRTM: sis.Val(at(6, 2))}}}})
+	chain := []flight.Input{
+		stamped(delays(false, "AA", "BB"), 20, 6, 0), // AA's row changes in place, entry stamps added
+		stamped(vip("V1", true), 21, 6, 1),
+		stamped(vip("V1", false), 22, 6, 2), // keeps V1's VIPT: a row changed in place
+		push, tractor,                       // stand rows patched in place
+		stamped(delays(false, "BB"), 23, 6, 3),
+		stamped(delays(true, "CC"), 24, 6, 4),  // clear-all: entry stamps dropped
+		stamped(delays(false, "DD"), 10, 5, 0), // out of order: stale
+		stamped(gates("A1", "A2"), 25, 6, 5),
+		stamped(estt(7, 0), 26, 6, 6),
+	}
+	cur := *base()
+	var states, snapshots []flight.State
+	for i, in := range chain {
+		states, snapshots = append(states, cur), append(snapshots, cur.Clone())
+		next, _, err := flight.Apply(&states[len(states)-1], in)
+		require.NoError(t, err, "input %d", i)
+		for j := range states {
+			require.Equal(t, snapshots[j], states[j], "state %d after input %d", j, i)
+		}
+		cur = next
+	}
+	require.Equal(t, []string{"CC"}, codes(cur.C[flight.DELY]))
+	require.Equal(t, flight.Time(at(6, 1)), cur.C[flight.PSDT][0][5], "the chain's patches reached the last state")
+}

@@ -139,11 +139,12 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 	if err := b.Preload(ctx, flids); err != nil {
 		return r, err
 	}
+	// work starts as the current states themselves: Apply never changes its input (it forks), and
+	// deriveMAFL copies a state it gives a MAFL that is still the current one.
 	work := make(map[int64]*State, len(flids))
 	for _, id := range flids {
 		if c := b.cur[id]; c != nil {
-			cl := c.Clone()
-			work[id] = &cl
+			work[id] = c
 		}
 	}
 	for _, in := range inputs {
@@ -208,8 +209,7 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 	}
 	for id := range candidates {
 		if _, ok := work[id]; !ok && b.cur[id] != nil {
-			c := b.cur[id].Clone()
-			work[id] = &c
+			work[id] = b.cur[id]
 		}
 	}
 	for id := range candidates {
@@ -217,11 +217,18 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 		if w == nil || w.Status != Active { // dangling reference or DELETED master
 			continue
 		}
-		if len(b.children[id]) == 0 && len(b.childOf[id]) == 0 && !hasChild(overlay, id) {
-			w.MAFL = nil // what Project gives with nothing to project, without its overlay
-			continue
+		var mafl []Child // what Project gives with nothing to project, without its overlay
+		if len(b.children[id]) > 0 || len(b.childOf[id]) > 0 || hasChild(overlay, id) {
+			mafl = Project(id, b.children[id], b.overlayFor(id, overlay))
 		}
-		w.MAFL = Project(id, b.children[id], b.overlayFor(id, overlay))
+		if w == b.cur[id] { // still the current state, which no one changes: a copy takes the MAFL
+			if slices.Equal(w.MAFL, mafl) {
+				continue
+			}
+			c := w.fork()
+			w, work[id] = &c, &c
+		}
+		w.MAFL = mafl
 	}
 	return nil
 }

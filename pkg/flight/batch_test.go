@@ -17,6 +17,17 @@ type storeLoader struct {
 	states map[int64]*flight.State
 	purged map[int64]int64
 	loads  [][]int64
+	// handed are the states Load returned and a deep copy of each: a batch never changes a
+	// stored state (unchanged checks it).
+	handed, copies []*flight.State
+}
+
+// unchanged checks that no state Load returned was changed since.
+func (l *storeLoader) unchanged(t *testing.T) {
+	t.Helper()
+	for i, s := range l.handed {
+		require.Equal(t, *l.copies[i], *s, "stored state of FLID %d changed in place", s.FLID)
+	}
 }
 
 func (l *storeLoader) Load(_ context.Context, flids []int64) (flight.Stored, error) {
@@ -34,6 +45,8 @@ func (l *storeLoader) Load(_ context.Context, flids []int64) (flight.Stored, err
 				c.MAFL = flight.Project(id, out.Children[id], nil)
 			}
 			out.States[id] = &c
+			cp := c.Clone()
+			l.handed, l.copies = append(l.handed, &c), append(l.copies, &cp)
 		} else if v, ok := l.purged[id]; ok {
 			out.Purged[id] = v
 		}
@@ -202,6 +215,7 @@ func TestBatchRules(t *testing.T) {
 			}
 			require.Equal(t, tc.take, got)
 			require.Empty(t, b.Take(), "a second Take has nothing left")
+			l.unchanged(t)
 		})
 	}
 }

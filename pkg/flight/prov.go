@@ -69,7 +69,19 @@ func (p Prov) clone() Prov {
 type writer struct {
 	at      Stamp
 	stale   []string
-	written int // units written (fresh), changed or not
+	written int  // units written (fresh), changed or not
+	ownE    bool // the state's entry stamps are its own copy (ownEntries)
+}
+
+// ownEntries gives the state being written its own entry-stamp map before a change in place:
+// a fork shares it with the state it came from.
+func (s *State) ownEntries() {
+	if !s.w.ownE {
+		s.P.E, s.w.ownE = maps.Clone(s.P.E), true
+	}
+	if s.P.E == nil {
+		s.P.E = map[EntryKey]Stamp{}
+	}
 }
 
 func (w *writer) mark(name string) {
@@ -127,9 +139,7 @@ func (s *State) stampEntry(c C, k Value) {
 	if s.P.W[c] == w.at {
 		return // covered by this input's complete list
 	}
-	if s.P.E == nil {
-		s.P.E = map[EntryKey]Stamp{}
-	}
+	s.ownEntries()
 	s.P.E[EntryKey{c, k}] = w.at
 }
 
@@ -157,6 +167,9 @@ func (s *State) takeWhole(c C) []Row {
 		if w.at.OvertakenBy(s.P.E[EntryKey{c, r[0]}]) {
 			newer = append(newer, r)
 		}
+	}
+	if len(s.P.E) > 0 {
+		s.ownEntries()
 	}
 	for k, st := range s.P.E {
 		if k.C == c && !w.at.OvertakenBy(st) {

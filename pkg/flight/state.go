@@ -57,6 +57,18 @@ func (s State) Clone() State {
 	return s
 }
 
+// fork returns a copy of s that shares its collections, MAFL and provenance entries: Apply
+// works on a fork and copies what it changes of those (cloneColl, ownEntries) before the change,
+// so neither state sees the other's writes. The scalar fields and stamps are copied by value.
+func (s *State) fork() State {
+	n := *s
+	n.w = nil
+	return n
+}
+
+// cloneColl gives s its own copy of collection c before a change in place (fork shares it).
+func (s *State) cloneColl(c C) { s.C[c] = slices.Clone(s.C[c]) }
+
 // MarshalJSON writes the full state: identity and lifecycle, every scalar field (null when
 // unset), every collection as an array of row objects in input order, and "mafl". This is the
 // KAFKA:schd payload.
