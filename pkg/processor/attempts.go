@@ -147,10 +147,14 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 // attempt rows of the previous attempt when it ended without an outcome (recordEnded). The
 // other messages of the batch get their own start mark (the same time) when their outcome is
 // written.
-func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark) error {
+func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, ahead bool) error {
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths); err != nil {
+		tag, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths, ahead)
+		if err != nil {
 			return err
+		}
+		if ahead && tag.RowsAffected() == 0 {
+			return errHeadMoved
 		}
 		return p.recordEnded(ctx, tx, lease, now, head, m)
 	})

@@ -6,7 +6,7 @@
 // processor/plugins) and commits the business change, its outbox events, the terminal status and
 // the backfill intent in one PostgreSQL transaction. Files: engine.go (the Engine, Step, the head
 // and decoding), run.go (the run loop), batch.go (a batch's transaction and careful mode),
-// identity.go (reading and storing identity bindings), outcome.go (outcomes and their writes),
+// identity.go (reading and storing identity bindings), lookahead.go (the next batch read ahead), outcome.go (outcomes and their writes),
 // attempts.go (the attempt rule and history), markers.go (the immediate marker), gauges.go,
 // config.go, handler.go (the contract), status.go (statuses, error classes), replay.go, sql.go.
 //
@@ -44,6 +44,13 @@
 // panics (or 3×PoisonCrashes silent deaths) in a row end the message DEAD EXHAUSTED "poison".
 // HeadDeadline bounds the retries of a FAILED head, counting only time the engine was running.
 // A batch that fails as a whole charges nobody: careful mode finds the message that causes it.
+//
+// Read-ahead (lookahead.go): while a batch's transaction runs, the run after it is read and
+// decoded on another connection, and the next Step starts from it instead of a head read, so
+// the database's work and the decoding overlap. It stands for the head read only when the batch
+// before it ended with every message terminal and its head is an untouched PENDING row, and the
+// start mark, in the same statement, finds no open row below it (a late row or a replay that
+// came meanwhile); otherwise the head is read again.
 //
 // After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
 // (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in

@@ -16,6 +16,7 @@ import (
 // where it can be).
 func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 	defer p.WaitMarkers()
+	defer p.dropAhead()
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
 	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	gctx, stopGauges := context.WithCancel(ctx)
