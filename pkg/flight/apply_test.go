@@ -213,3 +213,21 @@ func TestApplyLeavesItsInputAlone(t *testing.T) {
 	require.Equal(t, []string{"CC"}, codes(cur.C[flight.DELY]))
 	require.Equal(t, flight.Time(at(6, 1)), cur.C[flight.PSDT][0][5], "the chain's patches reached the last state")
 }
+
+// TestTimeValueKeepsTheWallClock: a time value keeps its wall clock (in microseconds) over the
+// whole range a SIS date can name, whatever the zone it came in.
+func TestTimeValueKeepsTheWallClock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		at(5, 35), // the airport's zone: labelled UTC, clock kept
+		time.Date(2026, 3, 29, 2, 30, 15, 123456789, loc),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+	} {
+		v := flight.Time(tc)
+		want := flight.Wall(tc).Truncate(time.Microsecond)
+		require.Equal(t, want, v.T(), "%v", tc)
+		require.Equal(t, flight.Time(want), v, "the same clock is the same value")
+		require.Equal(t, want.Format(flight.TimeLayout), v.T().Format(flight.TimeLayout))
+	}
+}

@@ -52,7 +52,7 @@ func (v Value) ptrT() *string {
 	if !v.Valid {
 		return nil
 	}
-	s := v.T.Format(TimeLayout)
+	s := v.T().Format(TimeLayout)
 	return &s
 }
 

@@ -291,7 +291,8 @@ func (c *columns) add(i int, v flight.Value) {
 	case flight.KindTime:
 		var p *time.Time
 		if v.Valid {
-			p = &v.T
+			t := v.T()
+			p = &t
 		}
 		c.times[i] = append(c.times[i], p)
 	default:

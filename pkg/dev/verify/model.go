@@ -208,7 +208,7 @@ func valueText(v flight.Value, k flight.Kind) string {
 	case flight.KindInt:
 		return strconv.FormatInt(v.I, 10)
 	case flight.KindTime:
-		return v.T.Format(flight.TimeLayout)
+		return v.T().Format(flight.TimeLayout)
 	}
 	return strconv.Quote(v.S)
 }
