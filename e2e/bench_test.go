@@ -354,8 +354,8 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	})
 	require.NoError(b, err)
 	if heap != "" {
-		// The processor's heap 15 s into the drain (mid-drain on this machine), for pprof.
-		t := time.AfterFunc(15*time.Second, func() { saveProfile(s.Proc("processor").Addr, "heap", heap) })
+		// The processor's heap 8 s into the drain (mid-drain on this machine), for pprof.
+		t := time.AfterFunc(8*time.Second, func() { saveProfile(s.Proc("processor").Addr, "heap", heap) })
 		defer t.Stop()
 	}
 	if cpuProf != "" {

@@ -44,9 +44,19 @@ type Event struct {
 	MsgID        int64           // the mailbox message that caused it; 0: none (e.g. history sweep)
 	Payload      json.RawMessage // required for Upsert; nil for a Tombstone without payload
 
-	// state is the full state a KAFKA:schd UPSERT of Changed stands for: its payload is rendered
-	// by Latest, only for the newest state of each flight.
+	// state is the full state a KAFKA:schd UPSERT of Changed stands for, its payload: rendered
+	// only when written (AppendBody), and only for the newest state of each flight (Latest).
 	state *flight.State
+}
+
+// AppendBody appends the event's payload to b: Payload, or the full state a KAFKA:schd UPSERT
+// stands for, rendered. Rendering each state into the writer's one buffer (outbox.Enqueue)
+// keeps no batch of full states in memory.
+func (e *Event) AppendBody(b []byte) []byte {
+	if e.state != nil && len(e.Payload) == 0 {
+		return e.state.AppendJSON(b)
+	}
+	return append(b, e.Payload...)
 }
 
 // Validate checks what the contract requires of an event. The payload's JSON syntax is not
@@ -62,7 +72,7 @@ func (e Event) Validate() error {
 		return fmt.Errorf("event: bad event type %q", e.Type)
 	case e.StateVersion <= 0:
 		return fmt.Errorf("event: state_version must be positive, got %d", e.StateVersion)
-	case e.Type == Upsert && len(e.Payload) == 0:
+	case e.Type == Upsert && len(e.Payload) == 0 && e.state == nil:
 		return errors.New("event: an UPSERT needs a payload")
 	}
 	return nil
@@ -118,8 +128,8 @@ func Changed(evs []Event, src Source, old, next *flight.State) []Event {
 		schd)
 }
 
-// Latest keeps, of the KAFKA:schd events in evs, the newest of each flight, and renders the full
-// state of those it keeps; every other event stays as it is, in its place. The events of one
+// Latest keeps, of the KAFKA:schd events in evs, the newest of each flight; every other event
+// stays as it is, in its place. The events of one
 // transaction become visible to the dispatcher together, and msgx.flight.state carries only a
 // flight's newest state (docs/events.md), so an older state of the same transaction could never
 // be published: writing it would only cost. Enqueue calls it.
@@ -136,10 +146,6 @@ func Latest(evs []Event) []Event {
 			if newest[e.FLID] != i {
 				continue
 			}
-			if e.state != nil && len(e.Payload) == 0 {
-				e.Payload = e.state.AppendJSON(make([]byte, 0, 4096))
-			}
-			e.state = nil
 		}
 		out = append(out, e)
 	}

@@ -22,7 +22,7 @@ func TestChangedPayloads(t *testing.T) {
 		string(evs[0].Payload))
 	require.Equal(t, event.TargetSchd, evs[1].Target)
 	evs = event.Latest(evs)
-	require.Equal(t, string(next.AppendJSON(nil)), string(evs[1].Payload), "KAFKA:schd carries the full state")
+	require.Equal(t, string(next.AppendJSON(nil)), string(evs[1].AppendBody(nil)), "KAFKA:schd carries the full state")
 
 	del := next.Clone()
 	del.Status, del.Version = flight.Deleted, 2
@@ -57,8 +57,9 @@ func TestLatestKeepsTheNewestStatePerFlight(t *testing.T) {
 		require.Equal(t, want.flid, got[i].FLID, "event %d", i)
 		require.Equal(t, want.v, got[i].StateVersion, "event %d", i)
 	}
-	require.Equal(t, string(v2.AppendJSON(nil)), string(got[4].Payload))
-	require.Equal(t, string(other.AppendJSON(nil)), string(got[2].Payload))
+	require.Equal(t, string(v2.AppendJSON(nil)), string(got[4].AppendBody(nil)))
+	require.Equal(t, string(other.AppendJSON(nil)), string(got[2].AppendBody(nil)))
+	require.Equal(t, string(got[3].Payload), string(got[3].AppendBody([]byte("x"))[1:]), "a change's body is its payload")
 
 	// A deletion after the change: the newest state is the tombstone (a null value).
 	got = event.Latest(event.Changed(evs, src, &v2, &v3))

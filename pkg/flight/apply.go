@@ -418,6 +418,9 @@ func rows[T any](items []T, conv func(T) Row) []Row {
 	out := make([]Row, len(items))
 	for i, e := range items {
 		out[i] = conv(e)
+		for j := range out[i] {
+			out[i][j] = out[i][j].own()
+		}
 	}
 	return out
 }
@@ -535,7 +538,7 @@ func patchPush(s *State, items []sis.Push) []string {
 				continue
 			}
 			s.stampEntry(PSDT, r[0])
-			r[stPSTM], r[stPSID], r[stPSHN] = timeVal(e.PSTM), textVal(e.PSID), intVal(e.PSHN)
+			r[stPSTM], r[stPSID], r[stPSHN] = timeVal(e.PSTM), textVal(e.PSID).own(), intVal(e.PSHN)
 		}
 		if n == 0 {
 			notes = append(notes, "PSHT: stand "+e.PUST.Value+" not allocated")

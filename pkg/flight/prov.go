@@ -100,7 +100,9 @@ func (s *State) set(f F, v Value) {
 		s.P.F[f] = w.at
 		w.written++
 	}
-	s.F[f] = v
+	if s.F[f] != v {
+		s.F[f] = v.own()
+	}
 }
 
 // setStatus writes the lifecycle state unless the write is stale, and stamps it.

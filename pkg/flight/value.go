@@ -3,6 +3,7 @@ package flight
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -43,6 +44,16 @@ func Int(i int64) Value { return Value{Valid: true, I: i} }
 
 // Time returns a time value holding t's wall clock.
 func Time(t time.Time) Value { return Value{Valid: true, I: Wall(t).UnixMicro()} }
+
+// own returns v with its own copy of its text. A decoded message's text values share the
+// message's whole text; a state keeps a value for as long as its flight is cached, and it must
+// not keep every message that ever set one of its fields alive with it.
+func (v Value) own() Value {
+	if v.S != "" {
+		v.S = strings.Clone(v.S)
+	}
+	return v
+}
 
 // T returns the wall clock of a time value, labelled UTC (Wall).
 func (v Value) T() time.Time { return time.UnixMicro(v.I).UTC() }

@@ -65,28 +65,44 @@ type Copier interface {
 // rows for less server work (no array parsing, no ordering step; docs/benchmarks.md), and
 // event_id's default is evaluated row by row in the order sent.
 func Enqueue(ctx context.Context, db Copier, now time.Time, events ...event.Event) error {
-	events = event.Latest(events) // one state per flight (and its payload rendered)
+	events = event.Latest(events) // one state per flight
 	if len(events) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(events))
-	for i, e := range events {
+	for _, e := range events {
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("enqueue events: %w", err)
 		}
-		var msgID, body any
-		if e.MsgID != 0 {
-			msgID = e.MsgID
-		}
-		if len(e.Payload) > 0 {
-			body = string(e.Payload)
-		}
-		rows[i] = []any{e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, now}
 	}
-	if _, err := db.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := db.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: events, now: now}); err != nil {
 		return fmt.Errorf("enqueue events: %w", err)
 	}
 	return nil
+}
+
+// eventRows is the COPY source of Enqueue: one row per event (enqueueColumns), each body rendered
+// into one buffer that the copy encodes before it asks for the next row.
+type eventRows struct {
+	events []event.Event
+	now    time.Time
+	next   int
+	body   []byte
+}
+
+func (r *eventRows) Next() bool { r.next++; return r.next <= len(r.events) }
+
+func (r *eventRows) Err() error { return nil }
+
+func (r *eventRows) Values() ([]any, error) {
+	e := &r.events[r.next-1]
+	var msgID, body any
+	if e.MsgID != 0 {
+		msgID = e.MsgID
+	}
+	if r.body = e.AppendBody(r.body[:0]); len(r.body) > 0 {
+		body = r.body
+	}
+	return []any{e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
 }
 
 // Policy is the retry policy (the same as processing: MSGX_MAX_ATTEMPTS, MSGX_BACKOFF_*).

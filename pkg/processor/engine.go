@@ -250,7 +250,7 @@ func (p *Engine) prepare(r headRow) work {
 	}
 	sum := sha256.Sum256([]byte(*r.raw))
 	w.sha = sum[:]
-	m, err := sis.DecodePartial([]byte(*r.raw), sis.Options{Location: p.cfg.Location})
+	m, err := sis.DecodePartialString(*r.raw, sis.Options{Location: p.cfg.Location})
 	if err != nil {
 		w.decErr = err
 		if m != nil {

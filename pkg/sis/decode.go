@@ -74,7 +74,10 @@ func (x *decoder) node(i int32) *node { return &x.d.nodes[i] }
 // Decode turns one raw mailbox message into a typed Message. Every failure is
 // a *Error with a Class, the element path and the offending value.
 func Decode(raw []byte, opt Options) (*Message, error) {
-	m, err := decode(raw, opt)
+	if err := checkSize(len(raw), opt); err != nil {
+		return nil, err // before the string copy: an oversized input costs nothing
+	}
+	m, err := decode(string(raw), opt)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +89,15 @@ func Decode(raw []byte, opt Options) (*Message, error) {
 // TYPE was reached), or nil when the META was not reached. Operators see what a DEAD message
 // claimed to be.
 func DecodePartial(raw []byte, opt Options) (*Message, error) {
+	if err := checkSize(len(raw), opt); err != nil {
+		return nil, err
+	}
+	return DecodePartialString(string(raw), opt)
+}
+
+// DecodePartialString is DecodePartial of a message already held as a string: the Message's
+// text values share raw's memory instead of a copy of it.
+func DecodePartialString(raw string, opt Options) (*Message, error) {
 	m, err := decode(raw, opt)
 	if err != nil {
 		if m != nil {
@@ -96,26 +108,34 @@ func DecodePartial(raw []byte, opt Options) (*Message, error) {
 	return m, nil
 }
 
-func decode(raw []byte, opt Options) (*Message, *Error) {
-	loc := opt.Location
-	if loc == nil {
-		loc = defaultLocation()
-	}
+// checkSize rejects a message of n bytes larger than opt allows (CODEC_ERROR).
+func checkSize(n int, opt Options) *Error {
 	maxBytes := opt.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
+	}
+	if n > maxBytes {
+		return codecErr("MSG", strconv.Itoa(n), "message larger than "+strconv.Itoa(maxBytes)+" bytes")
+	}
+	return nil
+}
+
+func decode(raw string, opt Options) (*Message, *Error) {
+	loc := opt.Location
+	if loc == nil {
+		loc = defaultLocation()
 	}
 	maxDepth := opt.MaxDepth
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
-	if len(raw) > maxBytes {
-		return nil, codecErr("MSG", strconv.Itoa(len(raw)), "message larger than "+strconv.Itoa(maxBytes)+" bytes")
+	if err := checkSize(len(raw), opt); err != nil {
+		return nil, err
 	}
-	if len(trim(string(raw))) == 0 {
+	if len(trim(raw)) == 0 {
 		return nil, malformed("MSG", "", "empty message")
 	}
-	text, err := readText(string(raw))
+	text, err := readText(raw)
 	if err != nil {
 		return nil, err
 	}
