@@ -128,6 +128,33 @@ func Changed(evs []Event, src Source, old, next *flight.State) []Event {
 		schd)
 }
 
+// Log gathers one transaction's events in order (Changed), applying Latest's rule as they come:
+// a flight's KAFKA:schd event that a newer one supersedes lets go of its state at once, so a
+// batch that changes a flight many times keeps one full state of it, not one per change.
+type Log struct {
+	Events []Event
+	state  map[int64]int // FLID → index in Events of its newest KAFKA:schd event
+}
+
+// Changed adds the events of one flight going from old to next (the function Changed).
+func (l *Log) Changed(src Source, old, next *flight.State) {
+	l.Events = Changed(l.Events, src, old, next)
+	if l.state == nil {
+		l.state = map[int64]int{}
+	}
+	if i, ok := l.state[next.FLID]; ok {
+		l.Events[i].state = nil // superseded: Latest drops it
+	}
+	l.state[next.FLID] = len(l.Events) - 1
+}
+
+// Take returns the events gathered and empties the log.
+func (l *Log) Take() []Event {
+	evs := l.Events
+	l.Events, l.state = nil, nil
+	return evs
+}
+
 // Latest keeps, of the KAFKA:schd events in evs, the newest of each flight; every other event
 // stays as it is, in its place. The events of one
 // transaction become visible to the dispatcher together, and msgx.flight.state carries only a

@@ -93,3 +93,38 @@ func TestValidate(t *testing.T) {
 		require.Error(t, e.Validate(), name)
 	}
 }
+
+// TestLogKeepsOneStatePerFlight: a Log gives what Latest gives of the same changes, and the
+// KAFKA:schd events it superseded hold no state any more (nothing to render: nothing kept).
+func TestLogKeepsOneStatePerFlight(t *testing.T) {
+	t.Parallel()
+	v1 := &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
+	v2 := v1.Clone()
+	v2.Version, v2.F[flight.STND] = 2, flight.Text("215")
+	v3 := v2.Clone()
+	v3.Version, v3.F[flight.STND] = 3, flight.Text("216")
+	other := &flight.State{FLID: 8, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
+	src := event.Source{MsgID: 1, Type: "FLOP", Styp: "STND"}
+
+	var plain []event.Event
+	var log event.Log
+	for _, c := range []struct{ old, next *flight.State }{{nil, v1}, {nil, other}, {v1, &v2}, {&v2, &v3}} {
+		plain = event.Changed(plain, src, c.old, c.next)
+		log.Changed(src, c.old, c.next)
+	}
+	require.Len(t, log.Events, 8)
+	for _, i := range []int{1, 5} { // flight 7's states 1 and 2
+		require.Equal(t, event.TargetSchd, log.Events[i].Target)
+		require.NotEmpty(t, plain[i].AppendBody(nil))
+		require.Empty(t, log.Events[i].AppendBody(nil), "event %d: a superseded state is let go", i)
+	}
+	got, want := event.Latest(log.Take()), event.Latest(plain)
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		require.Equal(t, want[i].Target, got[i].Target)
+		require.Equal(t, want[i].FLID, got[i].FLID)
+		require.Equal(t, want[i].StateVersion, got[i].StateVersion)
+		require.Equal(t, string(want[i].AppendBody(nil)), string(got[i].AppendBody(nil)), "event %d", i)
+	}
+	require.Empty(t, log.Events, "Take empties the log")
+}

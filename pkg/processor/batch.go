@@ -64,6 +64,7 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 				break
 			}
 			results = append(results, r)
+			batch[i].release()
 		}
 		for _, b := range order {
 			if err := sessions[b].Flush(ctx); err != nil {

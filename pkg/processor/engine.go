@@ -114,6 +114,10 @@ type work struct {
 	reused   bool              // its key was bound to a message outside the identity window (bind)
 }
 
+// release drops a processed message's text and decoded form: a batch holds only the messages
+// still to process (and the read-ahead its next batch), not every message it processed.
+func (w *work) release() { w.msg, w.row.raw, w.row.rawBytes = nil, nil, nil }
+
 // result is a message's outcome in a batch.
 type result struct {
 	id       int64

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +28,9 @@ const (
 func (p *Engine) describe(r *result, w *work) {
 	switch {
 	case w.msg != nil:
-		r.typ, r.styp = w.msg.Meta.TYPE, w.msg.Meta.STYP
+		// Copies: the decoded values share the message's text, which the batch drops once the
+		// message is processed (work.release).
+		r.typ, r.styp = strings.Clone(w.msg.Meta.TYPE), strings.Clone(w.msg.Meta.STYP)
 	case w.read != nil:
 		r.typ, r.styp = clip.String(w.read.TYPE, metaBound), clip.String(w.read.STYP, metaBound)
 		read := map[string]string{"SNDR": clip.String(w.read.SNDR, metaBound), "SEQN": clip.String(w.read.SEQN, metaBound), "TYPE": r.typ, "STYP": r.styp,

@@ -85,7 +85,7 @@ type Session struct {
 	store  flightstore.Loader
 	now    time.Time
 	batch  *flight.Batch
-	events []event.Event
+	events event.Log
 	logs   []flightstore.SnapshotLog
 	// requests: the RESP guard and the self-healing trigger (nil: none).
 	requests *request.Hooks
@@ -242,7 +242,7 @@ func (s *Session) apply(ctx context.Context, m processor.Message, inputs []fligh
 	}
 	src := event.Source{MsgID: m.ID, Type: m.Decoded.Meta.TYPE, Styp: m.Decoded.Meta.STYP}
 	for _, c := range r.Changed {
-		s.events = event.Changed(s.events, src, c.Old, c.Next)
+		s.events.Changed(src, c.Old, c.Next)
 	}
 	return r, nil
 }
@@ -268,9 +268,9 @@ func notes(r flight.Result) string {
 // Flush writes every flight the session changed (once, from its stored to its final state), the
 // snapshot-log rows and every event in message order.
 func (s *Session) Flush(ctx context.Context) error {
-	changes, events, logs := s.batch.Take(), s.events, s.logs
+	changes, events, logs := s.batch.Take(), s.events.Take(), s.logs
 	// The session is spent either way: what it held is now stored (or rolled back with the tx).
-	s.events, s.logs = nil, nil
+	s.logs = nil
 	if err := s.store.Save(ctx, changes, logs, s.now); err != nil {
 		return err
 	}
