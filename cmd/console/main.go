@@ -36,6 +36,7 @@ func main() {
 	// (lines it cannot take are counted in msgx_log_lines_dropped_total).
 	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines)
 	log := obs.NewLogger(logs, cfg.LogLevel, "console")
+	daemon.LimitMemory()
 	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

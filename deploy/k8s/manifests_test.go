@@ -256,6 +256,9 @@ func binaryExists(name string) bool {
 
 // effectiveEnv is what the binary in c sees: documented defaults, then envFrom ConfigMaps, then
 // env entries. A Secret reference shows as "secret:<name>/<key>".
+// daemons are the binaries that run as services (daemon.LimitMemory applies their memory limit).
+var daemons = []string{"ingest", "processor", "dispatcher", "jobs", "console"}
+
 func (r *rendered) effectiveEnv(t *testing.T, id string, c corev1.Container, defaults map[string]string) map[string]string {
 	t.Helper()
 	env := map[string]string{}
@@ -277,6 +280,8 @@ func (r *rendered) effectiveEnv(t *testing.T, id string, c corev1.Container, def
 			env[e.Name] = e.Value
 		case e.ValueFrom.SecretKeyRef != nil:
 			env[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		case e.Name == "GOMEMLIMIT" && e.ValueFrom.ResourceFieldRef != nil:
+			env[e.Name] = "resource:" + e.ValueFrom.ResourceFieldRef.Resource
 		default:
 			t.Fatalf("%s: env %s: only literal values and secretKeyRef are used", id, e.Name)
 		}
@@ -433,7 +438,18 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 				continue // checkDevBroker checks the rest
 			}
 
+			if slices.Contains(daemons, filepath.Base(c.Command[0])) {
+				require.True(t, slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" }),
+					"%s: GOMEMLIMIT unset: the binary keeps its 52 MiB default (daemon.LimitMemory) whatever the container's limit", id)
+			}
 			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					// The Go runtime's soft memory limit, not a setting: the container's own.
+					ref := e.ValueFrom
+					require.True(t, ref != nil && ref.ResourceFieldRef != nil && ref.ResourceFieldRef.Resource == "limits.memory",
+						"%s: GOMEMLIMIT must be the container's memory limit (resourceFieldRef limits.memory)", id)
+					continue
+				}
 				if rolePasswordEnv.MatchString(e.Name) {
 					// msgxctl roles apply's own variables (cmd/msgxctl/roles.go), not settings.
 					require.Equal(t, []string{"/usr/local/bin/msgxctl", "roles", "apply"}, c.Command, "%s: %s is for msgxctl roles apply only", id, e.Name)

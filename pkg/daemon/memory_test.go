@@ -1,0 +1,27 @@
+package daemon_test
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/daemon"
+)
+
+// TestLimitMemory: without GOMEMLIMIT a binary takes DefaultMemoryLimit; with it, the runtime's
+// own reading of it stays. Not parallel: the limit is the process's.
+func TestLimitMemory(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+
+	t.Setenv("GOMEMLIMIT", "1GiB") // what the runtime read at start
+	debug.SetMemoryLimit(1 << 30)
+	daemon.LimitMemory()
+	require.Equal(t, int64(1<<30), debug.SetMemoryLimit(-1), "the deployment's limit stays")
+
+	require.NoError(t, os.Unsetenv("GOMEMLIMIT")) // t.Setenv restores it
+	daemon.LimitMemory()
+	require.Equal(t, int64(daemon.DefaultMemoryLimit), debug.SetMemoryLimit(-1))
+}
