@@ -10,22 +10,22 @@ var errHeadMoved = errors.New("the head moved while it was read ahead")
 
 // lookahead is the next batch's head run, read and decoded while the batch before it commits, so
 // that the database's commit and the processor's decoding overlap. It is the run after the batch
-// in flight (its rows above after), as the head read would find it once that batch committed with
-// every message terminal; it is used only then, only for a full batch (not in careful mode) and
-// only when its head is an untouched PENDING row, and markStarted checks in the same statement
-// that no open row appeared below it (a late row, a replay): otherwise the head is read again.
+// in flight (the open rows above its last msg_id), as the head read would find it once that
+// batch committed with every message terminal; it is used only then, only for a full batch (not
+// in careful mode) and only when its head is an untouched PENDING row, and markStarted checks in
+// the same statement that no open row appeared below it (a late row, a replay): otherwise the
+// head is read again.
 type lookahead struct {
-	after int64
-	done  chan struct{}
-	rows  []headRow
-	work  []work // rows decoded (prepare)
-	more  bool
-	err   error
+	done chan struct{}
+	rows []headRow
+	work []work // rows decoded (prepare)
+	more bool
+	err  error
 }
 
 // readAhead starts reading and decoding the run after msg_id after (at most limit rows).
 func (p *Engine) readAhead(ctx context.Context, after int64, limit int) *lookahead {
-	a := &lookahead{after: after, done: make(chan struct{})}
+	a := &lookahead{done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		if a.rows, a.more, a.err = p.loadRun(ctx, limit, after); a.err != nil {
