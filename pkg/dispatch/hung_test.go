@@ -66,6 +66,7 @@ func TestHungBroker(t *testing.T) {
 	release := make(chan struct{})
 	held := make(chan struct{})
 	b.broker.Cluster().ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.broker.Cluster().DropControl() // one request only: a retry after a client timeout passes
 		close(held)
 		<-release // the broker's request loop is frozen
 		return nil, nil, false

@@ -32,16 +32,22 @@ func TestChangedPayloads(t *testing.T) {
 	require.Equal(t, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Tombstone, StateVersion: 2, MsgID: 43}, evs[1], "a deleted flight's state is a null tombstone")
 }
 
+// twoFlights: flight 7 at version 1 and at version 2 (a stand set), flight 8 at version 1.
+func twoFlights() (v1 *flight.State, v2 flight.State, other *flight.State) {
+	v1 = &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
+	v2 = v1.Clone()
+	v2.Version, v2.F[flight.STND] = 2, flight.Text("215")
+	other = &flight.State{FLID: 8, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
+	return v1, v2, other
+}
+
 // TestLatestKeepsTheNewestStatePerFlight: of one transaction's KAFKA:schd events only the newest
 // of each flight is written (the state topic carries the latest state); every change stays.
 func TestLatestKeepsTheNewestStatePerFlight(t *testing.T) {
 	t.Parallel()
-	v1 := &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
-	v2 := v1.Clone()
-	v2.Version, v2.F[flight.STND] = 2, flight.Text("215")
+	v1, v2, other := twoFlights()
 	v3 := v2.Clone()
 	v3.Status, v3.Version = flight.Deleted, 3
-	other := &flight.State{FLID: 8, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
 	src := event.Source{MsgID: 1, Type: "FLOP", Styp: "STND"}
 	evs := event.Changed(nil, src, nil, v1)
 	evs = event.Changed(evs, src, nil, other)
@@ -98,12 +104,9 @@ func TestValidate(t *testing.T) {
 // KAFKA:schd events it superseded hold no state any more (nothing to render: nothing kept).
 func TestLogKeepsOneStatePerFlight(t *testing.T) {
 	t.Parallel()
-	v1 := &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
-	v2 := v1.Clone()
-	v2.Version, v2.F[flight.STND] = 2, flight.Text("215")
+	v1, v2, other := twoFlights()
 	v3 := v2.Clone()
 	v3.Version, v3.F[flight.STND] = 3, flight.Text("216")
-	other := &flight.State{FLID: 8, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
 	src := event.Source{MsgID: 1, Type: "FLOP", Styp: "STND"}
 
 	var plain []event.Event

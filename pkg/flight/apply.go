@@ -479,12 +479,14 @@ func mergeByKey(s *State, c C, rows []Row, clearAll bool) {
 	if clearAll && s.wholeStale(c) {
 		return
 	}
-	cur := slices.Clone(s.C[c]) // changed in place below; the state before shares s.C[c] (fork)
+	var cur []Row // changed in place below: never the state's own rows, which a fork shares
 	if clearAll {
 		cur = s.takeWhole(c) // keeps the entries a later-created message set (INV-24)
 		for _, r := range cur {
 			s.w.mark(entryName(c, r[0]))
 		}
+	} else {
+		cur = slices.Clone(s.C[c])
 	}
 	for _, r := range rows {
 		if s.entryStale(c, r[0]) {

@@ -31,6 +31,7 @@ func TestCollectorExportsClientMetrics(t *testing.T) {
 	require.NoError(t, err)
 	release, held := make(chan struct{}), make(chan struct{})
 	b.Cluster().ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.Cluster().DropControl() // one request only: a retry after a client timeout passes
 		close(held)
 		<-release // the broker's request loop is frozen
 		return nil, nil, false

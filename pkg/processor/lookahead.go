@@ -55,12 +55,9 @@ func (p *Engine) takeAhead(limit int) *lookahead {
 		return nil
 	}
 	a.wait()
-	if a.err != nil || len(a.rows) == 0 || limit != p.cfg.Batch {
-		p.metrics.readAhead.WithLabelValues("dropped").Inc()
-		return nil
-	}
-	if h := a.rows[0]; h.status != StatusPending || h.startedAt != nil || h.through != nil {
-		p.metrics.readAhead.WithLabelValues("dropped").Inc()
+	if a.err != nil || len(a.rows) == 0 || limit != p.cfg.Batch ||
+		a.rows[0].status != StatusPending || a.rows[0].startedAt != nil || a.rows[0].through != nil {
+		p.drop(a)
 		return nil
 	}
 	return a
