@@ -40,6 +40,7 @@ type Dispatcher struct {
 	nextSend int64
 
 	stateCursor string // FLID after which the next state flush starts (only FlushStates uses it)
+	claimFrom   int64  // lower bound of the unsent KAFKA:msg event ids (StepMsg; 0 at each term's start)
 
 	// held are the change records the changes topic holds beyond what the database knew as
 	// sent, by FLID and version (ReadTail sets them before the loops start; StepMsg reads them).
@@ -90,7 +91,8 @@ type Result struct {
 
 // StepMsg sends one batch of KAFKA:msg heads and records the outcome.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
-	claimed, behind, err := d.store.ClaimHeads(ctx, d.clock.Now(), d.cfg.Batch)
+	claimed, behind, from, err := d.store.ClaimHeadsFrom(ctx, d.clock.Now(), d.cfg.Batch, d.claimFrom)
+	d.claimFrom = from
 	if err != nil || len(claimed) == 0 {
 		return Result{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/wake"
 )
 
@@ -21,6 +22,7 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
 	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
 		Msg("dispatcher: loops start")
+	d.claimFrom = 0 // a bound read in another term may come from another server (a failover)
 	if !d.readTailUntilDone(ctx, lease) {
 		return nil
 	}
@@ -45,10 +47,11 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 		defer lease.Stopped("stats")
 		for {
 			lease.Tick("stats")
+			start := time.Now()
 			if err := d.RefreshStats(gctx); err != nil && gctx.Err() == nil {
 				log.Warn().Err(err).Msg("dispatcher: backlog gauges not refreshed")
 			}
-			if !clock.WallSleep(gctx, d.cfg.StatsPeriod) {
+			if !clock.WallSleep(gctx, obs.GaugePause(d.cfg.StatsPeriod, time.Since(start))) {
 				return nil
 			}
 		}

@@ -53,9 +53,10 @@ const (
 	StatusSkipped = "SKIPPED" // a dead letter an operator gave up on: never sent
 )
 
-// Copier is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool.
-type Copier interface {
-	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+// Beginner is what Enqueue needs: a pgx.Tx (the writer's own transaction) or a pool (Enqueue
+// then runs a transaction of its own).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // Enqueue inserts events in the given order (event_id follows it) with one COPY: it is the one
@@ -63,8 +64,10 @@ type Copier interface {
 // (event.Latest). Call it inside the transaction that makes the change, so events commit with
 // it. Build events with package event. COPY rather than an INSERT of unnested arrays: the same
 // rows for less server work (no array parsing, no ordering step; docs/benchmarks.md), and
-// event_id's default is evaluated row by row in the order sent.
-func Enqueue(ctx context.Context, db Copier, now time.Time, events ...event.Event) error {
+// event_id's default is evaluated row by row in the order sent. It takes PIPELINE_LOCK (held
+// already by the processor's and the purge's transactions) before the rows take their ids, so
+// events commit in id order: the claim's lower bound rests on it (ClaimHeadsFrom).
+func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Event) error {
 	events = event.Latest(events) // one state per flight
 	if len(events) == 0 {
 		return nil
@@ -74,10 +77,19 @@ func Enqueue(ctx context.Context, db Copier, now time.Time, events ...event.Even
 			return fmt.Errorf("enqueue events: %w", err)
 		}
 	}
-	if _, err := db.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: events, now: now}); err != nil {
-		return fmt.Errorf("enqueue events: %w", err)
+	write := func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
+			return fmt.Errorf("enqueue events: take pipeline lock: %w", err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: events, now: now}); err != nil {
+			return fmt.Errorf("enqueue events: %w", err)
+		}
+		return nil
 	}
-	return nil
+	if tx, ok := db.(pgx.Tx); ok {
+		return write(tx)
+	}
+	return pgx.BeginFunc(ctx, db, write)
 }
 
 // eventRows is the COPY source of Enqueue: one row per event (enqueueColumns), each body rendered
@@ -196,19 +208,38 @@ func scanClaimed(rows pgx.Rows, target string) ([]Claimed, error) {
 // event is already waiting (the window shows it), so the caller claims again once these are
 // sent instead of waiting for the next wake-up: a burst on one flight drains at the send rate.
 func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads []Claimed, behind bool, err error) {
+	heads, behind, _, err = s.ClaimHeadsFrom(ctx, now, limit, 0)
+	return heads, behind, err
+}
+
+// ClaimHeadsFrom is ClaimHeads for a caller that claims again and again (the dispatcher): from
+// is a lower bound of the unsent KAFKA:msg events' ids (0: none known), and next the bound for
+// the following claim, the smallest unsent id the window saw (from when it saw none). The
+// window's scan then starts at the oldest unsent event instead of walking the index entries of
+// every event sent since the last vacuum (4,000 index pages a claim in a 1,000,000-message
+// drain, docs/benchmarks.md).
+//
+// The bound holds because no unsent event ever appears below it: an event leaves the unsent set
+// only for good (SENT, SKIPPED; a replayed DEAD event was unsent all along), and every writer
+// takes PIPELINE_LOCK before its event ids (Enqueue), so an event committed after the claim read
+// its window has a larger id than every event the window could see. A bound is only good for
+// the database it was read from: a caller starts again from 0 after a failover (each leader
+// term does).
+func (s *Store) ClaimHeadsFrom(ctx context.Context, now time.Time, limit int, from int64) (heads []Claimed, behind bool, next int64, err error) {
 	window := max(4*limit, 1000)
-	rows, err := s.pool.Query(ctx, claimWindowSQL, now, limit, window)
+	rows, err := s.pool.Query(ctx, claimWindowSQL, now, limit, window, from)
 	if err != nil {
-		return nil, false, fmt.Errorf("claim heads: %w", err)
+		return nil, false, from, fmt.Errorf("claim heads: %w", err)
 	}
 	var out []Claimed
 	full := false
+	next = from
 	for rows.Next() {
 		c := Claimed{Target: event.TargetMsg}
 		var msgID *int64
-		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full, &behind); err != nil {
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full, &behind, &next); err != nil {
 			rows.Close()
-			return nil, false, fmt.Errorf("claim heads: %w", err)
+			return nil, false, from, fmt.Errorf("claim heads: %w", err)
 		}
 		if msgID != nil {
 			c.MsgID = *msgID
@@ -218,23 +249,23 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("claim heads: %w", err)
+		return nil, false, from, fmt.Errorf("claim heads: %w", err)
 	}
 	if len(out) == limit || (len(out) > 0 && !full) {
-		return out, behind, nil
+		return out, behind, next, nil
 	}
 	if len(out) == 0 {
 		// Nothing due in the window: was it full? Ask cheaply before the full scan.
 		var n int
-		if err := s.pool.QueryRow(ctx, countWindowSQL, window).Scan(&n); err != nil {
-			return nil, false, fmt.Errorf("claim heads: %w", err)
+		if err := s.pool.QueryRow(ctx, countWindowSQL, window, from).Scan(&n); err != nil {
+			return nil, false, from, fmt.Errorf("claim heads: %w", err)
 		}
 		if n < window {
-			return nil, false, nil
+			return nil, false, from, nil
 		}
 	}
 	heads, err = s.claimAllHeads(ctx, now, limit)
-	return heads, false, err
+	return heads, false, next, err
 }
 
 // claimAllHeads is the complete claim: a skip scan over every FLID with unsent events.

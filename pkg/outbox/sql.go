@@ -6,16 +6,19 @@ package outbox
 // event_id from msgx_event_id(), status PENDING).
 var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
-// claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events in event
-// order (msg_event_unsent_order); the first event of each FLID in that window is its head, since
-// every older unsent event is inside the window too. It returns the due heads, oldest first,
-// whether the window was full (more unsent events exist beyond it), and whether events of the
-// claimed FLIDs wait behind their heads in it (their next versions).
+// claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events at or above
+// event_id $4 in event order (msg_event_unsent_order); the first event of each FLID in that
+// window is its head, since every older unsent event is inside the window too. $4 is a lower
+// bound of every unsent event (ClaimHeadsFrom): the scan starts there instead of walking the
+// index entries of the events sent since the last vacuum. It returns the due heads, oldest
+// first, whether the window was full (more unsent events exist beyond it), whether events of
+// the claimed FLIDs wait behind their heads in it (their next versions), and the smallest
+// event_id in the window.
 const claimWindowSQL = `
 WITH win AS (
     SELECT event_id, partition_key, status, next_attempt_at
       FROM msg_event
-     WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
+     WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
      ORDER BY event_id
      LIMIT $3
 ), heads AS (
@@ -30,14 +33,16 @@ WITH win AS (
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        (SELECT count(*) FROM win) = $3,
-       EXISTS (SELECT 1 FROM win w JOIN due d ON d.partition_key = w.partition_key AND w.event_id > d.event_id)
+       EXISTS (SELECT 1 FROM win w JOIN due d ON d.partition_key = w.partition_key AND w.event_id > d.event_id),
+       (SELECT min(event_id) FROM win)
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
-// countWindowSQL counts unsent KAFKA:msg events up to $1.
+// countWindowSQL counts unsent KAFKA:msg events at or above event_id $2, up to $1.
 const countWindowSQL = `
 SELECT count(*) FROM (
-    SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') ORDER BY event_id LIMIT $1) w`
+    SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $2
+     ORDER BY event_id LIMIT $1) w`
 
 // claimHeadsSQL returns the due heads of KAFKA:msg, oldest first. A FLID's head is its smallest
 // unsent event_id (PENDING or DEAD): a DEAD head or one still backing off holds every later

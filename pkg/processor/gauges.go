@@ -7,22 +7,24 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/obs"
 )
 
-// gaugePeriod is how often gaugeLoop counts.
+// gaugePeriod is how often gaugeLoop counts while counting is cheap.
 const gaugePeriod = 5 * time.Second
 
-// gaugeLoop refreshes the gauges every gaugePeriod beside the pump, never on its path: the
-// counts read every open or owed row, so their cost grows with the backlog, and the head must
-// not wait for them (docs/benchmarks.md).
+// gaugeLoop refreshes the gauges beside the pump, never on its path: the counts read every open
+// or owed row, so their cost grows with the backlog, and the head must not wait for them
+// (docs/benchmarks.md). A slow count spaces the next one out (obs.GaugePause).
 func (p *Engine) gaugeLoop(ctx context.Context, lease leader.Lease) {
 	defer lease.Stopped("gauges")
 	for {
 		lease.Tick("gauges")
+		start := time.Now()
 		if err := p.refreshGauges(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn().Err(err).Msg("pump: refresh gauges")
 		}
-		if !clock.WallSleep(ctx, gaugePeriod) {
+		if !clock.WallSleep(ctx, obs.GaugePause(gaugePeriod, time.Since(start))) {
 			return
 		}
 	}

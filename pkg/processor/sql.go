@@ -30,11 +30,13 @@ SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_sta
 
 	// markStartedSQL stamps the head's start mark. With $5 (a head read ahead, while the batch
 	// before it committed) it changes nothing when an open row lies below the head (a late row
-	// or a replay that arrived since): the head moved and must be read again.
+	// or a replay that arrived since): the head moved and must be read again. The check is the
+	// smallest open msg_id, which the open index answers in one descent whatever the plan ("an
+	// open row below $1" had plans that scanned the table).
 	markStartedSQL = `
 UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
  WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
-   AND NOT ($5::bool AND EXISTS (SELECT 1 FROM proc_state o WHERE o.status IN ('PENDING', 'FAILED') AND o.msg_id < $1))`
+   AND NOT ($5::bool AND (SELECT min(o.msg_id) FROM proc_state o WHERE o.status IN ('PENDING', 'FAILED')) < $1)`
 
 	// attemptEndedSQL records the previous attempt of the head $1, which ended without an
 	// outcome ($4 = DIED or INTERRUPTED, why $5), dated $2 (its start mark): one row for each

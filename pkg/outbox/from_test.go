@@ -1,0 +1,80 @@
+package outbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/outbox"
+)
+
+// TestClaimHeadsFromKeepsTheOldestUnsent: the bound a claim returns is the smallest unsent
+// event id, and claiming from it finds everything a claim from 0 finds, a sent head's
+// successor and a dead letter an operator replays included.
+func TestClaimHeadsFromKeepsTheOldestUnsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1)))
+
+	heads, _, from, err := b.store.ClaimHeadsFrom(ctx, t0, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2, 4}, ids(heads))
+	require.Equal(t, int64(1), from, "the smallest unsent id")
+
+	_, err = b.store.MarkSent(ctx, b.lease, []int64{1, 4}, t0)
+	require.NoError(t, err)
+	heads, _, from, err = b.store.ClaimHeadsFrom(ctx, t0, 10, from)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2, 3}, ids(heads), "FLID 10's next version, and FLID 20's head")
+	require.Equal(t, int64(2), from)
+
+	// FLID 20's head dies; FLID 10's event is sent: the bound stays at the dead letter, which a
+	// replay makes due again.
+	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{2}, Err: "broker says no", Fatal: true}}, t0.Add(time.Hour))
+	require.NoError(t, err)
+	_, err = b.store.MarkSent(ctx, b.lease, []int64{3}, t0)
+	require.NoError(t, err)
+	heads, _, from, err = b.store.ClaimHeadsFrom(ctx, t0.Add(time.Hour), 10, from)
+	require.NoError(t, err)
+	require.Empty(t, heads)
+	require.Equal(t, int64(2), from, "a bound never passes an event that is not sent")
+	_, err = b.store.Replay(ctx, outbox.Selector{IDs: []int64{2}}, outbox.Admin{Actor: "ops", Reason: "broker fixed"}, t0.Add(time.Hour))
+	require.NoError(t, err)
+	heads, _, _, err = b.store.ClaimHeadsFrom(ctx, t0.Add(time.Hour), 10, from)
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, ids(heads))
+}
+
+// TestEventsCommitInIDOrder: a writer's events take their ids only once the writer before it
+// has committed (Enqueue takes PIPELINE_LOCK), so a claim's bound never passes an event that
+// commits later. Without the lock the second writer's events committed first, above the first
+// writer's, and a claim from the bound they set never saw the first writer's events.
+func TestEventsCommitInIDOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	first, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(ctx) }()
+	require.NoError(t, outbox.Enqueue(ctx, first, t0, msgEvent(10, 1)))
+
+	second := make(chan error, 1)
+	go func() { second <- outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(20, 1)) }()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting))
+		return waiting
+	}, 10*time.Second, 5*time.Millisecond, "the second writer waits for the first")
+
+	_, _, from, err := b.store.ClaimHeadsFrom(ctx, t0, 10, 0)
+	require.NoError(t, err)
+	require.NoError(t, first.Commit(ctx))
+	require.NoError(t, <-second)
+	heads, _, _, err := b.store.ClaimHeadsFrom(ctx, t0, 10, from)
+	require.NoError(t, err)
+	require.Len(t, heads, 2, "both writers' events")
+	require.Equal(t, "10", heads[0].FLID, "the first writer's event comes first")
+}
