@@ -459,9 +459,13 @@ func (e *benchEnv) drainStages(b *testing.B, pool *pgxpool.Pool, maxID int64, st
 		if bl.Watermark >= maxID && !bl.Open && d.processed == 0 {
 			d.processed = now
 		}
-		if d.processed != 0 && !bl.Unsent {
-			d.drain = now
-			return
+		if d.processed != 0 {
+			unsent, err := stack.ReadUnsent(ctx, pool)
+			require.NoError(b, err, "backlog (logs in %s)", filepath.Join(e.logs, name))
+			if !unsent {
+				d.drain = time.Since(start)
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():

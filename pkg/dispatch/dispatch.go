@@ -41,6 +41,7 @@ type Dispatcher struct {
 
 	stateCursor string // FLID after which the next state flush starts (only FlushStates uses it)
 	claimFrom   int64  // lower bound of the unsent KAFKA:msg event ids (StepMsg; 0 at each term's start)
+	stateFrom   int64  // lower bound of the unsent KAFKA:schd event ids (FlushStates; 0 at each term's start)
 
 	// held are the change records the changes topic holds beyond what the database knew as
 	// sent, by FLID and version (ReadTail sets them before the loops start; StepMsg reads them).
@@ -111,15 +112,15 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 // flush's cursor), sends the newest state of each due one that is newer than what the state
 // topic holds, settles the stale ones without sending, and records the outcome.
 func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Result, error) {
-	sc, err := d.store.ClaimStates(ctx, d.clock.Now(), d.cfg.FlushLimit, d.stateCursor)
+	sc, err := d.store.ClaimStates(ctx, d.clock.Now(), d.cfg.FlushLimit, d.stateCursor, d.stateFrom)
 	if err != nil {
 		return Result{}, err
 	}
-	d.stateCursor = sc.Next
+	d.stateCursor, d.stateFrom = sc.Next, sc.From
 	more := sc.Next != ""
 	settled := int64(0)
 	if len(sc.Stale) > 0 {
-		if settled, err = d.store.MarkStatesSent(ctx, lease, sc.Stale, d.clock.Now()); err != nil {
+		if settled, err = d.store.MarkStatesSent(ctx, lease, sc.Stale, d.clock.Now(), d.stateFrom); err != nil {
 			return Result{More: more}, err
 		}
 		for _, c := range sc.Stale {

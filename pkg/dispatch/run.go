@@ -22,7 +22,8 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
 	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
 		Msg("dispatcher: loops start")
-	d.claimFrom = 0 // a bound read in another term may come from another server (a failover)
+	// A bound read in another term may come from another server (a failover).
+	d.claimFrom, d.stateFrom = 0, 0
 	if !d.readTailUntilDone(ctx, lease) {
 		return nil
 	}

@@ -135,7 +135,7 @@ func (d *Dispatcher) readStateTail(ctx context.Context, lease leader.Lease, from
 	for flid, v := range newest {
 		states = append(states, outbox.Claimed{Target: event.TargetSchd, FLID: flid, StateVersion: v})
 	}
-	if _, err := d.store.MarkStatesSent(ctx, lease, states, d.clock.Now()); err != nil {
+	if _, err := d.store.MarkStatesSent(ctx, lease, states, d.clock.Now(), 0); err != nil {
 		return n, err
 	}
 	return n, nil

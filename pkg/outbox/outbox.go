@@ -294,13 +294,18 @@ type StateClaims struct {
 	// Next is the cursor of the next flush: the last visited FLID when the limit stopped the
 	// visit, "" when it reached the end (the next flush starts over).
 	Next string
+	// From is a lower bound of the unsent KAFKA:schd event ids for the next claim and for
+	// MarkStatesSent: the smallest one at the claim (the claim's from when there was none).
+	// It holds for the reasons ClaimHeadsFrom's does.
+	From int64
 }
 
 // ClaimStates visits at most limit FLIDs with unsent KAFKA:schd events, in FLID order after the
 // cursor after ("": from the start), each by index: its cost does not grow with the backlog.
-func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after string) (StateClaims, error) {
-	var out StateClaims
-	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit, after)
+// from is a lower bound of the unsent KAFKA:schd event ids (0: none known; StateClaims.From).
+func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after string, from int64) (StateClaims, error) {
+	out := StateClaims{From: from}
+	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit, after, from)
 	if err != nil {
 		return out, fmt.Errorf("claim states: %w", err)
 	}
@@ -311,7 +316,7 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after
 		var msgID *int64
 		var due bool
 		var sent int64
-		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &due, &sent); err != nil {
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &due, &sent, &out.From); err != nil {
 			return out, fmt.Errorf("claim states: %w", err)
 		}
 		if msgID != nil {
@@ -338,8 +343,9 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after
 
 // MarkStatesSent records, under the lease, that the state topic holds each claimed state: it
 // raises each FLID's sent version and settles every unsent KAFKA:schd event of the FLID at or
-// below it as SENT (PENDING and DEAD alike). It returns how many events it settled.
-func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time) (int64, error) {
+// below it as SENT (PENDING and DEAD alike). from is a lower bound of the unsent KAFKA:schd
+// event ids (StateClaims.From; 0: none known). It returns how many events it settled.
+func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time, from int64) (int64, error) {
 	if len(states) == 0 {
 		return 0, nil
 	}
@@ -349,7 +355,7 @@ func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states [
 	}
 	var n int64
 	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now)
+		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now, from)
 		n = tag.RowsAffected()
 		return err
 	})

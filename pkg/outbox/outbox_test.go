@@ -245,7 +245,7 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 		require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
 	}
 
-	got, err := b.store.ClaimStates(ctx, t0, 10, "")
+	got, err := b.store.ClaimStates(ctx, t0, 10, "", 0)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 2)
 	require.Equal(t, 2, got.Visited)
@@ -258,11 +258,11 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	require.Nil(t, got.Due[1].Payload)
 
 	// The limit bounds the FLIDs visited; the cursor carries on from the last one.
-	got, err = b.store.ClaimStates(ctx, t0, 1, "")
+	got, err = b.store.ClaimStates(ctx, t0, 1, "", 0)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "7", got.Next)
-	got, err = b.store.ClaimStates(ctx, t0, 1, got.Next)
+	got, err = b.store.ClaimStates(ctx, t0, 1, got.Next, 0)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "8", got.Due[0].FLID)
@@ -270,12 +270,12 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	// A failure backs off the newest; the FLID waits until it is due or a newer version comes.
 	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{10}, Err: "x"}}, t0)
 	require.NoError(t, err)
-	got, err = b.store.ClaimStates(ctx, t0, 10, "")
+	got, err = b.store.ClaimStates(ctx, t0, 10, "", 0)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "8", got.Due[0].FLID)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
-	got, err = b.store.ClaimStates(ctx, t0, 10, "")
+	got, err = b.store.ClaimStates(ctx, t0, 10, "", 0)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 2)
 	require.Equal(t, int64(11), got.Due[0].StateVersion)
@@ -283,7 +283,7 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	// Sending v11 settles every older unsent event of FLID 7, a DEAD one included.
 	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{3}, Err: "x", Fatal: true}}, t0)
 	require.NoError(t, err)
-	n, err := b.store.MarkStatesSent(ctx, b.lease, got.Due[:1], t0)
+	n, err := b.store.MarkStatesSent(ctx, b.lease, got.Due[:1], t0, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(11), n)
 	var unsent int
@@ -292,14 +292,14 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 
 	// An older version appearing later (a replayed dead letter, a late row) is stale: never due.
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 5, Payload: json.RawMessage(`{"v":5}`)}))
-	got, err = b.store.ClaimStates(ctx, t0, 10, "")
+	got, err = b.store.ClaimStates(ctx, t0, 10, "", 0)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "8", got.Due[0].FLID)
 	require.Len(t, got.Stale, 1)
 	require.Equal(t, int64(5), got.Stale[0].StateVersion)
 	// Settling it keeps the high-water mark at 11.
-	_, err = b.store.MarkStatesSent(ctx, b.lease, got.Stale, t0)
+	_, err = b.store.MarkStatesSent(ctx, b.lease, got.Stale, t0, 0)
 	require.NoError(t, err)
 	var hw int64
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version FROM msg_state_sent WHERE partition_key = '7'`).Scan(&hw))

@@ -79,8 +79,10 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
 // order after the cursor $3: a skip scan over msg_event_unsent, one index descent per FLID
 // however long its backlog, then one backward descent for its newest unsent event (highest
 // event_id: commit order, so the highest state_version). It returns one row per visited FLID:
-// the newest event, whether it is due (PENDING and not backing off at $1), and the highest
-// version already sent to the state topic (msg_state_sent; 0: none).
+// the newest event, whether it is due (PENDING and not backing off at $1), the highest
+// version already sent to the state topic (msg_state_sent; 0: none), and the smallest unsent
+// KAFKA:schd event_id at or above the lower bound $4 (msg_event_unsent_order, from $4: the
+// entries of the events sent below it are not walked).
 const claimStatesSQL = `
 WITH RECURSIVE flids AS (
     (SELECT partition_key, 1 AS n
@@ -101,7 +103,9 @@ WITH RECURSIVE flids AS (
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        e.status = 'PENDING' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1),
-       coalesce(s.state_version, 0)
+       coalesce(s.state_version, 0),
+       coalesce((SELECT min(event_id) FROM msg_event
+                  WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND event_id >= $4), $4)
   FROM flids f
   CROSS JOIN LATERAL (
         SELECT event_id
@@ -116,6 +120,9 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
 // markStatesSentSQL records that the state topic holds version $2[i] of FLID $1[i]: it raises
 // the FLID's high-water mark (never lowers it) and settles every unsent KAFKA:schd event of the
 // FLID at or below that version, PENDING or DEAD, as SENT: the newer state represents them.
+// $4 is a lower bound of the unsent KAFKA:schd event ids (StateClaims.From): whatever the plan
+// (a 1,000,000-message drain's joined the whole target, walking 400,000 index entries of events
+// sent since the last vacuum, 1.2 s a flush; docs/benchmarks.md), it starts there.
 const markStatesSentSQL = `
 WITH s AS (
     SELECT k, max(v) AS v FROM unnest($1::text[], $2::bigint[]) AS u(k, v) GROUP BY k
@@ -129,7 +136,7 @@ WITH s AS (
 UPDATE msg_event e
    SET status = 'SENT', sent_at = $3, next_attempt_at = NULL
   FROM s
- WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD')
+ WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD') AND e.event_id >= $4
    AND e.partition_key = s.k AND e.state_version <= s.v`
 
 // markSentSQL marks a batch SENT in one statement, fenced by the lease of role $3, epoch $4, in
