@@ -450,26 +450,29 @@ func (e *benchEnv) drainStages(b *testing.B, pool *pgxpool.Pool, maxID int64, st
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		now := time.Since(start)
 		bl, err := stack.ReadBacklog(ctx, pool)
 		require.NoError(b, err, "backlog (logs in %s)", filepath.Join(e.logs, name))
-		now := time.Since(start)
 		if bl.Watermark >= maxID && d.ingested == 0 {
 			d.ingested = now
 		}
 		if bl.Watermark >= maxID && !bl.Open && d.processed == 0 {
 			d.processed = now
 		}
+		unsent := "not asked"
 		if d.processed != 0 {
-			unsent, err := stack.ReadUnsent(ctx, pool)
+			now := time.Since(start)
+			some, err := stack.ReadUnsent(ctx, pool)
 			require.NoError(b, err, "backlog (logs in %s)", filepath.Join(e.logs, name))
-			if !unsent {
-				d.drain = time.Since(start)
+			if !some {
+				d.drain = now
 				return
 			}
+			unsent = "some"
 		}
 		select {
 		case <-ctx.Done():
-			b.Fatalf("not drained within %s: %+v (logs in %s)", deadline, bl, filepath.Join(e.logs, name))
+			b.Fatalf("not drained within %s: %+v, unsent events %s (logs in %s)", deadline, bl, unsent, filepath.Join(e.logs, name))
 		case <-tick.C:
 		}
 	}

@@ -46,16 +46,10 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	})
 	g.Go(func() error {
 		defer lease.Stopped("stats")
-		for {
-			lease.Tick("stats")
-			start := time.Now()
-			if err := d.RefreshStats(gctx); err != nil && gctx.Err() == nil {
-				log.Warn().Err(err).Msg("dispatcher: backlog gauges not refreshed")
-			}
-			if !clock.WallSleep(gctx, obs.GaugePause(d.cfg.StatsPeriod, time.Since(start))) {
-				return nil
-			}
-		}
+		obs.RefreshGauges(gctx, d.cfg.StatsPeriod, func() { lease.Tick("stats") }, d.RefreshStats, func(err error) {
+			log.Warn().Err(err).Msg("dispatcher: backlog gauges not refreshed")
+		})
+		return nil
 	})
 	err := g.Wait()
 	if ctx.Err() != nil && !errors.Is(err, leader.ErrFenced) {

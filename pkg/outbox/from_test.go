@@ -37,15 +37,16 @@ func TestClaimHeadsFromKeepsTheOldestUnsent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.store.MarkSent(ctx, b.lease, []int64{3}, t0)
 	require.NoError(t, err)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(40, 1)))
 	heads, _, from, err = b.store.ClaimHeadsFrom(ctx, t0.Add(time.Hour), 10, from)
 	require.NoError(t, err)
-	require.Empty(t, heads)
+	require.Equal(t, []int64{5}, ids(heads), "FLID 40's head, above the dead letter")
 	require.Equal(t, int64(2), from, "a bound never passes an event that is not sent")
 	_, err = b.store.Replay(ctx, outbox.Selector{IDs: []int64{2}}, outbox.Admin{Actor: "ops", Reason: "broker fixed"}, t0.Add(time.Hour))
 	require.NoError(t, err)
 	heads, _, _, err = b.store.ClaimHeadsFrom(ctx, t0.Add(time.Hour), 10, from)
 	require.NoError(t, err)
-	require.Equal(t, []int64{2}, ids(heads))
+	require.Equal(t, []int64{2, 5}, ids(heads), "the replayed dead letter, and FLID 40's head not yet sent")
 }
 
 // TestEventsCommitInIDOrder: a writer's events take their ids only once the writer before it
@@ -56,25 +57,51 @@ func TestEventsCommitInIDOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
+	// An event sent before: the claims below start from its id, not from 0.
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(5, 1)))
+	heads, _, from, err := b.store.ClaimHeadsFrom(ctx, t0, 10, 0)
+	require.NoError(t, err)
+	_, err = b.store.MarkSent(ctx, b.lease, ids(heads), t0)
+	require.NoError(t, err)
+	require.Positive(t, from)
+
 	first, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = first.Rollback(ctx) }()
 	require.NoError(t, outbox.Enqueue(ctx, first, t0, msgEvent(10, 1)))
+	var firstID int64
+	require.NoError(t, first.QueryRow(ctx, `SELECT max(event_id) FROM msg_event`).Scan(&firstID))
 
 	second := make(chan error, 1)
 	go func() { second <- outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(20, 1)) }()
 	require.Eventually(t, func() bool {
 		var waiting bool
-		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting))
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM pg_locks
+                WHERE locktype = 'advisory' AND NOT granted
+                  AND classid = hashtext(current_schema())::oid AND objid = 1 AND objsubid = 2)`).Scan(&waiting))
 		return waiting
-	}, 10*time.Second, 5*time.Millisecond, "the second writer waits for the first")
+	}, 10*time.Second, 5*time.Millisecond, "the second writer waits for the first's PIPELINE_LOCK")
 
-	_, _, from, err := b.store.ClaimHeadsFrom(ctx, t0, 10, 0)
+	_, _, from, err = b.store.ClaimHeadsFrom(ctx, t0, 10, from)
 	require.NoError(t, err)
+	require.Less(t, from, firstID, "the bound read while the first writer is open stays below its event")
 	require.NoError(t, first.Commit(ctx))
 	require.NoError(t, <-second)
-	heads, _, _, err := b.store.ClaimHeadsFrom(ctx, t0, 10, from)
+	heads, _, _, err = b.store.ClaimHeadsFrom(ctx, t0, 10, from)
 	require.NoError(t, err)
 	require.Len(t, heads, 2, "both writers' events")
 	require.Equal(t, "10", heads[0].FLID, "the first writer's event comes first")
+}
+
+// TestEventIDsAreNotCachedPerSession: the commit-order argument above holds only while each
+// nextval takes the sequence's next value; a sequence cache would hand a later writer an id
+// from an earlier backend's block, below ids already committed.
+func TestEventIDsAreNotCachedPerSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var cache int64
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `
+SELECT cache_size FROM pg_sequences WHERE schemaname = current_schema() AND sequencename = 'msg_event_event_id_seq'`).Scan(&cache))
+	require.Equal(t, int64(1), cache)
 }

@@ -120,9 +120,13 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
 // markStatesSentSQL records that the state topic holds version $2[i] of FLID $1[i]: it raises
 // the FLID's high-water mark (never lowers it) and settles every unsent KAFKA:schd event of the
 // FLID at or below that version, PENDING or DEAD, as SENT: the newer state represents them.
-// $4 is a lower bound of the unsent KAFKA:schd event ids (StateClaims.From): whatever the plan
-// (a 1,000,000-message drain's joined the whole target, walking 400,000 index entries of events
-// sent since the last vacuum, 1.2 s a flush; docs/benchmarks.md), it starts there.
+// $4 is a lower bound of the unsent KAFKA:schd event ids (StateClaims.From). The statement is
+// shaped so that no plan walks the entries of the events sent since the last vacuum (a
+// 1,000,000-message drain's join of the whole target read 400,000 of them, 1.2 s a flush;
+// docs/benchmarks.md): the unsent events from $4 are read in id order, then updated by ctid.
+// The status test of the update is written as "neither SENT nor SKIPPED" so that it cannot use
+// the partial unsent indexes: when ANALYZE finds at most one unsent row the planner prices such
+// an index at one page however many dead entries it holds, and scanned one whole per update.
 const markStatesSentSQL = `
 WITH s AS (
     SELECT k, max(v) AS v FROM unnest($1::text[], $2::bigint[]) AS u(k, v) GROUP BY k
@@ -132,12 +136,15 @@ WITH s AS (
     ON CONFLICT (partition_key) DO UPDATE
        SET state_version = greatest(m.state_version, EXCLUDED.state_version),
            sent_at = CASE WHEN EXCLUDED.state_version > m.state_version THEN EXCLUDED.sent_at ELSE m.sent_at END
+), win AS MATERIALIZED (
+    SELECT ctid, partition_key, state_version FROM msg_event
+     WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
+     ORDER BY event_id
 )
 UPDATE msg_event e
    SET status = 'SENT', sent_at = $3, next_attempt_at = NULL
-  FROM s
- WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD') AND e.event_id >= $4
-   AND e.partition_key = s.k AND e.state_version <= s.v`
+ WHERE e.ctid = ANY (ARRAY(SELECT w.ctid FROM win w JOIN s ON s.k = w.partition_key AND w.state_version <= s.v))
+   AND e.status <> 'SENT' AND e.status <> 'SKIPPED'`
 
 // markSentSQL marks a batch SENT in one statement, fenced by the lease of role $3, epoch $4, in
 // its own implicit transaction: one round trip instead of begin, check, update and commit. The

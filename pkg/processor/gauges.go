@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
 )
@@ -18,16 +17,9 @@ const gaugePeriod = 5 * time.Second
 // (docs/benchmarks.md). A slow count spaces the next one out (obs.GaugePause).
 func (p *Engine) gaugeLoop(ctx context.Context, lease leader.Lease) {
 	defer lease.Stopped("gauges")
-	for {
-		lease.Tick("gauges")
-		start := time.Now()
-		if err := p.refreshGauges(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn().Err(err).Msg("pump: refresh gauges")
-		}
-		if !clock.WallSleep(ctx, obs.GaugePause(gaugePeriod, time.Since(start))) {
-			return
-		}
-	}
+	obs.RefreshGauges(ctx, gaugePeriod, func() { lease.Tick("gauges") }, p.refreshGauges, func(err error) {
+		p.log.Warn().Err(err).Msg("pump: refresh gauges")
+	})
 }
 
 // refreshGauges updates the backlog and marker-owed gauges once.

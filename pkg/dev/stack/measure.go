@@ -172,18 +172,21 @@ func WaitDelivered(ctx context.Context, pool *pgxpool.Pool, maxID int64, poll ti
 		if err != nil {
 			return time.Time{}, fmt.Errorf("read backlog: %w", err)
 		}
-		unsent := true
+		unsent := "not asked"
 		if b.Watermark >= maxID && !b.Open {
-			if unsent, err = ReadUnsent(ctx, pool); err != nil {
+			at := time.Now()
+			some, err := ReadUnsent(ctx, pool)
+			if err != nil {
 				return time.Time{}, fmt.Errorf("read backlog: %w", err)
 			}
-			if !unsent {
-				return time.Now(), nil
+			if !some {
+				return at, nil
 			}
+			unsent = "some"
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("not drained (watermark %d of %d, open %t, unsent %t): %w",
+			return time.Time{}, fmt.Errorf("not drained (watermark %d of %d, open %t, unsent events %s): %w",
 				b.Watermark, maxID, b.Open, unsent, ctx.Err())
 		case <-t.C:
 		}
