@@ -146,9 +146,10 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 // processing_started_at, the batch's last msg_id and the deaths charged (INV-23), with the
 // attempt rows of the previous attempt when it ended without an outcome (recordEnded). The
 // other messages of the batch get their own start mark (the same time) when their outcome is
-// written.
+// written. It is fenced like every write: a deposed leader's mark would make the next leader
+// record an attempt that ended without an outcome, and charge a death when the head ran alone.
 func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, ahead bool) error {
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths, ahead)
 		if err != nil {
 			return err

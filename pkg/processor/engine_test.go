@@ -423,6 +423,10 @@ func TestFencedLeaderCommitsNothing(t *testing.T) {
 	require.ErrorIs(t, err, leader.ErrFenced)
 	require.Equal(t, "PENDING", b.row(t, 1).Status)
 	require.Empty(t, effects(t, b))
+	var marked int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `
+SELECT count(*) FROM proc_state WHERE processing_started_at IS NOT NULL OR processing_through IS NOT NULL OR deaths > 0`).Scan(&marked))
+	require.Zero(t, marked, "a deposed leader stamps no start mark either: the next leader would read it as an attempt that died")
 }
 
 func TestImmediateMarker(t *testing.T) {
