@@ -461,11 +461,11 @@ func (e *benchEnv) drainStages(b *testing.B, pool *pgxpool.Pool, maxID int64, st
 		}
 		unsent := "not asked"
 		if d.processed != 0 {
-			now := time.Since(start)
+			asked := time.Since(start)
 			some, err := stack.ReadUnsent(ctx, pool)
 			require.NoError(b, err, "backlog (logs in %s)", filepath.Join(e.logs, name))
 			if !some {
-				d.drain = now
+				d.drain = asked
 				return
 			}
 			unsent = "some"
