@@ -518,6 +518,32 @@ CREATE TABLE public.leader_lease_member (
 
 
 --
+-- Name: marker_debt; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.marker_debt (
+    debt_id bigint NOT NULL,
+    ids bigint[] NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    CONSTRAINT marker_debt_ids_check CHECK ((cardinality(ids) > 0))
+);
+
+
+--
+-- Name: marker_debt_debt_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.marker_debt ALTER COLUMN debt_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.marker_debt_debt_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: msg_attempt; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1144,6 +1170,14 @@ ALTER TABLE ONLY public.leader_lease
 
 
 --
+-- Name: marker_debt marker_debt_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.marker_debt
+    ADD CONSTRAINT marker_debt_pkey PRIMARY KEY (debt_id);
+
+
+--
 -- Name: msg_attempt msg_attempt_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1457,7 +1491,7 @@ CREATE INDEX proc_state_open ON public.proc_state USING btree (msg_id) WHERE (st
 -- Name: proc_state_settled; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX proc_state_settled ON public.proc_state USING btree (finished_at) WHERE ((backfill_done_at IS NOT NULL) OR (backfill_abandoned_at IS NOT NULL));
+CREATE INDEX proc_state_settled ON public.proc_state USING btree (finished_at) WHERE ((backfill_done_at IS NOT NULL) OR (backfill_abandoned_at IS NOT NULL) OR ((backfill_next_at IS NULL) AND (finished_at IS NOT NULL)));
 
 
 --
@@ -1682,4 +1716,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261228120000'),
     ('20261229120000'),
     ('20261230120000'),
-    ('20261231120000');
+    ('20261231120000'),
+    ('20270101120000');

@@ -104,7 +104,7 @@ func showDoc(m status.Message, loc *time.Location) map[string]any {
 		"processing_started_at": m.StartedAt, "finished_at": m.FinishedAt,
 		"backfill_next_at": m.BackfillNextAt, "backfill_attempts": m.BackfillAttempts,
 		"backfill_error": orNull(m.BackfillError), "backfill_outcome": orNull(m.BackfillOutcome),
-		"backfill_done_at": m.BackfillDoneAt, "backfill_abandoned_at": m.BackfillAbandonedAt,
+		"backfill_done_at": m.BackfillDoneAt, "backfill_abandoned_at": m.BackfillAbandonedAt, "marker_debt": m.MarkerDebt,
 		"processing_through": m.ProcessingThrough, "crashes": m.Crashes, "deaths": m.Deaths,
 		"raw_sha256": orNull(m.SHA256), "raw_length": nil,
 	}

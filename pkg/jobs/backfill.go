@@ -39,6 +39,9 @@ type owed struct {
 // (its rows are rescheduled; the rest stay due for the next run).
 func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) (Result, error) {
 	var res Result
+	if err := j.moveDebts(ctx, lease, now); err != nil {
+		return res, err
+	}
 	if j.cfg.Shadow {
 		// Shadow mode writes nothing to MySQL; the markers stay owed (and are not abandoned).
 		return res, nil
@@ -64,6 +67,27 @@ func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) 
 		err = gerr
 	}
 	return res, err
+}
+
+// debtChunk bounds the batch debts one statement moves onto their rows.
+const debtChunk = 100
+
+// moveDebts moves the batch debts older than the sweep's grace (BackoffBase, as for a row's first
+// try) onto their rows, where the sweep below pays them row by row. A debt younger than that is
+// the processor's immediate marker's, which deletes it when it wrote every row.
+func (j *Jobs) moveDebts(ctx context.Context, lease leader.Lease, now time.Time) error {
+	for {
+		var moved int
+		err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, moveDebtsSQL, now.Add(-j.cfg.BackoffBase), debtChunk).Scan(&moved)
+		})
+		if err != nil {
+			return fmt.Errorf("move batch marker debts onto their rows: %w", err)
+		}
+		if moved < debtChunk {
+			return nil
+		}
+	}
 }
 
 // errMailbox marks a mailbox failure: recorded on the rows (backoff, or OVERDUE past R), it ends

@@ -254,6 +254,57 @@ func TestBackfillOnlyTerminalAndShadow(t *testing.T) {
 	require.NotNil(t, at)
 }
 
+// A batch's marker debt (marker_debt) that the processor's immediate marker did not pay is moved
+// onto its terminal rows once the sweep's grace has passed, and paid there; a younger debt is
+// the immediate marker's; a row open again (replayed) owes nothing.
+func TestBackfillPaysBatchDebts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for id := int64(1); id <= 3; id++ {
+		_, err := b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, attempts, enqueued_at, finished_at)
+			VALUES ($1, 'x', 'SUCCEEDED', 1, $2, $2)`, id, t0)
+		require.NoError(t, err)
+	}
+	b.open(t, 4, "PENDING")
+	for id := int64(1); id <= 4; id++ {
+		b.mailboxRow(t, id, nil)
+	}
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO marker_debt (ids, finished_at) VALUES ('{1,2,4}', $1), ('{3}', $2)`,
+		t0, t0.Add(40*time.Second))
+	require.NoError(t, err)
+	j := b.jobs(t)
+
+	b.clock.Set(t0.Add(45 * time.Second)) // grace 30 s: the first debt is due, the second is not
+	res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Selected)
+	for _, id := range []int64{1, 2} {
+		require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, id).Outcome, "message %d", id)
+		at, _ := b.mark(t, id)
+		require.NotNil(t, at, "message %d", id)
+	}
+	for _, id := range []int64{3, 4} {
+		r := b.backfillRow(t, id)
+		require.Nil(t, r.NextAt, "message %d owes nothing on its own", id)
+		at, _ := b.mark(t, id)
+		require.Nil(t, at, "message %d marked", id)
+	}
+	var left [][]int64
+	rows, err := b.db.Pool.Query(ctx, `SELECT ids FROM marker_debt`)
+	require.NoError(t, err)
+	left, err = pgx.CollectRows(rows, pgx.RowTo[[]int64])
+	require.NoError(t, err)
+	require.Equal(t, [][]int64{{3}}, left, "the younger debt stays the immediate marker's")
+
+	b.clock.Advance(30 * time.Second)
+	_, err = j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, 3).Outcome)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM marker_debt`))
+	at, _ := b.mark(t, 4)
+	require.Nil(t, at, "an open row is never marked")
+}
+
 // flop is a FLOP STND message for flid with sequence number seqn.
 func flop(seqn int, flid int64, stand string) string {
 	return sisbuild.Stand(int64(seqn), sisbuild.DTTM, flid, stand)

@@ -44,6 +44,11 @@ func TestRetention(t *testing.T) {
 			id, ago(c.finished), done, abandoned)
 	}
 	exec(`INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES (5, 'raw', 'PENDING', $1)`, ago(100*24*time.Hour))
+	// 7 old, its marker paid with its batch (no debt of its own, none in marker_debt): archived;
+	// 8 old, its batch's debt still unpaid: kept.
+	exec(`INSERT INTO proc_state (msg_id, raw, status, attempts, enqueued_at, finished_at) VALUES
+		(7, 'raw', 'SUCCEEDED', 1, $1, $1), (8, 'raw', 'SUCCEEDED', 1, $1, $1)`, ago(31*24*time.Hour))
+	exec(`INSERT INTO marker_debt (ids, finished_at) VALUES ('{8}', $1)`, ago(31*24*time.Hour))
 	exec(`INSERT INTO schd_snap_log (msg_id, applied_at) VALUES (1, $1), (2, $2)`, ago(91*24*time.Hour), ago(89*24*time.Hour))
 	// By (scope_end, recv_at): a season-long scope still running is kept though applied long ago;
 	// one whose scope ended and that was received beyond the retention goes.
@@ -74,8 +79,8 @@ func TestRetention(t *testing.T) {
 		require.NoError(t, err)
 		return out
 	}
-	require.Equal(t, []int64{3, 4, 5}, ids(`SELECT msg_id FROM proc_state ORDER BY 1`))
-	require.Equal(t, []int64{1, 2, 6}, ids(`SELECT msg_id FROM proc_state_hst WHERE archived_at = '`+now.Format(time.RFC3339)+`' ORDER BY 1`))
+	require.Equal(t, []int64{3, 4, 5, 8}, ids(`SELECT msg_id FROM proc_state ORDER BY 1`))
+	require.Equal(t, []int64{1, 2, 6, 7}, ids(`SELECT msg_id FROM proc_state_hst WHERE archived_at = '`+now.Format(time.RFC3339)+`' ORDER BY 1`))
 	require.Equal(t, []int64{6}, ids(`SELECT msg_id FROM proc_state_hst WHERE raw IS NULL AND raw_cleared_at IS NOT NULL ORDER BY 1`))
 	require.Equal(t, []int64{2, 3}, ids(`SELECT msg_id FROM schd_snap_log ORDER BY 1`))
 	require.Equal(t, []int64{2, 3, 9}, ids(`SELECT state_version FROM msg_event ORDER BY 1`))

@@ -23,6 +23,24 @@ SELECT msg_id, enqueued_at, backfill_attempts
  LIMIT $3
  FOR UPDATE SKIP LOCKED`
 
+	// moveDebtsSQL moves up to $2 batch debts (marker_debt) finished before $1, the sweep's grace
+	// cut-off, onto their terminal rows, which then owe their markers on their own, due since
+	// they finished: debts the immediate marker paid only in part, or never reported on (the
+	// processor was stopped or lost its term meanwhile; in shadow mode it writes none). A row
+	// that owes on its own already, or is open again (a replay), is left as it is. It returns
+	// how many debts it moved.
+	moveDebtsSQL = `
+WITH d AS (
+    DELETE FROM marker_debt WHERE debt_id IN (
+        SELECT debt_id FROM marker_debt WHERE finished_at <= $1 ORDER BY debt_id LIMIT $2)
+    RETURNING ids, finished_at
+), moved AS (
+    UPDATE proc_state p SET backfill_next_at = d.finished_at
+      FROM d, unnest(d.ids) AS u(id)
+     WHERE p.msg_id = u.id AND p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+       AND p.backfill_next_at IS NULL AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL)
+SELECT count(*) FROM d`
+
 	// backfillRecordSQL records one outcome per row: MARKED / ALREADY_MARKED settle it (done),
 	// MISSING_ROW / OVERDUE abandon it, an empty outcome is a failure due again at next_at. A
 	// settled row is never changed again (the WHERE), so ALREADY_MARKED is never overwritten.
@@ -37,11 +55,12 @@ UPDATE proc_state p
   FROM unnest($1::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, outcome, err, next_at)
  WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
 
-	// backfillGaugesSQL: the oldest terminal row still owing its marker (abandoned rows are
-	// counted apart) and the abandoned count over both tables.
+	// backfillGaugesSQL: the oldest terminal row still owing its marker, on its own or in a batch
+	// debt (abandoned rows are counted apart), and the abandoned count over both tables.
 	backfillGaugesSQL = `
-SELECT (SELECT min(finished_at) FROM proc_state
-         WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL),
+SELECT LEAST((SELECT min(finished_at) FROM proc_state
+               WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL),
+             (SELECT min(finished_at) FROM marker_debt)),
        (SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)
      + (SELECT count(*) FROM proc_state_hst WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)`
 
@@ -211,11 +230,14 @@ DELETE FROM flight_history WHERE history_id IN (
 )
 
 // archiveSQL moves terminal rows to proc_state_hst in one statement: rows whose marker is
-// settled, or in shadow mode (which writes no markers, the system msgx runs beside marks the
+// settled (written, abandoned, or never owed on the row itself and in no batch debt: paid with
+// its batch), or in shadow mode (which writes no markers, the system msgx runs beside marks the
 // mailbox) every terminal row. msg_identity is untouched, so their identities still make later
 // copies duplicates within the identity window.
 func archiveSQL(shadow bool) string {
-	settled := "(backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL)"
+	settled := `(backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL
+                OR (backfill_next_at IS NULL AND finished_at IS NOT NULL))
+           AND msg_id NOT IN (SELECT unnest(ids) FROM marker_debt)`
 	if shadow {
 		settled = "true"
 	}

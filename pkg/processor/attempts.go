@@ -128,17 +128,20 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 // its history first.
 func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, reason string) (StepResult, error) {
 	r := result{id: head.id, status: StatusDead, class: ClassExhausted, reason: reason}
+	var debt int64
 	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		if err := p.recordEnded(ctx, tx, lease, now, head, m); err != nil {
 			return err
 		}
-		return p.write(ctx, tx, now, lease, []result{r}, nil)
+		var err error
+		debt, err = p.write(ctx, tx, now, lease, []result{r}, nil)
+		return err
 	})
 	if err != nil {
 		return StepResult{}, err
 	}
 	p.ownMark = 0
-	p.afterCommit(ctx, now, []result{r})
+	p.afterCommit(ctx, now, []result{r}, debt)
 	return StepResult{Processed: 1, More: true}, nil
 }
 

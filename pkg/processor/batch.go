@@ -37,14 +37,16 @@ func (p *Engine) pickBatch(rows []headRow) []headRow {
 	return rows
 }
 
-// apply runs the batch in one transaction. It returns the terminal results committed and, when
-// the batch stopped at a message that did not succeed, that message's outcome (also committed).
-func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, batch []work) ([]result, *result, error) {
+// apply runs the batch in one transaction. It returns the terminal results committed, when the
+// batch stopped at a message that did not succeed, that message's outcome (also committed), and
+// the marker debt's id (write).
+func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, batch []work) ([]result, *result, int64, error) {
 	start := time.Now()
 	var results []result
 	var failure *result
+	var debt int64
 	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-		results, failure = nil, nil
+		results, failure, debt = nil, nil, 0
 		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
 			return fmt.Errorf("take pipeline lock: %w", err)
 		}
@@ -76,14 +78,15 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 				return err
 			}
 		}
-		return p.write(ctx, tx, now, lease, results, failure)
+		debt, err = p.write(ctx, tx, now, lease, results, failure)
+		return err
 	})
 	p.metrics.txSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	p.metrics.batchSize.Observe(float64(len(results)))
-	return results, failure, nil
+	return results, failure, debt, nil
 }
 
 // begin starts one session per Batcher that serves messages of the batch (in first-use order).
@@ -215,11 +218,12 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 		class = ClassInfra
 	}
 	f := p.failure(batch[0], class, reason, now)
-	if cerr := p.commit(ctx, lease, now, nil, &f); cerr != nil {
+	debt, cerr := p.commit(ctx, lease, now, nil, &f)
+	if cerr != nil {
 		return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
 	}
 	p.ownMark = 0
-	p.afterCommit(ctx, now, []result{f})
+	p.afterCommit(ctx, now, []result{f}, debt)
 	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed, More: true}, nil
 }
 

@@ -199,7 +199,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	if more && p.careful == 0 {
 		ahead = p.readAhead(ctx, rows[len(rows)-1].id, p.cfg.Batch)
 	}
-	results, failure, err := p.apply(ctx, lease, now, batch)
+	results, failure, debt, err := p.apply(ctx, lease, now, batch)
 	if err != nil {
 		p.drop(ahead)
 		return p.failBatch(ctx, lease, now, batch, err)
@@ -211,7 +211,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	} else {
 		p.ahead = ahead
 	}
-	p.afterCommit(ctx, now, results)
+	p.afterCommit(ctx, now, results, debt)
 	p.batchLog.Debug().Int("messages", len(results)).Msg("pump: batch committed")
 	t := terminalOnly(results)
 	return StepResult{Processed: len(t), Failed: len(t) < len(results), More: more}, nil

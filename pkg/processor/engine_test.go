@@ -121,7 +121,8 @@ func (b *bundle) row(t *testing.T, id int64) row {
 	var class, reason *string
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `
 		SELECT status, error_class, reason, attempts, next_attempt_at, identity_key, content_differs,
-		       backfill_next_at IS NOT NULL AND backfill_done_at IS NULL
+		       (backfill_next_at IS NOT NULL AND backfill_done_at IS NULL)
+		        OR (status IN ('SUCCEEDED', 'SKIPPED', 'DEAD') AND EXISTS (SELECT 1 FROM marker_debt d WHERE msg_id = ANY (d.ids)))
 		  FROM proc_state WHERE msg_id = $1`, id).
 		Scan(&r.Status, &class, &reason, &r.Attempts, &r.Next, &r.Identity, &r.Differs, &r.Owed))
 	if class != nil {
@@ -429,17 +430,25 @@ SELECT count(*) FROM proc_state WHERE processing_started_at IS NOT NULL OR proce
 	require.Zero(t, marked, "a deposed leader stamps no start mark either: the next leader would read it as an attempt that died")
 }
 
-func TestImmediateMarker(t *testing.T) {
-	t.Parallel()
+// setupMailbox is setup with a mailbox holding n unmarked FLOPs for flight 15 (ids 1..n), a
+// processed value, and a FLOP processor that records.
+func setupMailbox(t *testing.T, n int) *bundle {
+	t.Helper()
 	b := setup(t)
 	b.mb = mailboxtest.New(t)
 	b.cfg.ProcessedValue = "DONE"
 	b.procs[sis.KindFlightUpdate] = &recorder{}
-	ctx := context.Background()
-	for i := 1; i <= 3; i++ {
-		_, err := b.mb.SQL.ExecContext(ctx, `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (?, 'VALID')`, flop(i, 15, "S"))
+	for i := 1; i <= n; i++ {
+		_, err := b.mb.SQL.ExecContext(context.Background(), `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (?, 'VALID')`, flop(i, 15, "S"))
 		require.NoError(t, err)
 	}
+	return b
+}
+
+func TestImmediateMarker(t *testing.T) {
+	t.Parallel()
+	b := setupMailbox(t, 3)
+	ctx := context.Background()
 	// Row 2 was already marked by someone else: never overwritten (INV-7).
 	_, err := b.mb.SQL.ExecContext(ctx, `UPDATE cminmsgs SET CMINMSGS_DATE_PROCESSED = '2020-01-01 00:00:00' WHERE CMINMSGS_ID = 2`)
 	require.NoError(t, err)
@@ -465,6 +474,69 @@ func TestImmediateMarker(t *testing.T) {
 	require.True(t, b.row(t, 1).Owed)
 }
 
+// A batch whose immediate marker is written in full rewrites none of its terminal rows: the
+// marker debt is one row per batch (marker_debt), written by the terminal statement and deleted
+// when the mailbox write succeeded, so the hottest table gets no second version per message.
+func TestImmediateMarkerRewritesNoRow(t *testing.T) {
+	t.Parallel()
+	b := setupMailbox(t, 3)
+	ctx := context.Background()
+	// Every update of a row that was already terminal, logged by a trigger of this test's schema.
+	_, err := b.db.Pool.Exec(ctx, `
+CREATE TABLE rewrite (msg_id bigint);
+CREATE FUNCTION log_rewrite() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+  IF OLD.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD') THEN INSERT INTO rewrite VALUES (NEW.msg_id); END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER log_rewrite AFTER UPDATE ON proc_state FOR EACH ROW EXECUTE FUNCTION log_rewrite();`)
+	require.NoError(t, err)
+	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	b.drain(t, p)
+	p.WaitMarkers()
+
+	var marked int
+	require.NoError(t, b.mb.SQL.QueryRowContext(ctx, `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&marked))
+	require.Equal(t, 3, marked)
+	var rewrites int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM rewrite`).Scan(&rewrites))
+	require.Zero(t, rewrites, "the immediate marker rewrote terminal rows")
+	for id := int64(1); id <= 3; id++ {
+		require.False(t, b.row(t, id).Owed, "message %d still owes its marker", id)
+	}
+}
+
+// An immediate marker that fails moves its batch's debt onto the rows at once, with the error
+// and the time the backfill sweep tries again.
+func TestImmediateMarkerFailureMovesTheDebt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.procs[sis.KindFlightUpdate] = &recorder{}
+	down, err := mailbox.Open("root@tcp(127.0.0.1:1)/nowhere?timeout=1s") // connection refused at once
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = down.Close() })
+	b.enqueueSeq(t, 1, 2, func(id int64) string { return flop(int(id), 15, "S") })
+	p := processor.New(b.cfg, b.db.Pool, b.procs, down, b.clock, nil, zerolog.Nop())
+	b.drain(t, p)
+	p.WaitMarkers()
+
+	var debts int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM marker_debt`).Scan(&debts))
+	require.Zero(t, debts, "the debt moved onto the rows")
+	for id := int64(1); id <= 2; id++ {
+		var attempts int
+		var next *time.Time
+		var msg *string
+		require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+			`SELECT backfill_attempts, backfill_next_at, backfill_error FROM proc_state WHERE msg_id = $1`, id).Scan(&attempts, &next, &msg))
+		require.Equal(t, 1, attempts, "message %d", id)
+		require.Equal(t, t0.Add(30*time.Second), next.UTC(), "message %d", id)
+		require.NotNil(t, msg, "message %d", id)
+		require.True(t, b.row(t, id).Owed, "message %d", id)
+	}
+}
+
 // child runs the pump in a separate process for the crash tests (see crash_test.go).
 func child() int {
 	return runChild()
@@ -486,15 +558,8 @@ func lockHold(t *testing.T) time.Duration {
 // after the lock goes.
 func TestMarkerNeverBlocksFIFO(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.mb = mailboxtest.New(t)
-	b.cfg.ProcessedValue = "DONE"
-	b.procs[sis.KindFlightUpdate] = &recorder{}
+	b := setupMailbox(t, 6)
 	ctx := context.Background()
-	for i := 1; i <= 6; i++ {
-		_, err := b.mb.SQL.ExecContext(ctx, `INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES (?, 'VALID')`, flop(i, 15, "S"))
-		require.NoError(t, err)
-	}
 	hold := lockHold(t)
 	conn, err := b.mb.SQL.Conn(ctx)
 	require.NoError(t, err)

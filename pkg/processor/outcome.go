@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,12 +74,14 @@ func (p *Engine) failure(w work, class Class, reason string, now time.Time) resu
 	return r
 }
 
-// write stores the batch's terminal results (one statement, with the backfill intent) and the
-// failure that stopped it.
+// write stores the batch's terminal results (one statement, with their marker debt) and the
+// failure that stopped it. It returns the debt's id (0: no terminal result), which the immediate
+// marker settles after the commit.
 //
 // Each outcome written also writes the message's attempt row (msg_attempt) in the same
 // statement: the attempt history.
-func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, results []result, failure *result) error {
+func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease leader.Lease, results []result, failure *result) (int64, error) {
+	var debt int64
 	terminal := results
 	if failure != nil && failure.status.Terminal() {
 		terminal = append(slices.Clone(results), *failure)
@@ -92,29 +95,36 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 			ids[i], statuses[i], classes[i], reasons[i] = r.id, r.status, string(r.class), r.reason
 			identities[i], differs[i], typs[i], styps[i], metas[i] = r.identity, r.differs, r.typ, r.styp, r.meta
 		}
-		if _, err := tx.Exec(ctx, finishSQL, ids, statuses, classes, reasons, identities, differs, typs, styps, now, lease.Epoch, metas); err != nil {
-			return fmt.Errorf("write terminal status: %w", err)
+		err := tx.QueryRow(ctx, finishSQL, ids, statuses, classes, reasons, identities, differs, typs, styps, now, lease.Epoch, metas).Scan(&debt)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no row: none was open any more
+			return 0, fmt.Errorf("write terminal status: %w", err)
 		}
 	}
 	if failure != nil && failure.status == StatusFailed {
 		if _, err := tx.Exec(ctx, failSQL, failure.id, string(failure.class), failure.reason, failure.nextAt,
 			failure.identity, failure.typ, failure.styp, now, lease.Epoch, failure.meta); err != nil {
-			return fmt.Errorf("record failure: %w", err)
+			return 0, fmt.Errorf("record failure: %w", err)
 		}
 	}
-	return nil
+	return debt, nil
 }
 
 // commit writes outcomes decided without applying anything (head deadline, a batch that could
 // not run) in their own protected transaction.
-func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) error {
-	return leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-		return p.write(ctx, tx, now, lease, terminal, failure)
+// It returns the marker debt's id (write).
+func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) (int64, error) {
+	var debt int64
+	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+		var err error
+		debt, err = p.write(ctx, tx, now, lease, terminal, failure)
+		return err
 	})
+	return debt, err
 }
 
-// afterCommit counts outcomes, logs them and starts the one immediate marker attempt.
-func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result) {
+// afterCommit counts outcomes, logs them and starts the one immediate marker attempt, which
+// settles the marker debt debt (write).
+func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result, debt int64) {
 	var ids []int64
 	for _, r := range results {
 		if r.reused {
@@ -135,5 +145,5 @@ func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result)
 		}
 		ids = append(ids, r.id)
 	}
-	p.markImmediately(ids, now)
+	p.markImmediately(ids, debt, now)
 }

@@ -93,10 +93,10 @@ ON CONFLICT (identity_key) DO UPDATE
    SET msg_id = EXCLUDED.msg_id, raw_sha256 = EXCLUDED.raw_sha256, dttm = EXCLUDED.dttm, bound_at = EXCLUDED.bound_at`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
-	// backfill intent (INV-8) and the attempt: a SUCCEEDED or SKIPPED outcome without a META
-	// (almost every message) is kept on the row itself (outcome_epoch = the epoch $10; Attempts
-	// reads it from there), any other outcome gets its msg_attempt row, with the epoch and the
-	// META read of a message that failed to decode.
+	// marker debt (INV-8: one marker_debt row naming them, whose id it returns) and the attempt: a
+	// SUCCEEDED or SKIPPED outcome without a META (almost every message) is kept on the row itself
+	// (outcome_epoch = the epoch $10; Attempts reads it from there), any other outcome gets its
+	// msg_attempt row, with the epoch and the META read of a message that failed to decode.
 	finishSQL = `
 WITH u AS (
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $11::text[])
@@ -108,15 +108,19 @@ WITH u AS (
          msg_type = NULLIF(u.typ, ''), msg_styp = NULLIF(u.styp, ''),
          attempts = p.attempts + 1, next_attempt_at = NULL,
          processing_started_at = COALESCE(p.processing_started_at, $9), processing_through = NULL,
-         finished_at = $9, backfill_next_at = $9,
+         finished_at = $9,
          outcome_epoch = CASE WHEN u.status IN ('SUCCEEDED', 'SKIPPED') AND u.meta = '' THEN $10::bigint END
     FROM u
    WHERE p.msg_id = u.id AND p.status IN ('PENDING', 'FAILED')
-  RETURNING p.msg_id, p.attempts, p.status, p.error_class, p.reason, p.outcome_epoch)
-INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
-SELECT d.msg_id, d.attempts, $9, $10, d.status, d.error_class, d.reason, NULLIF(u.meta, '')::jsonb
-  FROM done d JOIN u ON u.id = d.msg_id
- WHERE d.outcome_epoch IS NULL`
+  RETURNING p.msg_id, p.attempts, p.status, p.error_class, p.reason, p.outcome_epoch
+), attempts AS (
+  INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
+  SELECT d.msg_id, d.attempts, $9, $10, d.status, d.error_class, d.reason, NULLIF(u.meta, '')::jsonb
+    FROM done d JOIN u ON u.id = d.msg_id
+   WHERE d.outcome_epoch IS NULL)
+INSERT INTO marker_debt (ids, finished_at)
+SELECT array_agg(msg_id ORDER BY msg_id), $9 FROM done HAVING count(*) > 0
+RETURNING debt_id`
 
 	// failSQL records a FAILED attempt and its attempt row.
 	failSQL = `
@@ -131,17 +135,28 @@ WITH failed AS (
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
 SELECT msg_id, attempts, $8, $9, 'FAILED', error_class, reason, NULLIF($10::text, '')::jsonb FROM failed`
 
-	// The marker updates join the id array (primary key lookups whatever the plan's estimates).
-	markerDoneSQL = `
+	// markerPaidSQL settles a batch whose immediate marker wrote every row: its debt row ($3) is
+	// deleted, and the rows are not touched. When the debt is no longer there (the jobs stage
+	// moved it onto the rows, its grace having passed), the rows that still owe are settled each.
+	// The id array is joined (primary key lookups whatever the plan's estimates).
+	markerPaidSQL = `
+WITH paid AS (DELETE FROM marker_debt WHERE debt_id = $3 RETURNING debt_id)
 UPDATE proc_state p SET backfill_done_at = $2, backfill_outcome = 'MARKED', backfill_attempts = p.backfill_attempts + 1,
        backfill_error = NULL
   FROM unnest($1::bigint[]) AS u(id)
- WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL`
+ WHERE p.msg_id = u.id AND p.backfill_next_at IS NOT NULL AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL
+   AND NOT EXISTS (SELECT 1 FROM paid)`
 
+	// markerFailedSQL records a failed immediate marker: the batch's debt ($4) moves onto its
+	// terminal rows, due again at $2, the failure counted and its error kept; rows that owe on
+	// their own already (the jobs stage moved the debt first) get the same.
 	markerFailedSQL = `
+WITH moved AS (DELETE FROM marker_debt WHERE debt_id = $4 RETURNING debt_id)
 UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_next_at = $2, backfill_error = $3
   FROM unnest($1::bigint[]) AS u(id)
- WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
+ WHERE p.msg_id = u.id AND p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+   AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL
+   AND (p.backfill_next_at IS NOT NULL OR EXISTS (SELECT 1 FROM moved))`
 
 	// attemptsSQL is a message's attempt history, oldest first: its msg_attempt rows, then the
 	// attempt kept on its row (live or archived) when outcome_epoch says so (finishSQL).
@@ -161,9 +176,11 @@ SELECT attempt, at, epoch, outcome, class, reason, meta FROM (
 	countByStatusSQL    = `SELECT status, count(*) FROM proc_state WHERE status = ANY($1::text[]) GROUP BY status`
 	countAllByStatusSQL = `SELECT status, count(*) FROM proc_state GROUP BY status`
 
+	// markerOwedSQL counts the markers owed: by rows on their own and by batch debts.
 	markerOwedSQL = `
-SELECT count(*) FROM proc_state
- WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+SELECT (SELECT count(*) FROM proc_state
+         WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL)
+     + (SELECT COALESCE(sum(cardinality(ids)), 0) FROM marker_debt)`
 )
 
 // Replay's statements.

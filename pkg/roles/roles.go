@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -118,6 +118,9 @@ var pgGrants = []pgGrant{
 	// processor: a registration takes the days it asks for, a closed request releases its own.
 	{Processor, "SELECT, INSERT, UPDATE, DELETE", []string{"req_open_day"}},
 	{Processor, "SELECT, UPDATE", []string{"req_seqn"}},
+	// processor: the marker debt of each batch (written with the terminal status, deleted by the
+	// immediate marker).
+	{Processor, "SELECT, INSERT, DELETE", []string{"marker_debt"}},
 	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
 	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
@@ -134,6 +137,8 @@ var pgGrants = []pgGrant{
 	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
 	// retention and archive, request timeouts, job bookkeeping.
 	{Jobs, "SELECT, INSERT, UPDATE, DELETE", []string{"proc_state", "proc_state_hst"}},
+	// jobs: the backfill moves batch debts past their grace onto their rows.
+	{Jobs, "SELECT, DELETE", []string{"marker_debt"}},
 	// jobs: a deleted proc_state_hst row takes its attempts along (the trigger msg_attempt_cascade).
 	{Jobs, "SELECT, DELETE", []string{"msg_attempt"}},
 	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},

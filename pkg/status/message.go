@@ -38,6 +38,7 @@ type Message struct {
 	BackfillDoneAt, BackfillAbandonedAt   *time.Time
 	ProcessingThrough                     *int64
 	Crashes, Deaths                       int
+	MarkerDebt                            bool // its marker is owed with its batch's (marker_debt)
 	Archived                              bool
 	ArchivedAt, RawClearedAt              *time.Time // archived rows only
 }

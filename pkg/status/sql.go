@@ -11,10 +11,13 @@ SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, 
  ORDER BY msg_id LIMIT 1`
 	deadSQL = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
 	// markersSQL and abandonedSQL each read through their partial index (proc_state_marker_owed,
-	// proc_state_marker_abandoned), so they cost the same with any history.
+	// proc_state_marker_abandoned), so they cost the same with any history; the markers owed are
+	// those rows' and the batch debts' (marker_debt).
 	markersSQL = `
-SELECT count(*), min(finished_at) FROM proc_state
- WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL`
+SELECT r.n + d.n, LEAST(r.oldest, d.oldest)
+  FROM (SELECT count(*) AS n, min(finished_at) AS oldest FROM proc_state
+         WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL) r,
+       (SELECT COALESCE(sum(cardinality(ids)), 0) AS n, min(finished_at) AS oldest FROM marker_debt) d`
 	abandonedSQL = `
 SELECT count(*) FROM proc_state
  WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_next_at IS NOT NULL`
@@ -40,9 +43,11 @@ const (
 	// messageSQL is one message, live (proc_state) or archived (proc_state_hst): a message is in
 	// one of the two.
 	messageSQL = `
-SELECT ` + messageColumns + `, false, NULL::timestamptz, NULL::timestamptz FROM proc_state WHERE msg_id = $1
+SELECT ` + messageColumns + `,
+       p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD') AND EXISTS (SELECT 1 FROM marker_debt d WHERE p.msg_id = ANY (d.ids)),
+       false, NULL::timestamptz, NULL::timestamptz FROM proc_state p WHERE msg_id = $1
 UNION ALL
-SELECT ` + messageColumns + `, true, archived_at, raw_cleared_at FROM proc_state_hst WHERE msg_id = $1
+SELECT ` + messageColumns + `, false, true, archived_at, raw_cleared_at FROM proc_state_hst WHERE msg_id = $1
  LIMIT 1`
 
 	// messageAuditSQL are the audit rows naming a message (dlq-* rows name event ids instead).
