@@ -39,7 +39,8 @@ type owed struct {
 // (its rows are rescheduled; the rest stay due for the next run).
 func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) (Result, error) {
 	var res Result
-	if err := j.moveDebts(ctx, lease, now); err != nil {
+	deadline := time.Now().Add(j.cfg.RunBudget)
+	if err := j.moveDebts(ctx, lease, now, deadline); err != nil {
 		return res, err
 	}
 	if j.cfg.Shadow {
@@ -47,7 +48,6 @@ func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) 
 		return res, nil
 	}
 	batch := min(j.cfg.Batch, markChunk)
-	deadline := time.Now().Add(j.cfg.RunBudget)
 	var markErr error
 	_, more, err := j.loop(ctx, deadline, batch, func() (int, error) {
 		settled, selected, err := j.backfillChunk(ctx, lease, now, batch)
@@ -74,20 +74,20 @@ const debtChunk = 100
 
 // moveDebts moves the batch debts older than the sweep's grace (BackoffBase, as for a row's first
 // try) onto their rows, where the sweep below pays them row by row. A debt younger than that is
-// the processor's immediate marker's, which deletes it when it wrote every row.
-func (j *Jobs) moveDebts(ctx context.Context, lease leader.Lease, now time.Time) error {
-	for {
+// the processor's immediate marker's, which deletes it when it wrote every row. Bounded as every
+// task (loop); what is left is moved by the next run.
+func (j *Jobs) moveDebts(ctx context.Context, lease leader.Lease, now, deadline time.Time) error {
+	_, _, err := j.loop(ctx, deadline, debtChunk, func() (int, error) {
 		var moved int
 		err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
 			return tx.QueryRow(ctx, moveDebtsSQL, now.Add(-j.cfg.BackoffBase), debtChunk).Scan(&moved)
 		})
 		if err != nil {
-			return fmt.Errorf("move batch marker debts onto their rows: %w", err)
+			return 0, fmt.Errorf("move batch marker debts onto their rows: %w", err)
 		}
-		if moved < debtChunk {
-			return nil
-		}
-	}
+		return moved, nil
+	})
+	return err
 }
 
 // errMailbox marks a mailbox failure: recorded on the rows (backoff, or OVERDUE past R), it ends

@@ -9,10 +9,13 @@
 // # Backfill sweep — every BackfillInterval (30s)
 //
 // Works on terminal rows (SUCCEEDED, SKIPPED, DEAD) that owe their mailbox marker:
-// backfill_next_at set, neither done nor abandoned. The processor sets backfill_next_at =
-// finished_at in the terminal statement (INV-8) and makes one immediate attempt; a row it has
-// not reported on (backfill_attempts = 0, e.g. it died between commit and marker) is due
-// BackoffBase after finished_at, so the sweep does not race the immediate attempt.
+// backfill_next_at set, neither done nor abandoned. The processor's terminal statement writes
+// the batch's debt as one marker_debt row (INV-8) and makes one immediate attempt, which deletes
+// the row when it wrote every marker, or moves the debt onto the rows when it failed. A debt it
+// has not paid BackoffBase after finished_at (a partial write, busy writers, shadow mode, a
+// processor that died between commit and marker) is moved onto its rows first (moveDebts), due
+// since finished_at. An immediate attempt still running then (bounded by MarkerTimeout) only
+// makes the sweep's attempt redundant: a marker is written only where it is NULL.
 //
 //	owed ──mailbox: NULL → written──────────▶ MARKED          (done)
 //	  │  ──mailbox: already set────────────▶ ALREADY_MARKED  (done; the value is never overwritten)

@@ -28,8 +28,8 @@
 //
 // Batching: up to Batch consecutive head messages share one transaction, one savepoint each;
 // the batch stops at the first message that fails (FAILED), whose savepoint is rolled back.
-// Terminal rows of the batch are written by one statement that also sets backfill_next_at
-// (INV-8: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
+// Terminal rows of the batch are written by one statement that also writes the batch's marker
+// debt, one marker_debt row (INV-8: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
 // epoch check open every batch transaction.
 //
 // Attempts (INV-23, attemptMark): before a batch, the start mark of its first message
