@@ -3,18 +3,18 @@ package main
 import (
 	"github.com/msgx/msgx/pkg/console"
 	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
 )
 
 // Config is the console's configuration: the process's settings and what its actions use (the
-// outbox's retry policy, the request store, shadow mode).
+// outbox's retry policy, the request store, shadow mode). It never connects to MySQL or Kafka,
+// so it reads none of their settings.
 type Config struct {
 	settings.Process
-	Leader  leader.Config // the session timeout bounds the pool's idle transactions
-	Mailbox mailbox.Config
+	Leader leader.Config // the session timeout bounds the pool's idle transactions
+	settings.ShadowMode
 	settings.Retry
 
 	Requests request.Config
@@ -26,7 +26,7 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleConsole)
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Retry, c.requestConfig(), c.Console)
+	return settings.Check(c.Process, c.Leader, c.Retry, c.requestConfig(), c.Console)
 }
 
 // requestConfig is the request store's configuration.

@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	}
 	c, err := console.New(console.Deps{
 		Pool: pool, Config: cfg.Console, Location: cfg.Location(), Outbox: ob, Requests: reqs,
-		Shadow: cfg.Mailbox.Shadow, Log: log, Metrics: console.NewMetrics(reg), LeaseTimeout: cfg.Leader.SessionTimeout,
+		Shadow: cfg.Shadow, Log: log, Metrics: console.NewMetrics(reg), LeaseTimeout: cfg.Leader.SessionTimeout,
 	})
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(kafka.NewCollector())
+	reg.MustRegister(kafka.NewCollector(), link)
 	disp, err := dispatch.New(cfg.dispatchConfig(), store, link, clock.System{}, reg, log)
 	if err != nil {
 		return err

@@ -46,9 +46,8 @@ func startClusterStage(t *testing.T, prepare func(context.Context, *apachekafka.
 	}})
 	kcfg := kafkatest.Config(c.Addrs())
 	ctx := context.Background()
-	for _, topic := range kcfg.Topics() {
-		require.NoError(t, c.CreateTopic(ctx, topic, kafkatest.Partitions, nil))
-	}
+	require.NoError(t, c.CreateTopic(ctx, kcfg.TopicChanges, kafkatest.Partitions, nil))
+	require.NoError(t, c.CreateTopic(ctx, kcfg.TopicState, kafkatest.Partitions, map[string]string{"cleanup.policy": "compact"}))
 	if prepare != nil {
 		require.NoError(t, prepare(ctx, c, &kcfg))
 	}

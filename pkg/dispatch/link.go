@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/backoff"
@@ -16,7 +18,7 @@ import (
 )
 
 // ErrRefused marks what the dispatcher refuses to work with: a producer configuration that
-// breaks rule D3, or a configured topic missing on the cluster. The binary exits with code 2.
+// breaks rule D3. The binary exits with code 2.
 var ErrRefused = errors.New("refusing to start")
 
 // ErrNoProducer answers every record sent between leadership terms.
@@ -44,7 +46,10 @@ const defaultStallAfter = 5 * time.Second
 // fences every older producer of the same transactional ids), checks that this instance still
 // leads, checks the topics and installs the producer for the term's work; between terms every
 // Send fails with ErrNoProducer. An unreachable broker delays the work (retried with a doubling
-// wait), it does not end the process; a missing topic refuses the work.
+// wait), it does not end the process. So does a topic the check refuses (missing, or the state
+// topic not compacted): nothing is published until the platform team fixes it, readiness fails
+// with the check's error, msgx_kafka_topic_unusable names the topic, and the check is asked
+// again, so the fix needs no restart.
 //
 // The lease check after dialling orders the Kafka fence like the PostgreSQL one: a deposed
 // leader that initialises its producer after the new leader took the lease fails the check and
@@ -76,6 +81,28 @@ type Link struct {
 	mu       sync.Mutex
 	inflight map[int64]time.Time // start of every unanswered send
 	nextSend int64
+
+	unusable *prometheus.GaugeVec // per configured topic: 1 while the topic check refuses it
+}
+
+// Describe and Collect make the Link a Prometheus collector of msgx_kafka_topic_unusable.
+func (l *Link) Describe(ch chan<- *prometheus.Desc) { l.unusable.Describe(ch) }
+func (l *Link) Collect(ch chan<- prometheus.Metric) { l.unusable.Collect(ch) }
+
+// noteTopics records a topic check's outcome in msgx_kafka_topic_unusable. A check that failed
+// for another reason (no broker answered) leaves the gauges as they were.
+func (l *Link) noteTopics(err error) {
+	if err != nil && !kafka.Unusable(err) {
+		return
+	}
+	bad := kafka.UnusableTopics(err)
+	for _, t := range l.cfg.Topics() {
+		v := 0.0
+		if slices.Contains(bad, t) {
+			v = 1
+		}
+		l.unusable.WithLabelValues(t).Set(v)
+	}
 }
 
 var _ Sender = (*Link)(nil)
@@ -94,14 +121,18 @@ func NewLink(cfg kafka.Config, retry time.Duration, log zerolog.Logger) (*Link, 
 		Dial:  func(c kafka.Config) (Producer, error) { return kafka.Dial(c) },
 		Clock: clock.System{}, StallAfter: defaultStallAfter,
 		inflight: map[int64]time.Time{},
+		unusable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "msgx_kafka_topic_unusable",
+			Help: "1 while the leader's topic check refuses the topic (missing, or the state topic not compacted): nothing is published until it is fixed.",
+		}, []string{"topic"}),
 	}, nil
 }
 
 // Term runs one leadership term's work with a connected producer: it dials until a broker
 // answers, runs leads (an error ends the term with it: leader.ErrFenced), checks the topics
-// (asking again while the brokers do not answer), installs the producer, runs work and closes
-// the producer when work returns. It returns nil without running work when ctx ends first, and
-// an ErrRefused error when a topic is missing.
+// (asking again while the brokers do not answer or a topic is unusable), installs the producer,
+// runs work and closes the producer when work returns. It returns nil without running work
+// when ctx ends first.
 func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work func(context.Context) error) error {
 	for {
 		err := l.term(ctx, leads, work)
@@ -145,20 +176,14 @@ func (l *Link) term(ctx context.Context, leads func(context.Context) error, work
 	ok, err = l.attempt(ctx, "kafka topic check failed", func() error {
 		var err error
 		infos, err = p.CheckTopics(ctx)
-		if errors.Is(err, kafka.ErrTopicMissing) {
-			return fmt.Errorf("%w: topic check: %w", ErrRefused, err)
-		}
+		l.noteTopics(err)
 		return err
 	})
 	if !ok {
 		return err
 	}
 	for _, in := range infos {
-		ev := l.log.Info()
-		if in.Name == l.cfg.TopicState && in.CleanupPolicy != "" && in.CleanupPolicy != "compact" {
-			ev = l.log.Warn().Str("want", "compact")
-		}
-		ev.Str("topic", in.Name).Int("partitions", in.Partitions).Str("cleanup_policy", in.CleanupPolicy).Msg("kafka topic checked")
+		l.log.Info().Str("topic", in.Name).Int("partitions", in.Partitions).Str("cleanup_policy", in.CleanupPolicy).Msg("kafka topic checked")
 	}
 	l.down.Store(nil)
 	l.current.Store(&p)
@@ -178,7 +203,11 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 			return false, err
 		}
 		l.setDown(fmt.Errorf("%s: %w", what, err))
-		l.log.Warn().Err(err).Strs("brokers", l.cfg.Brokers).Dur("retry_in", wait).Msg(what)
+		ev := l.log.Warn()
+		if kafka.Unusable(err) {
+			ev = l.log.Error() // the platform team's fix is needed: nothing is published meanwhile
+		}
+		ev.Err(err).Strs("brokers", l.cfg.Brokers).Dur("retry_in", wait).Msg(what)
 		if !clock.WallSleep(ctx, wait) {
 			return false, nil
 		}

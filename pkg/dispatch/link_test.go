@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -29,6 +31,7 @@ type fakeProducer struct {
 	closed    bool
 	answer    error         // every record's answer
 	hold      chan struct{} // when set, a send waits until it is closed
+	onCheck   func()        // when set, called at the start of every CheckTopics
 }
 
 func (p *fakeProducer) Send(_ context.Context, recs []kafka.Record) []error {
@@ -57,6 +60,9 @@ func (p *fakeProducer) set(answer error, hold chan struct{}) {
 func (p *fakeProducer) Ping(context.Context) error { return nil }
 
 func (p *fakeProducer) CheckTopics(context.Context) ([]kafka.TopicInfo, error) {
+	if p.onCheck != nil {
+		p.onCheck()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checks++
@@ -156,18 +162,56 @@ func TestLinkTermRedialsBrokenProducer(t *testing.T) {
 	require.Equal(t, int64(2), leaseChecks.Load())
 }
 
-// A missing topic refuses the work: the process ends with a clear line instead of running blind.
-func TestLinkRefusesMissingTopic(t *testing.T) {
+// An unusable topic (missing, or the state topic not compacted) holds the work without ending
+// the term: the gauge says which topic, and the check is asked again until the platform team's
+// fix lands (readiness: cmd/dispatcher's TestNoTopicIsCreated, on a real broker).
+func TestLinkHoldsUnusableTopic(t *testing.T) {
 	t.Parallel()
-	p := &fakeProducer{checkErrs: []error{errors.New("broker timeout"), kafka.ErrTopicMissing}}
+	names := kafkatest.Config(nil)
+	missing := &kafka.TopicError{Topic: names.TopicChanges, Err: fmt.Errorf("%w: changes", kafka.ErrTopicMissing)}
+	deleting := &kafka.TopicError{Topic: names.TopicState, Err: fmt.Errorf("%w: state has cleanup.policy=delete", kafka.ErrTopicNotCompacted)}
+	p := &fakeProducer{checkErrs: []error{errors.New("broker timeout"), errors.Join(missing, deleting), deleting}}
 	l, _ := newLink(t, 0, p)
+	gauges := func() string {
+		var b strings.Builder
+		for _, topic := range []string{names.TopicChanges, names.TopicState} {
+			v, _ := gaugeValue(t, l, topic)
+			fmt.Fprintf(&b, "%s=%v ", strings.TrimPrefix(topic, "msgx.flight."), v)
+		}
+		return b.String()
+	}
+	var seen []string // the gauges before each check: what the previous one left
+	p.onCheck = func() { seen = append(seen, gauges()) }
+	var worked bool
 	err := l.Term(context.Background(), leads, func(context.Context) error {
-		t.Fatal("work must not run")
+		worked = true
 		return nil
 	})
-	require.ErrorIs(t, err, dispatch.ErrRefused)
-	require.ErrorIs(t, err, kafka.ErrTopicMissing)
-	require.True(t, p.closed)
+	require.NoError(t, err)
+	require.True(t, worked, "the work runs once the topics are usable")
+	require.Len(t, seen, 4)
+	require.Equal(t, "changes=-1 state=-1 ", seen[0])
+	require.Equal(t, "changes=-1 state=-1 ", seen[1], "a broker timeout says nothing of the topics")
+	require.Equal(t, "changes=1 state=1 ", seen[2])
+	require.Equal(t, "changes=0 state=1 ", seen[3])
+	require.Equal(t, "changes=0 state=0 ", gauges())
+}
+
+// gaugeValue reads msgx_kafka_topic_unusable{topic} from the link (false, -1: not set).
+func gaugeValue(t *testing.T, l *dispatch.Link, topic string) (float64, bool) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(l))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == topic {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return -1, false
 }
 
 // A term whose context ends while the broker is unreachable ends quietly, without work.

@@ -16,7 +16,9 @@ type TopicInfo struct {
 }
 
 // CheckTopics verifies that both topics exist with at least one partition, and that the state
-// topic is compacted. A missing topic is a configuration error (ErrTopicMissing).
+// topic is compacted. A missing topic wraps ErrTopicMissing, a state topic that is not
+// compacted (or whose policy cannot be read) wraps ErrTopicNotCompacted; both name the topic
+// and the fix. Other errors are the cluster's (asking again may succeed).
 func (p *Producer) CheckTopics(_ context.Context) ([]TopicInfo, error) {
 	admin, err := sarama.NewClusterAdminFromClient(p.client)
 	if err != nil {
@@ -29,6 +31,45 @@ func (p *Producer) CheckTopics(_ context.Context) ([]TopicInfo, error) {
 // ErrTopicMissing means a configured topic does not exist on the cluster.
 var ErrTopicMissing = errors.New("kafka: topic missing")
 
+// ErrTopicNotCompacted means the state topic's cleanup.policy is not compact: retention would
+// delete the state of every flight that stayed quiet longer than retention.ms.
+var ErrTopicNotCompacted = errors.New("kafka: state topic not compacted")
+
+// Unusable reports whether err says a configured topic cannot take msgx's records until the
+// platform team fixes it (ErrTopicMissing, ErrTopicNotCompacted).
+func Unusable(err error) bool {
+	return errors.Is(err, ErrTopicMissing) || errors.Is(err, ErrTopicNotCompacted)
+}
+
+// TopicError is a topic check's finding about one topic.
+type TopicError struct {
+	Topic string
+	Err   error
+}
+
+func (e *TopicError) Error() string { return e.Err.Error() }
+func (e *TopicError) Unwrap() error { return e.Err }
+
+// UnusableTopics lists the topics err finds unusable (see Unusable), in the order found.
+func UnusableTopics(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var te *TopicError
+		if errors.As(err, &te) && Unusable(te) {
+			out = append(out, te.Topic)
+		}
+	}
+	walk(err)
+	return out
+}
+
 func checkTopics(admin sarama.ClusterAdmin, c Config) ([]TopicInfo, error) {
 	meta, err := admin.DescribeTopics(c.Topics())
 	if err != nil {
@@ -38,7 +79,7 @@ func checkTopics(admin sarama.ClusterAdmin, c Config) ([]TopicInfo, error) {
 	var errs []error
 	for _, tm := range meta {
 		if errors.Is(tm.Err, sarama.ErrUnknownTopicOrPartition) {
-			errs = append(errs, fmt.Errorf("%w: %s (create it, or set MSGX_KAFKA_TOPIC_CHANGES / MSGX_KAFKA_TOPIC_STATE)", ErrTopicMissing, tm.Name))
+			errs = append(errs, &TopicError{tm.Name, fmt.Errorf("%w: %s (create it as docs/kafka.md says, or set MSGX_KAFKA_TOPIC_CHANGES / MSGX_KAFKA_TOPIC_STATE)", ErrTopicMissing, tm.Name)})
 			continue
 		}
 		if tm.Err != sarama.ErrNoError {
@@ -46,21 +87,43 @@ func checkTopics(admin sarama.ClusterAdmin, c Config) ([]TopicInfo, error) {
 			continue
 		}
 		if len(tm.Partitions) == 0 {
-			errs = append(errs, fmt.Errorf("%w: %s has no partitions", ErrTopicMissing, tm.Name))
+			errs = append(errs, &TopicError{tm.Name, fmt.Errorf("%w: %s has no partitions", ErrTopicMissing, tm.Name)})
 			continue
 		}
 		info := TopicInfo{Name: tm.Name, Partitions: len(tm.Partitions)}
-		entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: tm.Name, ConfigNames: []string{"cleanup.policy"}})
-		if err == nil {
-			for _, e := range entries {
-				if e.Name == "cleanup.policy" {
-					info.CleanupPolicy = e.Value
-				}
+		if tm.Name == c.TopicState {
+			policy, err := cleanupPolicy(admin, tm.Name)
+			if err != nil {
+				errs = append(errs, &TopicError{tm.Name, err})
+				continue
 			}
+			info.CleanupPolicy = policy
 		}
 		infos = append(infos, info)
 	}
 	return infos, errors.Join(errs...)
+}
+
+// cleanupPolicy reads topic's cleanup.policy and refuses any without compact
+// ("compact,delete" keeps one record per key too, within retention: also refused).
+func cleanupPolicy(admin sarama.ClusterAdmin, topic string) (string, error) {
+	const fix = "kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact"
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
+	if errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed) {
+		return "", fmt.Errorf("%w: cannot read cleanup.policy of %s: %v (grant DescribeConfigs on the topic, docs/kafka.md)", ErrTopicNotCompacted, topic, err)
+	}
+	if err != nil {
+		return "", &Error{Op: "describe config of " + topic, Err: err}
+	}
+	for _, e := range entries {
+		if e.Name == "cleanup.policy" {
+			if e.Value != "compact" {
+				return e.Value, fmt.Errorf("%w: %s has cleanup.policy=%s, want compact (fix: "+fix+")", ErrTopicNotCompacted, topic, e.Value, topic)
+			}
+			return e.Value, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s: the broker did not return cleanup.policy", ErrTopicNotCompacted, topic)
 }
 
 // EnsureTopics is the admin step of development and tests: it creates the two topics when

@@ -70,7 +70,6 @@ func ReadCommittedSince(ctx context.Context, c Config, topic string, since time.
 	}
 	sc.ClientID = c.ClientID + ".reader"
 	sc.Consumer.IsolationLevel = sarama.ReadCommitted
-	sc.Metadata.AllowAutoTopicCreation = false // a reader never creates a topic
 	client, err := sarama.NewClient(c.Brokers, sc)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}

@@ -103,6 +103,10 @@ func newSaramaConfig(c Config) (*sarama.Config, error) {
 
 	sc.Metadata.Retry.Max = 3
 	sc.Metadata.Retry.Backoff = 250 * time.Millisecond
+	// No msgx client ever creates a topic: a broker with auto.create.topics.enable (Apache
+	// Kafka's default) would create a missing state topic with cleanup.policy=delete, and its
+	// retention would then drop every flight that stayed quiet (docs/kafka.md).
+	sc.Metadata.AllowAutoTopicCreation = false
 	sc.Admin.Timeout = c.ProduceTimeout
 
 	if err := secure(sc, c); err != nil {
@@ -218,6 +222,9 @@ func checkD3(sc *sarama.Config, c Config) error {
 	}
 	if want, err := sarama.ParseKafkaVersion(c.Version); err == nil && sc.Version != want {
 		bad("Version must be the configured %s, got %s", want, sc.Version)
+	}
+	if sc.Metadata.AllowAutoTopicCreation {
+		bad("Metadata.AllowAutoTopicCreation must be false: msgx never creates a topic")
 	}
 	if sc.Producer.Retry.Max < 1 || sc.Producer.Retry.Max > MaxProducerRetries {
 		bad("Producer.Retry.Max must be between 1 and %d, got %d", MaxProducerRetries, sc.Producer.Retry.Max)

@@ -112,7 +112,9 @@ func askMetadata(sc *sarama.Config, addr string, topics []string) error {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
 	defer func() { _ = b.Close() }()
-	if _, err := b.GetMetadata(&sarama.MetadataRequest{Version: 1, Topics: topics}); err != nil {
+	req := sarama.NewMetadataRequest(sc.Version, topics)
+	req.AllowAutoTopicCreation = false // explicit: a metadata request below version 4 lets the broker create them
+	if _, err := b.GetMetadata(req); err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
 	return nil

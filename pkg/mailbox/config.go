@@ -8,14 +8,15 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // Config are the settings of the legacy MySQL mailbox, shared by the stages that use it (ingest,
-// processor, jobs; msgxctl and the console read Shadow).
+// processor, jobs), with shadow mode.
 type Config struct {
 	MySQLDSN       string `envconfig:"MSGX_MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/msgx_mailbox?parseTime=true" desc:"legacy mailbox DSN (go-sql-driver/mysql format); TLS: tls=true (system roots) or tls=msgx-ca (MSGX_MYSQL_TLS_CA_FILE); production requires one of them"`
 	MySQLTLSCAFile string `envconfig:"MSGX_MYSQL_TLS_CA_FILE" default:"" desc:"PEM CA bundle that verifies the mailbox server for DSNs with tls=msgx-ca"`
-	Shadow         bool   `envconfig:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
+	settings.ShadowMode
 	ProcessedValue string `envconfig:"MSGX_MAILBOX_PROCESSED_VALUE" default:"" desc:"when set, also written to CMINMSGS_STATUS with the processed marker (empty: STATUS untouched); production requires one of MSGX_MAILBOX_PROCESSED_VALUES_ALLOWED"`
 	// ProcessedValuesAllowed are the STATUS values the AODB team agreed msgx may write (Q7): other
 	// systems filter on CMINMSGS_STATUS, so production refuses any other processed value.

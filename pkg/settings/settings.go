@@ -40,6 +40,13 @@ var DefaultHTTPAddr = map[Role]string{
 	RoleConsole:    "127.0.0.1:8085",
 }
 
+// ShadowMode is shadow mode: msgx runs beside the legacy consumer and writes nothing to the
+// AODB's MySQL. The mailbox stages read it with their mailbox settings; the console and msgxctl,
+// which never connect to MySQL, read it alone.
+type ShadowMode struct {
+	Shadow bool `envconfig:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
+}
+
 // Process are the settings of every process: environment, logs, HTTP server, PostgreSQL, the
 // airport's time zone.
 type Process struct {
