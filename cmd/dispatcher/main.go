@@ -87,7 +87,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 		Pool:     pool,
 		// A real request (metadata) answered within the check timeout (a hung broker that still
 		// accepts connections fails it), and, while leading, a term that can produce.
-		Checks: []obs.Check{{Name: "kafka", Fn: link.Ready}},
+		Checks: []obs.Check{{Name: "kafka", Fn: link.Ready}, {Name: "tail", Fn: disp.Ready}},
 		Work: func(ctx context.Context, lease leader.Lease) error {
 			return link.Term(ctx,
 				func(ctx context.Context) error { return store.CheckLease(ctx, lease) },

@@ -29,7 +29,6 @@ import (
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/migrate"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // command is one msgxctl sub-command. args excludes the command's name. run parses its flags
@@ -79,7 +78,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if !ok {
 		return &cmdline.UsageError{Msg: fmt.Sprintf("msgxctl: unknown command %q (one of %s)", name, strings.Join(commandNames(), ", ")), Hint: "msgxctl -h"}
 	}
-	cfg, err := config.Load(settings.RoleJobs)
+	cfg, err := config.LoadTool()
 	if err != nil && !cmdline.AsksHelp(args) {
 		return badConfiguration(name, err)
 	}

@@ -91,6 +91,9 @@ type pgRoles struct {
 }
 
 func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, lookup func(string) (string, bool)) (string, error) {
+	if err := cfg.MailboxRefusals(); err != nil {
+		return "", badConfiguration("roles apply --mysql", err)
+	}
 	db, name, err := mailbox.OpenAdmin(cfg.Mailbox.MySQLDSN)
 	if err != nil {
 		return "", err

@@ -57,13 +57,39 @@ func Load(role settings.Role) (Config, error) {
 // Validate checks every value and returns one line per bad one; in production also every
 // refusal (docs/security.md) but the console's and the API's, which are only theirs to refuse
 // (Load adds the API's for ingest).
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(c.Mailbox) }
+
+// validate is Validate with the mailbox part given (its production refusals, or not).
+func (c Config) validate(mailbox settings.Part) error {
 	jc := c.Jobs // its own settings; derived values follow from settings checked here
 	jc.Location = c.Location()
-	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Retry, c.Ingest, c.Compat,
+	return settings.Check(c.Process, c.Leader, mailbox, c.Retry, c.Ingest, c.Compat,
 		settings.ValidateOnly(c.API), c.Processor, c.Kafka, c.Dispatch, jc, c.RequestConfig(), c.TriggerConfig(),
 		settings.ValidateOnly(c.Console), settings.Refusal(c.Compat.ShadowRefusal(c.Mailbox.Shadow)))
 }
 
+// tool is msgxctl's composition: every part, as Config, but the mailbox connection's production
+// refusals are left to the command that connects to MySQL (MailboxRefusals): msgxctl's pods
+// (the migration Job, deploy/k8s/msgxctl.sh) have no mailbox DSN.
+type tool struct{ Config }
+
+func (c tool) Validate() error { return c.validate(settings.ValidateOnly(c.Mailbox)) }
+
+// LoadTool is Load for msgxctl (the jobs role's defaults), without the mailbox connection's
+// production refusals: a command that connects to MySQL checks MailboxRefusals first.
+func LoadTool() (Config, error) {
+	cfg, err := settings.Load[tool](settings.RoleJobs)
+	return cfg.Config, err
+}
+
 // Redacted returns every variable's effective value by name, secrets redacted (settings.Values).
 func (c Config) Redacted() map[string]string { return settings.Values(c) }
+
+// MailboxRefusals are the mailbox settings production refuses (none outside production), for a
+// command that connects to MySQL.
+func (c Config) MailboxRefusals() error {
+	if !c.Production() {
+		return nil
+	}
+	return c.Mailbox.ProductionRefusals()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,18 @@ type Dispatcher struct {
 	// held are the change records the changes topic holds beyond what the database knew as
 	// sent, by FLID and version (ReadTail sets them before the loops start; StepMsg reads them).
 	held map[string]map[int64]outbox.Held
+
+	// tailErr is why this term's tail read keeps failing (nil: read, or no term): Ready.
+	tailErr atomic.Pointer[error]
+}
+
+// Ready fails while the leader's term cannot read the topics' tail, so it sends nothing (the
+// read is retried): e.g. a principal without Read on the topics (docs/kafka.md's ACLs).
+func (d *Dispatcher) Ready(context.Context) error {
+	if err := d.tailErr.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // New returns a dispatcher. Its metrics are registered on reg.

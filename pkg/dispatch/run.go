@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -63,6 +64,7 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 // when ctx ended first.
 func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) bool {
 	defer lease.Stopped("tail")
+	defer d.tailErr.Store(nil)
 	pause := time.Duration(0)
 	for {
 		lease.Tick("tail")
@@ -73,6 +75,8 @@ func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) 
 		if ctx.Err() != nil {
 			return false
 		}
+		notRead := fmt.Errorf("the topics' tail not read, nothing is sent: %w", err)
+		d.tailErr.Store(&notRead)
 		pause = backoff.Next(pause, time.Second, d.cfg.ErrorWait)
 		d.log.Error().Err(err).Dur("retry_in", pause).Msg("dispatcher: the topics' tail not read; nothing is sent until it is")
 		if !clock.WallSleep(ctx, pause) {

@@ -111,11 +111,14 @@ func (c *Cluster) format(ctx context.Context, node *Node, java, lib, clusterID s
 	// take for an option.
 	args := []string{"format", "--cluster-id=" + clusterID, "--config", "server.properties"}
 	if s := c.opts.SCRAM; s != nil {
-		cred, err := s.credential()
-		if err != nil {
-			return err
+		for _, u := range append([]SCRAM{*s}, c.opts.Users...) {
+			u.Mechanism = s.Mechanism
+			cred, err := u.credential()
+			if err != nil {
+				return err
+			}
+			args = append(args, "--add-scram", cred)
 		}
-		args = append(args, "--add-scram", cred)
 	}
 	argv := javaCommand(java, lib, node.dir, formatJVM, "kafka.tools.StorageTool", args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

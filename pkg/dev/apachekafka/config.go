@@ -27,7 +27,15 @@ type Options struct {
 	// JVM replaces the default JVM options (heap, collector) when non-nil.
 	JVM []string
 	// SCRAM makes the client listener require SASL/SCRAM with this user, created at format time.
+	// It is the user of the cluster's own admin client (a super user when Authorizer is set).
 	SCRAM *SCRAM
+	// Users are more SCRAM users created at format time (with SCRAM's mechanism), e.g. the
+	// principals of the clients under test.
+	Users []SCRAM
+	// Authorizer turns on Kafka's StandardAuthorizer: only SCRAM's user (and the brokers'
+	// plaintext internal and controller listeners) are super users, every other principal
+	// needs ACLs (CreateACLs).
+	Authorizer bool
 	// TLS makes the client listener speak TLS with this certificate.
 	TLS *TLS
 	// Dir is where the nodes keep their configuration, data and logs; empty: a new temporary
@@ -60,6 +68,17 @@ func (o Options) Validate() error {
 		if m := s.mechanism(); m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512" {
 			return fmt.Errorf("scram: unknown mechanism %q", m)
 		}
+	}
+	for _, u := range o.Users {
+		if o.SCRAM == nil {
+			return fmt.Errorf("scram users need SCRAM (the listener's mechanism and the admin)")
+		}
+		if u.User == "" || u.Password == "" || strings.ContainsAny(u.User, `",=[]\`) {
+			return fmt.Errorf("scram user %q: a name without \" , = [ ] \\ and a password are required", u.User)
+		}
+	}
+	if o.Authorizer && o.SCRAM == nil {
+		return fmt.Errorf("authorizer: needs SCRAM (its user is the admin's super user)")
 	}
 	if t := o.TLS; t != nil && (t.CertFile == "" || t.KeyFile == "" || t.Client == nil) {
 		return fmt.Errorf("tls: cert file, key file and client configuration are required")
@@ -152,6 +171,12 @@ func serverProperties(o Options, id int32, all []ports, dir string) map[string]s
 		mech := s.mechanism()
 		props["sasl.enabled.mechanisms"] = mech
 		props["listener.name.client."+strings.ToLower(mech)+".sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+		if o.Authorizer {
+			// The plaintext internal and controller listeners (loopback, the nodes' own
+			// traffic) authenticate as ANONYMOUS.
+			props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+			props["super.users"] = "User:ANONYMOUS;User:" + s.User
+		}
 	}
 	if o.TLS != nil {
 		props["listener.name.client.ssl.keystore.type"] = "PEM"

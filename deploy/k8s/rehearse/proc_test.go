@@ -1,0 +1,143 @@
+package rehearse_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// proc is one container replica run as a local process.
+type proc struct {
+	name string // e.g. msgx-ingest-0
+	cmd  *exec.Cmd
+	log  string // its stdout and stderr
+	env  []string
+	done chan struct{}
+	err  error
+}
+
+// start runs argv with exactly env (nothing inherited), its output in logDir/name.log.
+func start(t *testing.T, logDir, name string, argv, env []string) *proc {
+	t.Helper()
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start(), "start %s", name)
+	p := &proc{name: name, cmd: cmd, log: logPath, env: env, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop(20 * time.Second) })
+	return p
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM (a pod's shutdown) and kills after grace.
+func (p *proc) stop(grace time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// tail is the end of the process's log.
+func (p *proc) tail(lines int) string {
+	b, _ := os.ReadFile(p.log)
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// getenv is the value of one of the process's variables.
+func (p *proc) getenv(name string) string {
+	for _, kv := range p.env {
+		if k, v, _ := strings.Cut(kv, "="); k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// run runs argv to its end with exactly env and returns its output; a non-zero exit fails the
+// test with the output (the binary's own message).
+func run(t *testing.T, what string, argv, env []string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s (%s) failed:\n%s", what, strings.Join(argv, " "), out)
+	return string(out)
+}
+
+// waitReady waits until the process's /readyz (its MSGX_HTTP_ADDR) answers 200; a process that
+// exits meanwhile fails the test with its own last lines.
+func waitReady(t *testing.T, p *proc, timeout time.Duration) {
+	t.Helper()
+	url := "http://" + p.getenv("MSGX_HTTP_ADDR") + "/readyz"
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		if p.exited() {
+			require.FailNowf(t, "refused", "%s exited (%v) with the environment its manifest gives it:\n%s", p.name, p.err, p.tail(20))
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			b := make([]byte, 2048)
+			n, _ := resp.Body.Read(b)
+			resp.Body.Close()
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b[:n])
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(t, "not ready", "%s not ready within %s (last /readyz: %s):\n%s", p.name, timeout, last, p.tail(20))
+		}
+		select {
+		case <-p.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// freeAddr is a free loopback address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
