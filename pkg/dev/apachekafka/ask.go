@@ -177,6 +177,27 @@ func (c *Cluster) TxnCoordinatorSeenBy(ctx context.Context, n *Node, txnID strin
 	return c.askCoordinator(ctx, c.admin.SeedBrokers()[n.ID-1], txnID)
 }
 
+// TxnCoordinatorLive asks the nodes that run and are not frozen, one after another, which node
+// coordinates transactional id txnID, and returns the first answer. Unlike TxnCoordinator it
+// never waits on a frozen node (a question the cluster's client sends there waits out its
+// timeout), so it times the coordinator's move off a frozen node to the caller's poll.
+func (c *Cluster) TxnCoordinatorLive(ctx context.Context, txnID string) (*Node, error) {
+	var errs []error
+	for _, n := range c.nodes {
+		if !n.Running() || n.Frozen() {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, askTimeout)
+		coord, err := c.TxnCoordinatorSeenBy(actx, n, txnID)
+		cancel()
+		if err == nil {
+			return coord, nil
+		}
+		errs = append(errs, fmt.Errorf("node %d: %w", n.ID, err))
+	}
+	return nil, fmt.Errorf("transaction coordinator of %s: no live node answered: %w", txnID, errors.Join(errs...))
+}
+
 // requester is a franz-go client or one of its brokers.
 type requester interface {
 	Request(context.Context, kmsg.Request) (kmsg.Response, error)
