@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"slices"
@@ -61,7 +62,7 @@ func newWatch(c Config) *watch {
 // longer lists.
 func (w *watch) Dial(network, addr string) (net.Conn, error) {
 	if w.unlisted(addr) {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: errUnlisted}
+		return nil, refused(network, addr)
 	}
 	c, err := w.dialer.Dial(network, addr)
 	if err != nil {
@@ -76,9 +77,15 @@ func (w *watch) Dial(network, addr string) (net.Conn, error) {
 	w.mu.Unlock()
 	if w.unlisted(addr) { // fenced while the dial was under way
 		_ = wc.Close()
-		return nil, &net.OpError{Op: "dial", Net: network, Err: errUnlisted}
+		return nil, refused(network, addr)
 	}
 	return wc, nil
+}
+
+// refused is the error of a refused dial: a network error, which Unavailable counts as the
+// cluster's fault.
+func refused(network, addr string) error {
+	return &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("%s: %w", addr, errUnlisted)}
 }
 
 // unlisted reports whether the cluster, asked at most a check timeout ago, leaves out addr,
