@@ -70,7 +70,13 @@ func ReadCommittedSince(ctx context.Context, c Config, topic string, since time.
 	}
 	sc.ClientID = c.ClientID + ".reader"
 	sc.Consumer.IsolationLevel = sarama.ReadCommitted
-	client, err := sarama.NewClient(c.Brokers, sc)
+	// Start from the brokers that answer (as Dial does): sarama tries its seeds in a random
+	// order, and a frozen one would hold the read for read timeouts.
+	seeds, err := answering(c, c.CheckTimeout)
+	if err != nil {
+		return nil, err
+	}
+	client, err := sarama.NewClient(seeds, sc)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}
 	}

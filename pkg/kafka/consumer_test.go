@@ -85,3 +85,28 @@ func checkReadCommitted(t *testing.T, addrs []string, cfg kafka.Config) {
 	_, err = kafka.ReadCommitted(ctx, cfg, "no.such.topic", func(kafka.ConsumedRecord) error { return nil })
 	require.ErrorIs(t, err, kafka.ErrTopicMissing)
 }
+
+// TestReadCommittedPassesOverFrozenBrokers: frozen brokers in the bootstrap list do not hold
+// the read for a read timeout: its client starts from the broker that answers (without that,
+// sarama's random seed order starts from a frozen one three times in four).
+func TestReadCommittedPassesOverFrozenBrokers(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	p, err := kafka.Dial(cfg)
+	require.NoError(t, err)
+	defer p.Close()
+	for _, err := range p.Send(context.Background(), []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte("v")}}) {
+		require.NoError(t, err)
+	}
+	cfg.Brokers = append([]string{hungListener(t), hungListener(t), hungListener(t)}, b.Addrs()...)
+	cfg.IOTimeout, cfg.CheckTimeout = 5*time.Second, 500*time.Millisecond
+	start := time.Now()
+	n := 0
+	_, err = kafka.ReadCommitted(context.Background(), cfg, cfg.TopicChanges, func(kafka.ConsumedRecord) error {
+		n++
+		return nil
+	})
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), cfg.IOTimeout, "the read waited a read timeout on a frozen broker")
+	require.Equal(t, 1, n)
+}

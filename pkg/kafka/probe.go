@@ -27,7 +27,7 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 	if timeout <= 0 {
 		return &Error{Op: "metadata", Err: context.DeadlineExceeded}
 	}
-	answers, err := askAll(c, timeout)
+	answers, err := askAll(c, c.Brokers, timeout)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 // configured order, or all of them when none does (then the caller's own timeouts decide). A
 // client given only these as seeds never starts by waiting a read timeout on a frozen broker.
 func answering(c Config, timeout time.Duration) ([]string, error) {
-	answers, err := askAll(c, timeout)
+	answers, err := askAll(c, c.Brokers, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -82,40 +82,78 @@ wait:
 	return live, nil
 }
 
-// answer is one broker's answer to Probe's request.
-type answer struct {
-	addr string
-	err  error
+// listing asks the brokers at addrs at once which brokers the cluster lists (the advertised
+// addresses of the first metadata answer), within timeout and ctx; false: none answered.
+func listing(ctx context.Context, c Config, addrs []string, timeout time.Duration) (map[string]bool, bool) {
+	answers, err := askAll(c, addrs, timeout)
+	if err != nil {
+		return nil, false
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for range addrs {
+		select {
+		case a := <-answers:
+			if a.err == nil {
+				listed := make(map[string]bool, len(a.brokers))
+				for _, b := range a.brokers {
+					listed[b] = true
+				}
+				return listed, true
+			}
+		case <-t.C:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
-// askAll makes Probe's request to every bootstrap broker at once, each network step bounded by
+// answer is one broker's answer to Probe's request: the brokers its metadata lists, or why
+// there is none.
+type answer struct {
+	addr    string
+	brokers []string
+	err     error
+}
+
+// askAll makes Probe's request to each broker of addrs at once, each network step bounded by
 // timeout, and delivers one answer per broker on the returned channel (buffered: a late answer
 // never blocks its goroutine).
-func askAll(c Config, timeout time.Duration) (<-chan answer, error) {
+func askAll(c Config, addrs []string, timeout time.Duration) (<-chan answer, error) {
 	sc, err := newSaramaConfig(c)
 	if err != nil {
 		return nil, err
 	}
 	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
-	answers := make(chan answer, len(c.Brokers))
-	for _, addr := range c.Brokers {
-		go func() { answers <- answer{addr: addr, err: askMetadata(sc, addr, c.Topics())} }()
+	answers := make(chan answer, len(addrs))
+	for _, addr := range addrs {
+		go func() {
+			brokers, err := askMetadata(sc, addr, c.Topics())
+			answers <- answer{addr: addr, brokers: brokers, err: err}
+		}()
 	}
 	return answers, nil
 }
 
 // askMetadata makes the metadata request of Probe to the broker at addr on a connection of its
-// own.
-func askMetadata(sc *sarama.Config, addr string, topics []string) error {
+// own and returns the addresses of the brokers the answer lists.
+func askMetadata(sc *sarama.Config, addr string, topics []string) ([]string, error) {
 	b := sarama.NewBroker(addr)
 	if err := b.Open(sc); err != nil {
-		return fmt.Errorf("%s: %w", addr, err)
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
 	defer func() { _ = b.Close() }()
 	req := sarama.NewMetadataRequest(sc.Version, topics)
 	req.AllowAutoTopicCreation = false // explicit: a metadata request below version 4 lets the broker create them
-	if _, err := b.GetMetadata(req); err != nil {
-		return fmt.Errorf("%s: %w", addr, err)
+	resp, err := b.GetMetadata(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
-	return nil
+	brokers := make([]string, len(resp.Brokers))
+	for i, rb := range resp.Brokers {
+		brokers[i] = rb.Addr()
+	}
+	return brokers, nil
 }

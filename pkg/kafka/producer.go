@@ -44,6 +44,7 @@ type Producer struct {
 	cfg    Config
 	client sarama.Client // metadata and admin requests
 	topics map[string]*topicProducer
+	watch  *watch // the dialer of every client: cuts off a broker the cluster fenced
 }
 
 // topicProducer is the transactional producer of one topic.
@@ -67,7 +68,8 @@ type txnProducer struct {
 // transactional id (a deposed leader's). Its clients start from the bootstrap brokers that
 // answer a metadata request within the check timeout (all of them when none does): sarama
 // picks a seed broker at random for each client, and a frozen one would cost a read timeout
-// per client before the dial went on.
+// per client before the dial went on. Every client connects through the producer's watch,
+// which cuts off a broker the cluster has fenced while a send or the dial waits (watch.go).
 func Dial(c Config) (*Producer, error) {
 	sc, err := newSaramaConfig(c)
 	if err != nil {
@@ -80,13 +82,16 @@ func Dial(c Config) (*Producer, error) {
 	if seeds.Brokers, err = answering(c, c.CheckTimeout); err != nil {
 		return nil, err
 	}
+	w := newWatch(c)
+	defer w.during()()
+	watched(sc, w)
 	client, err := sarama.NewClient(seeds.Brokers, sc)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}
 	}
-	p := &Producer{cfg: c, client: client, topics: map[string]*topicProducer{}}
+	p := &Producer{cfg: c, client: client, topics: map[string]*topicProducer{}, watch: w}
 	for _, topic := range c.Topics() {
-		tp, err := dialTxn(seeds, topic)
+		tp, err := dialTxn(seeds, topic, w)
 		if err != nil {
 			_ = p.Close()
 			return nil, err
@@ -96,11 +101,18 @@ func Dial(c Config) (*Producer, error) {
 	return p, nil
 }
 
-func dialTxn(c Config, topic string) (*txnProducer, error) {
+// watched makes sc's clients connect through w.
+func watched(sc *sarama.Config, w *watch) {
+	sc.Net.Proxy.Enable = true
+	sc.Net.Proxy.Dialer = w
+}
+
+func dialTxn(c Config, topic string, w *watch) (*txnProducer, error) {
 	sc, err := newTxnSaramaConfig(c, topic)
 	if err != nil {
 		return nil, err
 	}
+	watched(sc, w)
 	client, err := sarama.NewClient(c.Brokers, sc)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err}
@@ -173,6 +185,7 @@ func (p *Producer) Send(ctx context.Context, recs []Record) []error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.SendTimeout)
 	defer cancel()
+	defer p.watch.during()()
 	byTopic := map[string][]int{}
 	var order []string
 	for i, r := range recs {

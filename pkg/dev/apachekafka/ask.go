@@ -163,24 +163,63 @@ func (c *Cluster) Leader(ctx context.Context, topic string, partition int32) (*N
 func (c *Cluster) TxnCoordinator(ctx context.Context, txnID string) (*Node, error) {
 	var coord *Node
 	err := poll(ctx, "transaction coordinator of "+txnID, func(ctx context.Context) error {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType = 1 // transaction
-		req.CoordinatorKey = txnID
-		req.CoordinatorKeys = []string{txnID}
-		kresp, err := c.admin.Request(ctx, req)
-		if err != nil {
-			return fmt.Errorf("find coordinator: %w", err)
-		}
-		resp := kresp.(*kmsg.FindCoordinatorResponse)
-		code, id := resp.ErrorCode, resp.NodeID
-		if len(resp.Coordinators) > 0 {
-			code, id = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
-		}
-		if err := kerr.ErrorForCode(code); err != nil {
-			return fmt.Errorf("find coordinator: %w", err)
-		}
-		coord, err = c.node("transaction coordinator", id)
+		var err error
+		coord, err = c.askCoordinator(ctx, c.admin, txnID)
 		return err
 	})
 	return coord, err
+}
+
+// TxnCoordinatorSeenBy asks node n alone, once, which node coordinates transactional id txnID.
+// While a node is frozen, a question to the cluster may wait on it; the other nodes' answers
+// show the moment the controller moved the coordinator off it.
+func (c *Cluster) TxnCoordinatorSeenBy(ctx context.Context, n *Node, txnID string) (*Node, error) {
+	return c.askCoordinator(ctx, c.admin.SeedBrokers()[n.ID-1], txnID)
+}
+
+// TxnCoordinatorLive asks the nodes that run and are not frozen, one after another, which node
+// coordinates transactional id txnID, and returns the first answer. Unlike TxnCoordinator it
+// never waits on a frozen node (a question the cluster's client sends there waits out its
+// timeout), so it times the coordinator's move off a frozen node to the caller's poll.
+func (c *Cluster) TxnCoordinatorLive(ctx context.Context, txnID string) (*Node, error) {
+	var errs []error
+	for _, n := range c.nodes {
+		if !n.Running() || n.Frozen() {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, askTimeout)
+		coord, err := c.TxnCoordinatorSeenBy(actx, n, txnID)
+		cancel()
+		if err == nil {
+			return coord, nil
+		}
+		errs = append(errs, fmt.Errorf("node %d: %w", n.ID, err))
+	}
+	return nil, fmt.Errorf("transaction coordinator of %s: no live node answered: %w", txnID, errors.Join(errs...))
+}
+
+// requester is a franz-go client or one of its brokers.
+type requester interface {
+	Request(context.Context, kmsg.Request) (kmsg.Response, error)
+}
+
+// askCoordinator asks r for the transaction coordinator of txnID.
+func (c *Cluster) askCoordinator(ctx context.Context, r requester, txnID string) (*Node, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 1 // transaction
+	req.CoordinatorKey = txnID
+	req.CoordinatorKeys = []string{txnID}
+	kresp, err := r.Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("find coordinator: %w", err)
+	}
+	resp := kresp.(*kmsg.FindCoordinatorResponse)
+	code, id := resp.ErrorCode, resp.NodeID
+	if len(resp.Coordinators) > 0 {
+		code, id = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		return nil, fmt.Errorf("find coordinator: %w", err)
+	}
+	return c.node("transaction coordinator", id)
 }

@@ -396,8 +396,7 @@ func kafkaFreeze(k *RealKafka, d time.Duration) Scenario {
 			if disp == nil {
 				return fmt.Errorf("the dispatcher is not running")
 			}
-			coord := func(ctx context.Context) (*apachekafka.Node, error) { return r.Kafka.TxnCoordinator(ctx, changesTxnID) }
-			victim, err := coord(ctx)
+			victim, err := r.Kafka.TxnCoordinator(ctx, changesTxnID)
 			if err != nil {
 				return err
 			}
@@ -406,7 +405,11 @@ func kafkaFreeze(k *RealKafka, d time.Duration) Scenario {
 			if err := victim.Freeze(); err != nil {
 				return err
 			}
-			moved, merr := waitMoved(ctx, at, victim, coord)
+			// The live nodes' answers: a question the cluster's client sent to the frozen node
+			// would wait out its timeout and time the move late.
+			moved, merr := waitMoved(ctx, at, victim, func(ctx context.Context) (*apachekafka.Node, error) {
+				return r.Kafka.TxnCoordinatorLive(ctx, changesTxnID)
+			})
 			rd, err := watchReadiness(ctx, disp.Addr, at.Add(d))
 			if terr := victim.Thaw(); terr != nil {
 				return terr
