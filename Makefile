@@ -145,6 +145,15 @@ rules-test: ## promtool test rules on deploy/observability (series labelled as a
 	promtool check rules deploy/observability/alerts.yaml
 	cd deploy/observability && promtool test rules alerts_test.yaml
 
+.PHONY: rehearse
+rehearse: setup ## the production overlay run for real (docs/deploy.md, "Rehearsal"): every container with its manifest's environment against PostgreSQL verify-full, MariaDB TLS, three Apache Kafka nodes over TLS/SCRAM with docs/kafka.md's ACLs; a rolling restart under traffic, the demo's checks, kafka verify, console and API logins. make test runs its short form
+	cd deploy/k8s && MSGX_REHEARSE=full $(GO) test -count=1 -v -timeout 30m -run 'TestRehearse$$' ./rehearse/
+
+.PHONY: rehearse-upgrade
+FROM ?= 9afce9e
+rehearse-upgrade: setup ## upgrade and rollback rehearsed under traffic in the production configuration: release FROM (default this wave's base), the upgrade to this tree as docs/deploy.md says, the rollback to FROM; leaderless time per role and latency (docs/reliability.md)
+	cd deploy/k8s && MSGX_REHEARSE_FROM=$(FROM) $(GO) test -count=1 -v -timeout 40m -run 'TestRehearseUpgrade$$' ./rehearse/
+
 .PHONY: k8s-test
 k8s-test: ## render the Kubernetes overlays and check them (separate module deploy/k8s)
 	cd deploy/k8s && $(GO) test -count=1 ./...

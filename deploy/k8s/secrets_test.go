@@ -53,21 +53,27 @@ func manifestSecretKeys(t *testing.T, r *rendered) []string {
 
 var (
 	scriptSecret = regexp.MustCompile(`want=(msgx-[a-z0-9-]+)`)
-	scriptKey    = regexp.MustCompile(`"secretKeyRef": \{"name": "[^"]*", "key": "([a-z0-9-]+)"\}`)
+	scriptPGKey  = regexp.MustCompile(`"secretKeyRef": \{"name": os.environ\["SECRET"\], "key": "([a-z0-9-]+)"\}`)
+	scriptKafka  = regexp.MustCompile(`\("MSGX_KAFKA_SASL_[A-Z]+", "([a-z0-9-]+)"\)`)
 )
 
-// scriptSecretKeys are the Secrets msgxctl.sh picks for its pods (one key each).
+// scriptSecretKeys are the Secret keys msgxctl.sh reads: the PostgreSQL role's URL it picks
+// for its pods, and the read-only Kafka principal's credentials of the kafka commands.
 func scriptSecretKeys(t *testing.T) []string {
 	t.Helper()
 	b, err := os.ReadFile("msgxctl.sh")
 	require.NoError(t, err)
-	keys := scriptKey.FindAllStringSubmatch(string(b), -1)
-	require.Len(t, keys, 1, "msgxctl.sh reads one key")
+	keys := scriptPGKey.FindAllStringSubmatch(string(b), -1)
+	require.Len(t, keys, 1, "msgxctl.sh reads one key of its PostgreSQL Secret")
 	var out []string
 	for _, m := range scriptSecret.FindAllStringSubmatch(string(b), -1) {
 		out = append(out, m[1]+"/"+keys[0][1])
 	}
 	require.NotEmpty(t, out, "msgxctl.sh names its Secrets as want=<name>")
+	require.Contains(t, string(b), `"name": "msgx-kafka-reader"`)
+	for _, m := range scriptKafka.FindAllStringSubmatch(string(b), -1) {
+		out = append(out, "msgx-kafka-reader/"+m[1])
+	}
 	return out
 }
 

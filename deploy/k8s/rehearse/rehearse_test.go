@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,8 +59,8 @@ func TestRehearse(t *testing.T) {
 	}
 	r := newRehearsal(t, f)
 	r.install()
-	r.migrationJob()
-	r.rollOut()
+	r.migrationJob(nil)
+	r.rollOut(nil)
 	r.traffic()
 	r.operate()
 }
@@ -75,7 +76,8 @@ type rehearsal struct {
 	srv     *servers
 	secrets rehearse.Secrets
 	mapping rehearse.Mapping
-	procs   []*proc
+	procsMu sync.Mutex
+	procs   []*proc // the running replicas (running, setProc)
 	tokens  map[string]string // console and API tokens by client
 	flid    int64             // a flight the day made
 }
@@ -95,6 +97,14 @@ func newRehearsal(t *testing.T, f form) *rehearsal {
 	}
 	r.srv = startServers(t, f.nodes, prefix)
 	require.NoError(t, <-built)
+	// Before the servers stop: every replica at once, as a Deployment scaled to zero.
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, p := range r.running() {
+			wg.Go(func() { p.stop(40 * time.Second) })
+		}
+		wg.Wait()
+	})
 	t.Logf("rehearsal (%s form): %d containers rendered from overlays/production; servers: PostgreSQL 127.0.0.1:%d (TLS, verify-full), MariaDB 127.0.0.1:%d (TLS), Apache Kafka %v (TLS, SASL/SCRAM-SHA-512, ACLs)",
 		f.name, len(rel.Containers), r.srv.pg.Port, r.srv.my.Port, r.srv.kafka.Addrs())
 	return r
@@ -217,11 +227,16 @@ func (r *rehearsal) container(workload, name string) rehearse.Container {
 }
 
 // migrationJob is rollout.sh's step 3: the Job's init container (msgxctl migrate), then its
-// container (msgxctl roles apply), each with its manifest's environment.
-func (r *rehearsal) migrationJob() {
+// container (msgxctl roles apply), each with its manifest's environment (and shim's change, an
+// older release's workaround; nil: none).
+func (r *rehearsal) migrationJob(shim func([]string) []string) {
 	for _, name := range []string{"migrate", "roles"} {
 		c := r.container("msgx-migrate", name)
-		out := run(r.t, "Job msgx-migrate, container "+name, r.argv(c), r.environ(c, nil))
+		env := r.environ(c, nil)
+		if shim != nil {
+			env = shim(env)
+		}
+		out := run(r.t, "Job msgx-migrate, container "+name, r.argv(c), env)
 		r.t.Logf("msgx-migrate/%s: %s", name, strings.TrimSpace(out))
 	}
 }
@@ -234,7 +249,7 @@ func (r *rehearsal) argv(c rehearse.Container) []string {
 
 // rollOut is rollout.sh's step 4 and 5: every Deployment's containers (one replica each in the
 // short form), each with its own listen addresses, until every one is ready.
-func (r *rehearsal) rollOut() {
+func (r *rehearsal) rollOut(shim func([]string) []string) {
 	for _, c := range r.rel.Containers {
 		if c.Kind != "Deployment" {
 			continue
@@ -244,37 +259,87 @@ func (r *rehearsal) rollOut() {
 			n = c.Replicas
 		}
 		for i := range n {
-			listen := map[string]string{}
-			for _, port := range []string{"8080", "8091", "8092"} {
-				listen["0.0.0.0:"+port] = freeAddr(r.t)
+			env := r.environ(c, r.listen())
+			if shim != nil {
+				env = shim(env)
 			}
-			p := start(r.t, r.scratch, fmt.Sprintf("%s-%d", c.Workload, i), r.argv(c), r.environ(c, listen))
-			r.procs = append(r.procs, p)
+			p := start(r.t, r.scratch, fmt.Sprintf("%s-%d", c.Workload, i), r.argv(c), env)
+			r.setProc(-1, p)
 		}
 	}
-	for _, p := range r.procs {
+	for _, p := range r.running() {
 		waitReady(r.t, p, 2*time.Minute)
 	}
-	r.t.Logf("rolled out: %d processes ready", len(r.procs))
+	r.t.Logf("rolled out: %d processes ready", len(r.running()))
 }
 
-// restart replaces every process, one at a time in rollout.sh's order, as a rollout does: a
-// replica is stopped as the kubelet stops it (SIGTERM), a new one started with the same
-// environment and waited for; each role's new leader then starts its term (the dispatcher's
-// reads what the topics took since its last commit).
+// restart replaces every process, one at a time in rollout.sh's order, as a rollout with the
+// manifests' strategy does (maxSurge 1, maxUnavailable 0): a new replica with the same
+// environment is started and waited for, then the old one is stopped as the kubelet stops it
+// (SIGTERM). Each role's new leader starts its term (the dispatcher's reads what the topics took
+// since its last commit).
 func (r *rehearsal) restart() {
-	for i, p := range r.procs {
-		p.stop(40 * time.Second) // terminationGracePeriodSeconds
-		np := start(r.t, r.scratch, p.name+"-restarted", p.cmd.Args, p.env)
-		waitReady(r.t, np, 2*time.Minute)
-		r.procs[i] = np
+	for i, p := range r.running() {
+		r.setProc(i, r.replace(p, p.name+"-restarted", p.cmd.Args, r.relisten(p.env)))
 	}
-	r.t.Logf("restarted: %d processes replaced one at a time and ready", len(r.procs))
+	r.t.Logf("restarted: %d processes replaced one at a time and ready", len(r.running()))
+}
+
+// listenPorts are the container ports the manifests listen on (MSGX_HTTP_ADDR, MSGX_API_ADDR,
+// MSGX_CONSOLE_ADDR): each process gets its own loopback address for each.
+var listenPorts = []string{"8080", "8091", "8092"}
+
+// listen maps each listen address of the manifests to a free loopback address.
+func (r *rehearsal) listen() map[string]string {
+	m := map[string]string{}
+	for _, port := range listenPorts {
+		m["0.0.0.0:"+port] = freeAddr(r.t)
+	}
+	return m
+}
+
+// relisten is env with fresh listen addresses (a second replica on this machine).
+func (r *rehearsal) relisten(env []string) []string {
+	out := slices.Clone(env)
+	for i, kv := range out {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "MSGX_HTTP_ADDR" || name == "MSGX_API_ADDR" || name == "MSGX_CONSOLE_ADDR" {
+			out[i] = name + "=" + freeAddr(r.t)
+		}
+	}
+	return out
+}
+
+// replace starts the replica that replaces p, waits until it is ready, then stops p within
+// terminationGracePeriodSeconds.
+func (r *rehearsal) replace(p *proc, name string, argv, env []string) *proc {
+	np := start(r.t, r.scratch, name, argv, env)
+	waitReady(r.t, np, 2*time.Minute)
+	p.stop(40 * time.Second)
+	return np
+}
+
+// running are the running replicas.
+func (r *rehearsal) running() []*proc {
+	r.procsMu.Lock()
+	defer r.procsMu.Unlock()
+	return slices.Clone(r.procs)
+}
+
+// setProc puts p at index i of the replicas (-1: appends it).
+func (r *rehearsal) setProc(i int, p *proc) {
+	r.procsMu.Lock()
+	defer r.procsMu.Unlock()
+	if i < 0 {
+		r.procs = append(r.procs, p)
+		return
+	}
+	r.procs[i] = p
 }
 
 // proc is the first replica of a Deployment.
 func (r *rehearsal) proc(workload string) *proc {
-	for _, p := range r.procs {
+	for _, p := range r.running() {
 		if strings.HasPrefix(p.name, workload+"-") {
 			return p
 		}
