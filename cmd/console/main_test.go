@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,4 +83,25 @@ func TestProductionNeedsASessionKey(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "MSGX_CONSOLE_SESSION_KEY: must be set in production")
 	cfg.Console.SessionKey = strings.Repeat("k", 32)
 	require.NotContains(t, cfg.Validate().Error(), "MSGX_CONSOLE_SESSION_KEY", "the other production refusals remain; the key's is gone")
+}
+
+// TestProductionManifestEnvironment: the console starts with the environment its production
+// manifest gives it (the overlay's ConfigMap literals, the PostgreSQL URL, tokens and session
+// key of its Secrets, no mailbox DSN: it never connects to MySQL). make rehearse starts it so;
+// this is the fast form of that check.
+func TestProductionManifestEnvironment(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/k8s/overlays/production/kustomization.yaml")
+	require.NoError(t, err)
+	literals := regexp.MustCompile(`(?m)^\s+- (MSGX_[A-Z0-9_]+)=(.*)$`).FindAllStringSubmatch(string(b), -1)
+	require.NotEmpty(t, literals)
+	for _, l := range literals {
+		t.Setenv(l[1], l[2])
+	}
+	t.Setenv("MSGX_PG_URL", "postgres://msgx_console:pw@db.example:5432/msgx?sslmode=verify-full&sslrootcert=/etc/msgx/tls/pg-ca.crt")
+	t.Setenv("MSGX_CONSOLE_TOKENS", "operator:read+operate:"+strings.Repeat("ab", 32))
+	t.Setenv("MSGX_CONSOLE_SESSION_KEY", strings.Repeat("k", 32))
+	t.Setenv("MSGX_CONSOLE_ADDR", "0.0.0.0:8092")
+	cfg, err := load()
+	require.NoError(t, err, "the console refuses its production manifest's environment")
+	require.True(t, cfg.Production())
 }

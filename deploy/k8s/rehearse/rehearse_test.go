@@ -77,7 +77,7 @@ type rehearsal struct {
 	secrets rehearse.Secrets
 	mapping rehearse.Mapping
 	procsMu sync.Mutex
-	procs   []*proc // the running replicas (running, setProc)
+	procs   []*proc           // the running replicas (running, setProc)
 	tokens  map[string]string // console and API tokens by client
 	flid    int64             // a flight the day made
 }
