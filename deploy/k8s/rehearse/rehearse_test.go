@@ -80,6 +80,8 @@ type rehearsal struct {
 	procs   []*proc           // the running replicas (running, setProc)
 	tokens  map[string]string // console and API tokens by client
 	flid    int64             // a flight the day made
+	// toolShim changes msgxctl's environment (an older release's workaround; nil: none).
+	toolShim func([]string) []string
 }
 
 func newRehearsal(t *testing.T, f form) *rehearsal {

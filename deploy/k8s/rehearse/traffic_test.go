@@ -181,5 +181,9 @@ func (r *rehearsal) msgxctl(args ...string) string {
 			rehearse.Var{Name: "MSGX_KAFKA_SASL_USER", FromSecret: "msgx-kafka-reader", Key: "sasl-user"},
 			rehearse.Var{Name: "MSGX_KAFKA_SASL_PASSWORD", FromSecret: "msgx-kafka-reader", Key: "sasl-password"})
 	}
-	return run(t, "msgxctl.sh "+strings.Join(args, " "), append([]string{r.binDir + "/msgxctl"}, args...), r.environ(c, nil))
+	env := r.environ(c, nil)
+	if r.toolShim != nil {
+		env = r.toolShim(env)
+	}
+	return run(t, "msgxctl.sh "+strings.Join(args, " "), append([]string{r.binDir + "/msgxctl"}, args...), env)
 }

@@ -136,6 +136,7 @@ func TestRehearseUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "the demo's checks failed:\n%s", strings.Join(rep.Failed(3), "\n"))
 	r.flid = firstFLID(t, r.ctx, pool)
+	r.toolShim = olderReleaseShim // rolled back: FROM's msgxctl
 	r.operate()
 	q := lat.Percentiles(0.5, 0.99, 1)
 	committed, arrived := lat.Counts()
