@@ -85,6 +85,18 @@ func TestProductionNeedsASessionKey(t *testing.T) {
 	require.NotContains(t, cfg.Validate().Error(), "MSGX_CONSOLE_SESSION_KEY", "the other production refusals remain; the key's is gone")
 }
 
+// Production refuses session cookies that are not marked Secure: the console is reached over
+// HTTPS (a TLS-terminating ingress), MSGX_CONSOLE_TLS=true.
+func TestProductionNeedsSecureCookies(t *testing.T) {
+	t.Parallel()
+	var cfg Config
+	envconf.Defaults(&cfg)
+	cfg.HTTPAddr, cfg.Env, cfg.Console.SessionKey = "127.0.0.1:0", "production", strings.Repeat("k", 32)
+	require.ErrorContains(t, cfg.Validate(), "MSGX_CONSOLE_TLS: production requires the console behind HTTPS")
+	cfg.Console.TLS = true
+	require.NotContains(t, cfg.Validate().Error(), "MSGX_CONSOLE_TLS")
+}
+
 // TestProductionManifestEnvironment: the console starts with the environment its production
 // manifest gives it (the overlay's ConfigMap literals, the PostgreSQL URL, tokens and session
 // key of its Secrets, no mailbox DSN: it never connects to MySQL). make rehearse starts it so;

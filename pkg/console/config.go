@@ -16,7 +16,7 @@ type Config struct {
 	SessionKey string           `envconfig:"MSGX_CONSOLE_SESSION_KEY" default:"" doc:"(random per process)" desc:"console: key (at least 32 characters) that signs the CSRF tokens of the forms (every replica needs the same); sessions are kept server-side; empty: a random key per process (open forms fail once after a restart); the console refuses to start without it in production"`
 	SessionTTL time.Duration    `envconfig:"MSGX_CONSOLE_SESSION_TTL" default:"8h" desc:"console: how long a login lasts (server-side sessions; logout and removing the token end it sooner)"`
 	Refresh    time.Duration    `envconfig:"MSGX_CONSOLE_REFRESH" default:"10s" desc:"console: how often the pipeline page updates itself (without reloading)"`
-	TLS        bool             `envconfig:"MSGX_CONSOLE_TLS" default:"false" desc:"console: the console is reached over HTTPS (a TLS-terminating proxy or ingress): session cookies are marked Secure"`
+	TLS        bool             `envconfig:"MSGX_CONSOLE_TLS" default:"false" desc:"console: the console is reached over HTTPS (a TLS-terminating proxy or ingress): session cookies are marked Secure; production requires true"`
 }
 
 // Validate reports every bad value, one line each.

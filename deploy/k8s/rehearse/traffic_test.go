@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
@@ -121,15 +123,21 @@ func (r *rehearsal) operate() {
 	verified := r.msgxctl("kafka", "verify")
 	t.Logf("msgxctl kafka verify:\n%s", verified)
 
-	// The console: log in with the operator's token, then the pipeline page.
-	console := "http://" + r.proc("msgx-console").getenv("MSGX_CONSOLE_ADDR")
+	// The console behind a TLS-terminating proxy, as the ingress runs it (its session cookies
+	// are Secure: a browser sends them over HTTPS only): log in with the operator's token, then
+	// the pipeline page.
+	backend, err := url.Parse("http://" + r.proc("msgx-console").getenv("MSGX_CONSOLE_ADDR"))
+	require.NoError(t, err)
+	ingress := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(backend))
+	defer ingress.Close()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	cl := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-	req, err := http.NewRequest(http.MethodPost, console+"/login", strings.NewReader(url.Values{"token": {r.tokens["rehearsal-operator"]}, "next": {"/"}}.Encode()))
+	cl := ingress.Client()
+	cl.Jar, cl.Timeout = jar, 10*time.Second
+	req, err := http.NewRequest(http.MethodPost, ingress.URL+"/login", strings.NewReader(url.Values{"token": {r.tokens["rehearsal-operator"]}, "next": {"/"}}.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", console)
+	req.Header.Set("Origin", ingress.URL)
 	resp, err := cl.Do(req)
 	require.NoError(t, err)
 	page, _ := io.ReadAll(resp.Body)
@@ -152,7 +160,7 @@ func (r *rehearsal) operate() {
 	}
 	require.NoError(t, json.Unmarshal(body, &fl), "%s", body)
 	require.Equal(t, r.flid, fl.FLID)
-	t.Logf("console login and pipeline page: 200; read API GET /flights/%d: 200", r.flid)
+	t.Logf("console login over HTTPS (a TLS-terminating proxy) and the pipeline page: 200; read API GET /flights/%d: 200", r.flid)
 }
 
 // msgxctl runs msgxctl as deploy/k8s/msgxctl.sh runs it in the cluster: the shared ConfigMap,
