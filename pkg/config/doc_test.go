@@ -26,8 +26,10 @@ ingest. msgxctl reads them all.
 A bad value stops the binary at start-up with exit code 2 and one line per bad value naming the
 variable. ` + "`MSGX_ENV=production`" + ` additionally refuses, one line each: shadow mode with the compat
 entry on; ` + "`MSGX_PG_URL`" + ` without ` + "`sslmode=verify-full`" + `; ` + "`MSGX_MYSQL_DSN`" + ` without ` + "`tls=true`" + ` or
-` + "`tls=msgx-ca`" + ` (with ` + "`MSGX_MYSQL_TLS_CA_FILE`" + `); ` + "`MSGX_KAFKA_TLS=false`" + ` (and SASL PLAIN without TLS);
-ingest without ` + "`MSGX_API_TOKENS`" + ` (docs/security.md).
+` + "`tls=msgx-ca`" + ` (with ` + "`MSGX_MYSQL_TLS_CA_FILE`" + `), in every binary that connects to the mailbox
+(msgxctl: ` + "`roles apply --mysql`" + ` only); ` + "`MSGX_KAFKA_TLS=false`" + ` (and SASL PLAIN without TLS);
+ingest without ` + "`MSGX_API_TOKENS`" + `; the console without ` + "`MSGX_CONSOLE_SESSION_KEY`" + ` or with
+` + "`MSGX_CONSOLE_TLS=false`" + ` (docs/security.md).
 ` + "`MSGX_KAFKA_INPROCESS`" + ` is gone (the development broker is its own process, cmd/devbroker): setting it
 is refused. Producer rule D3 (idempotent, acks=all, one request in flight) has no
 variable: setting ` + "`MSGX_KAFKA_ACKS`, `MSGX_KAFKA_IDEMPOTENT`, `MSGX_KAFKA_MAX_OPEN_REQUESTS`, `MSGX_KAFKA_MAX_IN_FLIGHT` or `MSGX_KAFKA_RETRIES`" + ` is refused.
