@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -84,10 +85,66 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // demo runs the stack on a simulated day and returns errMismatch when the summary finds a
 // difference.
 func demo(ctx context.Context, o options, out io.Writer) error {
+	d, err := startDemo(ctx, o, out)
+	if err != nil {
+		return err
+	}
+	defer d.close(out)
+	bootOK, err := bootstrapLoop(ctx, out, d.pool, d.day)
+	if err != nil {
+		return err
+	}
+	wr, late, err := d.writeAndWatch(ctx, o, out)
+	if err != nil {
+		return err
+	}
+	if o.beforeSummary != nil {
+		if err := o.beforeSummary(ctx, d.pool); err != nil {
+			return err
+		}
+	}
+	snap, err := status.Read(ctx, d.pool, time.Now())
+	if err != nil {
+		return err
+	}
+	ok, err := summary(ctx, out, summaryInput{day: d.day, written: wr, answers: d.aodb.Stats().Answers, snap: snap,
+		consumer: d.consumer, lat: d.lat, mailbox: d.mailbox, pool: d.pool, bootOK: bootOK, prefix: o.rolePrefix, early: late})
+	if err != nil {
+		return err
+	}
+	hints(out, o, d.access, late)
+	if !ok {
+		return errMismatch
+	}
+	return nil
+}
+
+// demoRun is a running demo: the stack, the simulated AODB and what watches them.
+type demoRun struct {
+	stack    *stack.Stack
+	access   stack.Access
+	day      simulate.Day
+	lat      *stack.Latencies
+	consumer *stack.Consumer
+	pool     *pgxpool.Pool
+	aodb     *simulate.RunningAODB
+	mailbox  *sql.DB
+	closers  []func() // run by close, last first
+}
+
+// startDemo builds the binaries, prepares the databases with each binary's role, starts the
+// stack, a consumer of both topics and the simulated AODB, and generates the day.
+func startDemo(ctx context.Context, o options, out io.Writer) (d *demoRun, err error) {
+	d = &demoRun{}
+	defer func() {
+		if err != nil {
+			d.close(out)
+		}
+	}()
 	if !o.prebuilt {
 		fmt.Fprintln(out, "demo: building the binaries …")
 		if err := stack.Build(ctx, o.binDir); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Each binary logs in as its own least-privilege role and mailbox user (pkg/roles), as in
@@ -96,73 +153,77 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 		PGServer: o.pgServer, PGDatabase: o.pgDB, MySQLServer: o.mysqlServer, MySQLDB: o.mailDB, Fresh: true,
 	}, o.rolePrefix)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pgURL, mysqlDSN, access := db.PGURL, db.MySQLDSN, db.Access
-	s, err := stack.Start(ctx, stack.Options{
-		BinDir: o.binDir, LogDir: o.logDir, RoleEnv: access.RoleEnv(), RandomPorts: true,
+	d.access = db.Access
+	if d.stack, err = stack.Start(ctx, stack.Options{
+		BinDir: o.binDir, LogDir: o.logDir, RoleEnv: d.access.RoleEnv(), RandomPorts: true,
 		Env: []string{"MSGX_POLL_INTERVAL=100ms", "MSGX_BACKFILL_INTERVAL=2s", "MSGX_SCHD_FLUSH_PERIOD=1s", "MSGX_MAX_COMMIT_DELAY=" + maxCommitDelay.String(),
 			// The day starts with an empty flight table: the processor's bootstrap trigger asks
 			// the (simulated) AODB for today and tomorrow; the jobs sweep sends at once.
 			"MSGX_REQUEST_BOOTSTRAP=true", "MSGX_REQUEST_SWEEP_INTERVAL=500ms"},
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return nil, err
 	}
-	defer func() {
+	d.closers = append(d.closers, func() {
 		fmt.Fprintln(out, "demo: stopping the binaries …")
-		if err := s.Close(); err != nil {
+		if err := d.stack.Close(); err != nil {
 			fmt.Fprintln(out, "demo: stop:", err)
 		}
-	}()
+	})
 	fmt.Fprintf(out, "demo: stack up (logs in %s); each binary connected as its own role %s<binary> and mailbox user\n", o.logDir, o.rolePrefix)
-	fmt.Fprintf(out, "demo: while it runs, the read API answers: curl -H 'Authorization: Bearer %s' http://%s/flights/<FLID>\n", s.APIToken, s.Proc("ingest").APIAddr)
+	fmt.Fprintf(out, "demo: while it runs, the read API answers: curl -H 'Authorization: Bearer %s' http://%s/flights/<FLID>\n", d.stack.APIToken, d.stack.Proc("ingest").APIAddr)
 
-	lat := stack.NewLatencies()
-	consumer, err := stack.Consume(s.Brokers, []string{verify.TopicChanges, verify.TopicState}, lat.Arrive)
-	if err != nil {
-		return err
+	d.lat = stack.NewLatencies()
+	if d.consumer, err = stack.Consume(d.stack.Brokers, []string{verify.TopicChanges, verify.TopicState}, d.lat.Arrive); err != nil {
+		return nil, err
 	}
-	defer consumer.Close()
+	d.closers = append(d.closers, func() { _ = d.consumer.Close() })
 
 	cfg := simulate.DefaultConfig()
 	cfg.Seed, cfg.Flights, cfg.BadShare = o.seed, o.flights, o.bad
 	cfg.Additions = max(1, o.flights/50)
 	cfg = cfg.Today() // the day the processor's bootstrap request asks for
-	day := simulate.Generate(cfg)
-	fmt.Fprintf(out, "demo: simulated day: %s\n", day.Summary())
+	d.day = simulate.Generate(cfg)
+	fmt.Fprintf(out, "demo: simulated day: %s\n", d.day.Summary())
 
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		return err
+	if d.pool, err = pgxpool.New(ctx, db.PGURL); err != nil {
+		return nil, err
 	}
-	defer pool.Close()
+	d.closers = append(d.closers, d.pool.Close)
 	// The simulated AODB answers msgx's requests from what it knows of the day.
-	aodb, err := simulate.StartAODB(mysqlDSN, day.AODBModel(), simulate.AODBConfig{}, 200*time.Millisecond)
-	if err != nil {
-		return err
+	if d.aodb, err = simulate.StartAODB(db.MySQLDSN, d.day.AODBModel(), simulate.AODBConfig{}, 200*time.Millisecond); err != nil {
+		return nil, err
 	}
-	defer func() {
-		if err := aodb.Stop(); err != nil {
+	d.closers = append(d.closers, func() {
+		if err := d.aodb.Stop(); err != nil {
 			fmt.Fprintln(out, "demo: simulated AODB:", err)
 		}
-	}()
-	bootOK, err := bootstrapLoop(ctx, out, pool, day)
-	if err != nil {
-		return err
+	})
+	if d.mailbox, err = simulate.OpenMailbox(db.MySQLDSN); err != nil {
+		return nil, err
 	}
+	d.closers = append(d.closers, func() { _ = d.mailbox.Close() })
+	return d, nil
+}
 
-	mailbox, err := simulate.OpenMailbox(mysqlDSN)
-	if err != nil {
-		return err
+// close stops what startDemo started, last first.
+func (d *demoRun) close(io.Writer) {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
 	}
-	defer mailbox.Close()
-	w, err := simulate.NewWriter(mailbox, simulate.WriterConfig{
+	d.closers = nil
+}
+
+// writeAndWatch writes the day into the mailbox, then the early update, printing progress every
+// second, until the pipeline has drained both (bounded: 15 minutes).
+func (d *demoRun) writeAndWatch(ctx context.Context, o options, out io.Writer) (simulate.Written, early, error) {
+	w, err := simulate.NewWriter(d.mailbox, simulate.WriterConfig{
 		Conns: 4, Pace: simulate.PaceSteady, Rate: o.rate, HoldShare: 0.05, RollbackShare: 0.003, Seed: o.seed,
-		Committed: lat.Commit,
+		Committed: d.lat.Commit,
 	})
 	if err != nil {
-		return err
+		return simulate.Written{}, early{}, err
 	}
 	type result struct {
 		w   simulate.Written
@@ -171,7 +232,7 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 	written := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		wr, err := w.Write(ctx, day.Messages)
+		wr, err := w.Write(ctx, d.day.Messages)
 		written <- result{wr, err}
 	}()
 
@@ -186,27 +247,27 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return simulate.Written{}, early{}, ctx.Err()
 		case r := <-written:
 			if r.err != nil {
-				return fmt.Errorf("simulator: %w", r.err)
+				return simulate.Written{}, early{}, fmt.Errorf("simulator: %w", r.err)
 			}
 			wr = &r.w
-			if late, err = writeEarly(ctx, mailbox, day); err != nil {
-				return err
+			if late, err = writeEarly(ctx, d.mailbox, d.day); err != nil {
+				return simulate.Written{}, early{}, err
 			}
 			fmt.Fprintf(out, "demo: all %d messages written in %s (%d out-of-order commits; %d rolled-back inserts consumed ids %v without a row:\n"+
 				"      W ends at %d messages + %d rolled-back ids + the AODB's answers)\n",
 				len(r.w.IDs), time.Since(start).Round(time.Millisecond), r.w.OutOfOrder, len(r.w.Gaps), r.w.Gaps, len(r.w.IDs), len(r.w.Gaps))
 		case <-tick.C:
 		}
-		snap, err := status.Read(ctx, pool, time.Now())
+		snap, err := status.Read(ctx, d.pool, time.Now())
 		if err != nil {
 			fmt.Fprintln(out, "demo: status:", err)
 			continue
 		}
-		committed, _ := lat.Counts()
-		progress(out, time.Since(start), committed, len(day.Messages), snap, consumer)
+		committed, _ := d.lat.Counts()
+		progress(out, time.Since(start), committed, len(d.day.Messages), snap, d.consumer)
 		if wr == nil {
 			continue
 		}
@@ -215,34 +276,15 @@ func demo(ctx context.Context, o options, out io.Writer) error {
 				drainedSince = time.Now()
 			}
 			if time.Since(drainedSince) >= 3*time.Second { // markers and the schd flush settle
-				break
+				return *wr, late, nil
 			}
 		} else {
 			drainedSince = time.Time{}
 		}
 		if time.Since(start) > 15*time.Minute {
-			return fmt.Errorf("the pipeline did not drain within 15 minutes; see msgxctl status and the logs")
+			return simulate.Written{}, early{}, fmt.Errorf("the pipeline did not drain within 15 minutes; see msgxctl status and the logs")
 		}
 	}
-	if o.beforeSummary != nil {
-		if err := o.beforeSummary(ctx, pool); err != nil {
-			return err
-		}
-	}
-	snap, err := status.Read(ctx, pool, time.Now())
-	if err != nil {
-		return err
-	}
-	ok, err := summary(ctx, out, summaryInput{day: day, written: *wr, answers: aodb.Stats().Answers, snap: snap,
-		consumer: consumer, lat: lat, mailbox: mailbox, pool: pool, bootOK: bootOK, prefix: o.rolePrefix, early: late})
-	if err != nil {
-		return err
-	}
-	hints(out, o, access, late)
-	if !ok {
-		return errMismatch
-	}
-	return nil
 }
 
 // bootstrapLoop waits (bounded) for the request loop before the day is written: the processor's

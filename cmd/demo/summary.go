@@ -42,17 +42,6 @@ const shownProblems = 5
 // field (pkg/dev/verify, the comparison the end-to-end test and the chaos suite use), the state
 // topic, and the delivered event counts against the outbox and the stored versions.
 func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) {
-	allOK := in.bootOK
-	ok := func(b bool) string {
-		allOK = allOK && b
-		if b {
-			return "ok"
-		}
-		return "MISMATCH"
-	}
-	line := func(label, format string, a ...any) {
-		fmt.Fprintf(out, "%-26s "+format+"\n", append([]any{label}, a...)...)
-	}
 	// Rows of the mailbox besides the day are the AODB's answers (intended SUCCEEDED) and the
 	// early update (SKIPPED no-match).
 	extra, err := answers(ctx, in.mailbox, in.written)
@@ -65,18 +54,73 @@ func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("compare with the model: %w", err)
 	}
-	problems := map[string][]string{}
+	r := &report{out: out, allOK: in.bootOK, problems: map[string][]string{}}
 	for _, c := range rep.Checks {
-		problems[c.Name] = c.Problems
+		r.problems[c.Name] = c.Problems
 	}
+	fmt.Fprintln(out, "\n== summary ==")
+	for _, section := range []func(context.Context, summaryInput, map[int64]verify.Want, verify.Report) error{
+		r.messages, r.flights, r.delivery, r.sessions,
+	} {
+		if err := section(ctx, in, extra, rep); err != nil {
+			return false, err
+		}
+	}
+	if err := latency(ctx, out, in); err != nil {
+		return false, err
+	}
+	verdict := "every check ok"
+	if !r.allOK {
+		verdict = "MISMATCH: see the lines above"
+	}
+	r.line("verdict", "%s", verdict)
+	return r.allOK, nil
+}
+
+// report prints the summary's lines and remembers whether every check was ok.
+type report struct {
+	out      io.Writer
+	allOK    bool
+	problems map[string][]string // verify.Day's problems by check name
+}
+
+// ok is a check's verdict word.
+func (r *report) ok(b bool) string {
+	r.allOK = r.allOK && b
+	if b {
+		return "ok"
+	}
+	return "MISMATCH"
+}
+
+func (r *report) line(label, format string, a ...any) {
+	fmt.Fprintf(r.out, "%-26s "+format+"\n", append([]any{label}, a...)...)
+}
+
+// check prints one of verify.Day's checks with its first problems.
+func (r *report) check(label, name, what string) {
+	p := r.problems[name]
+	r.line(label, "%s: %s", what, r.ok(len(p) == 0))
+	for _, m := range p[:min(len(p), shownProblems)] {
+		fmt.Fprintf(r.out, "%-26s   %s\n", "", m)
+	}
+	if len(p) > shownProblems {
+		fmt.Fprintf(r.out, "%-26s   … and %d more\n", "", len(p)-shownProblems)
+	}
+}
+
+// terminal counts the messages that reached an end.
+func terminal(s status.Snapshot) int64 {
+	return s.ByStatus["SUCCEEDED"] + s.ByStatus["SKIPPED"] + s.ByStatus["DEAD"]
+}
+
+// messages: what was written, the watermark, every outcome and marker.
+func (r *report) messages(ctx context.Context, in summaryInput, extra map[int64]verify.Want, _ verify.Report) error {
 	s := in.snap
 	written := int64(len(in.written.IDs)) + int64(in.answers) + 1 // + the early update
-	terminal := s.ByStatus["SUCCEEDED"] + s.ByStatus["SKIPPED"] + s.ByStatus["DEAD"]
-
-	fmt.Fprintln(out, "\n== summary ==")
-	line("messages written", "%d   (simulator intended: %s; AODB answers: %d, in the mailbox: %d: %s)",
-		written, in.day.Summary(), in.answers, len(extra)-1, ok(len(extra)-1 == in.answers))
-	line("early update", "msg_id %d: a stand change for FLID %d, which the AODB never announced: %s",
+	r.line("messages written", "%d   (simulator intended: %s; AODB answers: %d, in the mailbox: %d: %s)",
+		written, in.day.Summary(), in.answers, len(extra)-1, r.ok(len(extra)-1 == in.answers))
+	r.line("early update", "msg_id %d: a stand change for FLID %d, which the AODB never announced: %s",
 		in.early.id, in.early.flid, earlyOutcome(ctx, in.pool, in.early))
 	maxID := slices.Max(in.written.IDs)
 	for id := range extra {
@@ -85,78 +129,75 @@ func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) 
 	if len(in.written.Gaps) > 0 {
 		maxID = max(maxID, slices.Max(in.written.Gaps))
 	}
-	line("watermark W", "%d = highest mailbox id: %d messages + %d AODB answers + the early update + %d ids of rolled-back inserts (never committed): %s",
-		s.Watermark, len(in.written.IDs), len(extra)-1, len(in.written.Gaps), ok(s.Watermark == maxID))
-	line("outcomes", "SUCCEEDED %d, SKIPPED %d, DEAD %d, FAILED %d, PENDING %d",
+	r.line("watermark W", "%d = highest mailbox id: %d messages + %d AODB answers + the early update + %d ids of rolled-back inserts (never committed): %s",
+		s.Watermark, len(in.written.IDs), len(extra)-1, len(in.written.Gaps), r.ok(s.Watermark == maxID))
+	r.line("outcomes", "SUCCEEDED %d, SKIPPED %d, DEAD %d, FAILED %d, PENDING %d",
 		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], s.ByStatus["FAILED"], s.ByStatus["PENDING"])
 	reasons, err := counts(ctx, in.pool, skippedByReasonSQL)
 	if err != nil {
-		return false, err
+		return err
 	}
-	line("skipped by reason", "%s", status.Counts(reasons))
-	line("dead by class", "%s", status.Counts(s.DeadByClass))
-	line("accounted", "%d + %d + %d = %d of %d written: %s; FAILED left: %d",
-		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], terminal, written, ok(terminal == written), s.ByStatus["FAILED"])
-	check := func(label, name, what string) {
-		p := problems[name]
-		line(label, "%s: %s", what, ok(len(p) == 0))
-		for _, m := range p[:min(len(p), shownProblems)] {
-			fmt.Fprintf(out, "%-26s   %s\n", "", m)
-		}
-		if len(p) > shownProblems {
-			fmt.Fprintf(out, "%-26s   … and %d more\n", "", len(p)-shownProblems)
-		}
-	}
-	check("intended outcomes", "outcomes", "each message's proc_state row = the simulator's intended outcome")
-	check("processed markers", "markers", fmt.Sprintf("%d of %d terminal rows marked in the mailbox", terminal-int64(len(problems["markers"])), terminal))
+	r.line("skipped by reason", "%s", status.Counts(reasons))
+	r.line("dead by class", "%s", status.Counts(s.DeadByClass))
+	term := terminal(s)
+	r.line("accounted", "%d + %d + %d = %d of %d written: %s; FAILED left: %d",
+		s.ByStatus["SUCCEEDED"], s.ByStatus["SKIPPED"], s.ByStatus["DEAD"], term, written, r.ok(term == written), s.ByStatus["FAILED"])
+	r.check("intended outcomes", "outcomes", "each message's proc_state row = the simulator's intended outcome")
+	r.check("processed markers", "markers", fmt.Sprintf("%d of %d terminal rows marked in the mailbox", term-int64(len(r.problems["markers"])), term))
+	return nil
+}
+
+// flights: the flight counts, every flight against the model, the requests.
+func (r *report) flights(ctx context.Context, in summaryInput, _ map[int64]verify.Want, rep verify.Report) error {
+	s := in.snap
 	want := map[string]int64{"ACTIVE": int64(in.day.Expected.Count("ACTIVE")), "DELETED": int64(in.day.Expected.Count("DELETED"))}
-	line("flights", "%s   (simulator: %s): %s", status.Counts(s.Flights), status.Counts(want),
-		ok(s.Flights["ACTIVE"] == want["ACTIVE"] && s.Flights["DELETED"] == want["DELETED"]))
-	check("flights = model", "flights = model", fmt.Sprintf("%d flights compared with the simulator's model, field by field", rep.Flights))
+	r.line("flights", "%s   (simulator: %s): %s", status.Counts(s.Flights), status.Counts(want),
+		r.ok(s.Flights["ACTIVE"] == want["ACTIVE"] && s.Flights["DELETED"] == want["DELETED"]))
+	r.check("flights = model", "flights = model", fmt.Sprintf("%d flights compared with the simulator's model, field by field", rep.Flights))
 	requests, err := counts(ctx, in.pool, requestsSQL)
 	if err != nil {
-		return false, err
+		return err
 	}
-	line("requests by final state", "%s", status.Counts(requests))
+	r.line("requests by final state", "%s", status.Counts(requests))
+	return nil
+}
 
+// delivery: both topics against the outbox and the stored versions.
+func (r *report) delivery(ctx context.Context, in summaryInput, _ map[int64]verify.Want, rep verify.Report) error {
 	sent, err := counts(ctx, in.pool, sentByTargetSQL)
 	if err != nil {
-		return false, err
+		return err
 	}
 	distinct := distinctEvents(in.consumer.Records())
-	line("events delivered", "msgx.flight.changes %d events (expected %d: one per flight version, Σ state_version of %d flights; SENT KAFKA:msg %d): %s",
+	r.line("events delivered", "msgx.flight.changes %d events (expected %d: one per flight version, Σ state_version of %d flights; SENT KAFKA:msg %d): %s",
 		distinct[verify.TopicChanges], rep.Versions, rep.Flights, sent["KAFKA:msg"],
-		ok(int64(distinct[verify.TopicChanges]) == rep.Versions && sent["KAFKA:msg"] == rep.Versions))
+		r.ok(int64(distinct[verify.TopicChanges]) == rep.Versions && sent["KAFKA:msg"] == rep.Versions))
 	// The flush publishes one record per changed FLID and flush period (the newest of its
 	// KAFKA:schd events): their number depends on timing, between one per flight and one per event.
 	st := int64(distinct[verify.TopicState])
-	line("", "msgx.flight.state %d events (expected between %d, one per flight, and %d SENT KAFKA:schd events: the flush sends the newest state of a FLID once per MSGX_SCHD_FLUSH_PERIOD): %s",
-		st, rep.Flights, sent["KAFKA:schd"], ok(st >= int64(rep.Flights) && st <= sent["KAFKA:schd"]))
-	line("", "%d records beyond the first of their event (the idempotent producer's allowance after a retry)", rep.Duplicates)
-	check("", "changes complete", "msgx.flight.changes holds versions 1..state_version of every flight, in order")
-	check("", "state topic caught up", "the last msgx.flight.state record of every flight read")
-	check("", "state topic = flights", "the last msgx.flight.state record of every flight = its stored state")
-	check("", "versions never decrease", "no FLID's state_version goes down on a topic")
-	check("", "records = sent events", "every record is a SENT outbox event, every SENT KAFKA:msg event is on its topic")
+	r.line("", "msgx.flight.state %d events (expected between %d, one per flight, and %d SENT KAFKA:schd events: the flush sends the newest state of a FLID once per MSGX_SCHD_FLUSH_PERIOD): %s",
+		st, rep.Flights, sent["KAFKA:schd"], r.ok(st >= int64(rep.Flights) && st <= sent["KAFKA:schd"]))
+	r.line("", "%d records beyond the first of their event (the idempotent producer's allowance after a retry)", rep.Duplicates)
+	r.check("", "changes complete", "msgx.flight.changes holds versions 1..state_version of every flight, in order")
+	r.check("", "state topic caught up", "the last msgx.flight.state record of every flight read")
+	r.check("", "state topic = flights", "the last msgx.flight.state record of every flight = its stored state")
+	r.check("", "versions never decrease", "no FLID's state_version goes down on a topic")
+	r.check("", "records = sent events", "every record is a SENT outbox event, every SENT KAFKA:msg event is on its topic")
+	return nil
+}
 
+// sessions: every binary connected as its own role.
+func (r *report) sessions(ctx context.Context, in summaryInput, _ map[int64]verify.Want, _ verify.Report) error {
 	pgWrong, myUsers, err := sessions(ctx, in)
 	if err != nil {
-		return false, err
+		return err
 	}
-	line("database sessions", "every binary's PostgreSQL session as its own role %s<binary>: %s; mailbox accounts connected: %s (root: the simulator, writer and AODB)",
-		in.prefix, ok(len(pgWrong) == 0), strings.Join(myUsers, ", "))
+	r.line("database sessions", "every binary's PostgreSQL session as its own role %s<binary>: %s; mailbox accounts connected: %s (root: the simulator, writer and AODB)",
+		in.prefix, r.ok(len(pgWrong) == 0), strings.Join(myUsers, ", "))
 	for _, w := range pgWrong {
-		fmt.Fprintf(out, "%-26s   %s\n", "", w)
+		fmt.Fprintf(r.out, "%-26s   %s\n", "", w)
 	}
-	if err := latency(ctx, out, in); err != nil {
-		return false, err
-	}
-	verdict := "every check ok"
-	if !allOK {
-		verdict = "MISMATCH: see the lines above"
-	}
-	line("verdict", "%s", verdict)
-	return allOK, nil
+	return nil
 }
 
 // latency prints the end-to-end latency and what it is made of.

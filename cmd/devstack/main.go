@@ -142,12 +142,8 @@ func devstack(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "  console     %s   log in with the token %s   (user \"operator\", scopes read+operate; a new one at each start)   log %s\n",
 		consoleURL, consoleToken, filepath.Join(o.logDir, stack.Console+".log"))
-	fmt.Fprintf(out, "  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
-	fmt.Fprintf(out, "  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
-	fmt.Fprintf(out, "  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
 	ctl := filepath.Join(o.binDir, "msgxctl")
-	fmt.Fprintf(out, "  status:       MSGX_PG_URL='%s' %s status   (read-only role)\n", access.PG[roles.Reader], ctl)
-	fmt.Fprintf(out, "  operator:     export MSGX_PG_URL='%s'   (msgxctl replay, dlq, request …)\n", access.PG[roles.Admin])
+	printAccess(out, s, access, ctl)
 	if o.aodb {
 		stopAODB, err := startAODB(mysqlDSN, access.PG[roles.Admin], ctl, out)
 		if err != nil {
@@ -222,4 +218,14 @@ func startApacheKafka(ctx context.Context, dir string, out io.Writer) (*apacheka
 		}
 	}
 	return cluster, nil
+}
+
+// printAccess prints how to reach the running stack: the API token, the compat entry, the read
+// API and msgxctl with the read-only and the operators' roles.
+func printAccess(out io.Writer, s *stack.Stack, access stack.Access, ctl string) {
+	fmt.Fprintf(out, "  API token:    export MSGX_TOKEN=%s   (client \"stack\", scopes send+read; a new one at each start)\n", s.APIToken)
+	fmt.Fprintf(out, "  compat entry: curl -X POST -H \"Authorization: Bearer $MSGX_TOKEN\" -H 'Content-Type: application/xml' --data-binary @msg.xml http://%s/cminmsgs/send\n", s.Proc("ingest").APIAddr)
+	fmt.Fprintf(out, "  read API:     curl -H \"Authorization: Bearer $MSGX_TOKEN\" http://%s/flights/<FLID>\n", s.Proc("ingest").APIAddr)
+	fmt.Fprintf(out, "  status:       MSGX_PG_URL='%s' %s status   (read-only role)\n", access.PG[roles.Reader], ctl)
+	fmt.Fprintf(out, "  operator:     export MSGX_PG_URL='%s'   (msgxctl replay, dlq, request …)\n", access.PG[roles.Admin])
 }
