@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -53,6 +56,7 @@ func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
 	require.Regexp(t, `intended outcomes .*: ok`, text)
 	require.Regexp(t, `database sessions +every binary's PostgreSQL session as its own role t_\w+_<binary>: ok; mailbox accounts connected: .*t_\w+_ingest`, text)
 	require.Regexp(t, `msgx.flight.changes \d+ events \(expected \d+: .*\): ok`, text)
+	requireNoDuplicateLogKeys(t, o.logDir)
 
 	// The hints, run as printed after the demo ended (nothing of it runs any more).
 	// The early update is the one replayable case: every hint shows something.
@@ -77,4 +81,82 @@ func TestDemoFailsOnOneDifferentFlight(t *testing.T) {
 			require.Contains(t, string(got), "would requeue 1", "the replay hint finds the early update")
 		}
 	}
+}
+
+// requireNoDuplicateLogKeys: no JSON log line any binary wrote into dir has a key twice in one
+// object (zerolog writes every field it is given, so a sub-logger repeating its parent's key
+// makes two).
+func requireNoDuplicateLogKeys(t *testing.T, dir string) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	lines := 0
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for n, line := range bytes.Split(b, []byte("\n")) {
+			if !bytes.HasPrefix(line, []byte("{")) {
+				continue
+			}
+			lines++
+			dups, err := duplicateKeys(line)
+			require.NoError(t, err, "%s:%d: %s", path, n+1, line)
+			require.Empty(t, dups, "%s:%d: duplicate keys in %s", path, n+1, line)
+		}
+	}
+	require.Positive(t, lines, "the binaries logged JSON lines")
+}
+
+// duplicateKeys lists the keys that occur twice in one object of the JSON value in b.
+func duplicateKeys(b []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var dups []string
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				if seen[key] {
+					dups = append(dups, key)
+				}
+				seen[key] = true
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // '}'
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // ']'
+			return err
+		}
+		return nil
+	}
+	return dups, walk()
+}
+
+func TestDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	dups, err := duplicateKeys([]byte(`{"component":"processor","a":{"b":1,"b":2},"component":"requests","l":[{"x":1,"x":1}]}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "component", "x"}, dups)
+	dups, err = duplicateKeys([]byte(`{"component":"processor","part":"requests"}`))
+	require.NoError(t, err)
+	require.Empty(t, dups)
 }

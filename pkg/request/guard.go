@@ -27,7 +27,7 @@ func NewGuard(store *Store, metrics *Metrics, log zerolog.Logger) *Guard {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	return &Guard{store: store, metrics: metrics, log: log.With().Str("component", "requests").Logger()}
+	return &Guard{store: store, metrics: metrics, log: log.With().Str("part", "requests").Logger()}
 }
 
 // Verdict is the guard's answer for one response.

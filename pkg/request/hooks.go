@@ -30,7 +30,7 @@ func NewHooks(store *Store, tc TriggerConfig, metrics *Metrics, log zerolog.Logg
 		return nil, err
 	}
 	return &Hooks{guard: NewGuard(store, metrics, log), triggers: trig, loc: tc.Location,
-		log: log.With().Str("component", "requests").Logger()}, nil
+		log: log.With().Str("part", "requests").Logger()}, nil
 }
 
 // Location is the airport zone the hooks read operation days in.

@@ -30,7 +30,7 @@ func NewSweeper(store *Store, sender *Sender, out Outbox, clk clock.Clock, metri
 		metrics = NewMetrics(nil)
 	}
 	return &Sweeper{store: store, sender: sender, out: out, clock: clk, metrics: metrics,
-		log: log.With().Str("component", "requests").Logger(), limit: 100}
+		log: log.With().Str("part", "requests").Logger(), limit: 100}
 }
 
 // SweepResult is what one pass did.

@@ -64,7 +64,7 @@ func NewTriggers(store *Store, cfg TriggerConfig, metrics *Metrics, log zerolog.
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	return &Triggers{store: store, cfg: cfg, metrics: metrics, log: log.With().Str("component", "requests").Logger()}, nil
+	return &Triggers{store: store, cfg: cfg, metrics: metrics, log: log.With().Str("part", "requests").Logger()}, nil
 }
 
 // Bootstrap registers the schedule requests of the days of today..today+BootstrapDays (airport
