@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/msgx/msgx/pkg/backoff"
 )
 
 // MaxProducerRetries bounds sarama's internal retries of one produce request.
@@ -39,18 +41,10 @@ const (
 	produceBackoffMax   = 400 * time.Millisecond
 )
 
-// doubling is a sarama BackoffFunc: first, doubled on each retry, at most limit.
+// doubling is a sarama BackoffFunc: msgx's one retry delay rule (pkg/backoff), first doubled on
+// each retry, at most limit.
 func doubling(first, limit time.Duration) func(retries, maxRetries int) time.Duration {
-	return func(retries, _ int) time.Duration {
-		d := first
-		for range retries {
-			if d >= limit {
-				break
-			}
-			d *= 2
-		}
-		return min(d, limit)
-	}
+	return func(retries, _ int) time.Duration { return backoff.Delay(retries+1, first, limit) }
 }
 
 // VerifyD3 builds the configuration of every producer Dial would make, without connecting, and
