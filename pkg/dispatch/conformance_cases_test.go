@@ -24,6 +24,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/verify"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/event/change"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -298,7 +299,7 @@ func writeFlights(t *testing.T, db *testdb.DB, states map[int64]*flight.State, f
 		s.F[flight.FLNO] = flight.Text(fmt.Sprintf("CA%04d", flid))
 		s.F[flight.STND] = flight.Text(fmt.Sprintf("S%d", v))
 		changes = append(changes, flight.Transition{Old: old, Next: s})
-		evs = event.Changed(evs, event.Source{MsgID: s.LastMsgID, Type: "UFIS", Styp: "U"}, old, s)
+		evs = change.Append(evs, event.Source{MsgID: s.LastMsgID, Type: "UFIS", Styp: "U"}, old, s)
 		next[flid] = s
 	}
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {

@@ -1,23 +1,21 @@
 // Package event is the one home of the Kafka event contract (docs/events.md): the outbox
-// targets, the event types, the outbox row (Event), the encoders of every payload and the
-// Kafka record of a claimed event (Record: key, value, headers, schema_version). Writers build
-// their events here and hand them to outbox.Enqueue; the dispatcher turns what it claims into
-// records here. The bytes these encoders produce are what consumers receive: change them only with
-// the contract.
+// targets, the event types, the outbox row (Event), the purge's payload and the Kafka record of
+// a claimed event (Record: key, value, headers, schema_version). Writers build their events here
+// (a flight change's with package change) and hand them to outbox.Enqueue; the dispatcher turns
+// what it claims into records here. It knows nothing of the flight model, so the dispatcher
+// links no SIS code. The bytes these encoders produce are what consumers receive: change them
+// only with the contract.
 //
-//	flight change (processor)  ──▶ Changed ──▶ KAFKA:msg  {flid,msg_id,type,styp,state_version,event,changed}
-//	                                       └─▶ KAFKA:schd full state (UPSERT) | null (TOMBSTONE)
-//	purge (jobs history sweep) ──▶ Purged  ──▶ KAFKA:msg  {flid,event,reason,state_version}
-//	                                       └─▶ KAFKA:schd null (TOMBSTONE)
+//	flight change (processor)  ──▶ change.Append ──▶ KAFKA:msg  {flid,msg_id,type,styp,state_version,event,changed}
+//	                                             └─▶ KAFKA:schd full state (UPSERT) | null (TOMBSTONE)
+//	purge (jobs history sweep) ──▶ Purged        ──▶ KAFKA:msg  {flid,event,reason,state_version}
+//	                                             └─▶ KAFKA:schd null (TOMBSTONE)
 package event
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-
-	"github.com/msgx/msgx/pkg/flight"
 )
 
 // Outbox targets: where the dispatcher sends an event.
@@ -44,10 +42,24 @@ type Event struct {
 	MsgID        int64           // the mailbox message that caused it; 0: none (e.g. history sweep)
 	Payload      json.RawMessage // required for Upsert; nil for a Tombstone without payload
 
-	// state is the full state a KAFKA:schd UPSERT of Changed stands for, its payload: rendered
-	// only when written (AppendBody), and only for the newest state of each flight (Latest).
-	state *flight.State
+	// state is the full state a KAFKA:schd UPSERT of a flight change stands for, its payload:
+	// rendered only when written (AppendBody), and only for the newest state of each flight
+	// (Latest).
+	state Body
 }
+
+// Body renders a payload into a buffer: a flight's full state (flight.State).
+type Body interface{ AppendJSON(b []byte) []byte }
+
+// StateEvent is the KAFKA:schd event of a flight change whose payload, for an UPSERT, is body
+// rendered when the event is written (nil for a TOMBSTONE).
+func StateEvent(flid int64, typ string, version, msgID int64, body Body) Event {
+	return Event{Target: TargetSchd, FLID: flid, Type: typ, StateVersion: version, MsgID: msgID, state: body}
+}
+
+// Supersede lets go of the full state a newer state of the same flight replaces in one
+// transaction (Latest then drops the event; see change.Log).
+func (e *Event) Supersede() { e.state = nil }
 
 // AppendBody appends the event's payload to b: Payload, or the full state a KAFKA:schd UPSERT
 // stands for, rendered. Rendering each state into the writer's one buffer (outbox.Enqueue)
@@ -89,71 +101,6 @@ type Source struct {
 // ReasonChildPurged is the reason of a master's change when the history sweep purged one of its
 // ACTIVE children (INV-22).
 const ReasonChildPurged = "child-purged"
-
-// Changed appends the two events of one flight change from old (nil: new flight) to next
-// (Version and status already set): KAFKA:msg with the changed fields, KAFKA:schd with the full
-// state (no payload for a TOMBSTONE, a deleted flight).
-func Changed(evs []Event, src Source, old, next *flight.State) []Event {
-	typ := Upsert
-	if next.Status == flight.Deleted {
-		typ = Tombstone
-	}
-	b := make([]byte, 0, 512)
-	b = append(b, `{"flid":`...)
-	b = strconv.AppendInt(b, next.FLID, 10)
-	if src.MsgID != 0 {
-		b = append(b, `,"msg_id":`...)
-		b = strconv.AppendInt(b, src.MsgID, 10)
-		b = append(b, `,"type":`...)
-		b = appendJSONString(b, src.Type)
-		b = append(b, `,"styp":`...)
-		b = appendJSONString(b, src.Styp)
-	} else {
-		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, src.Reason)
-	}
-	b = append(b, `,"state_version":`...)
-	b = strconv.AppendInt(b, next.Version, 10)
-	b = append(b, `,"event":"`...)
-	b = append(b, typ...)
-	b = append(b, `","changed":`...)
-	b = flight.Diff(old, next).AppendJSON(b)
-	b = append(b, '}')
-	schd := Event{Target: TargetSchd, FLID: next.FLID, Type: typ, StateVersion: next.Version, MsgID: src.MsgID}
-	if typ == Upsert {
-		schd.state = next // rendered by Latest; next is not changed again
-	}
-	return append(evs,
-		Event{Target: TargetMsg, FLID: next.FLID, Type: typ, StateVersion: next.Version, MsgID: src.MsgID, Payload: b},
-		schd)
-}
-
-// Log gathers one transaction's events in order (Changed), applying Latest's rule as they come:
-// a flight's KAFKA:schd event that a newer one supersedes lets go of its state at once, so a
-// batch that changes a flight many times keeps one full state of it, not one per change.
-type Log struct {
-	Events []Event
-	state  map[int64]int // FLID → index in Events of its newest KAFKA:schd event
-}
-
-// Changed adds the events of one flight going from old to next (the function Changed).
-func (l *Log) Changed(src Source, old, next *flight.State) {
-	l.Events = Changed(l.Events, src, old, next)
-	if l.state == nil {
-		l.state = map[int64]int{}
-	}
-	if i, ok := l.state[next.FLID]; ok {
-		l.Events[i].state = nil // superseded: Latest drops it
-	}
-	l.state[next.FLID] = len(l.Events) - 1
-}
-
-// Take returns the events gathered and empties the log.
-func (l *Log) Take() []Event {
-	evs := l.Events
-	l.Events, l.state = nil, nil
-	return evs
-}
 
 // Latest keeps, of the KAFKA:schd events in evs, the newest of each flight; every other event
 // stays as it is, in its place. The events of one
@@ -199,7 +146,8 @@ func Purged(evs []Event, flid, version int64) []Event {
 		Event{Target: TargetSchd, FLID: flid, Type: Tombstone, StateVersion: version})
 }
 
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string.
+func AppendJSONString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always marshals
 	return append(b, q...)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/event/change"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/leader"
@@ -198,7 +199,7 @@ func removePurged(ctx context.Context, tx pgx.Tx, now time.Time, purged []confir
 		return fmt.Errorf("purge: bump the masters: %w", err)
 	}
 	for _, m := range masters {
-		events = event.Changed(events, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
+		events = change.Append(events, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
 	}
 	if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
 		return err

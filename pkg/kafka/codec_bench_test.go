@@ -11,6 +11,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/event/change"
 	"github.com/msgx/msgx/pkg/flight"
 )
 
@@ -47,7 +48,7 @@ func realisticBatch(kind string, n int) []byte {
 		old := s.Clone()
 		old.F[flight.ESTT] = flight.Time(at)
 		old.F[flight.STND] = flight.Text(fmt.Sprint(100 + rng.IntN(150)))
-		evs := event.Changed(nil, event.Source{MsgID: int64(880000 + i), Type: "FLOP", Styp: "ESTT"}, &old, &s)
+		evs := change.Append(nil, event.Source{MsgID: int64(880000 + i), Type: "FLOP", Styp: "ESTT"}, &old, &s)
 		out.Write(evs[0].Payload)
 	}
 	return out.Bytes()

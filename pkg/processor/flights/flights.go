@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/event/change"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -85,7 +86,7 @@ type Session struct {
 	store  flightstore.Loader
 	now    time.Time
 	batch  *flight.Batch
-	events event.Log
+	events change.Log
 	logs   []flightstore.SnapshotLog
 	// requests: the RESP guard and the self-healing trigger (nil: none).
 	requests *request.Hooks
