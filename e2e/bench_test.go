@@ -45,7 +45,7 @@ import (
 //  5. with MSGX_BENCH_1M=1 only (minutes more), the throughput run again on a 1,000,000-FLOP
 //     backlog (e2e_1m_msgs_per_s): whether any step's cost grows with table size.
 //
-// With MSGX_BENCH_WRITE=1 (make bench) it adds a dated section to docs/benchmarks.md.
+// With MSGX_BENCH_WRITE=1 (make bench) it writes the run to docs/runs/benchmarks.
 //
 //	MSGX_BENCH_WRITE=1 go test -run '^$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 60m ./e2e/
 func BenchmarkEndToEnd(b *testing.B) {
@@ -54,7 +54,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 	env := newBenchEnv(b)
 	if env.size != fullSize && benchWrite() {
-		b.Fatal("MSGX_BENCH_BRIEF=1 runs are too small to be written to docs/benchmarks.md")
+		b.Fatal("MSGX_BENCH_BRIEF=1 runs are too small to be written to docs/runs/benchmarks")
 	}
 	if os.Getenv("MSGX_BENCH_DRAIN_ONLY") == "1" {
 		env.drainOnly(b)
@@ -83,8 +83,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 	section := r.section()
 	fmt.Println("\n" + section) // not b.Log: benchmark logs are cut at ten lines
 	if benchWrite() {
-		require.NoError(b, writeBenchmarks(filepath.Join(env.root, "docs", "benchmarks.md"), section))
-		fmt.Println("written to docs/benchmarks.md")
+		path, err := writeRun(filepath.Join(env.root, "docs", "runs", "benchmarks"), section)
+		require.NoError(b, err)
+		fmt.Println("written to", path, "(update docs/benchmarks.md's current figures from it)")
 	}
 }
 

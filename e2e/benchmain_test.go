@@ -1,7 +1,7 @@
 package e2e_test
 
 // Helpers of BenchmarkEndToEnd (bench_test.go): binaries, FLOP generation, the machine's
-// description and the docs/benchmarks.md section.
+// description and the run file of docs/runs/benchmarks.
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -425,40 +426,20 @@ func msKey(d time.Duration) int64 {
 	return d.Milliseconds()
 }
 
-const benchmarksHeader = `# Benchmarks
-
-` + "`make bench`" + ` runs the package benchmarks and then the end-to-end benchmark
-(` + "`BenchmarkEndToEnd`" + ` in e2e/bench_test.go, issue 9): the four binaries as real processes
-against local PostgreSQL and MariaDB and the development Kafka broker (kfake; each section's
-Machine line says whether in process or as cmd/devbroker). Each run adds a dated section here,
-newest first. A section ends with a fenced block of ` + "`key: value`" + ` lines that scripts
-read. Targets (2-core machine, issue 19): throughput ≥ 8,000 msgs/s and ≥ 8× the pgbench
-ceiling; ≤ 200 µs of CPU per message, every process included; latency with the default
-configuration p50 < 100 ms, p99 < 250 ms at 200 msgs/s and p99 < 1 s with no backlog growth at
-2,000 msgs/s for 60 s; a 1,000,000-message backlog within 20% of the 100k rate; every binary's
-peak RSS < 64 MB. (Sections before issue 19 used the older targets: 2,000 msgs/s, 2×, p50 < 150
-ms, p99 < 400 ms with MSGX_POLL_INTERVAL=100ms, RSS < 100 MB.)
-
-`
-
-// writeBenchmarks puts section first among the dated sections of path (creating the file).
-func writeBenchmarks(path, section string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
+// writeRun writes section, a run whose first line is "## YYYY-MM-DD HH:MM UTC…", as a file of
+// its own in dir (docs/runs/benchmarks), named YYYY-MM-DD-HHMM.md, its heading the run's title.
+func writeRun(dir, section string) (string, error) {
+	title, body, _ := strings.Cut(section, "\n")
+	m := regexp.MustCompile(`^## (\d{4}-\d{2}-\d{2}) (\d{2}):(\d{2}) UTC`).FindStringSubmatch(title)
+	if m == nil {
+		return "", fmt.Errorf("a run's section starts with its date, got %q", title)
 	}
-	doc := string(old)
-	if doc == "" {
-		doc = benchmarksHeader
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
 	}
-	i := strings.Index(doc, "\n## ")
-	var out string
-	if i < 0 {
-		out = strings.TrimRight(doc, "\n") + "\n\n" + section
-	} else {
-		out = doc[:i+1] + section + "\n" + doc[i+1:]
-	}
-	return os.WriteFile(path, []byte(out), 0o644)
+	path := filepath.Join(dir, m[1]+"-"+m[2]+m[3]+".md")
+	text := "# Benchmark run: " + strings.TrimPrefix(title, "## ") + "\n" + strings.ReplaceAll(body, "\n### ", "\n## ")
+	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
 // startPerf starts a system-wide perf profile (call graphs) written to out, when out is set; the
@@ -537,4 +518,17 @@ func histogram(addr, name string) (sum, count float64) {
 		}
 	}
 	return sum, count
+}
+
+func TestWriteRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, err := writeRun(dir, "## 2026-12-06 09:05 UTC\n\nMachine: …\n\n### The A/B\n\ntext\n")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "2026-12-06-0905.md"), path)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "# Benchmark run: 2026-12-06 09:05 UTC\n\nMachine: …\n\n## The A/B\n\ntext\n", string(b))
+	_, err = writeRun(dir, "no date\n")
+	require.Error(t, err)
 }
