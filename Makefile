@@ -83,7 +83,7 @@ bench: bench-modes ## benchmarks (separate from make test): an A/B of the drain 
 	MSGX_BENCH_WRITE=1 MSGX_BENCH_AB=$(CURDIR)/.bench/ab.txt $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 60m ./e2e/
 
 .PHONY: chaos
-chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases; appends its run to docs/reliability.md; non-zero when a scenario fails
+chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases in production's configuration (roles, verified TLS, Kafka TLS + SCRAM-SHA-512, MSGX_ENV=production; a single-node Apache Kafka but for the broker faults); appends its run to docs/reliability.md; non-zero when a scenario fails
 	$(GO) run ./cmd/chaos -write docs/reliability.md
 
 .PHONY: chaos-kafka
@@ -91,7 +91,7 @@ chaos-kafka: ## the fault suite on a real three-node Apache Kafka cluster (broke
 	$(GO) run ./cmd/chaos -kafka -write docs/reliability.md
 
 .PHONY: chaos-short
-chaos-short: ## the short form of the fault suite (one kill per binary, a PostgreSQL restart, a broker freeze); make test runs it as e2e TestChaosShort
+chaos-short: ## the short form of the fault suite (one kill per binary, a PostgreSQL restart, a broker freeze) in the same configuration; make test runs it as e2e TestChaosShort
 	$(GO) run ./cmd/chaos -short
 
 KAFKA ?= dev

@@ -1,7 +1,11 @@
 // Command chaos is the fault suite (make chaos): it builds the binaries, starts a private
-// PostgreSQL cluster and MariaDB instance, runs every scenario of pkg/dev/chaos (or the short
-// form with -short; the suite on a real three-node Apache Kafka cluster with -kafka) and, with -write, appends a dated section with one row per scenario to
-// docs/reliability.md. It exits non-zero when a scenario fails, naming it and what broke.
+// PostgreSQL cluster and MariaDB instance (TLS only, with the run's CA), runs every scenario of
+// pkg/dev/chaos (or the short form with -short; the suite on a real three-node Apache Kafka
+// cluster with -kafka) with the binaries configured as production (their own roles, verified TLS,
+// Kafka TLS with SCRAM-SHA-512, MSGX_ENV=production), on a single-node Apache Kafka except the
+// scenarios that fault the development broker, and, with -write, appends a dated section with
+// one row per scenario to docs/reliability.md. It exits non-zero when a scenario fails, naming it
+// and what broke.
 package main
 
 import (
@@ -27,9 +31,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := cmdline.New("chaos", "[--short | --kafka] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
+	fs := cmdline.New("chaos", "[--short | --kafka] [--dev-broker] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
 	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
 	onKafka := fs.Bool("kafka", false, "the scenarios on a real three-node Apache Kafka cluster instead of the development broker (make chaos-kafka)")
+	devBroker := fs.Bool("dev-broker", false, "every scenario on the development broker, none on a single-node Apache Kafka (a machine without Java 17)")
 	only := fs.String("run", "", "run only the scenarios whose name contains this (or one of these, comma-separated)")
 	write := fs.String("write", "", "append the run's section to this file (docs/reliability.md)")
 	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
@@ -42,6 +47,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	work := filepath.Join(root, ".chaos")
 	scenarios := chaos.Full()
+	var node *chaos.RealKafka // the Apache Kafka of the scenarios that do not fault the development broker
 	switch {
 	case *short && *onKafka:
 		return fmt.Errorf("--short and --kafka exclude each other")
@@ -51,6 +57,10 @@ func run(ctx context.Context, args []string) error {
 		k := chaos.NewRealKafka(filepath.Join(work, "apache-kafka"))
 		defer func() { _ = k.Close() }()
 		scenarios = chaos.Kafka(k)
+	}
+	if !*onKafka && !*devBroker {
+		node = chaos.NewKafkaNode(filepath.Join(work, "apache-kafka-node"))
+		defer func() { _ = node.Close() }()
 	}
 	if *only != "" {
 		var keep []chaos.Scenario
@@ -76,7 +86,7 @@ func run(ctx context.Context, args []string) error {
 	defer srv.Close()
 	results, err := chaos.RunAll(ctx, chaos.Config{
 		BinDir: filepath.Join(work, "bin"), WorkDir: work, Seed: uint64(started.Unix()),
-		Date: chaos.AirportToday(), Log: os.Stdout,
+		Date: chaos.AirportToday(), Log: os.Stdout, Kafka: node,
 	}, srv, scenarios)
 	if err != nil {
 		return err

@@ -6,6 +6,9 @@
 // state = model, every mailbox row terminal once with its marker, Kafka records = SENT events,
 // per-FLID versions never decreasing, changes complete. A scenario passes only when every check
 // passes, no binary exited that the scenario did not kill, and its own expectation held.
+//
+// The binaries run in production's configuration (production.go): each as its own role, over
+// verified TLS to PostgreSQL, the mailbox and Kafka (SCRAM-SHA-512), with MSGX_ENV=production.
 package chaos
 
 import (
@@ -41,6 +44,10 @@ type Config struct {
 	Seed    uint64
 	Date    time.Time // operation day (today in the airport zone: the history sweep keeps it)
 	Log     io.Writer // progress, one line per step
+	// Kafka, when set, is the cluster (NewKafkaNode) of every scenario that does not fault the
+	// development broker (Scenario.DevBroker) nor brings its own (Scenario.Kafka); nil: those
+	// run on the development broker too.
+	Kafka *RealKafka
 }
 
 // Scenario is one fault and what must hold after it.
@@ -61,14 +68,19 @@ type Scenario struct {
 	// Issue names the open issue this scenario is known to fail on (for the report).
 	Issue string
 	// Alone, when set, replaces the stack and the simulated day: the scenario runs its own
-	// processes (from binDir, logging to logDir) on the fresh database of pgURL, and reports
-	// through r (Observe, Problem, Recovered: the recovery column is r.Recovery).
+	// processes (from binDir, logging to logDir) on the fresh database of pgURL (the
+	// administrator's; r.Access has each binary's own login), and reports through r (Observe,
+	// Problem, Recovered: the recovery column is r.Recovery, the configuration column
+	// r.Configuration).
 	Alone func(ctx context.Context, r *Run, binDir, logDir, pgURL string) error
 	// ExactlyOnce makes any duplicate record a failure (no producer allowance).
 	ExactlyOnce bool
 	// Kafka, when set, runs the scenario on this real Apache Kafka cluster instead of the
 	// development broker (Run.Kafka is its handle).
 	Kafka *RealKafka
+	// DevBroker says why the scenario needs the development broker (the fault is done to its
+	// process): it runs there even when Config.Kafka is set.
+	DevBroker string
 	// Feed, when set, replaces Config.Feed: faults that last long need traffic throughout.
 	Feed time.Duration
 	// PGStandby, when set, runs the scenario on its own primary and streaming standby.
@@ -87,30 +99,38 @@ type Result struct {
 	Exits      int // unexpected exits the supervisor reported
 	Messages   int
 	Took       time.Duration
+	// Configuration is how the binaries ran (Production, or what an Alone scenario reported).
+	Configuration string
 }
 
-// Servers are the private database servers of a suite run.
+// Servers are the private database servers of a suite run: TLS only, with administrators
+// behind passwords, their certificate signed by the run's CA (which the brokers' is too).
 type Servers struct {
 	PG    *privdb.Postgres
 	MySQL *privdb.MariaDB
+	shape *productionShape
 }
 
-// StartServers starts a private PostgreSQL cluster and MariaDB instance.
+// StartServers makes the run's CA and starts a private PostgreSQL cluster and MariaDB instance
+// that accept only TLS (PostgreSQL hostssl with SCRAM, MariaDB require_secure_transport).
 func StartServers() (*Servers, error) {
-	pg, err := privdb.StartPostgres()
+	shape, err := newProductionShape()
 	if err != nil {
 		return nil, err
 	}
-	my, err := privdb.StartMariaDB()
+	pg, err := privdb.StartPostgresWith(shape.pgOptions())
 	if err != nil {
-		_ = pg.Close()
-		return nil, err
+		return nil, errors.Join(err, shape.close())
 	}
-	return &Servers{PG: pg, MySQL: my}, nil
+	my, err := privdb.StartMariaDBWith(shape.myOptions())
+	if err != nil {
+		return nil, errors.Join(err, pg.Close(), shape.close())
+	}
+	return &Servers{PG: pg, MySQL: my, shape: shape}, nil
 }
 
-// Close stops both servers and removes their data.
-func (s *Servers) Close() error { return errors.Join(s.PG.Close(), s.MySQL.Close()) }
+// Close stops both servers and removes their data and the CA.
+func (s *Servers) Close() error { return errors.Join(s.PG.Close(), s.MySQL.Close(), s.shape.close()) }
 
 // Run is one scenario while it runs: the fault's handle on the system.
 type Run struct {
@@ -118,12 +138,15 @@ type Run struct {
 	Servers *Servers
 	Pool    *pgxpool.Pool
 	Mailbox *sql.DB
-	DSN     string // the mailbox's DSN
-	Rand    *rand.Rand
-	Feed    time.Duration
-	Day     simulate.Day
-	LogDir  string // the binaries' logs (<key>.log)
-	// Kafka is the real Apache Kafka cluster of a Scenario.Kafka scenario (nil otherwise).
+	DSN     string // the mailbox's DSN (the administrator's)
+	// Access are each binary's own logins (pkg/roles as `msgxctl roles apply --mysql` sets them).
+	Access stack.Access
+	Rand   *rand.Rand
+	Feed   time.Duration
+	Day    simulate.Day
+	LogDir string // the binaries' logs (<key>.log)
+	// Kafka is the real Apache Kafka cluster the scenario runs on (Scenario.Kafka or
+	// Config.Kafka; nil on the development broker).
 	Kafka *apachekafka.Cluster
 	// Consumer reads both topics (read_committed) from the start of the scenario.
 	Consumer *stack.Consumer
@@ -138,6 +161,8 @@ type Run struct {
 
 	// Recovery, set by an Alone scenario, is its recovery figure.
 	Recovery time.Duration
+	// Configuration, set by an Alone scenario, is how its processes ran (the report's column).
+	Configuration string
 	// Standby is a PGStandby scenario's standby (Servers.PG its primary).
 	Standby *privdb.Postgres
 
@@ -187,13 +212,13 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// fastEnv are the settings of every scenario's binaries: short polls so a day drains quickly, a
-// short gap delay so a transaction lost in a MariaDB restart does not hold ingest for 30s.
+// fastEnv are the settings of every scenario's binaries: short polls so a day drains quickly.
+// The gap delay stays production's (MSGX_MAX_COMMIT_DELAY 30s, the floor production accepts): a
+// transaction lost in a MariaDB restart holds ingest that long.
 var fastEnv = []string{
 	"MSGX_POLL_INTERVAL=100ms",
 	"MSGX_SCHD_FLUSH_PERIOD=500ms",
 	"MSGX_BACKFILL_INTERVAL=1s",
-	"MSGX_MAX_COMMIT_DELAY=5s",
 	"MSGX_LOG_LEVEL=info",
 }
 
@@ -253,12 +278,13 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		defer func() { _ = ha.close() }()
 	}
 	dbs := stack.Databases{PGServer: srv.PG.ServerURL(), PGDatabase: "chaos", MySQLServer: srv.MySQL.ServerDSN(), MySQLDB: "chaos_mailbox", Fresh: true}
-	pgURL, mysqlDSN, err := stack.Prepare(ctx, dbs)
+	prep, err := stack.PrepareRoles(ctx, dbs, rolePrefix)
 	if err != nil {
-		return res, fmt.Errorf("prepare databases: %w", err)
+		return res, fmt.Errorf("prepare databases and roles: %w", err)
 	}
+	pgURL, mysqlDSN, access := prep.PGURL, prep.MySQLDSN, prep.Access
 	if ha != nil {
-		if pgURL, err = ha.startStandby(ctx, pgURL); err != nil {
+		if pgURL, access, err = ha.startStandby(ctx, pgURL, access); err != nil {
 			return res, err
 		}
 	}
@@ -277,27 +303,35 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	if sc.Feed > 0 {
 		feed = sc.Feed
 	}
-	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Feed: feed,
+	r := &Run{Servers: srv, Pool: pool, Mailbox: mailbox, DSN: mysqlDSN, Access: access, Feed: feed,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, n)), killed: map[string]int{}, extra: map[int64]verify.Want{},
 		log: func(f string, a ...any) { fmt.Fprintf(cfg.Log, "chaos:     "+f+"\n", a...) }}
 	if ha != nil {
 		r.Standby = ha.standby
+	}
+	res.Configuration = Production(devBroker(sc))
+	if k := clusterOf(cfg, sc); k != nil {
+		if r.Kafka, err = k.prepare(ctx, srv.shape, r.Logf); err != nil {
+			return res, fmt.Errorf("prepare Apache Kafka: %w", err)
+		}
+		res.Configuration = Production(k.Name())
 	}
 	if sc.Alone != nil {
 		return runAlone(ctx, cfg, sc, r, dir, pgURL, start)
 	}
 	r.LogDir = filepath.Join(dir, "logs")
 	var external []string
-	if sc.Kafka != nil {
-		if r.Kafka, err = sc.Kafka.prepare(ctx, r.Logf); err != nil {
-			return res, fmt.Errorf("prepare Apache Kafka: %w", err)
-		}
+	if r.Kafka != nil {
 		external = r.Kafka.Addrs()
 	}
+	renv, err := roleEnv(access)
+	if err != nil {
+		return res, err
+	}
 	s, err := stack.Start(ctx, stack.Options{
-		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), PGURL: pgURL, MySQL: mysqlDSN, RandomPorts: true,
-		KafkaDataDir: filepath.Join(dir, "kafka"), ExternalBrokers: external,
-		Env: append(append([]string{}, fastEnv...), sc.Env...),
+		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), RoleEnv: renv, RandomPorts: true,
+		KafkaDataDir: filepath.Join(dir, "kafka"), ExternalBrokers: external, KafkaAuth: srv.shape.kafkaAuth(),
+		Env: append(append(srv.shape.env(), fastEnv...), sc.Env...),
 		Supervise: &stack.Supervision{Delay: 500 * time.Millisecond, OnExit: func(e stack.Exit) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -316,7 +350,7 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 			}
 		}
 	}
-	consumer, err := stack.Consume(s.Brokers, []string{verify.TopicChanges, verify.TopicState}, nil)
+	consumer, err := stack.ConsumeWith(s.Kafka, []string{verify.TopicChanges, verify.TopicState}, nil)
 	if err != nil {
 		return res, err
 	}
@@ -402,6 +436,9 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	if _, err := stack.WaitDrained(ctx, pool, maxID, 200*time.Millisecond, time.Second, patience); err != nil {
 		res.Problems = append(res.Problems, "not drained: "+err.Error())
 	}
+	if err := checkSessions(ctx, r); err != nil {
+		res.Problems = append(res.Problems, err.Error())
+	}
 	if sc.Check != nil {
 		sc.Check(ctx, r)
 	}
@@ -440,11 +477,31 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		_ = os.RemoveAll(dir)
 	} else {
 		res.Problems = append(res.Problems, "logs in "+filepath.Join(dir, "logs"))
-		if sc.Kafka != nil {
-			res.Problems = append(res.Problems, "logs in "+sc.Kafka.dir+" (the Kafka nodes' server.log)")
+		if k := clusterOf(cfg, sc); k != nil {
+			res.Problems = append(res.Problems, "logs in "+k.dir+" (the Kafka nodes' server.log)")
 		}
 	}
 	return res, nil
+}
+
+// devBroker names the development broker in sc's configuration column, with why sc needs it.
+func devBroker(sc Scenario) string {
+	if sc.DevBroker == "" {
+		return onDevBroker
+	}
+	return onDevBroker + " (" + sc.DevBroker + ")"
+}
+
+// clusterOf is the Apache Kafka cluster sc runs on: its own, or the suite's unless it faults the
+// development broker (nil: the development broker).
+func clusterOf(cfg Config, sc Scenario) *RealKafka {
+	switch {
+	case sc.Kafka != nil:
+		return sc.Kafka
+	case sc.DevBroker == "":
+		return cfg.Kafka
+	}
+	return nil
 }
 
 // runAlone runs a scenario with its own processes (Scenario.Alone).
@@ -461,6 +518,7 @@ func runAlone(ctx context.Context, cfg Config, sc Scenario, r *Run, dir, pgURL s
 	res.Problems = append(res.Problems, r.problems...)
 	res.Observed = strings.Join(r.observed, "; ")
 	res.Recovery = r.Recovery
+	res.Configuration = r.Configuration
 	r.mu.Unlock()
 	res.Passed = len(res.Problems) == 0
 	res.Took = time.Since(start)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,19 +17,29 @@ import (
 	"github.com/msgx/msgx/pkg/dev/verify"
 )
 
-// RealKafka is the three-node Apache Kafka cluster the Kafka scenarios share (every node broker
-// and controller, three replicas, two in sync). It is launched on first use and launched anew
-// when a scenario left a node down, frozen or a partition short of replicas; each scenario gets
-// the two topics fresh. Close stops it.
+// RealKafka is an Apache Kafka cluster scenarios share, its client listener TLS with
+// SASL/SCRAM-SHA-512 as production's: the three nodes of the Kafka scenarios (every node broker
+// and controller, three replicas, two in sync), or the single node of the suite's other
+// scenarios that need no fault of the development broker. It is launched on first use and
+// launched anew when a scenario left a node down, frozen or a partition short of replicas; each
+// scenario gets the two topics fresh. Close stops it.
 type RealKafka struct {
 	root     string // one directory per launch below it (.chaos is cleared by hand)
+	nodes    int
 	launches int
 	dir      string // the current cluster's directory: its nodes' configuration, data and logs
 	c        *apachekafka.Cluster
 }
 
-// NewRealKafka returns the handle of a cluster kept under dir (launched on first use).
-func NewRealKafka(dir string) *RealKafka { return &RealKafka{root: dir} }
+// NewRealKafka returns the handle of a three-node cluster kept under dir (launched on first use).
+func NewRealKafka(dir string) *RealKafka { return &RealKafka{root: dir, nodes: kafkaNodes} }
+
+// NewKafkaNode returns the handle of a single-node cluster kept under dir (launched on first
+// use): Config.Kafka, the broker of the scenarios that do not fault the development broker.
+func NewKafkaNode(dir string) *RealKafka { return &RealKafka{root: dir, nodes: 1} }
+
+// Name is the cluster in the report's configuration column.
+func (k *RealKafka) Name() string { return fmt.Sprintf("%d-node Apache Kafka", k.nodes) }
 
 // Close stops the cluster; its directory stays for the logs.
 func (k *RealKafka) Close() error {
@@ -40,7 +51,7 @@ func (k *RealKafka) Close() error {
 	return err
 }
 
-// kafkaNodes is the cluster's size: production's three brokers.
+// kafkaNodes is the Kafka scenarios' cluster size: production's three brokers.
 const kafkaNodes = 3
 
 // kafkaOptions shorten the broker session (default 9 s) so the controller fences a dead or
@@ -61,7 +72,7 @@ const changesTxnID = kafkaTxnPrefix + "." + verify.TopicChanges
 
 // prepare returns a whole cluster with both topics empty: the current one when every node runs
 // and every partition is in sync, otherwise a new one.
-func (k *RealKafka) prepare(ctx context.Context, logf func(string, ...any)) (*apachekafka.Cluster, error) {
+func (k *RealKafka) prepare(ctx context.Context, shape *productionShape, logf func(string, ...any)) (*apachekafka.Cluster, error) {
 	if k.c != nil {
 		err := k.whole(ctx)
 		if err == nil {
@@ -76,17 +87,17 @@ func (k *RealKafka) prepare(ctx context.Context, logf func(string, ...any)) (*ap
 	k.launches++
 	// Named by the time too: the logs of an earlier suite run's cluster stay.
 	k.dir = filepath.Join(k.root, fmt.Sprintf("cluster-%s-%d", time.Now().Format("20060102-150405"), k.launches))
-	opts := kafkaOptions
+	opts := shape.apacheKafka(kafkaOptions) // the client listener: TLS and SCRAM-SHA-512, as production's brokers
 	opts.Dir = k.dir
 	lctx, cancel := context.WithTimeout(ctx, apachekafka.StartTimeout)
 	defer cancel()
 	began := time.Now()
-	c, err := apachekafka.Launch(lctx, kafkaNodes, opts)
+	c, err := apachekafka.Launch(lctx, k.nodes, opts)
 	if err != nil {
 		return nil, err
 	}
 	k.c = c
-	logf("Apache Kafka: %d nodes ready after %s (%s)", kafkaNodes, time.Since(began).Round(100*time.Millisecond), k.dir)
+	logf("%s ready after %s (%s)", k.Name(), time.Since(began).Round(100*time.Millisecond), k.dir)
 	if err := k.recreateTopics(ctx); err != nil {
 		return nil, err
 	}
@@ -104,8 +115,8 @@ func (k *RealKafka) whole(ctx context.Context) error {
 }
 
 // recreateTopics deletes both topics (a scenario reads them from the start) and creates them
-// again: broker.Partitions partitions, three replicas, min.insync.replicas 2, the state topic
-// compacted, as production's are.
+// again: broker.Partitions partitions, a replica on every node, min.insync.replicas 2 (1 on a
+// single node), the state topic compacted, as production's are.
 func (k *RealKafka) recreateTopics(ctx context.Context) error {
 	cl, err := kgo.NewClient(k.c.ClientOpts()...)
 	if err != nil {
@@ -129,13 +140,13 @@ func (k *RealKafka) recreateTopics(ctx context.Context) error {
 			return fmt.Errorf("delete topic %s: %w", *t.Topic, err)
 		}
 	}
-	isr := map[string]string{"min.insync.replicas": "2"}
+	isr := strconv.Itoa(min(2, k.nodes))
 	for _, t := range []struct {
 		name    string
 		configs map[string]string
 	}{
-		{verify.TopicChanges, isr},
-		{verify.TopicState, map[string]string{"min.insync.replicas": "2", "cleanup.policy": "compact"}},
+		{verify.TopicChanges, map[string]string{"min.insync.replicas": isr}},
+		{verify.TopicState, map[string]string{"min.insync.replicas": isr, "cleanup.policy": "compact"}},
 	} {
 		err := poll(ctx, time.Minute, func() error { return k.c.CreateTopic(ctx, t.name, broker.Partitions, t.configs) },
 			func(err error) bool { return errors.Is(err, kerr.TopicAlreadyExists) })

@@ -15,6 +15,8 @@ import (
 
 	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/dev/privdb"
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/roles"
 )
 
 // PGStandby runs a scenario on its own private primary with a streaming standby (pg_basebackup),
@@ -34,37 +36,52 @@ func withStandbyPair(srv *Servers, sc Scenario) (*Servers, *haPair, error) {
 	if sc.PGStandby == nil {
 		return srv, nil, nil
 	}
-	pg, err := privdb.StartPostgres()
+	pg, err := privdb.StartPostgresWith(srv.shape.pgOptions())
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the primary: %w", err)
 	}
-	return &Servers{PG: pg, MySQL: srv.MySQL}, &haPair{primary: pg, sync: sc.PGStandby.Sync}, nil
+	return &Servers{PG: pg, MySQL: srv.MySQL, shape: srv.shape}, &haPair{primary: pg, sync: sc.PGStandby.Sync}, nil
 }
 
-// startStandby copies the prepared primary to a standby, waits until it streams (and is
-// synchronous when asked), and returns pgURL naming both servers.
-func (h *haPair) startStandby(ctx context.Context, pgURL string) (string, error) {
+// startStandby copies the prepared primary (its roles included) to a standby, waits until it
+// streams (and is synchronous when asked), and returns pgURL and every role's URL naming both
+// servers.
+func (h *haPair) startStandby(ctx context.Context, pgURL string, a stack.Access) (string, stack.Access, error) {
 	s, err := h.primary.StartStandby()
 	if err != nil {
-		return "", fmt.Errorf("start the standby: %w", err)
+		return "", a, fmt.Errorf("start the standby: %w", err)
 	}
 	h.standby = s
 	if err := h.primary.WaitStreaming(ctx, false); err != nil {
-		return "", err
+		return "", a, err
 	}
 	if h.sync {
 		if err := h.primary.SetSynchronous(ctx, "*"); err != nil {
-			return "", err
+			return "", a, err
 		}
 		if err := h.primary.WaitStreaming(ctx, true); err != nil {
-			return "", err
+			return "", a, err
 		}
 	}
+	if pgURL, err = h.bothHosts(pgURL); err != nil {
+		return "", a, err
+	}
+	both := stack.Access{Prefix: a.Prefix, PG: map[roles.Role]string{}, MySQL: a.MySQL}
+	for r, u := range a.PG {
+		if both.PG[r], err = h.bothHosts(u); err != nil {
+			return "", a, err
+		}
+	}
+	return pgURL, both, nil
+}
+
+// bothHosts is pgURL on the primary and the standby, for the server that takes writes.
+func (h *haPair) bothHosts(pgURL string) (string, error) {
 	u, err := url.Parse(pgURL)
 	if err != nil {
 		return "", err
 	}
-	u.Host = fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", h.primary.Port, s.Port)
+	u.Host = fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", h.primary.Port, h.standby.Port)
 	q := u.Query()
 	q.Set("target_session_attrs", "read-write")
 	u.RawQuery = q.Encode()

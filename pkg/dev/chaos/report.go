@@ -26,7 +26,8 @@ func Machine() string {
 	return fmt.Sprintf("%d CPUs (%s), load average at start %s, %s %s/%s", runtime.NumCPU(), model, load, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-// Section is the dated docs/reliability.md section of a run: one table row per scenario.
+// Section is the dated docs/reliability.md section of a run: one table row per scenario, with
+// the configuration its binaries ran (Result.Configuration).
 func Section(results []Result, started time.Time, took time.Duration, machine, note string) string {
 	var b strings.Builder
 	passed := 0
@@ -40,7 +41,7 @@ func Section(results []Result, started time.Time, took time.Duration, machine, n
 	if note != "" {
 		fmt.Fprintf(&b, " %s", note)
 	}
-	b.WriteString("\n\n| Scenario | What was done | Expected | Observed | Recovery | Duplicates | Lost | Result |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n\n| Scenario | Configuration | What was done | Expected | Observed | Recovery | Duplicates | Lost | Result |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		result := "PASS"
 		obs := r.Observed
@@ -61,7 +62,7 @@ func Section(results []Result, started time.Time, took time.Duration, machine, n
 		if r.Messages > 0 {
 			did += fmt.Sprintf(" (%d messages)", r.Messages)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %s |\n", r.Name, cell(did), cell(r.Expected), cell(short(obs, 600)),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", r.Name, cell(r.Configuration), cell(did), cell(r.Expected), cell(short(obs, 600)),
 			r.Recovery.Round(100*time.Millisecond), r.Duplicates, r.Lost, result)
 	}
 	return b.String()

@@ -15,6 +15,8 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/verify"
+	"github.com/msgx/msgx/pkg/ingest"
+	"github.com/msgx/msgx/pkg/roles"
 )
 
 // Short is the short form (make test): one SIGKILL of each binary, one PostgreSQL restart, one
@@ -139,13 +141,25 @@ func standbySIGSTOP() Scenario {
 func zombieDispatcher(rounds int) Scenario {
 	return Scenario{
 		Name: "zombie-dispatcher",
-		Did: fmt.Sprintf("broker process and two dispatcher binaries; %d rounds: the leader reads a batch of both targets and is held before sending "+
+		Did: fmt.Sprintf("two dispatcher binaries; %d rounds: the leader reads a batch of both targets and is held before sending "+
 			"(MSGX_DEV_HOLD_SEND), SIGSTOPped past its 2 s lease; the standby takes over and sends the batch and two newer versions; "+
 			"the held leader is SIGCONTed and sends its stale batch", rounds),
 		Expected: "the broker fences every send of the deposed leader; a read_committed consumer sees no record of its epoch, " +
 			"per FLID epochs and versions never decrease on msgx.flight.changes and msgx.flight.state, every version once on changes",
 		Alone: func(ctx context.Context, r *Run, binDir, logDir, pgURL string) error {
-			res, err := Zombie(ctx, ZombieConfig{BinDir: binDir, LogDir: logDir, PGURL: pgURL, Rounds: rounds, Log: r.Logf})
+			// The send hold is the dispatcher's test hook, which production refuses
+			// (MSGX_DEV_HOLD_SEND): the dispatchers run in development, otherwise as production
+			// does, on the suite's Apache Kafka when there is one (the hold needs no broker hook).
+			zc := ZombieConfig{BinDir: binDir, LogDir: logDir, PGURL: pgURL, Rounds: rounds, Log: r.Logf,
+				DispatcherPGURL: r.Access.PG[roles.Dispatcher], BrokerAuth: r.Servers.shape.kafkaAuth()}
+			on := onDevBroker
+			if r.Kafka != nil {
+				kc := r.Servers.shape.kafkaConfig(r.Kafka.Addrs())
+				zc.Kafka, on = &kc, fmt.Sprintf("%d-node Apache Kafka", len(r.Kafka.Nodes()))
+			}
+			r.Configuration = "dispatcher role + TLS (PG verify-full) + Kafka TLS/SCRAM-SHA-512 on " + on +
+				", MSGX_ENV=development (MSGX_DEV_HOLD_SEND, the send hold, is a test hook production refuses)"
+			res, err := Zombie(ctx, zc)
 			if err != nil {
 				return err
 			}
@@ -220,8 +234,9 @@ const (
 
 func brokerFreeze(d time.Duration) Scenario {
 	return Scenario{
-		Name: fmt.Sprintf("broker-freeze-%ds", int(d.Seconds())),
-		Did:  fmt.Sprintf("Kafka broker frozen (SIGSTOP) for %s while the day is written, then SIGCONT; the dispatcher's /readyz polled throughout", d),
+		Name:      fmt.Sprintf("broker-freeze-%ds", int(d.Seconds())),
+		DevBroker: "its process is frozen with SIGSTOP, then thawed",
+		Did:       fmt.Sprintf("Kafka broker frozen (SIGSTOP) for %s while the day is written, then SIGCONT; the dispatcher's /readyz polled throughout", d),
 		Expected: fmt.Sprintf("the dispatcher's /readyz answers 503 within the check timeout (%s, +%s slack) while frozen and 200 again afterwards; "+
 			"it logs \"kafka send blocked\"; ingest and the processor go on; the dispatcher catches up; every event once by (flid, version); ", checkTimeout, readySlack) + allHold,
 		ExactlyOnce: true,
@@ -338,9 +353,10 @@ func askReadyz(ctx context.Context, addr string) (int, []byte, time.Duration, er
 
 func brokerRestart() Scenario {
 	return Scenario{
-		Name:     "broker-restart",
-		Did:      "Kafka broker (data in a directory) stopped and started again while the day is written",
-		Expected: "no binary exits; the dispatcher reconnects; " + allHold,
+		Name:      "broker-restart",
+		DevBroker: "its process is stopped and started again on its data directory",
+		Did:       "Kafka broker (data in a directory) stopped and started again while the day is written",
+		Expected:  "no binary exits; the dispatcher reconnects; " + allHold,
 		Fault: func(ctx context.Context, r *Run) error {
 			if err := Sleep(ctx, r.Feed/3); err != nil {
 				return err
@@ -481,11 +497,17 @@ func hostileRows() Scenario {
 
 var seqnRE = regexp.MustCompile(`<SEQN>\d+</SEQN>`)
 
+// lateRowHold is how long the late row's transaction stays open: past MSGX_MAX_COMMIT_DELAY
+// (production's 30 s), so ingest skips its id as a gap first, and 10 s more, so the rows behind
+// the gap (the later update among them) are processed before it commits.
+const lateRowHold = ingest.MinMaxCommitDelay + 10*time.Second
+
 func lateRow() Scenario {
-	const hold = 12 * time.Second // past MSGX_MAX_COMMIT_DELAY (5s): ingest skips its id first
+	const hold = lateRowHold
+	var lateID int64
 	return Scenario{
 		Name:     "late-row",
-		Did:      "a stale copy of an applied update inserted in a transaction committed 12 s later (after ingest skipped its id as a gap; a later update of the same field of the flight committed meanwhile)",
+		Did:      fmt.Sprintf("a stale copy of an applied update inserted in a transaction committed %d s later (after ingest skipped its id as a gap at MSGX_MAX_COMMIT_DELAY %d s; a later update of the same field of the flight committed meanwhile)", int(hold.Seconds()), int(ingest.MinMaxCommitDelay.Seconds())),
 		Expected: "the late row ends terminal (SKIPPED stale:late when the later update was processed first) and does not regress the flight (INV-24): " + allHold,
 		Fault: func(ctx context.Context, r *Run) error {
 			pick, later := lateRowPick(r.Day)
@@ -521,11 +543,28 @@ func lateRow() Scenario {
 				return err
 			}
 			r.Expect(id, verify.Want{Status: verify.AnyStatus})
+			lateID = id
 			r.Recovered()
 			r.Observe("late row %d (copy of message %d, %s FLID %d; message %d sets the same field later) committed after %s",
 				id, pick, m.Subtype, m.FLID, later, hold)
 			return nil
 		},
+		Check: func(ctx context.Context, r *Run) { checkLate(ctx, r, lateID) },
+	}
+}
+
+// checkLate reports how the late row ended, and that ingest found it late (after skipping its
+// id as a gap): otherwise the scenario did not test a late row at all.
+func checkLate(ctx context.Context, r *Run, id int64) {
+	var status, reason string
+	var late bool
+	if err := r.Pool.QueryRow(ctx, `SELECT status, coalesce(reason, ''), late FROM proc_state WHERE msg_id = $1`, id).Scan(&status, &reason, &late); err != nil {
+		r.Problem("read the late row %d: %v", id, err)
+		return
+	}
+	r.Observe("it ended %s %s; found late: %t", status, reason, late)
+	if !late {
+		r.Problem("row %d was not found late: ingest did not skip its id as a gap before it committed", id)
 	}
 }
 
@@ -533,8 +572,8 @@ func lateRow() Scenario {
 // of the day) whose unit the next applied FLOP of the flight with the same subtype sets again
 // 8–30 % of the day later. The late row is inserted 3 % of the feed after the original (so
 // nothing in mailbox order between the original and the late row's id sets the unit) and held
-// 12 s (40 % of the default feed), so the later message commits and is processed first: without
-// INV-24 the copy would bring the older value back. It returns both indexes, or -1.
+// lateRowHold (longer than the default feed), so the later message commits and is processed
+// first: without INV-24 the copy would bring the older value back. It returns both indexes, or -1.
 func lateRowPick(day simulate.Day) (int, int) {
 	n := len(day.Messages)
 	single := map[string]bool{"ESTT": true, "ACTT": true, "CNCL": true, "BOTM": true, "LACL": true, "EOBT": true,

@@ -33,3 +33,16 @@ func TestLateRowPick(t *testing.T) {
 		}
 	}
 }
+
+// TestSectionNamesTheConfiguration: every row of a run's section says how its binaries ran.
+func TestSectionNamesTheConfiguration(t *testing.T) {
+	t.Parallel()
+	results := []Result{
+		{Scenario: Scenario{Name: "kill-ingest", Did: "SIGKILL ingest"}, Passed: true, Configuration: Production(onDevBroker)},
+		{Scenario: Scenario{Name: "zombie-dispatcher", Did: "hold"}, Passed: true, Configuration: "dispatcher role, MSGX_ENV=development"},
+	}
+	section := Section(results, time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), time.Minute, "2 CPUs", "")
+	require.Contains(t, section, "| Scenario | Configuration | What was done |")
+	require.Contains(t, section, "| kill-ingest | roles + TLS (PG verify-full, MySQL tls=msgx-ca) + Kafka TLS/SCRAM-SHA-512 on the dev broker, MSGX_ENV=production | SIGKILL ingest |")
+	require.Contains(t, section, "| zombie-dispatcher | dispatcher role, MSGX_ENV=development | hold |")
+}

@@ -27,9 +27,15 @@ type ZombieConfig struct {
 	BinDir string
 	LogDir string
 	PGURL  string // a migrated database (or schema: search_path in the URL) both dispatchers use
-	Rounds int
-	FLIDs  int // flights per round (default 5)
-	Log    func(format string, args ...any)
+	// DispatcherPGURL, when set, is the dispatchers' own login (their role's URL on PGURL's
+	// database); PGURL is then the harness's alone.
+	DispatcherPGURL string
+	// BrokerAuth, when set, makes the development broker speak only TLS and require
+	// SCRAM-SHA-512 (stack.Options.KafkaAuth); the dispatchers and the consumer use it.
+	BrokerAuth *stack.KafkaAuth
+	Rounds     int
+	FLIDs      int // flights per round (default 5)
+	Log        func(format string, args ...any)
 	// Kafka, when set, is the cluster the dispatchers and the consumer use instead of the
 	// stack's development broker (which then idles): its brokers, TLS and SASL. Both topics
 	// must exist with their default names (verify.TopicChanges, verify.TopicState).
@@ -80,13 +86,17 @@ func Zombie(ctx context.Context, cfg ZombieConfig) (ZombieResult, error) {
 		return res, err
 	}
 	defer pool.Close()
-	s, err := stack.Start(ctx, stack.Options{BinDir: cfg.BinDir, LogDir: cfg.LogDir, PGURL: cfg.PGURL,
-		RandomPorts: true, Env: zombieEnv, Only: []string{}})
+	opts := stack.Options{BinDir: cfg.BinDir, LogDir: cfg.LogDir, PGURL: cfg.PGURL,
+		RandomPorts: true, Env: zombieEnv, Only: []string{}, KafkaAuth: cfg.BrokerAuth}
+	if cfg.DispatcherPGURL != "" {
+		opts.PGURL, opts.RoleEnv = "", map[string][]string{"dispatcher": {"MSGX_PG_URL=" + cfg.DispatcherPGURL}}
+	}
+	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		return res, fmt.Errorf("start the broker: %w", err)
 	}
 	defer func() { _ = s.Close() }()
-	kcfg, kenv := kafka.Config{Brokers: s.Brokers}, []string(nil)
+	kcfg, kenv := s.Kafka, []string(nil)
 	if cfg.Kafka != nil {
 		kcfg, kenv = *cfg.Kafka, kafkaEnv(*cfg.Kafka)
 	}

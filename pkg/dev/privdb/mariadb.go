@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // the mailbox driver
+	"github.com/go-sql-driver/mysql"
 )
 
 // AdminUser is the TCP administrator of an instance made with a password (Options.Password).
@@ -109,8 +109,20 @@ func (m *MariaDB) init() error {
 
 func (m *MariaDB) socket() string { return filepath.Join(m.dir, "mysqld.sock") }
 
-// ServerDSN is root's DSN without a database (stack.Databases.MySQLServer, mailboxtest.NewAt).
-func (m *MariaDB) ServerDSN() string { return fmt.Sprintf("root@tcp(127.0.0.1:%d)/", m.Port) }
+// ServerDSN is the TCP administrator's DSN without a database (stack.Databases.MySQLServer,
+// mailboxtest.NewAt): root without a password, or AdminUser with Options.Password; over TLS
+// verified with Options.TLS.MySQLConfig for a TLS instance.
+func (m *MariaDB) ServerDSN() string {
+	if m.opts.Password == "" {
+		return fmt.Sprintf("root@tcp(127.0.0.1:%d)/", m.Port)
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = AdminUser, m.opts.Password, "tcp", fmt.Sprintf("127.0.0.1:%d", m.Port)
+	if m.opts.TLS != nil {
+		cfg.TLSConfig = m.opts.TLS.MySQLConfig
+	}
+	return cfg.FormatDSN()
+}
 
 // Start starts the stopped instance on its port and waits until it answers. The redo log is
 // written at every commit (flushed once a second): a killed server loses no committed row

@@ -58,7 +58,7 @@ func (p *Postgres) init() error {
 			return err
 		}
 		auth = []string{"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + pwfile}
-		hba = "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+		hba = "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 scram-sha-256\n"
 	}
 	var tlsConf string
 	if p.opts.TLS != nil {
@@ -67,7 +67,9 @@ func (p *Postgres) init() error {
 			return err
 		}
 		tlsConf = fmt.Sprintf("ssl = on\nssl_cert_file = '%s'\nssl_key_file = '%s'\nssl_min_protocol_version = 'TLSv1.2'\n", cert, key)
-		hba = "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\nhostnossl all all 0.0.0.0/0 reject\n"
+		// Replication (a standby's pg_basebackup and WAL stream) goes over TLS too.
+		hba = "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\nhostssl replication all 127.0.0.1/32 scram-sha-256\n" +
+			"hostnossl all all 0.0.0.0/0 reject\nhostnossl replication all 0.0.0.0/0 reject\n"
 		if p.opts.Password == "" {
 			return errors.New("a TLS cluster needs a password (hostssl with SCRAM)")
 		}
@@ -111,13 +113,25 @@ password_encryption = 'scram-sha-256'
 	return chown(p.data, "postgres")
 }
 
-// ServerURL is the superuser's URL without a database (stack.Databases.PGServer).
+// ServerURL is the superuser's URL without a database (stack.Databases.PGServer); for a TLS
+// cluster it carries sslmode=verify-full and sslrootcert, which a database URL made from it keeps.
 func (p *Postgres) ServerURL() string {
 	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: fmt.Sprintf("127.0.0.1:%d", p.Port)}
 	if p.opts.Password != "" {
 		u.User = url.UserPassword("postgres", p.opts.Password)
 	}
+	if p.opts.TLS != nil {
+		u.RawQuery = p.tlsQuery().Encode()
+	}
 	return u.String()
+}
+
+// tlsQuery are the URL parameters of a verified TLS connection to this cluster.
+func (p *Postgres) tlsQuery() url.Values {
+	q := url.Values{}
+	q.Set("sslmode", "verify-full")
+	q.Set("sslrootcert", p.opts.TLS.CAFile)
+	return q
 }
 
 // AdminURL is the superuser's URL on database postgres (testdb.NewAt).
@@ -133,8 +147,7 @@ func (p *Postgres) URL(user, password, db string) string {
 	q := url.Values{}
 	q.Set("sslmode", "disable")
 	if p.opts.TLS != nil {
-		q.Set("sslmode", "verify-full")
-		q.Set("sslrootcert", p.opts.TLS.CAFile)
+		q = p.tlsQuery()
 	}
 	u.RawQuery = q.Encode()
 	return u.String()

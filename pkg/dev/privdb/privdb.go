@@ -37,6 +37,9 @@ type Options struct {
 // TLS are a server's PEM files: its certificate and key, and the CA clients verify it with.
 type TLS struct {
 	CAFile, CertFile, KeyFile string
+	// MySQLConfig is the go-sql-driver TLS configuration (tls=<name>) the caller registered to
+	// trust CAFile (mysql.RegisterTLSConfig): MariaDB.ServerDSN names it.
+	MySQLConfig string
 }
 
 // install copies the server's certificate and key into dir (the server's system user owns dir).

@@ -13,50 +13,78 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// StartStandby makes a streaming standby of the running plaintext cluster p (pg_basebackup,
-// standby.signal and primary_conninfo written by -R) on a port of its own, and starts it.
+// StartStandby makes a streaming standby of the running cluster p (pg_basebackup, standby.signal
+// and primary_conninfo written by -R) on a port of its own, made as p is (a TLS cluster's standby
+// streams over verified TLS and serves TLS with its own copy of the certificate), and starts it.
 func (p *Postgres) StartStandby() (*Postgres, error) {
 	dir, err := newDir("pg-standby")
 	if err != nil {
 		return nil, err
 	}
 	s := &Postgres{opts: p.opts, dir: dir, data: filepath.Join(dir, "data")}
-	if err := chown(dir, "postgres"); err != nil {
-		return nil, err
-	}
-	bb, err := pgBin("pg_basebackup")
-	if err != nil {
-		return nil, err
-	}
-	if err := runAs("postgres", bb, "-D", s.data, "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
-		"-X", "stream", "-R", "--no-sync", "-c", "fast"); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_basebackup: %w", err)
-	}
-	if s.Port, err = freePort(); err != nil {
-		return nil, err
-	}
-	// Later lines override the primary's port and socket directory.
-	conf := fmt.Sprintf("\nport = %d\nunix_socket_directories = '%s'\nhot_standby = on\n", s.Port, dir)
-	f, err := os.OpenFile(filepath.Join(s.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.WriteString(conf); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	if err := chown(s.data, "postgres"); err != nil {
-		return nil, err
-	}
-	if err := s.Start(); err != nil {
+	if err := s.startStandby(p); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+func (s *Postgres) startStandby(primary *Postgres) error {
+	var conf string
+	if t := s.opts.TLS; t != nil {
+		cert, key, err := t.install(s.dir)
+		if err != nil {
+			return err
+		}
+		if err := copyFile(t.CAFile, filepath.Join(s.dir, "ca.pem"), 0o644); err != nil {
+			return err
+		}
+		conf = fmt.Sprintf("ssl_cert_file = '%s'\nssl_key_file = '%s'\n", cert, key)
+	}
+	if err := chown(s.dir, "postgres"); err != nil {
+		return err
+	}
+	bb, err := pgBin("pg_basebackup")
+	if err != nil {
+		return err
+	}
+	if err := runAs("postgres", bb, "-D", s.data, "-d", s.replicationConninfo(primary), "-X", "stream", "-R", "--no-sync", "-c", "fast"); err != nil {
+		return fmt.Errorf("pg_basebackup: %w", err)
+	}
+	if s.Port, err = freePort(); err != nil {
+		return err
+	}
+	// Later lines override the primary's port, socket directory and certificate files.
+	conf = fmt.Sprintf("\nport = %d\nunix_socket_directories = '%s'\nhot_standby = on\n%s", s.Port, s.dir, conf)
+	f, err := os.OpenFile(filepath.Join(s.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(conf); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := chown(s.data, "postgres"); err != nil {
+		return err
+	}
+	return s.Start()
+}
+
+// replicationConninfo is how standby s reaches primary: the superuser over TCP, with its password
+// and verified TLS (against s's copy of the CA) when the cluster has them. pg_basebackup -R keeps
+// it as the standby's primary_conninfo.
+func (s *Postgres) replicationConninfo(primary *Postgres) string {
+	ci := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres", primary.Port)
+	if s.opts.Password != "" {
+		ci += " password=" + s.opts.Password
+	}
+	if s.opts.TLS != nil {
+		ci += " sslmode=verify-full sslrootcert=" + filepath.Join(s.dir, "ca.pem")
+	}
+	return ci
 }
 
 // Promote promotes the standby and waits until it accepts writes.

@@ -13,7 +13,11 @@ import (
 // Drop drops both databases of d (the PostgreSQL one with FORCE: sessions left behind are ended).
 // Stop the stack that uses them first.
 func Drop(ctx context.Context, d Databases) error {
-	admin, err := pgx.Connect(ctx, d.PGServer+"/postgres?sslmode=disable")
+	adminURL, err := d.pgURL("postgres")
+	if err != nil {
+		return err
+	}
+	admin, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return fmt.Errorf("connect PostgreSQL: %w", err)
 	}

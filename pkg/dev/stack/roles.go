@@ -117,7 +117,11 @@ func password() string {
 // DropRoles drops the roles and mailbox users ApplyRoles made under prefix (after Drop: a role
 // that still holds privileges in a database cannot be dropped).
 func DropRoles(ctx context.Context, d Databases, prefix string) error {
-	conn, err := pgx.Connect(ctx, d.PGServer+"/postgres?sslmode=disable")
+	adminURL, err := d.pgURL("postgres")
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return fmt.Errorf("connect PostgreSQL: %w", err)
 	}

@@ -112,7 +112,10 @@ func gitVersion(ctx context.Context, dir string) (version, revision string, ok b
 
 // Databases names where the stack keeps its state.
 type Databases struct {
-	PGServer    string // e.g. postgres://postgres@127.0.0.1:5432 (no database)
+	// PGServer is the administrator's URL without a database, e.g. postgres://postgres@127.0.0.1:5432;
+	// its parameters (sslmode=verify-full&sslrootcert=… for a TLS server) are kept in every URL
+	// made from it, sslmode=disable when it has none.
+	PGServer    string
 	PGDatabase  string
 	MySQLServer string // e.g. root@tcp(127.0.0.1:3306)/
 	MySQLDB     string
@@ -122,7 +125,11 @@ type Databases struct {
 // Prepare creates (or recreates) the PostgreSQL database with every migration applied and the
 // mailbox database with its tables, and returns their URL and DSN.
 func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err error) {
-	admin, err := pgx.Connect(ctx, d.PGServer+"/postgres?sslmode=disable")
+	adminURL, err := d.pgURL("postgres")
+	if err != nil {
+		return "", "", err
+	}
+	admin, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return "", "", fmt.Errorf("connect PostgreSQL: %w", err)
 	}
@@ -142,7 +149,9 @@ func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err erro
 			return "", "", fmt.Errorf("create database: %w", err)
 		}
 	}
-	pgURL = d.PGServer + "/" + url.PathEscape(d.PGDatabase) + "?sslmode=disable"
+	if pgURL, err = d.pgURL(d.PGDatabase); err != nil {
+		return "", "", err
+	}
 	conn, err := pgx.Connect(ctx, pgURL)
 	if err != nil {
 		return "", "", err
@@ -161,6 +170,20 @@ func Prepare(ctx context.Context, d Databases) (pgURL, mysqlDSN string, err erro
 		return "", "", err
 	}
 	return pgURL, mysqlDSN, nil
+}
+
+// pgURL is the administrator's URL on database db of PGServer: its parameters, or sslmode=disable.
+func (d Databases) pgURL(db string) (string, error) {
+	u, err := url.Parse(d.PGServer)
+	if err != nil {
+		return "", fmt.Errorf("parse the PostgreSQL server URL: %w", err)
+	}
+	u.Path, u.RawPath = "/"+db, ""
+	if q := u.Query(); q.Get("sslmode") == "" {
+		q.Set("sslmode", "disable")
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), nil
 }
 
 // Options configure a running stack.

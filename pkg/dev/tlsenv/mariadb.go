@@ -73,7 +73,7 @@ func startMariaDB() (*MariaDB, error) {
 		return nil, err
 	}
 	m := &MariaDB{CA: c, User: privdb.AdminUser, Password: testdb.RandomSuffix() + testdb.RandomSuffix()}
-	srv, err := privdb.StartMariaDBWith(privdb.Options{TLS: c.serverFiles(), Password: m.Password, Fast: true})
+	srv, err := privdb.StartMariaDBWith(privdb.Options{TLS: serverFiles(c), Password: m.Password, Fast: true})
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func startPostgres() (*Postgres, error) {
 		return nil, err
 	}
 	p := &Postgres{CA: c, Password: testdb.RandomSuffix() + testdb.RandomSuffix()}
-	p.srv, err = privdb.StartPostgresWith(privdb.Options{TLS: c.serverFiles(), Password: p.Password, Fast: true})
+	p.srv, err = privdb.StartPostgresWith(privdb.Options{TLS: serverFiles(c), Password: p.Password, Fast: true})
 	if err != nil {
 		return nil, err
 	}
