@@ -83,12 +83,12 @@ bench: bench-modes ## benchmarks (separate from make test): an A/B of the drain 
 	MSGX_BENCH_WRITE=1 MSGX_BENCH_AB=$(CURDIR)/.bench/ab.txt $(GO) test -run '^$$' -bench BenchmarkEndToEnd -benchtime 1x -timeout 60m ./e2e/
 
 .PHONY: chaos
-chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases in production's configuration (roles, verified TLS, Kafka TLS + SCRAM-SHA-512, MSGX_ENV=production; a single-node Apache Kafka but for the broker faults); appends its run to docs/reliability.md; non-zero when a scenario fails
-	$(GO) run ./cmd/chaos -write docs/reliability.md
+chaos: ## the fault suite (≤ 20 min on 2 cores): every scenario on private databases in production's configuration (roles, verified TLS, Kafka TLS + SCRAM-SHA-512, MSGX_ENV=production; a single-node Apache Kafka but for the broker faults); writes its run to docs/runs/reliability; non-zero when a scenario fails
+	$(GO) run ./cmd/chaos -write docs/runs/reliability
 
 .PHONY: chaos-kafka
-chaos-kafka: ## the fault suite on a real three-node Apache Kafka cluster (broker kills, two down, rolling restart, freeze; ≈ 15 min); appends its run to docs/reliability.md
-	$(GO) run ./cmd/chaos -kafka -write docs/reliability.md
+chaos-kafka: ## the fault suite on a real three-node Apache Kafka cluster (broker kills, two down, rolling restart, freeze; ≈ 15 min); writes its run to docs/runs/reliability
+	$(GO) run ./cmd/chaos -kafka -write docs/runs/reliability
 
 .PHONY: chaos-short
 chaos-short: ## the short form of the fault suite (one kill per binary, a PostgreSQL restart, a broker freeze) in the same configuration; make test runs it as e2e TestChaosShort

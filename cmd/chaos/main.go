@@ -3,9 +3,9 @@
 // pkg/dev/chaos (or the short form with -short; the suite on a real three-node Apache Kafka
 // cluster with -kafka) with the binaries configured as production (their own roles, verified TLS,
 // Kafka TLS with SCRAM-SHA-512, MSGX_ENV=production), on a single-node Apache Kafka except the
-// scenarios that fault the development broker, and, with -write, appends a dated section with
-// one row per scenario to docs/reliability.md. It exits non-zero when a scenario fails, naming it
-// and what broke.
+// scenarios that fault the development broker, and, with -write, writes the run, one row per
+// scenario, as a file of its own in docs/runs/reliability. It exits non-zero when a scenario
+// fails, naming it and what broke.
 package main
 
 import (
@@ -31,12 +31,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := cmdline.New("chaos", "[--short | --kafka] [--dev-broker] [--run NAME] [--write FILE] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
+	fs := cmdline.New("chaos", "[--short | --kafka] [--dev-broker] [--run NAME] [--write DIR] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
 	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
 	onKafka := fs.Bool("kafka", false, "the scenarios on a real three-node Apache Kafka cluster instead of the development broker (make chaos-kafka)")
 	devBroker := fs.Bool("dev-broker", false, "every scenario on the development broker, none on a single-node Apache Kafka (a machine without Java 17)")
 	only := fs.String("run", "", "run only the scenarios whose name contains this (or one of these, comma-separated)")
-	write := fs.String("write", "", "append the run's section to this file (docs/reliability.md)")
+	write := fs.String("write", "", "write the run's section as a file of its own in this directory (docs/runs/reliability)")
 	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
 	if err := fs.NoArgs(args); err != nil {
 		return err
@@ -94,17 +94,11 @@ func run(ctx context.Context, args []string) error {
 	section := chaos.Section(results, started, time.Since(started), machine, *note)
 	fmt.Println(section)
 	if *write != "" {
-		f, err := os.OpenFile(*write, os.O_APPEND|os.O_WRONLY, 0)
+		path, err := chaos.WriteRun(*write, started, section)
 		if err != nil {
 			return err
 		}
-		if _, err := f.WriteString("\n" + section); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
+		fmt.Println("chaos: written to", path, "(update docs/reliability.md's current figures from it)")
 	}
 	if failed := chaos.Failures(results); len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func Machine() string {
 	return fmt.Sprintf("%d CPUs (%s), load average at start %s, %s %s/%s", runtime.NumCPU(), model, load, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-// Section is the dated docs/reliability.md section of a run: one table row per scenario, with
+// Section is the record of a run (docs/runs/reliability, WriteRun): one table row per scenario, with
 // the configuration its binaries ran (Result.Configuration).
 func Section(results []Result, started time.Time, took time.Duration, machine, note string) string {
 	var b strings.Builder
@@ -88,4 +89,16 @@ func Failures(results []Result) []string {
 		}
 	}
 	return out
+}
+
+// WriteRun writes a run's section (Section) as a file of its own in dir, named by the run's start
+// (YYYY-MM-DD-HHMM.md, UTC), its heading the section's: it returns the file's path.
+func WriteRun(dir string, started time.Time, section string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	title, body, _ := strings.Cut(section, "\n")
+	path := filepath.Join(dir, started.UTC().Format("2006-01-02-1504")+".md")
+	text := "# Fault suite: " + strings.TrimPrefix(title, "## ") + "\n" + strings.ReplaceAll(body, "\n### ", "\n## ")
+	return path, os.WriteFile(path, []byte(text), 0o644)
 }
