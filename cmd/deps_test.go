@@ -64,8 +64,8 @@ func TestBinariesLinkOnlyTheirStage(t *testing.T) {
 	t.Parallel()
 	const pkg, sarama = "github.com/msgx/msgx/pkg/", "github.com/IBM/sarama"
 	forbidden := map[string][]string{
-		"ingest":     {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "console", pkg + "processor", pkg + "config"},
-		"processor":  {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "console", pkg + "ingest", pkg + "config"},
+		"ingest":    {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "console", pkg + "processor", pkg + "config"},
+		"processor": {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "console", pkg + "ingest", pkg + "config"},
 		// The dispatcher sends events as bytes: no flight model, no SIS codec (and its charsets).
 		"dispatcher": {pkg + "ingest", pkg + "jobs", pkg + "console", pkg + "processor", pkg + "mailbox", pkg + "config", pkg + "flight", pkg + "sis"},
 		"jobs":       {sarama, pkg + "dispatch", pkg + "kafka", pkg + "console", pkg + "ingest", pkg + "config"},
