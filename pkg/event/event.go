@@ -87,7 +87,7 @@ type Source struct {
 }
 
 // ReasonChildPurged is the reason of a master's change when the history sweep purged one of its
-// ACTIVE children (INV-22).
+// ACTIVE children (INV-22b).
 const ReasonChildPurged = "child-purged"
 
 // Changed appends the two events of one flight change from old (nil: new flight) to next

@@ -158,7 +158,7 @@ type Composition interface {
 	Validate() error
 }
 
-// d3Overrides are variables someone might set to weaken producer rule D3. They do not exist:
+// d3Overrides are variables someone might set to weaken producer rule D3b. They do not exist:
 // setting any of them is refused by every binary, so nobody believes they took effect.
 var d3Overrides = []string{
 	"MSGX_KAFKA_ACKS", "MSGX_KAFKA_IDEMPOTENT", "MSGX_KAFKA_MAX_OPEN_REQUESTS",
@@ -184,7 +184,7 @@ func Load[C any, P interface {
 	errs := []error{envconf.Process(&cfg)}
 	for _, name := range d3Overrides {
 		if _, ok := os.LookupEnv(name); ok {
-			errs = append(errs, fmt.Errorf("%s: producer rule D3 (idempotent, acks=all, one request in flight) is not configurable; unset it", name))
+			errs = append(errs, fmt.Errorf("%s: producer rule D3b (idempotent, transactional, acks=all, one request in flight) is not configurable; unset it", name))
 		}
 	}
 	for name, instead := range removed {
