@@ -29,7 +29,8 @@ entry on; ` + "`MSGX_PG_URL`" + ` without ` + "`sslmode=verify-full`" + `; ` + "
 ` + "`tls=msgx-ca`" + ` (with ` + "`MSGX_MYSQL_TLS_CA_FILE`" + `); ` + "`MSGX_KAFKA_TLS=false`" + ` (and SASL PLAIN without TLS);
 ingest without ` + "`MSGX_API_TOKENS`" + ` (docs/security.md).
 ` + "`MSGX_KAFKA_INPROCESS`" + ` is gone (the development broker is its own process, cmd/devbroker): setting it
-is refused. Producer rule D3b (idempotent, transactional, acks=all, one request in flight) has no
+is refused, and so is ` + "`MSGX_REQUEST_CLOCK_SKEW`" + ` (an answer made before its request was sent is refused:
+docs/requests.md). Producer rule D3b (idempotent, transactional, acks=all, one request in flight) has no
 variable: setting ` + "`MSGX_KAFKA_ACKS`, `MSGX_KAFKA_IDEMPOTENT`, `MSGX_KAFKA_MAX_OPEN_REQUESTS`, `MSGX_KAFKA_MAX_IN_FLIGHT` or `MSGX_KAFKA_RETRIES`" + ` is refused.
 Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL_PASSWORD`" + `) come from Kubernetes Secrets;
 ` + "`MSGX_API_TOKENS`" + ` holds only SHA-256 hashes of the API tokens.

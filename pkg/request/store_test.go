@@ -17,6 +17,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
@@ -53,8 +54,10 @@ func setup(t *testing.T) *bundle {
 	b.box, err = mailbox.Open(b.mb.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.box.Close()) })
-	b.store, err = request.NewStore(b.pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODBREQ", Timeout: 30 * time.Minute,
-		ClockSkew: 5 * time.Second, Location: shanghai})
+	cfg := request.Config{}
+	envconf.Defaults(&cfg) // the binaries' defaults, then what the tests rely on
+	cfg.SweepInterval, cfg.RoutingID, cfg.Timeout, cfg.Location = time.Second, "AODBREQ", 30*time.Minute, shanghai
+	b.store, err = request.NewStore(b.pg.Pool, cfg)
 	require.NoError(t, err)
 	b.sender, err = request.NewSender(b.store, b.box, b.clock, false)
 	require.NoError(t, err)
@@ -322,11 +325,13 @@ func TestSweepSendsNothingInShadowMode(t *testing.T) {
 func TestPreviewWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	first, err := b.store.Register(ctx, days(2, 2), b.clock.Now())
+	first, err := b.store.Register(ctx, days(2, 3), b.clock.Now())
 	require.NoError(t, err)
 	prev, err := b.store.Preview(ctx, days(2, 2), b.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, []int64{first.Request.ID}, prev.Superseded)
+	require.Equal(t, "2026-12-02..2026-12-02", prev.Asked)
+	require.Equal(t, "2026-12-02..2026-12-03", prev.Request.Scope, "it would ask for the days of the request it expires too")
 	require.Equal(t, 2, prev.Request.SEQN)
 	require.True(t, strings.Contains(prev.Request.XML, "<SEQN>000002</SEQN>"))
 	open, err := b.store.ListOpen(ctx)

@@ -168,7 +168,8 @@ var d3Overrides = []string{
 // removed are variables that no longer exist, with what to do instead: setting one is refused,
 // so nobody believes it took effect.
 var removed = map[string]string{
-	"MSGX_KAFKA_INPROCESS": "the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address",
+	"MSGX_KAFKA_INPROCESS":    "the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address",
+	"MSGX_REQUEST_CLOCK_SKEW": "an answer whose DTTM lies before its request's sent time is refused (docs/requests.md): unset it, and keep the AODB's clock synchronised",
 }
 
 // Load reads the environment into a new C (the binary's composition) for role and validates

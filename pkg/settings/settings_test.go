@@ -61,10 +61,12 @@ func TestLoadGivesTheRoleItsHTTPAddrAndValidatesEveryPart(t *testing.T) {
 func TestLoadRefusesD3OverridesAndRemovedVariables(t *testing.T) {
 	t.Setenv("MSGX_KAFKA_ACKS", "1")
 	t.Setenv("MSGX_KAFKA_INPROCESS", "true")
+	t.Setenv("MSGX_REQUEST_CLOCK_SKEW", "5s")
 	_, err := settings.Load[composition](settings.RoleIngest)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "MSGX_KAFKA_ACKS: producer rule D3b")
 	require.Contains(t, err.Error(), "MSGX_KAFKA_INPROCESS: removed;")
+	require.Contains(t, err.Error(), "MSGX_REQUEST_CLOCK_SKEW: removed; an answer whose DTTM lies before its request's sent time is refused")
 }
 
 func TestValuesRedactsSecrets(t *testing.T) {
