@@ -79,7 +79,7 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 		{"processor", []string{"MSGX_ENV=production", "MSGX_MYSQL_DSN=u@tcp(aodb:3306)/m?tls=true", "MSGX_KAFKA_TLS=true"},
 			"processor: bad configuration: MSGX_PG_URL: production requires sslmode=verify-full"},
 		{"dispatcher", []string{"MSGX_KAFKA_INPROCESS=true"}, "dispatcher: bad configuration: MSGX_KAFKA_INPROCESS: removed; the development broker runs as its own process"},
-		{"jobs", []string{"MSGX_KAFKA_ACKS=1"}, "jobs: bad configuration: MSGX_KAFKA_ACKS: producer rule D3"},
+		{"jobs", []string{"MSGX_KAFKA_ACKS=1"}, "jobs: bad configuration: MSGX_KAFKA_ACKS: producer rule D3b"},
 	}
 	for _, c := range cases {
 		t.Run(c.bin, func(t *testing.T) {

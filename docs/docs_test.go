@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,11 +18,15 @@ const root = ".."
 
 var (
 	// ruleID matches the ids of docs/spec.md §16: PRE-n, INV-n (INV-7b for a replacement),
-	// CLM-n, gap markers G-NAME and the rules Dn.
-	ruleID = regexp.MustCompile(`\b(?:(?:PRE|INV|CLM)-[0-9]+[a-z]?|G-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*|D[0-9]+)\b`)
+	// CLM-n, gap markers G-NAME and the rules Dn (D3b).
+	ruleID = regexp.MustCompile(`\b(?:(?:PRE|INV|CLM)-[0-9]+[a-z]?|G-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*|D[0-9]+[a-z]?)\b`)
 	// definition is how spec.md defines an id: a heading "#### INV-7 — …" or the first cell of
 	// a table row "| CLM-4 |".
 	definition = regexp.MustCompile(`(?m)^(?:#{2,4} |\| )([A-Z][A-Z0-9-]*[a-z]?)(?: |$)`)
+	// invalidation is spec.md's note on a rule replaced by a new id, "[invalidated by INV-7b: why
+	// it changed]", in the rule's table row or on the line below its heading. The reason holds no
+	// square bracket.
+	invalidation = regexp.MustCompile(`\[invalidated by ([^:\]\s]+): [^\]]*\]`)
 	// sectionRef is a citation "docs/spec.md §4", "docs/sis.md §e.2", "§5–§7".
 	sectionRef = regexp.MustCompile(`docs/(spec|sis)\.md ((?:§[0-9a-z]+(?:\.[0-9]+)?[–-]?)+)`)
 	section    = regexp.MustCompile(`§([0-9a-z]+(?:\.[0-9]+)?)`)
@@ -39,8 +44,9 @@ type source struct {
 	text string
 }
 
-// sources returns every .go and .md file of the repository outside testdata, spec.md included
-// (it cites its own ids and sections too).
+// sources returns every Go file, document, manifest, dashboard and SQL file of the repository
+// outside testdata, spec.md included (it cites its own ids and sections too). The applied
+// migrations are left out: each records what it did when it was written and is never edited.
 func sources(t *testing.T) []source {
 	t.Helper()
 	var out []source
@@ -50,12 +56,14 @@ func sources(t *testing.T) []source {
 		}
 		if d.IsDir() {
 			switch d.Name() {
-			case ".git", "testdata", "node_modules", "vendor":
+			case ".git", "testdata", "node_modules", "vendor", "migrations":
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".md") {
+		switch filepath.Ext(p) {
+		case ".go", ".md", ".yaml", ".yml", ".json", ".sql":
+		default:
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -112,6 +120,97 @@ func TestCitedIDsAreDefined(t *testing.T) {
 	}
 	sort.Strings(lines)
 	require.Empty(t, lines, "ids cited but not defined in docs/spec.md §16")
+}
+
+// rules is what docs/spec.md says of its ids: where each is defined, which were invalidated and
+// by which id, and where its invalidation notes lie.
+type rules struct {
+	defined    map[string]int    // id → offset of its definition
+	replacedBy map[string]string // invalidated id → the id its note names
+	notes      [][]int           // offsets [start, end) of the invalidation notes
+}
+
+// readRules parses spec.md. A note belongs to the definition it follows, on the definition's
+// line (a table row) or the next one (below a heading); it must name a defined id.
+func readRules(t *testing.T, spec string) rules {
+	t.Helper()
+	r := rules{defined: map[string]int{}, replacedBy: map[string]string{}}
+	defs := definition.FindAllStringSubmatchIndex(spec, -1)
+	for _, m := range defs {
+		r.defined[spec[m[2]:m[3]]] = m[2]
+	}
+	for _, n := range invalidation.FindAllStringSubmatchIndex(spec, -1) {
+		r.notes = append(r.notes, n[:2])
+		owner := -1
+		for i, m := range defs {
+			if m[0] < n[0] {
+				owner = i
+			}
+		}
+		line := strings.Count(spec[:n[0]], "\n") + 1
+		require.GreaterOrEqual(t, owner, 0, "spec.md:%d: an invalidation note before any definition", line)
+		old, by := spec[defs[owner][2]:defs[owner][3]], spec[n[2]:n[3]]
+		require.LessOrEqual(t, strings.Count(spec[defs[owner][0]:n[0]], "\n"), 1,
+			"spec.md:%d: an invalidation note must be in its rule's row or on the line below its heading", line)
+		_, ok := r.defined[by]
+		require.True(t, ok, "spec.md:%d: %s is invalidated by %s, which is not defined", line, old, by)
+		require.Greater(t, r.defined[by], r.defined[old], "spec.md:%d: %s must be appended after %s", line, by, old)
+		r.replacedBy[old] = by
+	}
+	return r
+}
+
+// current follows the replacements of id to the rule in force.
+func (r rules) current(id string) string {
+	for range len(r.replacedBy) + 1 {
+		by, ok := r.replacedBy[id]
+		if !ok {
+			return id
+		}
+		id = by
+	}
+	return id + " (the replacements form a cycle)"
+}
+
+// inNote reports whether the offset lies inside an invalidation note.
+func (r rules) inNote(off int) bool {
+	for _, n := range r.notes {
+		if off >= n[0] && off < n[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestInvalidatedIDsAreNotCited: a rule whose meaning changed was appended under a new id and the
+// old one marked "[invalidated by …: why]" (docs/spec.md, "How to cite"); a citation of the old id
+// anywhere but in spec.md's invalidation notes would silently keep the old meaning, so it fails,
+// naming the file, the line and the id in force.
+func TestInvalidatedIDsAreNotCited(t *testing.T) {
+	spec := read(t, "spec.md")
+	r := readRules(t, spec)
+	for old, by := range map[string]string{"INV-8": "INV-8b", "INV-9": "INV-9b", "D3": "D3b"} {
+		require.Equal(t, by, r.replacedBy[old], "spec.md must invalidate %s by %s (the note pattern is broken?)", old, by)
+	}
+
+	var bad []string
+	for _, s := range sources(t) {
+		if s.path == "docs/docs_test.go" {
+			continue // this file spells examples
+		}
+		for _, m := range ruleID.FindAllStringIndex(s.text, -1) {
+			id := s.text[m[0]:m[1]]
+			if _, ok := r.replacedBy[id]; !ok {
+				continue
+			}
+			if s.path == "docs/spec.md" && (r.defined[id] == m[0] || r.inNote(m[0])) {
+				continue // the old rule's own definition, or a note
+			}
+			line := strings.Count(s.text[:m[0]], "\n") + 1
+			bad = append(bad, fmt.Sprintf("%s:%d: %s is invalidated: cite %s", s.path, line, id, r.current(id)))
+		}
+	}
+	require.Empty(t, strings.Join(bad, "\n"), "citations of invalidated ids (docs/spec.md §16)")
 }
 
 // TestCitedSectionsExist: every "docs/spec.md §n" and "docs/sis.md §x.y" names a heading of
@@ -182,12 +281,17 @@ func TestArchitectureNamesEveryInvariantOwner(t *testing.T) {
 	require.NoError(t, err)
 	defined := regexp.MustCompile(`(?m)^#### (INV-[0-9]+[a-z]?) `).FindAllStringSubmatch(string(spec), -1)
 	require.NotEmpty(t, defined)
+	invalidated := readRules(t, string(spec)).replacedBy
 	row := regexp.MustCompile("(?m)^\\| (INV-[0-9]+[a-z]?) \\| [^|]+ \\| `pkg/[a-z/]+`")
 	owned := map[string]bool{}
 	for _, m := range row.FindAllStringSubmatch(string(arch), -1) {
 		owned[m[1]] = true
 	}
 	for _, d := range defined {
+		if by, ok := invalidated[d[1]]; ok {
+			require.False(t, owned[d[1]], "docs/architecture.md names an owner for %s, which %s replaced", d[1], by)
+			continue
+		}
 		require.True(t, owned[d[1]], "docs/architecture.md names no owning package for %s", d[1])
 		delete(owned, d[1])
 	}

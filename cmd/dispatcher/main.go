@@ -59,7 +59,7 @@ func main() {
 // run is the whole binary; tests call it. reg is the binary's registry (obs.NewRegistry, with
 // the log output's counter). started, when set, is told the HTTP server.
 func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Registry, started func(*obs.Server)) error {
-	// Producer rule D3: refuse to start on any violation, before touching anything else.
+	// Producer rule D3b: refuse to start on any violation, before touching anything else.
 	link, err := dispatch.NewLink(cfg.Kafka, cfg.Leader.Retry, log)
 	if err != nil {
 		return err

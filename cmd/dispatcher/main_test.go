@@ -106,7 +106,7 @@ func TestRefusesD3Violation(t *testing.T) {
 	require.Contains(t, err.Error(), "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between")
 }
 
-// The D3 override variables do not exist: setting one is refused by the configuration (the
+// The D3b override variables do not exist: setting one is refused by the configuration (the
 // child exits 2 with a clear line before it connects to anything).
 func TestRefusesD3OverrideVariable(t *testing.T) {
 	t.Parallel()
@@ -115,7 +115,7 @@ func TestRefusesD3OverrideVariable(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	require.Equal(t, 2, cmd.ProcessState.ExitCode())
-	require.Contains(t, string(out), "MSGX_KAFKA_ACKS: producer rule D3")
+	require.Contains(t, string(out), "MSGX_KAFKA_ACKS: producer rule D3b")
 }
 
 // run end to end: leader, readiness (kafka check), both topics, events delivered, clean stop.

@@ -117,7 +117,7 @@ func requestAsk(ctx context.Context, env requestEnv, sub string, args []string, 
 		}
 	}
 	if *asJSON {
-		return writeJSON(out, env.loc, map[string]any{"request": airportRequest(env.loc, r), "superseded": reg.Superseded, "narrowed": reg.Narrowed})
+		return writeJSON(out, env.loc, map[string]any{"request": airportRequest(env.loc, r), "asked": reg.Asked, "superseded": reg.Superseded})
 	}
 	requestRegistered(out, env, r, reg)
 	return nil
@@ -156,24 +156,18 @@ func requestPreview(ctx context.Context, env requestEnv, spec request.Spec, now 
 	}
 	if asJSON {
 		return writeJSON(out, env.loc, map[string]any{"dry_run": true, "request": airportRequest(env.loc, prev.Request),
-			"would_supersede": prev.Superseded, "would_narrow": prev.Narrowed})
+			"asked": prev.Asked, "would_supersede": prev.Superseded})
 	}
 	fmt.Fprintf(out, "dry run: would register %s %s (SEQN %06d, ROUTINGID %s) and write to coutmsgs:\n%s",
 		prev.Request.Kind, prev.Request.Scope, prev.Request.SEQN, prev.Request.RoutingID, prev.Request.XML)
-	if len(prev.Superseded) > 0 {
-		fmt.Fprintf(out, "would expire the open request(s) %v: it takes all their days or their list (superseded)\n", prev.Superseded)
-	}
-	if len(prev.Narrowed) > 0 {
-		fmt.Fprintf(out, "would take some days of the open request(s) %v (narrowed; they stay open for the others)\n", prev.Narrowed)
-	}
+	superseded(out, "would expire", prev)
 	if env.shadow {
 		fmt.Fprintln(out, "shadow mode: the real command would refuse (nothing is sent in shadow mode)")
 	}
 	return nil
 }
 
-// requestRegistered prints a registered request as it is now, and the requests it superseded or
-// narrowed.
+// requestRegistered prints a registered request as it is now, and the requests it superseded.
 func requestRegistered(out io.Writer, env requestEnv, r request.Request, reg request.Registration) {
 	switch r.Status {
 	case request.Registered:
@@ -183,11 +177,18 @@ func requestRegistered(out io.Writer, env requestEnv, r request.Request, reg req
 		fmt.Fprintf(out, "request %d: %s %s %s (coutmsgs id %d, SEQN %06d); answer expected within %s of registration\n",
 			r.ID, r.Kind, r.Scope, r.Status, r.OutMsgID, r.SEQN, env.store.Config().Timeout)
 	}
-	if len(reg.Superseded) > 0 {
-		fmt.Fprintf(out, "expired the earlier open request(s) %v: it took all their days or their list (superseded)\n", reg.Superseded)
+	superseded(out, "expired", reg)
+}
+
+// superseded prints the open requests a registration expires first (verb: what it did or would
+// do), and the range an RQFD asks for when it widened over theirs.
+func superseded(out io.Writer, verb string, reg request.Registration) {
+	if len(reg.Superseded) == 0 {
+		return
 	}
-	if len(reg.Narrowed) > 0 {
-		fmt.Fprintf(out, "took some days of the open request(s) %v (narrowed; they stay open for the others)\n", reg.Narrowed)
+	fmt.Fprintf(out, "%s the open request(s) %v first (superseded: one open request per list and operation day; an answer made before this request is sent is refused)\n", verb, reg.Superseded)
+	if reg.Asked != reg.Request.Scope {
+		fmt.Fprintf(out, "asks for %s, not only %s: every day the expired requests asked for is asked again\n", reg.Request.Scope, reg.Asked)
 	}
 }
 

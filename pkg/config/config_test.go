@@ -34,7 +34,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"MSGX_CLAIM_BATCH", "many", `MSGX_CLAIM_BATCH: cannot parse "many" as int`},
 		{"MSGX_AIRPORT_TZ", "Mars/Olympus", `MSGX_AIRPORT_TZ: must be an IANA time zone, got "Mars/Olympus"`},
 		{"MSGX_HISTORY_SWEEP_AT", "25:99", `MSGX_HISTORY_SWEEP_AT: must be HH:MM (airport time), got "25:99"`},
-		{"MSGX_KAFKA_ACKS", "1", "MSGX_KAFKA_ACKS: producer rule D3"},
+		{"MSGX_KAFKA_ACKS", "1", "MSGX_KAFKA_ACKS: producer rule D3b"},
 		{"MSGX_KAFKA_PRODUCE_TIMEOUT", "0s", "MSGX_KAFKA_PRODUCE_TIMEOUT: must be between 1ms and 5m"},
 		{"MSGX_ENV", "staging", `MSGX_ENV: must be development or production, got "staging"`},
 	}
@@ -75,7 +75,7 @@ func TestEveryBadValueIsReportedAtOnce(t *testing.T) {
 	}, lines[:4], "values that do not parse come first, in declaration order")
 	rest := strings.Join(lines[4:], "\n")
 	for _, want := range []string{
-		"MSGX_KAFKA_ACKS: producer rule D3",
+		"MSGX_KAFKA_ACKS: producer rule D3b",
 		`MSGX_AIRPORT_TZ: must be an IANA time zone, got "Mars/Olympus"`,
 		"MSGX_MAX_ATTEMPTS: must be between 1 and 100, got 0",
 		`MSGX_HISTORY_SWEEP_AT: must be HH:MM (airport time), got "25:99"`,

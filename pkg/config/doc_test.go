@@ -31,7 +31,8 @@ entry on; ` + "`MSGX_PG_URL`" + ` without ` + "`sslmode=verify-full`" + `; ` + "
 ingest without ` + "`MSGX_API_TOKENS`" + `; the console without ` + "`MSGX_CONSOLE_SESSION_KEY`" + ` or with
 ` + "`MSGX_CONSOLE_TLS=false`" + ` (docs/security.md).
 ` + "`MSGX_KAFKA_INPROCESS`" + ` is gone (the development broker is its own process, cmd/devbroker): setting it
-is refused. Producer rule D3 (idempotent, acks=all, one request in flight) has no
+is refused, and so is ` + "`MSGX_REQUEST_CLOCK_SKEW`" + ` (an answer made before its request was sent is refused:
+docs/requests.md). Producer rule D3b (idempotent, transactional, acks=all, one request in flight) has no
 variable: setting ` + "`MSGX_KAFKA_ACKS`, `MSGX_KAFKA_IDEMPOTENT`, `MSGX_KAFKA_MAX_OPEN_REQUESTS`, `MSGX_KAFKA_MAX_IN_FLIGHT` or `MSGX_KAFKA_RETRIES`" + ` is refused.
 Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL_PASSWORD`" + `) come from Kubernetes Secrets;
 ` + "`MSGX_API_TOKENS`" + ` holds only SHA-256 hashes of the API tokens.

@@ -19,7 +19,7 @@ import (
 
 // Sender produces records: in production the Link, over the kafka.Producer of the term.
 type Sender interface {
-	// Send produces recs and answers each (nil: acknowledged by the broker under D3).
+	// Send produces recs and answers each (nil: acknowledged by the broker under D3b).
 	Send(ctx context.Context, recs []kafka.Record) []error
 	// Ping fails when no broker answers.
 	Ping(ctx context.Context) error

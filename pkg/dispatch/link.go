@@ -18,7 +18,7 @@ import (
 )
 
 // ErrRefused marks what the dispatcher refuses to work with: a producer configuration that
-// breaks rule D3. The binary exits with code 2.
+// breaks rule D3b. The binary exits with code 2.
 var ErrRefused = errors.New("refusing to start")
 
 // ErrNoProducer answers every record sent between leadership terms.
@@ -108,7 +108,7 @@ func (l *Link) noteTopics(err error) {
 var _ Sender = (*Link)(nil)
 
 // NewLink returns the link for cfg; retry is the first wait after a failed attempt. A
-// configuration that breaks producer rule D3 is refused (ErrRefused) before anything connects.
+// configuration that breaks producer rule D3b is refused (ErrRefused) before anything connects.
 func NewLink(cfg kafka.Config, retry time.Duration, log zerolog.Logger) (*Link, error) {
 	if err := kafka.VerifyD3(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRefused, err)

@@ -231,7 +231,7 @@ func TestLinkTermEndsWithContext(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// Producer rule D3 is checked before anything connects.
+// Producer rule D3b is checked before anything connects.
 func TestLinkRefusesD3Violation(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:1"})

@@ -99,7 +99,7 @@ type Source struct {
 }
 
 // ReasonChildPurged is the reason of a master's change when the history sweep purged one of its
-// ACTIVE children (INV-22).
+// ACTIVE children (INV-22b).
 const ReasonChildPurged = "child-purged"
 
 // Latest keeps, of the KAFKA:schd events in evs, the newest of each flight; every other event

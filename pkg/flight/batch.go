@@ -22,7 +22,7 @@ const StaleLate = "stale:late"
 //     history and its purge TOMBSTONE: its first version is PurgeVersion(last purged) + 1, so
 //     consumers deduplicating by (flid, state_version) never drop its events;
 //   - the MAFL of every master whose children may have changed is derived again (INV-21,
-//     INV-22): the old and new master of a changed child, and the message's own flights (a
+//     INV-22b): the old and new master of a changed child, and the message's own flights (a
 //     created or re-activated master derives its MAFL from the stored children).
 //
 // The batch reads stored flights through a Loader (package flightstore in production) and

@@ -151,7 +151,7 @@ func TestBatchRules(t *testing.T) {
 			},
 		},
 		{
-			name: "a new child makes its stored master recompute its MAFL, bumped once (INV-22)",
+			name: "a new child makes its stored master recompute its MAFL, bumped once (INV-22b)",
 			stored: func(t *testing.T) map[int64]*flight.State {
 				return map[int64]*flight.State{10: stored(t, 10, "CA100", 0, 2)}
 			},
@@ -251,7 +251,7 @@ func TestBatchLoadsEachFlightOnce(t *testing.T) {
 	require.Equal(t, [][]int64{{1, 2}}, l.loads)
 }
 
-// INV-22 on purge: the masters of purged ACTIVE children lose them from their MAFL and take
+// INV-22b on purge: the masters of purged ACTIVE children lose them from their MAFL and take
 // their next version once; a master purged too, a DELETED child and a flight with no master
 // change nothing.
 func TestUnlinked(t *testing.T) {

@@ -58,7 +58,7 @@ func Project(master int64, stored []Child, overlay map[int64]*State) []Child {
 	return out
 }
 
-// Unlinked returns how the masters change when the flights gone are purged (INV-22): every
+// Unlinked returns how the masters change when the flights gone are purged (INV-22b): every
 // stored ACTIVE master, not purged itself, of an ACTIVE child among them gets its MAFL derived
 // again and, when it changed, its next version (LastMsgID kept: no message caused the change).
 // Of the flights gone only FLID, Status and MAID matter (ChildOf). Call it before the flights

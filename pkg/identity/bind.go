@@ -36,7 +36,7 @@ type Verdict struct {
 	Reused bool     // its key was bound to a message outside the window (a SEQN reset or wrap)
 }
 
-// Bind applies the binding rule (PRE-7 with a lifetime) to claims in msg_id order. bound holds
+// Bind applies the binding rule (PRE-7b: within the identity window) to claims in msg_id order. bound holds
 // the keys' current bindings; Bind updates it to the bindings after the claims. A key not bound
 // yet binds to its message. A key bound to the message itself (a retry or a replay) changes
 // nothing. A key bound to a message whose DTTM is within the window of this one's makes it a

@@ -1,4 +1,4 @@
-// Package identity is the business identity of a message (docs/spec.md §5, PRE-7): its key
+// Package identity is the business identity of a message (docs/spec.md §5, PRE-7b): its key
 // SNDR|TYPE|STYP|SEQN[|day] (Rule.Key), the binding rule deciding which message owns a key
 // within the window (Rule.Bind, pure: the processor reads and stores the bindings), and the rule
 // itself: how long a key names the same message (the window) and whether the key includes the

@@ -334,7 +334,7 @@ func (b *bundle) pump(proc processor.Handler, marker processor.Marker) *processo
 	}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
 }
 
-// INV-8: the marker is never written before the terminal commit; when the processor dies between
+// INV-8b: the marker is never written before the terminal commit; when the processor dies between
 // its commit and its immediate marker attempt, the sweep writes the marker, once.
 func TestBackfillAfterKillBetweenCommitAndMarker(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,5 @@
 // Package jobs is the jobs stage (cmd/jobs, leader only): the backfill sweep, the history sweep
-// and retention/archive (docs/spec.md §10; INV-7, INV-8, INV-18, CLM-4, CLM-9).
+// and retention/archive (docs/spec.md §10; INV-7, INV-8b, INV-18, CLM-4, CLM-9).
 //
 // One scheduler goroutine (Run) wakes every Tick, reads the injected clock and runs what is due,
 // one job at a time. Every run is bounded: transactions of at most Batch rows (HistoryBatch
@@ -10,7 +10,7 @@
 //
 // Works on terminal rows (SUCCEEDED, SKIPPED, DEAD) that owe their mailbox marker:
 // backfill_next_at set, neither done nor abandoned. The processor's terminal statement writes
-// the batch's debt as one marker_debt row (INV-8) and makes one immediate attempt, which deletes
+// the batch's debt as one marker_debt row (INV-8b) and makes one immediate attempt, which deletes
 // the row when it wrote every marker, or moves the debt onto the rows when it failed. A debt it
 // has not paid BackoffBase after finished_at (a partial write, busy writers, shadow mode, a
 // processor that died between commit and marker) is moved onto its rows first (moveDebts), due
@@ -44,7 +44,7 @@
 //	state_version and updated_at, criteria still met; FOR UPDATE) → the history rows of flights
 //	not confirmed dropped → TOMBSTONE pair (KAFKA:msg + KAFKA:schd, flight.PurgeVersion) for an
 //	ACTIVE flight → the masters of purged ACTIVE children: MAFL derived again, version+1, change
-//	events (INV-22) → DELETE flight (details cascade) → commit
+//	events (INV-22b) → DELETE flight (details cascade) → commit
 //
 // A flight the processor changed after selection is kept (INV-18); any failure rolls back the
 // history row, the TOMBSTONE and the delete together. The daily sweep is done for the day once a

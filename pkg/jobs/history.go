@@ -190,7 +190,7 @@ func removePurged(ctx context.Context, tx pgx.Tx, now time.Time, purged []confir
 		}
 		events = event.Purged(events, c.flid, flight.PurgeVersion(c.version))
 	}
-	// INV-22: the masters of purged ACTIVE children lose them from their MAFL.
+	// INV-22b: the masters of purged ACTIVE children lose them from their MAFL.
 	masters, err := flight.Unlinked(ctx, flightstore.Loader{Tx: tx}, gone)
 	if err != nil {
 		return fmt.Errorf("purge: derive the masters' MAFL: %w", err)

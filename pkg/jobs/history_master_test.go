@@ -11,7 +11,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 )
 
-// INV-22 on purge: purging an ACTIVE child changes its master's MAFL, so the master gets its
+// INV-22b on purge: purging an ACTIVE child changes its master's MAFL, so the master gets its
 // next version and one change event (a pair: KAFKA:msg and KAFKA:schd) in the purge's
 // transaction. A DELETED child was no part of the MAFL (nothing to do); a master purged with its
 // child gets its TOMBSTONE only.

@@ -11,7 +11,7 @@ const (
 	// grace cut-off for rows the processor's immediate attempt has not reported on yet
 	// (backfill_attempts = 0: due only BackoffBase after they became terminal), $3 the batch.
 	// The row locks (held while the mailbox is written) keep a replay from turning a row back
-	// to PENDING between this read and its marker (INV-8); SKIP LOCKED never waits on anyone.
+	// to PENDING between this read and its marker (INV-8b); SKIP LOCKED never waits on anyone.
 	backfillDueSQL = `
 SELECT msg_id, enqueued_at, backfill_attempts
   FROM proc_state
@@ -131,7 +131,7 @@ SELECT flid, operation_day, state_version, updated_at
 
 	// historyRecheckSQL runs under PIPELINE_LOCK: it keeps only the candidates still exactly as
 	// selected (same state_version and updated_at) and still meeting the criteria (INV-18), and
-	// locks them; their MAID names the master whose MAFL loses them (INV-22).
+	// locks them; their MAID names the master whose MAFL loses them (INV-22b).
 	historyRecheckSQL = `
 SELECT f.flid, f.state_version, f.state, f.maid
   FROM flight f

@@ -14,7 +14,7 @@ import (
 // version older than Kafka 2.1's (KIP-896), and transactions need far less.
 var minVersion = sarama.V2_1_0_0
 
-// MaxTimeout bounds every D3 timeout.
+// MaxTimeout bounds every D3b timeout.
 const MaxTimeout = 5 * time.Minute
 
 // maxCheckTimeout bounds the readiness check: the readiness budget.
@@ -28,11 +28,11 @@ type Config struct {
 	Version        string        `envconfig:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version sarama speaks (at least 2.1.0: Kafka 4 brokers refuse older request versions)"`
 	TopicChanges   string        `envconfig:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
 	TopicState     string        `envconfig:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
-	DialTimeout    time.Duration `envconfig:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3)"`
-	IOTimeout      time.Duration `envconfig:"MSGX_KAFKA_IO_TIMEOUT" default:"15s" desc:"dispatcher: broker read and write timeout (bounded, D3; above MSGX_KAFKA_PRODUCE_TIMEOUT, which a produce request may wait on the broker)"`
-	ProduceTimeout time.Duration `envconfig:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3)"`
-	SendTimeout    time.Duration `envconfig:"MSGX_KAFKA_SEND_TIMEOUT" default:"30s" desc:"dispatcher: bound of one send (a Kafka transaction: begin, produce, commit; D3)"`
-	TxnTimeout     time.Duration `envconfig:"MSGX_KAFKA_TXN_TIMEOUT" default:"30s" desc:"dispatcher: transaction timeout the broker enforces (an abandoned transaction aborts after it; D3)"`
+	DialTimeout    time.Duration `envconfig:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3b)"`
+	IOTimeout      time.Duration `envconfig:"MSGX_KAFKA_IO_TIMEOUT" default:"15s" desc:"dispatcher: broker read and write timeout (bounded, D3b; above MSGX_KAFKA_PRODUCE_TIMEOUT, which a produce request may wait on the broker)"`
+	ProduceTimeout time.Duration `envconfig:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3b)"`
+	SendTimeout    time.Duration `envconfig:"MSGX_KAFKA_SEND_TIMEOUT" default:"30s" desc:"dispatcher: bound of one send (a Kafka transaction: begin, produce, commit; D3b)"`
+	TxnTimeout     time.Duration `envconfig:"MSGX_KAFKA_TXN_TIMEOUT" default:"30s" desc:"dispatcher: transaction timeout the broker enforces (an abandoned transaction aborts after it; D3b)"`
 	CheckTimeout   time.Duration `envconfig:"MSGX_KAFKA_CHECK_TIMEOUT" default:"1s" desc:"dispatcher: readiness check: a metadata request must be answered within this (at most 2s, the readiness budget); a producer dial and the topic tail read start from the brokers that answer within it; while a send waits, the brokers are asked this often which brokers the cluster lists (a broker the controller fenced is cut off)"`
 	TxnIDPrefix    string        `envconfig:"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX" default:"msgx-dispatcher" desc:"dispatcher: transactional.id prefix; the id of each topic's producer is <prefix>.<topic> (one per deployment: a second deployment sharing it would fence the first)"`
 	Compression    string        `envconfig:"MSGX_KAFKA_COMPRESSION" default:"lz4" desc:"dispatcher: record batch compression: none, lz4 or zstd (zstd needs MSGX_KAFKA_VERSION ≥ 2.1.0)"`
@@ -44,7 +44,7 @@ type Config struct {
 }
 
 // Validate reports every bad setting, one line each naming its variable. It is the one check of
-// the settings: the D3 builder runs it before building anything.
+// the settings: the D3b builder runs it before building anything.
 func (c Config) Validate() error {
 	var p envconf.Problems
 	if len(c.Brokers) == 0 {
@@ -64,14 +64,14 @@ func (c Config) Validate() error {
 	}{{"MSGX_KAFKA_DIAL_TIMEOUT", c.DialTimeout}, {"MSGX_KAFKA_IO_TIMEOUT", c.IOTimeout}, {"MSGX_KAFKA_PRODUCE_TIMEOUT", c.ProduceTimeout},
 		{"MSGX_KAFKA_SEND_TIMEOUT", c.SendTimeout}, {"MSGX_KAFKA_TXN_TIMEOUT", c.TxnTimeout}} {
 		if t.d <= 0 || t.d > MaxTimeout {
-			p.Add(t.name, "must be between 1ms and 5m (D3: bounded), got %s", t.d)
+			p.Add(t.name, "must be between 1ms and 5m (D3b: bounded), got %s", t.d)
 		}
 	}
 	if c.CheckTimeout <= 0 || c.CheckTimeout > maxCheckTimeout {
 		p.Add("MSGX_KAFKA_CHECK_TIMEOUT", "must be between 1ms and %s, got %s", maxCheckTimeout, c.CheckTimeout)
 	}
 	if c.TxnIDPrefix == "" {
-		p.Add("MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX", "must be set (D3: transactional producers)")
+		p.Add("MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX", "must be set (D3b: transactional producers)")
 	}
 	if _, err := c.compression(); err != nil {
 		p.Add("MSGX_KAFKA_COMPRESSION", "%v", err)
@@ -101,7 +101,7 @@ func (c Config) compression() (sarama.CompressionCodec, error) {
 	return 0, fmt.Errorf("compression must be none, lz4 or zstd, got %q", c.Compression)
 }
 
-// TransactionalID is the transactional.id of the producer of topic (D3).
+// TransactionalID is the transactional.id of the producer of topic (D3b).
 func (c Config) TransactionalID(topic string) string { return c.TxnIDPrefix + "." + topic }
 
 // Topics returns the two topic names.

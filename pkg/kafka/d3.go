@@ -48,7 +48,7 @@ func doubling(first, limit time.Duration) func(retries, maxRetries int) time.Dur
 }
 
 // VerifyD3 builds the configuration of every producer Dial would make, without connecting, and
-// reports what it refuses: a bad setting (Validate) or a breach of producer rule D3.
+// reports what it refuses: a bad setting (Validate) or a breach of producer rule D3b.
 func VerifyD3(c Config) error {
 	for _, topic := range c.Topics() {
 		if _, err := newTxnSaramaConfig(c, topic); err != nil {
@@ -58,7 +58,7 @@ func VerifyD3(c Config) error {
 	return nil
 }
 
-// newSaramaConfig is the one config builder. It refuses bad settings, always sets D3 and then
+// newSaramaConfig is the one config builder. It refuses bad settings, always sets D3b and then
 // verifies it.
 func newSaramaConfig(c Config) (*sarama.Config, error) {
 	if err := c.Validate(); err != nil {
@@ -160,7 +160,7 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 	return tc, nil
 }
 
-// newTxnSaramaConfig is the configuration of topic's transactional producer: the D3 builder's
+// newTxnSaramaConfig is the configuration of topic's transactional producer: the D3b builder's
 // with the topic's transactional id, verified again.
 func newTxnSaramaConfig(c Config, topic string) (*sarama.Config, error) {
 	sc, err := newSaramaConfig(c)
@@ -179,17 +179,17 @@ func newTxnSaramaConfig(c Config, topic string) (*sarama.Config, error) {
 func checkProducerD3(sc *sarama.Config, c Config, topic string) error {
 	err := checkD3(sc, c)
 	if want := c.TransactionalID(topic); sc.Producer.Transaction.ID != want {
-		err = errors.Join(err, fmt.Errorf("kafka: producer rule D3 violated: Producer.Transaction.ID must be %q (transactional), got %q", want, sc.Producer.Transaction.ID))
+		err = errors.Join(err, fmt.Errorf("kafka: producer rule D3b violated: Producer.Transaction.ID must be %q (transactional), got %q", want, sc.Producer.Transaction.ID))
 	}
 	return err
 }
 
-// checkD3 refuses a producer configuration that breaks rule D3, one line per violation. It is
-// run on every configuration before a producer is made, so no code path can weaken D3.
+// checkD3 refuses a producer configuration that breaks rule D3b, one line per violation. It is
+// run on every configuration before a producer is made, so no code path can weaken D3b.
 func checkD3(sc *sarama.Config, c Config) error {
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("kafka: producer rule D3 violated: "+format, args...))
+		errs = append(errs, fmt.Errorf("kafka: producer rule D3b violated: "+format, args...))
 	}
 	if !sc.Producer.Idempotent {
 		bad("Producer.Idempotent must be true")

@@ -1,12 +1,12 @@
 // Package kafka is msgx's one adapter to Kafka: every sarama type stays inside it. It builds the
-// producer configuration under rule D3 and refuses to start when any part of D3 is missing
+// producer configuration under rule D3b and refuses to start when any part of D3b is missing
 // (d3.go), sends batches of records in transactions with one answer per record (producer.go),
 // probes the brokers for readiness (probe.go), cuts a producer's connections to a broker the
 // cluster has fenced while a send waits on it (watch.go), checks (and, in tests, creates) the
 // topics (admin.go), and classifies broker rejections (errors.go). The development broker is
 // pkg/dev/broker.
 //
-// Producer rule D3 (docs/spec.md §9), not overridable by any setting:
+// Producer rule D3b (docs/spec.md §9), not overridable by any setting:
 //
 //	Producer.Idempotent     = true
 //	Producer.Transaction.ID = <MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX>.<topic>: one stable

@@ -1,6 +1,6 @@
 package kafka
 
-// The sarama configuration builder and its D3 checks, for the tests of package kafka_test.
+// The sarama configuration builder and its D3b checks, for the tests of package kafka_test.
 var (
 	NewSaramaConfig    = newSaramaConfig
 	NewTxnSaramaConfig = newTxnSaramaConfig

@@ -128,7 +128,7 @@ func TestCheckD3RefusesEachViolation(t *testing.T) {
 			tc.mutate(sc)
 			err = kafka.CheckD3(sc, cfg)
 			require.Error(t, err)
-			require.Contains(t, err.Error(), "producer rule D3 violated: "+tc.want)
+			require.Contains(t, err.Error(), "producer rule D3b violated: "+tc.want)
 			require.NotContains(t, err.Error(), "\n\n")
 		})
 	}
@@ -167,7 +167,7 @@ func TestConfigRefusesBadValues(t *testing.T) {
 }
 
 // VerifyD3 builds every producer's configuration without connecting: it refuses what Validate
-// refuses and a breach of D3 that only the built configuration shows.
+// refuses and a breach of D3b that only the built configuration shows.
 func TestVerifyD3(t *testing.T) {
 	t.Parallel()
 	cfg := kafkatest.Config([]string{"127.0.0.1:1"}) // nothing listens: nothing connects

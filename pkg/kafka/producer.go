@@ -38,7 +38,7 @@ var ErrBroken = errors.New("kafka: producer broken (transaction abandoned or fat
 // consumers and can be sent again at once.
 var ErrAborted = errors.New("kafka: transaction aborted (another record of the batch failed)")
 
-// Producer sends records with D3: one transactional producer per topic of the configuration.
+// Producer sends records with D3b: one transactional producer per topic of the configuration.
 // Send may be called concurrently for different topics; the sends of one topic take turns.
 type Producer struct {
 	cfg    Config
@@ -63,7 +63,7 @@ type txnProducer struct {
 	done   sync.WaitGroup // the abandoned transaction's goroutine
 }
 
-// Dial builds the D3 configuration (refusing a violation), connects, and initialises one
+// Dial builds the D3b configuration (refusing a violation), connects, and initialises one
 // transactional producer per topic; initialising fences any older producer of the same
 // transactional id (a deposed leader's). Its clients start from the bootstrap brokers that
 // answer a metadata request within the check timeout (all of them when none does): sarama

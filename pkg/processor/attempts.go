@@ -73,7 +73,7 @@ type startMark struct {
 	ended, why string
 }
 
-// attemptMark applies the attempt rule (INV-23) to the head: it returns the start mark of the
+// attemptMark applies the attempt rule (INV-23b) to the head: it returns the start mark of the
 // next attempt, or the reason the head ends DEAD EXHAUSTED instead.
 //
 //   - A message that panics is charged one crash by the dying process itself (recordPanic):
@@ -146,7 +146,7 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 }
 
 // markStarted commits the head's start mark in its own transaction, before the batch runs:
-// processing_started_at, the batch's last msg_id and the deaths charged (INV-23), with the
+// processing_started_at, the batch's last msg_id and the deaths charged (INV-23b), with the
 // attempt rows of the previous attempt when it ended without an outcome (recordEnded). The
 // other messages of the batch get their own start mark (the same time) when their outcome is
 // written. It is fenced like every write: a deposed leader's mark would make the next leader
@@ -187,7 +187,7 @@ func (p *Engine) recordEnded(ctx context.Context, tx pgx.Tx, lease leader.Lease,
 	return nil
 }
 
-// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23) and records
+// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23b) and records
 // the attempt (CRASHED, with the panic value), on its own connection with a short deadline,
 // before the process dies. The batch's transaction is still open and will be rolled back by the
 // death; the charge is the only write that survives.

@@ -135,7 +135,7 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 			r.reason += " content-differs"
 			p.metrics.contentDiffers.Inc()
 			p.batchLog.Warn().Int64("msg_id", w.row.id).Int64("first", o.MsgID).Str("identity", w.identity).
-				Msg("pump: same identity, different content (PRE-7 broken upstream)")
+				Msg("pump: same identity, different content (PRE-7b broken upstream)")
 		}
 		return r
 	}
@@ -187,7 +187,7 @@ func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, e
 // messages charges nobody: the engine goes on one message per transaction (careful mode), so the
 // message that causes it fails alone. A message alone is charged: FAILED (or DEAD EXHAUSTED at
 // the attempt limit). Fencing and cancellation are returned as they are (the attempt was
-// interrupted, INV-23).
+// interrupted, INV-23b).
 func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, batch []work, err error) (StepResult, error) {
 	if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
 		return StepResult{}, err

@@ -151,7 +151,7 @@ func childCmd(b *bundle, mode string, env ...string) *exec.Cmd {
 
 // A message that panics the processor on every attempt is poison: each attempt is a real
 // process that dies, and after PoisonCrashes crashes charged to it (it ran alone) it ends DEAD
-// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23).
+// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23b).
 func TestPoisonMessageEndsExhausted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -193,7 +193,7 @@ func TestPoisonMessageEndsExhausted(t *testing.T) {
 
 // An attempt interrupted by the engine's context ending (SIGTERM, a lost lease, a lost database)
 // is not a failure of the message: an 11-minute outage later the head is processed normally and
-// in order, by the same engine or by a new process (INV-23).
+// in order, by the same engine or by a new process (INV-23b).
 func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	for _, restart := range []bool{false, true} {
@@ -275,7 +275,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 		time.Sleep(time.Duration(20+rng.IntN(150)) * time.Millisecond) // a random kill point, not a wait
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
-		// INV-8 in every state we can observe: a marker is owed only by terminal rows.
+		// INV-8b in every state we can observe: a marker is owed only by terminal rows.
 		var bad int
 		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM proc_state
 			WHERE status IN ('PENDING','FAILED') AND backfill_next_at IS NOT NULL`).Scan(&bad))

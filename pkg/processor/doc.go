@@ -29,10 +29,10 @@
 // Batching: up to Batch consecutive head messages share one transaction, one savepoint each;
 // the batch stops at the first message that fails (FAILED), whose savepoint is rolled back.
 // Terminal rows of the batch are written by one statement that also writes the batch's marker
-// debt, one marker_debt row (INV-8: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
+// debt, one marker_debt row (INV-8b: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
 // epoch check open every batch transaction.
 //
-// Attempts (INV-23, attemptMark): before a batch, the start mark of its first message
+// Attempts (INV-23b, attemptMark): before a batch, the start mark of its first message
 // (processing_started_at and processing_through = the batch's last msg_id) is committed in its
 // own transaction; every other message gets its own start mark with its outcome. A head found
 // with processing_through set was being processed when an attempt ended without an outcome: if

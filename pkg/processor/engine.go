@@ -39,7 +39,7 @@ type Engine struct {
 	careful int
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
-	// charges nothing (INV-23). A mark the engine does not know was left by a process that died.
+	// charges nothing (INV-23b). A mark the engine does not know was left by a process that died.
 	ownMark int64
 
 	markers sync.WaitGroup // immediate marker writes in flight (WaitMarkers)

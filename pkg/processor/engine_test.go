@@ -214,7 +214,7 @@ func TestFailedHeadBlocksUntilDue(t *testing.T) {
 	for id := int64(1); id <= 3; id++ {
 		r := b.row(t, id)
 		require.Equal(t, "SUCCEEDED", r.Status)
-		require.True(t, r.Owed, "terminal rows owe their marker (INV-8)")
+		require.True(t, r.Owed, "terminal rows owe their marker (INV-8b)")
 	}
 	require.Equal(t, 2, b.row(t, 1).Attempts)
 }
@@ -593,7 +593,7 @@ func TestMarkerNeverBlocksFIFO(t *testing.T) {
 	require.NoError(t, err)
 	p.WaitMarkers()
 	if !marked(2) {
-		// The immediate attempt gave up within its bound: the sweep owes it (INV-8).
+		// The immediate attempt gave up within its bound: the sweep owes it (INV-8b).
 		require.True(t, b.row(t, 2).Owed, "the marker is still owed")
 	}
 }

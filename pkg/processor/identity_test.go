@@ -28,7 +28,7 @@ func (b *bundle) binding(t *testing.T, key string) (id int64, dttm time.Time) {
 	return id, dttm
 }
 
-// A key names the same message only within the identity window (PRE-7 with a lifetime): within
+// A key names the same message only within the identity window (PRE-7b): within
 // it a copy is a duplicate and a different content is content-differs; outside it the key was
 // reused (SEQN reset or wrap) and the message is a new one, counted, its key bound to it when it
 // is the newer; an older message with a reused key is processed and leaves the binding alone.

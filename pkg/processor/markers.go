@@ -10,7 +10,7 @@ import (
 )
 
 // markerWriters bounds the immediate marker writes in flight; a batch finding them all busy
-// leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8).
+// leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8b).
 const markerWriters = 4
 
 // Marker writes the mailbox processed marker (pkg/mailbox): only NULL → at (INV-7). It

@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 		contentDiffers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "msgx_pump_content_differs_total", Help: "Duplicates by identity whose content differs from the first (PRE-7 broken upstream).",
+			Name: "msgx_pump_content_differs_total", Help: "Duplicates by identity whose content differs from the first (PRE-7b broken upstream).",
 		}),
 		identityReused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_pump_identity_reused_total", Help: "Messages whose identity key was bound to a message outside the identity window (SEQN reset or wrap): processed as new messages.",

@@ -93,7 +93,7 @@ ON CONFLICT (identity_key) DO UPDATE
    SET msg_id = EXCLUDED.msg_id, raw_sha256 = EXCLUDED.raw_sha256, dttm = EXCLUDED.dttm, bound_at = EXCLUDED.bound_at`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
-	// marker debt (INV-8: one marker_debt row naming them, whose id it returns) and the attempt: a
+	// marker debt (INV-8b: one marker_debt row naming them, whose id it returns) and the attempt: a
 	// SUCCEEDED or SKIPPED outcome without a META (almost every message) is kept on the row itself
 	// (outcome_epoch = the epoch $10; Attempts reads it from there), any other outcome gets its
 	// msg_attempt row, with the epoch and the META read of a message that failed to decode.

@@ -8,15 +8,16 @@
 //	REGISTERED ──coutmsgs insert confirmed──▶ SENT ──COUTMSGS_DATE_SENT set──▶ WAITING
 //	    │                                      │                                  │
 //	    │                                      └──────response applied────────────┴──▶ DONE
-//	    └──────────────── MSGX_REQUEST_TIMEOUT after registration, or newer requests
-//	                       took all its days or its list (superseded) ─────────────────▶ EXPIRED
+//	    └──────────────── MSGX_REQUEST_TIMEOUT after registration, or a newer request of
+//	                       its days or its list registered (superseded) ─────────────────▶ EXPIRED
 //
-// REGISTERED, SENT and WAITING are open. One open request per (kind, operation day, sender): an
-// open RQFD holds the days of its range no newer request took (req_open_day); registering takes
-// the days of the new range, narrowing the older requests or superseding those left without a
-// day. One open RQRD per (list, sender) (a partial unique index). DONE and EXPIRED are final,
-// but a superseded request still takes its own answer until its timeout (recorded on the row,
-// which stays EXPIRED): the AODB was asked, so its answer is applied.
+// REGISTERED, SENT and WAITING are open. One open request per (kind, operation day, sender)
+// (INV-25): an open RQFD holds every day of its range (req_open_day), and
+// registering an RQFD first expires the open ones holding any of its days (superseded) and asks
+// for every day they asked for too, so no day is left unasked. One open RQRD per (list, sender)
+// (a partial unique index); a new one expires the open one first. DONE and EXPIRED are final: an
+// answer changes state only under a SENT or WAITING request within its timeout, sent no later
+// than the answer's DTTM (to the second).
 //
 // Sending is at most once per request although the outbound insert (MySQL) and the local commit
 // (PostgreSQL) are two transactions: the outbound message is built once at registration and

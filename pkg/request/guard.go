@@ -13,9 +13,9 @@ import (
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// Guard is the RESP guard of the processor plug-ins (docs/requests.md): a SCHD RESP or a list
-// RESP is applied only when a request awaiting an answer matches it, and records the answer on
-// that request in the transaction that applied it.
+// Guard is the RESP guard of the processor plug-ins (INV-25, docs/requests.md): a SCHD RESP or a
+// list RESP is applied only when an open request within its timeout, sent no later than the
+// response's DTTM, matches it, and closes that request DONE in the transaction that applied it.
 type Guard struct {
 	store   *Store
 	metrics *Metrics
@@ -45,15 +45,15 @@ type Verdict struct {
 // INFRA failure), and it matches once the request is SENT.
 var ErrAwaitingSend = errors.New("request: response waits for its request's send to be confirmed")
 
-// Check locks the requests of the response's kind that await an answer in tx and picks the one
-// it answers (Match, with the configured clock-skew allowance) at now. An unmatched response must
-// be SKIPPED with Verdict.Skip and change nothing.
+// Check locks the requests of the response's kind that may take an answer at now in tx and picks
+// the one it answers (Match). An unmatched response must be SKIPPED with Verdict.Skip and change
+// nothing.
 func (g *Guard) Check(ctx context.Context, tx pgx.Tx, resp Response, now time.Time) (Verdict, error) {
 	cands, err := g.store.CandidatesTx(ctx, tx, resp.Kind, now)
 	if err != nil {
 		return Verdict{}, fmt.Errorf("RESP guard: %w", err)
 	}
-	m, why, ok := Match(resp, cands, g.store.cfg.ClockSkew)
+	m, why, ok := Match(resp, cands)
 	switch {
 	case ok:
 		return Verdict{Matched: true, Match: m}, nil
@@ -78,12 +78,10 @@ func (g *Guard) Close(ctx context.Context, tx pgx.Tx, v Verdict, msgID int64, no
 		return err
 	}
 	g.metrics.Responses.WithLabelValues(string(r.Kind), "matched").Inc()
-	if r.Status.Open() {
-		g.metrics.Outcomes.WithLabelValues(string(r.Kind), OutcomeDone).Inc()
-	}
+	g.metrics.Outcomes.WithLabelValues(string(r.Kind), OutcomeDone).Inc()
 	g.log.Info().Int64("req_id", r.ID).Int64("msg_id", msgID).Str("kind", string(r.Kind)).
-		Str("scope", r.Scope).Str("status", string(r.Status)).Str("match", MatchFallback).Dur("skew", v.Match.Skew).
-		Msg("requests: answered (fallback match: a request of the kind and scope awaiting an answer, sent no later than DTTM plus the skew allowance)")
+		Str("scope", r.Scope).Str("status", string(r.Status)).Str("match", MatchFallback).
+		Msg("requests: answered (fallback match: an open request of the kind and scope, sent no later than DTTM)")
 	return nil
 }
 

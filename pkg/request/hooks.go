@@ -44,11 +44,9 @@ type Answered struct {
 	// Skip is the SKIPPED reason (no-open-request[:detail]) when no request matched: the
 	// response must change nothing.
 	Skip string
-	// Request is the request the response answered (as it was before: open, then closed DONE; or
-	// superseded, then recording the answer), when Skip is empty.
+	// Request is the request the response answered, as it was before it was closed DONE, when
+	// Skip is empty.
 	Request Request
-	// Skew is how far the response's DTTM lay before the request's sent time.
-	Skew time.Duration
 }
 
 // Note is the outcome reason of an applied response: which request it answered and how ("" when
@@ -57,15 +55,7 @@ func (a Answered) Note() string {
 	if a.Skip != "" || a.Request.ID == 0 {
 		return ""
 	}
-	which := "request"
-	if !a.Request.Status.Open() {
-		which = "superseded request"
-	}
-	how := MatchFallback + " match"
-	if a.Skew > 0 {
-		how += fmt.Sprintf(", DTTM %s before sent", a.Skew)
-	}
-	return fmt.Sprintf("answers %s %d (%s, %s)", which, a.Request.ID, a.Request.Scope, how)
+	return fmt.Sprintf("answers request %d (%s, %s match)", a.Request.ID, a.Request.Scope, MatchFallback)
 }
 
 // Answer runs the RESP guard for resp (message msgID) in tx: without a matching request it
@@ -89,7 +79,7 @@ func (h *Hooks) Answer(ctx context.Context, tx pgx.Tx, resp Response, msgID int6
 	if err := h.guard.Close(ctx, tx, v, msgID, now); err != nil {
 		return Answered{}, err
 	}
-	return Answered{Request: v.Match.Request, Skew: v.Match.Skew}, nil
+	return Answered{Request: v.Match.Request}, nil
 }
 
 // UnknownFlightTx feeds the self-healing trigger with a FLOP that ended SKIPPED no-match:FLID:

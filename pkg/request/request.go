@@ -51,7 +51,7 @@ const (
 const (
 	ReasonApplied    = "applied"    // DONE: the response was applied
 	ReasonTimeout    = "timeout"    // EXPIRED: no response within the timeout
-	ReasonSuperseded = "superseded" // EXPIRED: newer requests took every day (RQFD) or the list (RQRD)
+	ReasonSuperseded = "superseded" // EXPIRED: a newer request of its days (RQFD) or its list (RQRD) was registered
 )
 
 // Match kinds (req_track.match_kind).
@@ -59,7 +59,7 @@ const (
 	// MatchEcho: the response named the request (an echoed token). The SIS catalogue has no such
 	// field today (docs/sis.md §f.4), so no response matches this way yet.
 	MatchEcho = "echo"
-	// MatchFallback: an open request of the response's kind and scope, sent at or before the
+	// MatchFallback: an open request of the response's kind and scope, sent no later than the
 	// response's DTTM (docs/requests.md).
 	MatchFallback = "fallback"
 )
@@ -189,19 +189,6 @@ type Request struct {
 	ResponseID   int64     `json:"response_msg_id"` // msg_id of the applied response
 	CloseReason  string    `json:"close_reason"`
 	MatchKind    string    `json:"match_kind"`
-	// MatchSkew is how far the applied answer's DTTM lay before SentAt, within
-	// MSGX_REQUEST_CLOCK_SKEW (0: not before it).
-	MatchSkew time.Duration `json:"match_skew"`
-}
-
-// AwaitsAnswer reports whether an answer may still be matched to r: it was sent and is open, or
-// it was superseded before its answer came (the AODB answers it all the same, and that answer is
-// applied; the store offers such a request only until its timeout).
-func (r Request) AwaitsAnswer() bool {
-	if r.Status.Answerable() {
-		return true
-	}
-	return r.Status == Expired && r.CloseReason == ReasonSuperseded && r.ResponseID == 0 && !r.SentAt.IsZero()
 }
 
 // span is the number of operation days an RQFD asked for (0 for an RQRD): the narrowest request
@@ -243,7 +230,7 @@ type Refusal string
 // Refusals (the detail after SkipNoOpenRequest, except AwaitingSend).
 const (
 	NoCandidate      Refusal = "none"        // no answerable request of that kind and scope
-	DTTMBeforeSent   Refusal = "before-sent" // requests exist, all sent after the response's DTTM (beyond the skew allowance)
+	DTTMBeforeSent   Refusal = "before-sent" // requests exist, all sent after the response's DTTM (to the second)
 	OutOfRequestDays Refusal = "other-days"  // RQFD open, but none covers the response's days
 	// AwaitingSend: only a REGISTERED request would match; its outbound row may exist already (a
 	// send interrupted before its local commit), so the response waits for the send to be
@@ -254,20 +241,17 @@ const (
 // Matched is the request a response answers.
 type Matched struct {
 	Request Request
-	// Skew is how far the response's DTTM lay before the request's sent time (0: not before).
-	Skew time.Duration
 }
 
-// Match picks the request a response answers among cands (the requests of the response's kind
-// that await an answer, and the REGISTERED ones). The rule (docs/requests.md): a request that
-// awaits an answer (AwaitsAnswer) of the same kind and scope — the same list code, or an RQFD
-// whose day range holds every operation day of the response — sent no later than the response's
-// DTTM plus skew, both compared as instants to the second (DTTM's unit). Among several the
-// narrowest range wins, then the oldest sent: an answer never takes a wider request whose own,
-// wider answer is still to come. Every such match is a fallback match (the catalogue has no
-// echoed field). ok is false with the refusal otherwise; AwaitingSend when only a REGISTERED
-// request would match.
-func Match(resp Response, cands []Request, skew time.Duration) (Matched, Refusal, bool) {
+// Match picks the request a response answers among cands (the open requests of the response's
+// kind within their timeout: SENT and WAITING, and REGISTERED). The rule (docs/requests.md): a
+// SENT or WAITING request of the same kind and scope — the same list code, or an RQFD whose day
+// range holds every operation day of the response — sent no later than the response's DTTM, both
+// compared as instants to the second (DTTM's unit): an answer made before its request was sent
+// is not its answer. Among several the narrowest range wins, then the oldest sent. Every such
+// match is a fallback match (the catalogue has no echoed field). ok is false with the refusal
+// otherwise; AwaitingSend when only a REGISTERED request would match.
+func Match(resp Response, cands []Request) (Matched, Refusal, bool) {
 	ranked := slices.Clone(cands)
 	slices.SortFunc(ranked, func(a, b Request) int {
 		if c := a.span() - b.span(); c != 0 {
@@ -280,7 +264,7 @@ func Match(resp Response, cands []Request, skew time.Duration) (Matched, Refusal
 	})
 	refusal, waiting := NoCandidate, false
 	for _, r := range ranked {
-		if r.Kind != resp.Kind || !(r.AwaitsAnswer() || r.Status == Registered) {
+		if r.Kind != resp.Kind || !(r.Status.Answerable() || r.Status == Registered) {
 			continue
 		}
 		if r.Kind == List && r.Scope != resp.ListCode {
@@ -293,13 +277,13 @@ func Match(resp Response, cands []Request, skew time.Duration) (Matched, Refusal
 			continue
 		}
 		if r.Status == Registered {
-			waiting = waiting || lag(resp.DTTM, r.RegisteredAt) <= skew
+			waiting = waiting || !before(resp.DTTM, r.RegisteredAt)
 			continue
 		}
-		if l := lag(resp.DTTM, r.SentAt); l > skew {
+		if before(resp.DTTM, r.SentAt) {
 			refusal = DTTMBeforeSent
 		} else {
-			return Matched{Request: r, Skew: max(l, 0)}, "", true
+			return Matched{Request: r}, "", true
 		}
 	}
 	if waiting {
@@ -308,9 +292,9 @@ func Match(resp Response, cands []Request, skew time.Duration) (Matched, Refusal
 	return Matched{}, refusal, false
 }
 
-// lag is how far dttm lies before sent, both to the second (negative: after it).
-func lag(dttm, sent time.Time) time.Duration {
-	return sent.Truncate(time.Second).Sub(dttm.Truncate(time.Second))
+// before reports whether dttm lies before t, both to the second (DTTM's unit).
+func before(dttm, t time.Time) bool {
+	return dttm.Truncate(time.Second).Before(t.Truncate(time.Second))
 }
 
 func covers(r Request, days []time.Time) bool {

@@ -46,10 +46,10 @@ func TestMatch(t *testing.T) {
 	open := []request.Request{rqfd, rqrd, reg}
 
 	// DTTM has seconds: a response in the request's second matches (same unit).
-	r, _, ok := request.Match(request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(3)}, DTTM: sent.Truncate(time.Second)}, open, 0)
+	r, _, ok := request.Match(request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(3)}, DTTM: sent.Truncate(time.Second)}, open)
 	require.True(t, ok)
 	require.Equal(t, int64(1), r.Request.ID)
-	r, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)}, open, 0)
+	r, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)}, open)
 	require.True(t, ok)
 	require.Equal(t, int64(2), r.Request.ID)
 	_, ok2 := matchOK(request.Response{Kind: request.Schedule, DTTM: sent.Add(time.Minute)}, open)
@@ -64,17 +64,17 @@ func TestMatch(t *testing.T) {
 		"registered only":   {request.Response{Kind: request.List, ListCode: "GLST", DTTM: sent.Add(time.Minute)}, request.AwaitingSend},
 		"day outside range": {request.Response{Kind: request.Schedule, Days: []time.Time{day(2), day(4)}, DTTM: sent.Add(time.Minute)}, request.OutOfRequestDays},
 	} {
-		_, why, ok := request.Match(tc.resp, open, 0)
+		_, why, ok := request.Match(tc.resp, open)
 		require.False(t, ok, name)
 		require.Equal(t, tc.want, why, name)
 	}
 	_, _, ok = request.Match(request.Response{Kind: request.List, ListCode: "SLST", DTTM: sent.Add(time.Minute)},
-		[]request.Request{{ID: 9, Kind: request.List, Scope: "SLST", Status: request.Done, SentAt: sent}}, 0)
+		[]request.Request{{ID: 9, Kind: request.List, Scope: "SLST", Status: request.Done, SentAt: sent}})
 	require.False(t, ok, "a closed request is never matched")
 }
 
 func matchOK(resp request.Response, open []request.Request) (request.Request, bool) {
-	r, _, ok := request.Match(resp, open, 0)
+	r, _, ok := request.Match(resp, open)
 	return r.Request, ok
 }
 
@@ -86,30 +86,29 @@ func TestGaps(t *testing.T) {
 	require.Equal(t, [][2]time.Time{{day(2), day(4)}}, request.Gaps(day(2), day(4), nil))
 }
 
-// The narrowest covering request wins, a superseded request still awaits its answer, and the
-// skew allowance admits a DTTM a little before the send and reports by how much.
-func TestMatchNarrowestAndSkew(t *testing.T) {
+// The narrowest covering open request wins; a superseded request takes no answer; a DTTM one
+// second before the send is refused, one in the send's second is not.
+func TestMatchNarrowestAndBeforeSent(t *testing.T) {
 	t.Parallel()
 	sent := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	day := func(n int) time.Time { return time.Date(2026, 12, n, 0, 0, 0, 0, time.UTC) }
 	wide := request.Request{ID: 1, Kind: request.Schedule, Status: request.Sent, From: day(2), To: day(3), SentAt: sent}
-	narrow := request.Request{ID: 2, Kind: request.Schedule, Status: request.Expired, CloseReason: request.ReasonSuperseded,
-		From: day(2), To: day(2), SentAt: sent.Add(time.Minute)}
+	narrow := request.Request{ID: 2, Kind: request.Schedule, Status: request.Waiting, From: day(2), To: day(2), SentAt: sent.Add(time.Minute)}
 	resp := request.Response{Kind: request.Schedule, Days: []time.Time{day(2)}, DTTM: sent.Add(2 * time.Minute)}
-	m, _, ok := request.Match(resp, []request.Request{wide, narrow}, 0)
+	m, _, ok := request.Match(resp, []request.Request{wide, narrow})
 	require.True(t, ok)
-	require.Equal(t, int64(2), m.Request.ID, "the one-day request, though superseded and sent later")
-	answered := narrow
-	answered.ResponseID = 9
-	m, _, ok = request.Match(resp, []request.Request{wide, answered}, 0)
+	require.Equal(t, int64(2), m.Request.ID, "the one-day request, though sent later")
+	superseded := narrow
+	superseded.Status, superseded.CloseReason = request.Expired, request.ReasonSuperseded
+	m, _, ok = request.Match(resp, []request.Request{wide, superseded})
 	require.True(t, ok)
-	require.Equal(t, int64(1), m.Request.ID, "a superseded request takes one answer only")
+	require.Equal(t, int64(1), m.Request.ID, "a superseded request takes no answer")
 
-	resp.DTTM = sent.Add(-2 * time.Second)
-	_, why, ok := request.Match(resp, []request.Request{wide}, time.Second)
+	resp.DTTM = sent.Add(-time.Second)
+	_, why, ok := request.Match(resp, []request.Request{wide})
 	require.False(t, ok)
 	require.Equal(t, request.DTTMBeforeSent, why)
-	m, _, ok = request.Match(resp, []request.Request{wide}, 5*time.Second)
-	require.True(t, ok)
-	require.Equal(t, 2*time.Second, m.Skew)
+	wide.SentAt, resp.DTTM = sent.Add(900*time.Millisecond), sent
+	_, _, ok = request.Match(resp, []request.Request{wide})
+	require.True(t, ok, "DTTM has whole seconds: the send's own second is not before it")
 }

@@ -6,8 +6,7 @@ package request
 const reqCols = `req_id, req_type, scope, scope_from, scope_to, status, origin, COALESCE(actor, ''),
        COALESCE(reason, ''), sender, COALESCE(routing_id, ''), COALESCE(seqn, 0), msg_dttm, COALESCE(out_xml, ''),
        registered_at, sent_at, waiting_at, closed_at, COALESCE(out_msg_id, 0), COALESCE(response_msg_id, 0),
-       COALESCE(close_reason, ''), COALESCE(match_kind, ''),
-       COALESCE(EXTRACT(EPOCH FROM match_skew) * 1000000, 0)::bigint`
+       COALESCE(close_reason, ''), COALESCE(match_kind, '')`
 
 // openStatuses are the statuses of an open request, for the statements below.
 const openStatuses = `('REGISTERED', 'SENT', 'WAITING')`
@@ -21,29 +20,37 @@ const (
 	// days a registration finds uncovered stay so until it commits.
 	lockSEQNSQL = `SELECT last FROM req_seqn FOR UPDATE`
 
+	// readSEQNSQL reads the counter without taking it (a dry run).
+	readSEQNSQL = `SELECT last FROM req_seqn`
+
 	// supersedeListSQL expires the open RQRD of the same list and sender (a newer one replaces it).
 	supersedeListSQL = `UPDATE req_track SET status = 'EXPIRED', closed_at = $3, close_reason = 'superseded'
  WHERE req_type = 'RQRD' AND sender = $1 AND scope = $2 AND status IN ` + openStatuses + `
  RETURNING req_id`
 
-	// lockDayOwnersSQL locks the open RQFD owning days of [$2, $3] for sender $1, in req_id order
-	// as the RESP guard locks them, before their days are taken.
-	lockDayOwnersSQL = `SELECT req_id FROM req_track WHERE req_id IN (SELECT req_id FROM req_open_day
+	// dayOwnersSQL are the open RQFD of sender $1 holding days of [$2, $3], with the range each
+	// asked for, in req_id order.
+	dayOwnersSQL = `SELECT req_id, scope_from, scope_to FROM req_track WHERE req_id IN (SELECT req_id FROM req_open_day
    WHERE req_type = 'RQFD' AND sender = $1 AND operation_day BETWEEN $2 AND $3)
    AND status IN ` + openStatuses + `
- ORDER BY req_id FOR UPDATE`
+ ORDER BY req_id`
 
-	// takeDaysSQL gives every day of [$2, $3] of sender $1 to request $4.
-	takeDaysSQL = `INSERT INTO req_open_day (req_type, sender, operation_day, req_id)
+	// lockDayOwnersSQL is dayOwnersSQL locking the requests, in req_id order as the RESP guard
+	// locks them, before they are superseded.
+	lockDayOwnersSQL = dayOwnersSQL + ` FOR UPDATE`
+
+	// supersedeDaysSQL expires the open RQFD $1: a newer request of their days replaces them
+	// (takeDaysSQL then gives it their days).
+	supersedeDaysSQL = `UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded'
+ WHERE req_id = ANY($1) AND status IN ` + openStatuses + `
+ RETURNING req_id`
+
+	// takeDaysSQL gives every day of [$2, $3] of sender $1 to request $4: a free day, or one of
+	// the requests $5 it superseded (all their days lie in its range). A day another request holds
+	// is neither inserted nor updated, so the statement then counts fewer rows than days.
+	takeDaysSQL = `INSERT INTO req_open_day AS o (req_type, sender, operation_day, req_id)
 SELECT 'RQFD', $1, d::date, $4 FROM generate_series($2::date, $3::date, interval '1 day') AS d
-ON CONFLICT (req_type, sender, operation_day) DO UPDATE SET req_id = EXCLUDED.req_id`
-
-	// supersedeDaylessSQL expires those of the requests $1 that kept no day (superseded); the
-	// others were narrowed.
-	supersedeDaylessSQL = `UPDATE req_track t SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded'
- WHERE t.req_id = ANY($1) AND t.status IN ` + openStatuses + `
-   AND NOT EXISTS (SELECT 1 FROM req_open_day d WHERE d.req_id = t.req_id)
- RETURNING t.req_id`
+ON CONFLICT (req_type, sender, operation_day) DO UPDATE SET req_id = EXCLUDED.req_id WHERE o.req_id = ANY($5::bigint[])`
 
 	// ownedDaysSQL are the days of [$2, $3] an open RQFD of sender $1 owns.
 	ownedDaysSQL = `SELECT operation_day FROM req_open_day
@@ -51,12 +58,6 @@ ON CONFLICT (req_type, sender, operation_day) DO UPDATE SET req_id = EXCLUDED.re
 
 	// openListSQL: is an RQRD of the list and sender open?
 	openListSQL = `SELECT req_id FROM req_track WHERE req_type = 'RQRD' AND sender = $1 AND scope = $2 AND status IN ` + openStatuses
-
-	// dayOwnersSQL are the open RQFD of sender $1 owning days of [$2, $3], each with whether all
-	// its days lie inside (a registration would supersede it) or not (it would narrow it).
-	dayOwnersSQL = `SELECT req_id, bool_and(operation_day BETWEEN $2 AND $3) FROM req_open_day
- WHERE req_type = 'RQFD' AND sender = $1 GROUP BY req_id
- HAVING bool_or(operation_day BETWEEN $2 AND $3) ORDER BY req_id`
 
 	// releaseDaysSQL frees the days of a request that closed.
 	releaseDaysSQL = `DELETE FROM req_open_day WHERE req_id = $1`
@@ -76,19 +77,18 @@ RETURNING req_id`
 
 	listStatusSQL = `SELECT ` + reqCols + ` FROM req_track WHERE status = $1 ORDER BY req_id LIMIT $2`
 
-	// candidatesSQL are the requests of a kind an answer may still be matched to, locked for the
-	// RESP guard's transaction (the expiry sweep skips them, or the guard sees the sweep's
-	// result): SENT and WAITING, and those superseded before their answer came, until their
-	// timeout ($2 is the registration time before which a request has timed out).
+	// candidatesSQL are the requests of a kind an answer may be matched to, locked for the RESP
+	// guard's transaction (the expiry sweep skips them, or the guard sees the sweep's result):
+	// SENT and WAITING, registered after $2 (a request registered at or before it has timed out,
+	// as expireDueSQL counts).
 	candidatesSQL = `SELECT ` + reqCols + ` FROM req_track
- WHERE req_type = $1 AND (status IN ('SENT', 'WAITING')
-       OR (status = 'EXPIRED' AND close_reason = 'superseded' AND response_msg_id IS NULL
-           AND sent_at IS NOT NULL AND registered_at > $2))
+ WHERE req_type = $1 AND status IN ('SENT', 'WAITING') AND registered_at > $2
  ORDER BY req_id FOR UPDATE`
 
-	// registeredSQL are the REGISTERED requests of a kind, not locked: the guard never waits for a
-	// sender that holds one during its MySQL insert.
-	registeredSQL = `SELECT ` + reqCols + ` FROM req_track WHERE req_type = $1 AND status = 'REGISTERED' ORDER BY req_id`
+	// registeredSQL are the REGISTERED requests of a kind registered after $2, not locked: the
+	// guard never waits for a sender that holds one during its MySQL insert.
+	registeredSQL = `SELECT ` + reqCols + ` FROM req_track WHERE req_type = $1 AND status = 'REGISTERED' AND registered_at > $2
+ ORDER BY req_id`
 
 	markSentSQL = `UPDATE req_track SET status = 'SENT', out_msg_id = $2, sent_at = $3
  WHERE req_id = $1 AND status = 'REGISTERED'`
@@ -107,15 +107,10 @@ RETURNING req_id`
 	markWaitingSQL = `UPDATE req_track SET status = 'WAITING', waiting_at = $2
  WHERE req_id = $1 AND status = 'SENT'`
 
-	// completeSQL closes an answered open request DONE ($5: the matched skew in microseconds).
+	// completeSQL closes an answered open request DONE.
 	completeSQL = `UPDATE req_track SET status = 'DONE', done_at = $3, closed_at = $3, close_reason = 'applied',
-       response_msg_id = $2, match_kind = $4, match_skew = NULLIF($5::bigint, 0) * interval '1 microsecond'
+       response_msg_id = $2, match_kind = $4
  WHERE req_id = $1 AND status IN ('SENT', 'WAITING')`
-
-	// answerSupersededSQL records the applied answer of a superseded request; it stays EXPIRED.
-	answerSupersededSQL = `UPDATE req_track SET done_at = $3, response_msg_id = $2, match_kind = $4,
-       match_skew = NULLIF($5::bigint, 0) * interval '1 microsecond'
- WHERE req_id = $1 AND status = 'EXPIRED' AND close_reason = 'superseded' AND response_msg_id IS NULL`
 
 	// expireDueSQL closes the open requests registered at or before the deadline (bounded) and
 	// releases their days.

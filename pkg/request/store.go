@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,14 +18,11 @@ import (
 // Config is the requests' settings (pkg/envconf tags, docs/configuration.md); Location is the
 // process's airport zone, set by the binary.
 type Config struct {
-	Timeout       time.Duration `envconfig:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
-	Sender        string        `envconfig:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
-	RoutingID     string        `envconfig:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
-	SweepInterval time.Duration `envconfig:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
-	// ClockSkew lets the RESP guard match an answer whose DTTM (the AODB's clock, to the second)
-	// lies up to this long before the request's sent time (msgx's clock).
-	ClockSkew time.Duration  `envconfig:"MSGX_REQUEST_CLOCK_SKEW" default:"5s" desc:"processor: an answer whose DTTM lies up to this long before its request's sent time still matches (the AODB's clock may run behind msgx's; DTTM has whole seconds); 0..5m, the skew used is recorded on the request"`
-	Location  *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
+	Timeout       time.Duration  `envconfig:"MSGX_REQUEST_TIMEOUT" default:"30m" desc:"requests: an open RQFD/RQRD without an applied response this long after registration is EXPIRED"`
+	Sender        string         `envconfig:"MSGX_REQUEST_SNDR" default:"MSGX" desc:"requests: SNDR written in outbound requests (1-4 upper-case letters or digits)"`
+	RoutingID     string         `envconfig:"MSGX_REQUEST_ROUTINGID" default:"AODB" desc:"requests: coutmsgs ROUTINGID of outbound requests (the peer used VIEWRQFD / VIEWRQRD)"`
+	SweepInterval time.Duration  `envconfig:"MSGX_REQUEST_SWEEP_INTERVAL" default:"5s" desc:"jobs: how often the request sweep sends registered requests, marks WAITING and expires"`
+	Location      *time.Location // airport zone: META DTTM, RQFD day bounds, DATE_INSERTED
 }
 
 // Validate reports every bad value, one line each.
@@ -34,9 +30,6 @@ func (c Config) Validate() error {
 	var p envconf.Problems
 	p.Positive("MSGX_REQUEST_TIMEOUT", c.Timeout)
 	p.Positive("MSGX_REQUEST_SWEEP_INTERVAL", c.SweepInterval)
-	if c.ClockSkew < 0 || c.ClockSkew > maxClockSkew {
-		p.Add("MSGX_REQUEST_CLOCK_SKEW", "must be between 0 and %s, got %s", maxClockSkew, c.ClockSkew)
-	}
 	if len(c.Sender) < 1 || len(c.Sender) > 4 || strings.Trim(c.Sender, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != "" {
 		p.Add("MSGX_REQUEST_SNDR", "must be 1 to 4 upper-case letters or digits, got %q", c.Sender)
 	}
@@ -48,10 +41,6 @@ func (c Config) Validate() error {
 	}
 	return p.Err()
 }
-
-// maxClockSkew bounds MSGX_REQUEST_CLOCK_SKEW: a larger allowance would let an answer generated
-// well before a send (to an older request) pass as its answer.
-const maxClockSkew = 5 * time.Minute
 
 // querier is what both a pool and a transaction offer.
 type querier interface {
@@ -83,11 +72,12 @@ var ErrNotFound = errors.New("request: not found")
 // Registration is what Register did.
 type Registration struct {
 	Request Request
-	// Superseded are the open requests it expired: every day they owned is now the new request's
-	// (RQFD), or the same list (RQRD).
+	// Superseded are the open requests it expired before it was registered: for an RQFD every
+	// open one that held a day of its range, for an RQRD the open one of its list.
 	Superseded []int64
-	// Narrowed are the open RQFD it took some days from; they stay open for the others.
-	Narrowed []int64
+	// Asked is the scope asked for. An RQFD that supersedes open requests also asks for every
+	// day they asked for (Request.Scope is the wider range), so no day stays unasked.
+	Asked string
 }
 
 // Register records a new request REGISTERED in its own transaction (see RegisterTx).
@@ -108,49 +98,31 @@ func (s *Store) Preview(ctx context.Context, spec Spec, now time.Time) (Registra
 		return Registration{}, err
 	}
 	var last int
-	if err := s.pool.QueryRow(ctx, `SELECT last FROM req_seqn`).Scan(&last); err != nil {
+	if err := s.pool.QueryRow(ctx, readSEQNSQL).Scan(&last); err != nil {
 		return Registration{}, fmt.Errorf("read request SEQN: %w", err)
 	}
-	r, err := s.build(spec, NextSEQN(last), now)
+	reg := Registration{Asked: spec.Scope()}
+	var err error
+	if spec.Kind == List {
+		reg.Superseded, err = collectIDs(s.pool.Query(ctx, openListSQL, s.cfg.Sender, spec.ListCode))
+	} else {
+		spec, reg.Superseded, err = s.cover(ctx, s.pool, spec, false)
+	}
 	if err != nil {
+		return Registration{}, fmt.Errorf("preview %s %s: %w", spec.Kind, reg.Asked, err)
+	}
+	if reg.Request, err = s.build(spec, NextSEQN(last), now); err != nil {
 		return Registration{}, err
-	}
-	reg := Registration{Request: r}
-	if r.Kind == List {
-		rows, err := s.pool.Query(ctx, openListSQL, r.Sender, r.Scope)
-		if err == nil {
-			reg.Superseded, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		}
-		if err != nil {
-			return Registration{}, fmt.Errorf("preview %s %s: %w", r.Kind, r.Scope, err)
-		}
-		return reg, nil
-	}
-	rows, err := s.pool.Query(ctx, dayOwnersSQL, r.Sender, r.From, r.To)
-	if err != nil {
-		return Registration{}, fmt.Errorf("preview %s %s: %w", r.Kind, r.Scope, err)
-	}
-	var id int64
-	var inside bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &inside}, func() error {
-		if inside {
-			reg.Superseded = append(reg.Superseded, id)
-		} else {
-			reg.Narrowed = append(reg.Narrowed, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return Registration{}, fmt.Errorf("preview %s %s: %w", r.Kind, r.Scope, err)
 	}
 	return reg, nil
 }
 
-// RegisterTx records a new request REGISTERED inside tx: it takes the next outbound SEQN, takes
-// over what open requests of the same sender hold (every day of an RQFD's range: an open RQFD
-// left without days is superseded, one left with some is narrowed; the list of an RQRD: the open
-// one is superseded), builds the outbound message once and stores it with the request. Nothing
-// is sent: Sender does that after the commit.
+// RegisterTx records a new request REGISTERED inside tx. It takes the next outbound SEQN, then
+// expires the open requests of the same sender it replaces (superseded, INV-25): for an RQFD
+// every open one holding a day of its range, whose days the new request asks for as well
+// (cover), so each operation day stays held by one open request and no day the AODB was asked
+// for is left unasked; for an RQRD the open one of its list. It builds the outbound message once
+// and stores it with the request. Nothing is sent: Sender does that after the commit.
 func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.Time) (Registration, error) {
 	if err := spec.Validate(); err != nil {
 		return Registration{}, err
@@ -159,18 +131,23 @@ func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.T
 	if err := tx.QueryRow(ctx, nextSEQNSQL).Scan(&seqn); err != nil {
 		return Registration{}, fmt.Errorf("take request SEQN: %w", err)
 	}
+	reg := Registration{Asked: spec.Scope()}
+	var err error
+	if spec.Kind == List {
+		reg.Superseded, err = collectIDs(tx.Query(ctx, supersedeListSQL, s.cfg.Sender, spec.ListCode, now))
+	} else {
+		var owners []int64
+		if spec, owners, err = s.cover(ctx, tx, spec, true); err != nil {
+			return Registration{}, err
+		}
+		reg.Superseded, err = collectIDs(tx.Query(ctx, supersedeDaysSQL, owners, now))
+	}
+	if err != nil {
+		return Registration{}, fmt.Errorf("register %s %s: supersede the open requests: %w", spec.Kind, reg.Asked, err)
+	}
 	r, err := s.build(spec, seqn, now)
 	if err != nil {
 		return Registration{}, err
-	}
-	var reg Registration
-	var owners []int64
-	if r.Kind == List {
-		if reg.Superseded, err = collectIDs(tx.Query(ctx, supersedeListSQL, r.Sender, r.Scope, now)); err != nil {
-			return Registration{}, fmt.Errorf("supersede open %s %s: %w", r.Kind, r.Scope, err)
-		}
-	} else if owners, err = collectIDs(tx.Query(ctx, lockDayOwnersSQL, r.Sender, r.From, r.To)); err != nil {
-		return Registration{}, fmt.Errorf("lock open %s of %s: %w", r.Kind, r.Scope, err)
 	}
 	var from, to *time.Time
 	if r.Kind == Schedule {
@@ -180,37 +157,94 @@ func (s *Store) RegisterTx(ctx context.Context, tx pgx.Tx, spec Spec, now time.T
 		r.XML, r.Origin, r.Actor, r.Reason, now).Scan(&r.ID); err != nil {
 		return Registration{}, fmt.Errorf("register %s %s: %w", r.Kind, r.Scope, err)
 	}
-	reg.Request = r
 	if r.Kind == Schedule {
-		if err := s.takeDays(ctx, tx, &reg, owners, now); err != nil {
-			return Registration{}, err
+		tag, err := tx.Exec(ctx, takeDaysSQL, r.Sender, r.From, r.To, r.ID, reg.Superseded)
+		if err != nil {
+			return Registration{}, fmt.Errorf("register %s %s: take its days: %w", r.Kind, r.Scope, err)
+		}
+		if n := spanDays(spec); tag.RowsAffected() != int64(n) {
+			return Registration{}, fmt.Errorf("register %s %s: took %d of its %d days: another open request holds the others", r.Kind, r.Scope, tag.RowsAffected(), n)
 		}
 	}
+	reg.Request = r
 	return reg, nil
 }
 
-// takeDays gives the days of the new RQFD reg.Request to it and supersedes those of owners (the
-// open requests that held some of them, locked) that kept none.
-func (s *Store) takeDays(ctx context.Context, tx pgx.Tx, reg *Registration, owners []int64, now time.Time) error {
-	r := reg.Request
-	if _, err := tx.Exec(ctx, takeDaysSQL, r.Sender, r.From, r.To, r.ID); err != nil {
-		return fmt.Errorf("register %s %s: take its days: %w", r.Kind, r.Scope, err)
-	}
-	if len(owners) == 0 {
-		return nil
-	}
-	superseded, err := collectIDs(tx.Query(ctx, supersedeDaylessSQL, owners, now))
-	if err != nil {
-		return fmt.Errorf("supersede open %s of %s: %w", r.Kind, r.Scope, err)
-	}
-	reg.Superseded = superseded
-	for _, id := range owners {
-		if !slices.Contains(superseded, id) {
-			reg.Narrowed = append(reg.Narrowed, id)
+// cover returns the RQFD spec widened over the open RQFD of the store's sender that hold any of
+// its days, and those requests: every day they asked for is inside the widened range, and no open
+// request outside them holds a day of it. A widened range longer than MaxDays is refused
+// (ErrBadSpec): the request would have to ask for more than one request may. Inside a
+// registration (lock) the requests are locked in req_id order, as the RESP guard locks them; one
+// that closed meanwhile is left out and the range is taken again from the others.
+func (s *Store) cover(ctx context.Context, q querier, spec Spec, lock bool) (Spec, []int64, error) {
+	wide := spec
+	var owners []owner
+	for {
+		var err error
+		if owners, err = readOwners(q.Query(ctx, dayOwnersSQL, s.cfg.Sender, Day(wide.From), Day(wide.To))); err != nil {
+			return Spec{}, nil, fmt.Errorf("read the open requests of %s: %w", wide.Scope(), err)
+		}
+		next := hull(spec, owners)
+		done := next.From.Equal(Day(wide.From)) && next.To.Equal(Day(wide.To))
+		if wide = next; done || spanDays(wide) > MaxDays {
+			break
 		}
 	}
-	return nil
+	if n := spanDays(wide); n > MaxDays {
+		return Spec{}, nil, fmt.Errorf("%w: RQFD %s would replace the open request(s) %v and ask for their days too, %s: %d days, at most %d; ask for the days outside them, or wait until they close",
+			ErrBadSpec, spec.Scope(), ownerIDs(owners), wide.Scope(), n, MaxDays)
+	}
+	if lock {
+		var err error
+		if owners, err = readOwners(q.Query(ctx, lockDayOwnersSQL, s.cfg.Sender, Day(wide.From), Day(wide.To))); err != nil {
+			return Spec{}, nil, fmt.Errorf("lock the open requests of %s: %w", wide.Scope(), err)
+		}
+		wide = hull(spec, owners)
+	}
+	return wide, ownerIDs(owners), nil
 }
+
+// owner is an open RQFD that holds days of a range, with the range it asked for.
+type owner struct {
+	id       int64
+	from, to time.Time
+}
+
+func ownerIDs(owners []owner) []int64 {
+	ids := make([]int64, len(owners))
+	for i, o := range owners {
+		ids[i] = o.id
+	}
+	return ids
+}
+
+func readOwners(rows pgx.Rows, err error) ([]owner, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (owner, error) {
+		var o owner
+		err := row.Scan(&o.id, &o.from, &o.to)
+		return o, err
+	})
+}
+
+// hull is spec over the smallest range holding its own days and every day owners asked for.
+func hull(spec Spec, owners []owner) Spec {
+	spec.From, spec.To = Day(spec.From), Day(spec.To)
+	for _, o := range owners {
+		if f := Day(o.from); f.Before(spec.From) {
+			spec.From = f
+		}
+		if t := Day(o.to); t.After(spec.To) {
+			spec.To = t
+		}
+	}
+	return spec
+}
+
+// spanDays is the number of operation days of an RQFD spec.
+func spanDays(spec Spec) int { return int(Day(spec.To).Sub(Day(spec.From))/(24*time.Hour)) + 1 }
 
 // Uncovered returns the parts of spec no open request of the store's sender covers: for an RQFD
 // one spec per run of consecutive days no open RQFD owns, for an RQRD spec itself unless one of
@@ -314,44 +348,38 @@ func (s *Store) ByStatus(ctx context.Context, st Status, limit int) ([]Request, 
 	return s.list(ctx, s.pool, listStatusSQL, st, limit)
 }
 
-// CandidatesTx returns the requests of kind an answer may be matched to (Match): SENT and
-// WAITING, and those superseded before their answer came, registered less than the timeout
-// before now, all locked until tx ends; and the REGISTERED ones, not locked (the guard never
-// waits for a sender holding one during its MySQL insert).
+// CandidatesTx returns the requests of kind an answer may be matched to (Match): the open ones
+// registered less than the timeout before now, so that an answer to a request past its timeout
+// changes nothing whether or not the sweep has expired it yet (Due). The SENT and WAITING ones are
+// locked until tx ends; the REGISTERED ones are not (the guard never waits for a sender holding
+// one during its MySQL insert).
 func (s *Store) CandidatesTx(ctx context.Context, tx pgx.Tx, kind Kind, now time.Time) ([]Request, error) {
-	sent, err := s.list(ctx, tx, candidatesSQL, kind, now.Add(-s.cfg.Timeout))
+	since := now.Add(-s.cfg.Timeout)
+	sent, err := s.list(ctx, tx, candidatesSQL, kind, since)
 	if err != nil {
 		return nil, err
 	}
-	registered, err := s.list(ctx, tx, registeredSQL, kind)
+	registered, err := s.list(ctx, tx, registeredSQL, kind, since)
 	if err != nil {
 		return nil, err
 	}
 	return append(sent, registered...), nil
 }
 
-// CompleteTx records the answer msgID of the matched request m inside tx, the transaction that
-// applied it: an open request is closed DONE and releases its days; a superseded one records
-// the answer and stays EXPIRED. It fails when the request no longer awaits an answer (it was
-// locked by CandidatesTx, so this means a bug).
+// CompleteTx closes the matched request m DONE with its answer msgID inside tx, the transaction
+// that applied the answer, and releases its days. It fails when the request is no longer SENT or
+// WAITING (CandidatesTx locked it, so this means a bug).
 func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, m Matched, msgID int64, now time.Time, matchKind string) error {
 	id := m.Request.ID
-	tag, err := tx.Exec(ctx, completeSQL, id, msgID, now, matchKind, m.Skew.Microseconds())
+	tag, err := tx.Exec(ctx, completeSQL, id, msgID, now, matchKind)
 	if err != nil {
 		return fmt.Errorf("close request %d: %w", id, err)
 	}
-	if tag.RowsAffected() == 1 {
-		if _, err := tx.Exec(ctx, releaseDaysSQL, id); err != nil {
-			return fmt.Errorf("close request %d: release its days: %w", id, err)
-		}
-		return nil
-	}
-	tag, err = tx.Exec(ctx, answerSupersededSQL, id, msgID, now, matchKind, m.Skew.Microseconds())
-	if err != nil {
-		return fmt.Errorf("record the answer of request %d: %w", id, err)
-	}
 	if tag.RowsAffected() != 1 {
 		return fmt.Errorf("close request %d: it awaits no answer", id)
+	}
+	if _, err := tx.Exec(ctx, releaseDaysSQL, id); err != nil {
+		return fmt.Errorf("close request %d: release its days: %w", id, err)
 	}
 	return nil
 }
@@ -468,11 +496,9 @@ func collect(rows pgx.Rows) ([]Request, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Request, error) {
 		var r Request
 		var from, to, dttm, sent, waiting, closed *time.Time
-		var skewMicros int64
 		err := row.Scan(&r.ID, &r.Kind, &r.Scope, &from, &to, &r.Status, &r.Origin, &r.Actor,
 			&r.Reason, &r.Sender, &r.RoutingID, &r.SEQN, &dttm, &r.XML,
-			&r.RegisteredAt, &sent, &waiting, &closed, &r.OutMsgID, &r.ResponseID, &r.CloseReason, &r.MatchKind, &skewMicros)
-		r.MatchSkew = time.Duration(skewMicros) * time.Microsecond
+			&r.RegisteredAt, &sent, &waiting, &closed, &r.OutMsgID, &r.ResponseID, &r.CloseReason, &r.MatchKind)
 		r.From, r.To, r.DTTM = deref(from), deref(to), deref(dttm)
 		r.SentAt, r.WaitingAt, r.ClosedAt = deref(sent), deref(waiting), deref(closed)
 		return r, err

@@ -17,6 +17,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
@@ -53,8 +54,10 @@ func setup(t *testing.T) *bundle {
 	b.box, err = mailbox.Open(b.mb.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.box.Close()) })
-	b.store, err = request.NewStore(b.pg.Pool, request.Config{SweepInterval: time.Second, Sender: "MSGX", RoutingID: "AODBREQ", Timeout: 30 * time.Minute,
-		ClockSkew: 5 * time.Second, Location: shanghai})
+	cfg := request.Config{}
+	envconf.Defaults(&cfg) // the binaries' defaults, then what the tests rely on
+	cfg.SweepInterval, cfg.RoutingID, cfg.Timeout, cfg.Location = time.Second, "AODBREQ", 30*time.Minute, shanghai
+	b.store, err = request.NewStore(b.pg.Pool, cfg)
 	require.NoError(t, err)
 	b.sender, err = request.NewSender(b.store, b.box, b.clock, false)
 	require.NoError(t, err)
@@ -322,11 +325,13 @@ func TestSweepSendsNothingInShadowMode(t *testing.T) {
 func TestPreviewWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	first, err := b.store.Register(ctx, days(2, 2), b.clock.Now())
+	first, err := b.store.Register(ctx, days(2, 3), b.clock.Now())
 	require.NoError(t, err)
 	prev, err := b.store.Preview(ctx, days(2, 2), b.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, []int64{first.Request.ID}, prev.Superseded)
+	require.Equal(t, "2026-12-02..2026-12-02", prev.Asked)
+	require.Equal(t, "2026-12-02..2026-12-03", prev.Request.Scope, "it would ask for the days of the request it expires too")
 	require.Equal(t, 2, prev.Request.SEQN)
 	require.True(t, strings.Contains(prev.Request.XML, "<SEQN>000002</SEQN>"))
 	open, err := b.store.ListOpen(ctx)
@@ -336,4 +341,37 @@ func TestPreviewWritesNothing(t *testing.T) {
 	var last int
 	require.NoError(t, b.pg.Pool.QueryRow(ctx, `SELECT last FROM req_seqn`).Scan(&last))
 	require.Equal(t, 1, last, "the dry run takes no SEQN")
+}
+
+// Requests narrowed by an earlier msgx (an older request left open over its range while a newer
+// one took some of its days) are replaced whole: a registration over any of their days expires
+// every request so linked and asks for every day they asked for.
+func TestRegisterReplacesRequestsNarrowedBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	older, err := b.store.Register(ctx, days(2, 3), b.clock.Now())
+	require.NoError(t, err)
+	newer, err := b.store.Register(ctx, days(9, 11), b.clock.Now())
+	require.NoError(t, err)
+	// What the narrowing left: the newer request asked for 3..5 December and holds them, the
+	// older one holds 2 December only.
+	_, err = b.pg.Pool.Exec(ctx, `UPDATE req_track SET scope = '2026-12-03..2026-12-05', scope_from = '2026-12-03',
+		scope_to = '2026-12-05' WHERE req_id = $1`, newer.Request.ID)
+	require.NoError(t, err)
+	_, err = b.pg.Pool.Exec(ctx, `DELETE FROM req_open_day WHERE req_id = $1 OR operation_day = '2026-12-03'`, newer.Request.ID)
+	require.NoError(t, err)
+	_, err = b.pg.Pool.Exec(ctx, `INSERT INTO req_open_day (req_type, sender, operation_day, req_id)
+		SELECT 'RQFD', 'MSGX', d::date, $1 FROM generate_series('2026-12-03'::date, '2026-12-05', interval '1 day') d`, newer.Request.ID)
+	require.NoError(t, err)
+
+	reg, err := b.store.Register(ctx, days(2, 2), b.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, []int64{older.Request.ID, newer.Request.ID}, reg.Superseded)
+	require.Equal(t, "2026-12-02..2026-12-05", reg.Request.Scope)
+	var held int
+	require.NoError(t, b.pg.Pool.QueryRow(ctx, `SELECT count(*) FROM req_open_day WHERE req_id = $1`, reg.Request.ID).Scan(&held))
+	require.Equal(t, 4, held, "it holds every day of its range")
+	open, err := b.store.ListOpen(ctx)
+	require.NoError(t, err)
+	require.Len(t, open, 1)
 }

@@ -158,7 +158,7 @@ type Composition interface {
 	Validate() error
 }
 
-// d3Overrides are variables someone might set to weaken producer rule D3. They do not exist:
+// d3Overrides are variables someone might set to weaken producer rule D3b. They do not exist:
 // setting any of them is refused by every binary, so nobody believes they took effect.
 var d3Overrides = []string{
 	"MSGX_KAFKA_ACKS", "MSGX_KAFKA_IDEMPOTENT", "MSGX_KAFKA_MAX_OPEN_REQUESTS",
@@ -168,7 +168,8 @@ var d3Overrides = []string{
 // removed are variables that no longer exist, with what to do instead: setting one is refused,
 // so nobody believes it took effect.
 var removed = map[string]string{
-	"MSGX_KAFKA_INPROCESS": "the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address",
+	"MSGX_KAFKA_INPROCESS":    "the development broker runs as its own process (cmd/devbroker): set MSGX_KAFKA_BROKERS to its address",
+	"MSGX_REQUEST_CLOCK_SKEW": "an answer whose DTTM lies before its request's sent time is refused (docs/requests.md): unset it, and keep the AODB's clock synchronised",
 }
 
 // Load reads the environment into a new C (the binary's composition) for role and validates
@@ -184,7 +185,7 @@ func Load[C any, P interface {
 	errs := []error{envconf.Process(&cfg)}
 	for _, name := range d3Overrides {
 		if _, ok := os.LookupEnv(name); ok {
-			errs = append(errs, fmt.Errorf("%s: producer rule D3 (idempotent, acks=all, one request in flight) is not configurable; unset it", name))
+			errs = append(errs, fmt.Errorf("%s: producer rule D3b (idempotent, transactional, acks=all, one request in flight) is not configurable; unset it", name))
 		}
 	}
 	for name, instead := range removed {

@@ -56,15 +56,17 @@ func TestLoadGivesTheRoleItsHTTPAddrAndValidatesEveryPart(t *testing.T) {
 	}, strings.Split(err.Error(), "\n"))
 }
 
-// The variables that weaken producer rule D3 and the removed ones are refused by every binary,
+// The variables that weaken producer rule D3b and the removed ones are refused by every binary,
 // whether or not it runs Kafka.
 func TestLoadRefusesD3OverridesAndRemovedVariables(t *testing.T) {
 	t.Setenv("MSGX_KAFKA_ACKS", "1")
 	t.Setenv("MSGX_KAFKA_INPROCESS", "true")
+	t.Setenv("MSGX_REQUEST_CLOCK_SKEW", "5s")
 	_, err := settings.Load[composition](settings.RoleIngest)
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "MSGX_KAFKA_ACKS: producer rule D3")
+	require.Contains(t, err.Error(), "MSGX_KAFKA_ACKS: producer rule D3b")
 	require.Contains(t, err.Error(), "MSGX_KAFKA_INPROCESS: removed;")
+	require.Contains(t, err.Error(), "MSGX_REQUEST_CLOCK_SKEW: removed; an answer whose DTTM lies before its request's sent time is refused")
 }
 
 func TestValuesRedactsSecrets(t *testing.T) {
