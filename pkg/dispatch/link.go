@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,13 +20,18 @@ import (
 // breaks rule D3b. The binary exits with code 2.
 var ErrRefused = errors.New("refusing to start")
 
+// errTermStarting is the readiness answer of a term that has not yet dialled and checked the
+// topics.
+var errTermStarting = errors.New("kafka: the leader's term is starting (dial, lease check, topic check)")
+
 // ErrNoProducer answers every record sent between leadership terms.
 var ErrNoProducer = errors.New("kafka producer not connected")
 
 // Producer is the Kafka producer of one leadership term: kafka.Producer in production.
 type Producer interface {
 	Sender
-	// CheckTopics describes the configured topics (kafka.ErrTopicMissing when one is absent).
+	// CheckTopics describes the configured topics (kafka.ErrTopicMissing when one is absent,
+	// kafka.ErrTopicNotCompacted when the state topic is not compacted).
 	CheckTopics(ctx context.Context) ([]kafka.TopicInfo, error)
 	Close() error
 }
@@ -89,19 +93,15 @@ type Link struct {
 func (l *Link) Describe(ch chan<- *prometheus.Desc) { l.unusable.Describe(ch) }
 func (l *Link) Collect(ch chan<- prometheus.Metric) { l.unusable.Collect(ch) }
 
-// noteTopics records a topic check's outcome in msgx_kafka_topic_unusable. A check that failed
-// for another reason (no broker answered) leaves the gauges as they were.
-func (l *Link) noteTopics(err error) {
-	if err != nil && !kafka.Unusable(err) {
-		return
+// noteTopics records a topic check's outcome in msgx_kafka_topic_unusable: 1 for a topic it
+// refused, 0 for one it found usable; a topic it could not decide (no broker answered) keeps its
+// value.
+func (l *Link) noteTopics(infos []kafka.TopicInfo, err error) {
+	for _, t := range kafka.UnusableTopics(err) {
+		l.unusable.WithLabelValues(t).Set(1)
 	}
-	bad := kafka.UnusableTopics(err)
-	for _, t := range l.cfg.Topics() {
-		v := 0.0
-		if slices.Contains(bad, t) {
-			v = 1
-		}
-		l.unusable.WithLabelValues(t).Set(v)
+	for _, in := range infos {
+		l.unusable.WithLabelValues(in.Name).Set(0)
 	}
 }
 
@@ -153,6 +153,10 @@ func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work
 }
 
 func (l *Link) term(ctx context.Context, leads func(context.Context) error, work func(context.Context) error) error {
+	// Not ready until this term can produce: dialled, still leading, the topics usable.
+	l.setDown(errTermStarting)
+	// The gauges are the leader's: a term that ends leaves no verdict behind.
+	defer l.unusable.Reset()
 	var p Producer
 	ok, err := l.attempt(ctx, "kafka not reachable", func() error {
 		var err error
@@ -176,7 +180,7 @@ func (l *Link) term(ctx context.Context, leads func(context.Context) error, work
 	ok, err = l.attempt(ctx, "kafka topic check failed", func() error {
 		var err error
 		infos, err = p.CheckTopics(ctx)
-		l.noteTopics(err)
+		l.noteTopics(infos, err)
 		return err
 	})
 	if !ok {

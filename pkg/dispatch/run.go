@@ -59,12 +59,17 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	return err
 }
 
+// errTailNotRead is the readiness answer of a term whose tail read has not finished yet.
+var errTailNotRead = errors.New("the topics' tail is not read yet: nothing is sent until it is")
+
 // readTailUntilDone runs ReadTail until it succeeds, backing off after each failure (Kafka or
 // the database unavailable, or a stray old primary: nothing is sent meanwhile). It reports false
 // when ctx ended first.
 func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) bool {
 	defer lease.Stopped("tail")
 	defer d.tailErr.Store(nil)
+	notYet := errTailNotRead
+	d.tailErr.Store(&notYet)
 	pause := time.Duration(0)
 	for {
 		lease.Tick("tail")

@@ -2,10 +2,14 @@ package dispatch_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -153,4 +157,39 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Col
 	}
 	t.Fatalf("no metric %s", name)
 	return nil
+}
+
+// TestReadyFailsWhileTheTailIsNotRead: a leader whose term cannot read the topics' tail (here a
+// principal without Read on the topics) sends nothing, so it is not ready, from the term's start
+// until the read succeeds; between terms the check says nothing.
+func TestReadyFailsWhileTheTailIsNotRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	var denied atomic.Bool
+	denied.Store(true)
+	d, err := dispatch.New(dispatch.Config{
+		Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
+		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
+			if denied.Load() {
+				return fmt.Errorf("kafka read %s/0: %w", topic, sarama.ErrTopicAuthorizationFailed)
+			}
+			return nil
+		},
+	}, b.store, b.sender, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+	require.NoError(t, err)
+	require.NoError(t, d.Ready(context.Background()), "no term: nothing to say")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, b.lease) }()
+	require.Eventually(t, func() bool {
+		err := d.Ready(ctx)
+		return err != nil && strings.Contains(err.Error(), "not authorized")
+	}, 10*time.Second, 10*time.Millisecond, "not ready, with the reason")
+	denied.Store(false)
+	require.Eventually(t, func() bool { return d.Ready(ctx) == nil }, 10*time.Second, 10*time.Millisecond, "ready once the tail is read")
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, d.Ready(context.Background()))
 }

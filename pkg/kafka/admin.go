@@ -47,7 +47,10 @@ type TopicError struct {
 	Err   error
 }
 
+// Error is the finding's message.
 func (e *TopicError) Error() string { return e.Err.Error() }
+
+// Unwrap gives ErrTopicMissing, ErrTopicNotCompacted or the cluster's error.
 func (e *TopicError) Unwrap() error { return e.Err }
 
 // UnusableTopics lists the topics err finds unusable (see Unusable), in the order found.

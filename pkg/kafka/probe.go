@@ -146,7 +146,9 @@ func askMetadata(sc *sarama.Config, addr string, topics []string) ([]string, err
 	}
 	defer func() { _ = b.Close() }()
 	req := sarama.NewMetadataRequest(sc.Version, topics)
-	req.AllowAutoTopicCreation = false // explicit: a metadata request below version 4 lets the broker create them
+	// The configured version (at least 2.1: metadata v7), whose request says whether the broker
+	// may create a topic: it may not. Metadata below v4 lets a broker with auto-create make them.
+	req.AllowAutoTopicCreation = false
 	resp, err := b.GetMetadata(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)

@@ -41,8 +41,8 @@ var DefaultHTTPAddr = map[Role]string{
 }
 
 // ShadowMode is shadow mode: msgx runs beside the legacy consumer and writes nothing to the
-// AODB's MySQL. The mailbox stages read it with their mailbox settings; the console and msgxctl,
-// which never connect to MySQL, read it alone.
+// AODB's MySQL. The mailbox stages (and msgxctl) read it with their mailbox settings; the
+// console, which never connects to MySQL, reads it alone.
 type ShadowMode struct {
 	Shadow bool `envconfig:"MSGX_SHADOW" default:"false" desc:"shadow mode: write nothing to MySQL (no markers, no compat inserts, no requests)"`
 }
