@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/cmdline"
@@ -15,6 +16,9 @@ import (
 )
 
 func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	if err := cfg.PGRefusals(); err != nil {
+		return nil, badConfiguration("PostgreSQL", err)
+	}
 	pool, err := pgxpool.New(ctx, cfg.PGURL)
 	if err != nil {
 		return nil, fmt.Errorf("connect PostgreSQL: %w", err)
@@ -65,4 +69,17 @@ func defaultActor() string {
 		return u.Username + "@" + h
 	}
 	return "unknown"
+}
+
+// connectPG opens one PostgreSQL connection to MSGX_PG_URL (migrate, roles apply), refusing
+// what production refuses first.
+func connectPG(ctx context.Context, cfg config.Config) (*pgx.Conn, error) {
+	if err := cfg.PGRefusals(); err != nil {
+		return nil, badConfiguration("PostgreSQL", err)
+	}
+	conn, err := pgx.Connect(ctx, cfg.PGURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect PostgreSQL: %w", err)
+	}
+	return conn, nil
 }

@@ -50,6 +50,9 @@ func kafkaCmd(ctx context.Context, cfg config.Config, args []string, out io.Writ
 	if *timeout <= 0 {
 		return fs.Usagef("--timeout must be positive, got %s", *timeout)
 	}
+	if err := cfg.KafkaRefusals(); err != nil {
+		return badConfiguration("kafka verify", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	pool, err := openPool(ctx, cfg)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/migrate"
 )
@@ -23,9 +21,9 @@ func migrateCmd(ctx context.Context, cfg config.Config, args []string, out io.Wr
 	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, cfg.PGURL)
+	conn, err := connectPG(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("connect PostgreSQL: %w", err)
+		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	applied, err := migrate.Up(ctx, conn)

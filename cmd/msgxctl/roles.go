@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/roles"
@@ -107,9 +105,9 @@ func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, loo
 }
 
 func applyPG(ctx context.Context, cfg config.Config, schema, prefix string, lookup func(string) (string, bool)) (pgRoles, error) {
-	conn, err := pgx.Connect(ctx, cfg.PGURL)
+	conn, err := connectPG(ctx, cfg)
 	if err != nil {
-		return pgRoles{}, fmt.Errorf("connect PostgreSQL: %w", err)
+		return pgRoles{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	rep, err := roles.ApplyPG(ctx, conn, roles.PGOptions{Schema: schema, Prefix: prefix, Passwords: passwords(roles.PGRoles, pgPasswordEnv, lookup)})

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -70,4 +71,31 @@ func TestRolesApply(t *testing.T) {
 	require.NotContains(t, out.String(), "created role", "the second run creates nothing")
 
 	require.Error(t, rolesCmd(ctx, cfg, []string{"drop"}, &out, lookup))
+}
+
+// In production msgxctl reads an environment without a mailbox DSN or Kafka TLS (the migration
+// Job and msgxctl.sh never connect to MySQL; the DBA's roles apply --mysql never to Kafka); the
+// commands that do connect refuse what production refuses before they connect.
+func TestProductionMailboxRefusalOnlyWhereMySQLIsUsed(t *testing.T) {
+	t.Setenv("MSGX_ENV", "production")
+	t.Setenv("MSGX_PG_URL", "postgres://msgx_admin:pw@db.example:5432/msgx?sslmode=verify-full&sslrootcert=/etc/msgx/tls/pg-ca.crt")
+	cfg, err := config.LoadTool()
+	require.NoError(t, err, "no MSGX_MYSQL_DSN, no Kafka TLS: the commands that need neither run")
+	require.NoError(t, cfg.PGRefusals())
+	require.ErrorContains(t, cfg.KafkaRefusals(), "MSGX_KAFKA_TLS: production requires TLS", "kafka verify refuses them")
+	_, err = config.Load(settings.RoleJobs)
+	require.ErrorContains(t, err, "MSGX_MYSQL_DSN: production requires TLS", "the mailbox stages' composition still refuses it")
+
+	var out bytes.Buffer
+	err = rolesCmd(context.Background(), cfg, []string{"apply", "--pg=false", "--mysql"}, &out, func(string) (string, bool) { return "", false })
+	require.ErrorContains(t, err, "MSGX_MYSQL_DSN: production requires TLS with a verified server")
+
+	// The DBA's mailbox step sets no PostgreSQL URL; a command that connects to PostgreSQL
+	// refuses the default's plaintext before it connects.
+	t.Setenv("MSGX_PG_URL", "")
+	os.Unsetenv("MSGX_PG_URL")
+	cfg, err = config.LoadTool()
+	require.NoError(t, err)
+	err = migrateCmd(context.Background(), cfg, nil, &out)
+	require.ErrorContains(t, err, "MSGX_PG_URL: production requires sslmode=verify-full")
 }

@@ -17,18 +17,21 @@ if [ "${1:-}" = "-n" ]; then ns=$2; shift 2; fi
 jobs=$(kubectl -n "$ns" get deploy msgx-jobs -o json)
 mechanism=$(kubectl -n "$ns" get deploy msgx-dispatcher -o json |
   python3 -c 'import json,sys; c=json.load(sys.stdin)["spec"]["template"]["spec"]["containers"][0]; print(next((e.get("value","") for e in c.get("env",[]) if e["name"]=="MSGX_KAFKA_SASL_MECHANISM"), ""))')
-case "$1" in
+# The command is the first argument that is not msgxctl's global flag --json.
+cmd=$1
+for a in "$@"; do case "$a" in --json|-json|--json=*|-json=*) ;; *) cmd=$a; break ;; esac; done
+case "$cmd" in
   status|show) want=msgx-pg-reader ;;
   *) want=msgx-pg-admin ;;
 esac
 admin=$(kubectl -n "$ns" get secret -o name | sed -n "s|^secret/\\($want.*\\)|\\1|p" | head -1)
-overrides=$(JOBS="$jobs" SECRET="${admin:-$want}" MECHANISM="$mechanism" python3 - "$@" <<'PY'
+overrides=$(JOBS="$jobs" SECRET="${admin:-$want}" MECHANISM="$mechanism" COMMAND="$cmd" python3 - "$@" <<'PY'
 import json, os, sys
 args = sys.argv[1:]
 pod = json.loads(os.environ["JOBS"])["spec"]["template"]["spec"]
 jobs = pod["containers"][0]
 env = [{"name": "MSGX_PG_URL", "valueFrom": {"secretKeyRef": {"name": os.environ["SECRET"], "key": "url"}}}]
-if args[0] == "kafka" and os.environ["MECHANISM"]:
+if os.environ["COMMAND"] == "kafka" and os.environ["MECHANISM"]:
     env.append({"name": "MSGX_KAFKA_SASL_MECHANISM", "value": os.environ["MECHANISM"]})
     for var, key in (("MSGX_KAFKA_SASL_USER", "sasl-user"), ("MSGX_KAFKA_SASL_PASSWORD", "sasl-password")):
         env.append({"name": var, "valueFrom": {"secretKeyRef": {"name": "msgx-kafka-reader", "key": key}}})

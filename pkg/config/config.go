@@ -57,26 +57,37 @@ func Load(role settings.Role) (Config, error) {
 // Validate checks every value and returns one line per bad one; in production also every
 // refusal (docs/security.md) but the console's and the API's, which are only theirs to refuse
 // (Load adds the API's for ingest).
-func (c Config) Validate() error { return c.validate(c.Mailbox) }
+func (c Config) Validate() error { return c.validate(c.Mailbox, c.Kafka) }
 
-// validate is Validate with the mailbox part given (its production refusals, or not).
-func (c Config) validate(mailbox settings.Part) error {
+// validate is Validate with the mailbox and Kafka parts given (their production refusals, or
+// not).
+func (c Config) validate(mailbox, kafka settings.Part) error {
 	jc := c.Jobs // its own settings; derived values follow from settings checked here
 	jc.Location = c.Location()
 	return settings.Check(c.Process, c.Leader, mailbox, c.Retry, c.Ingest, c.Compat,
-		settings.ValidateOnly(c.API), c.Processor, c.Kafka, c.Dispatch, jc, c.RequestConfig(), c.TriggerConfig(),
+		settings.ValidateOnly(c.API), c.Processor, kafka, c.Dispatch, jc, c.RequestConfig(), c.TriggerConfig(),
 		settings.ValidateOnly(c.Console), settings.Refusal(c.Compat.ShadowRefusal(c.Mailbox.Shadow)))
 }
 
-// tool is msgxctl's composition: every part, as Config, but the mailbox connection's production
-// refusals are left to the command that connects to MySQL (MailboxRefusals): msgxctl's pods
-// (the migration Job, deploy/k8s/msgxctl.sh) have no mailbox DSN.
+// tool is msgxctl's composition: every part, as Config, but the production refusals of its
+// connections are left to the command that opens one (PGRefusals, MailboxRefusals,
+// KafkaRefusals): the migration Job and deploy/k8s/msgxctl.sh's pods have no mailbox DSN, and
+// the DBA's roles apply --pg=false --mysql neither a PostgreSQL URL nor Kafka settings.
 type tool struct{ Config }
 
-func (c tool) Validate() error { return c.validate(settings.ValidateOnly(c.Mailbox)) }
+func (c tool) Validate() error {
+	// Every value is checked; production's refusals are the connections', checked where each is
+	// opened (PGRefusals, MailboxRefusals, KafkaRefusals): the settings of the stages msgxctl
+	// carries are theirs to refuse.
+	p := c.Process
+	p.Env = "development"
+	c.Process = p
+	return c.validate(c.Mailbox, c.Kafka)
+}
 
-// LoadTool is Load for msgxctl (the jobs role's defaults), without the mailbox connection's
-// production refusals: a command that connects to MySQL checks MailboxRefusals first.
+// LoadTool is Load for msgxctl (the jobs role's defaults), without the production refusals of
+// its connections: a command checks PGRefusals, MailboxRefusals or KafkaRefusals before it
+// opens one.
 func LoadTool() (Config, error) {
 	cfg, err := settings.Load[tool](settings.RoleJobs)
 	return cfg.Config, err
@@ -92,4 +103,22 @@ func (c Config) MailboxRefusals() error {
 		return nil
 	}
 	return c.Mailbox.ProductionRefusals()
+}
+
+// KafkaRefusals are the Kafka settings production refuses (none outside production), for a
+// command that connects to the brokers.
+func (c Config) KafkaRefusals() error {
+	if !c.Production() {
+		return nil
+	}
+	return c.Kafka.ProductionRefusals()
+}
+
+// PGRefusals are the PostgreSQL connection's settings production refuses (none outside
+// production), for a command that connects to PostgreSQL.
+func (c Config) PGRefusals() error {
+	if !c.Production() {
+		return nil
+	}
+	return c.Process.ProductionRefusals()
 }

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -51,8 +52,8 @@ type Var struct {
 	// FromConfigMap or FromSecret name the object of a reference, Key its key.
 	FromConfigMap, FromSecret, Key string
 	Optional                       bool
-	// Resource is a resourceFieldRef (e.g. limits.memory).
-	Resource string
+	// Resource is a resourceFieldRef (e.g. limits.memory), Divisor its divisor ("": 1).
+	Resource, Divisor string
 }
 
 // Mount is a Secret mounted as files: each key at Path/Items[key].
@@ -157,6 +158,9 @@ func env(c corev1.Container) []Var {
 				v.FromConfigMap, v.Key, v.Optional = s.ConfigMapKeyRef.Name, s.ConfigMapKeyRef.Key, s.ConfigMapKeyRef.Optional != nil && *s.ConfigMapKeyRef.Optional
 			case s.ResourceFieldRef != nil:
 				v.Resource = s.ResourceFieldRef.Resource
+				if d := s.ResourceFieldRef.Divisor; !d.IsZero() {
+					v.Divisor = d.String()
+				}
 			}
 		}
 		vars = append(vars, v)
@@ -185,8 +189,15 @@ type Secrets map[string]map[string]string
 
 // Environ resolves the container's environment as the kubelet does: ConfigMap and Secret
 // references (a missing object or key that is not optional is an error naming it: the pod
-// would not start), limits.memory in bytes. It returns NAME=value lines, sorted.
+// would not start), limits.memory in bytes. It returns NAME=value lines, sorted. What the
+// manifests do not use is refused rather than resolved differently from the kubelet: $(VAR)
+// expansion, a divisor, a resource without its limit.
 func (r *Release) Environ(c Container, secrets Secrets) ([]string, error) {
+	for _, a := range c.Command {
+		if strings.Contains(a, "$(") {
+			return nil, fmt.Errorf("%s/%s: $(VAR) expansion in the command is not rehearsed", c.Workload, c.Name)
+		}
+	}
 	out := map[string]string{}
 	for _, v := range c.Env {
 		switch {
@@ -218,10 +229,12 @@ func (r *Release) Environ(c Container, secrets Secrets) ([]string, error) {
 			if ok {
 				out[v.Name] = val
 			}
-		case v.Resource == "limits.memory":
+		case v.Resource == "limits.memory" && v.Divisor == "" && c.MemoryLimit > 0:
 			out[v.Name] = fmt.Sprint(c.MemoryLimit)
 		case v.Resource != "":
-			return nil, fmt.Errorf("%s/%s: %s: resourceFieldRef %s is not rehearsed", c.Workload, c.Name, v.Name, v.Resource)
+			return nil, fmt.Errorf("%s/%s: %s: resourceFieldRef %s (divisor %q, limit %d) is not rehearsed", c.Workload, c.Name, v.Name, v.Resource, v.Divisor, c.MemoryLimit)
+		case strings.Contains(v.Value, "$("):
+			return nil, fmt.Errorf("%s/%s: %s: $(VAR) expansion is not rehearsed", c.Workload, c.Name, v.Name)
 		default:
 			out[v.Name] = v.Value
 		}
@@ -242,7 +255,14 @@ func (c Container) Files(secrets Secrets) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s/%s: mounted Secret %s does not exist", c.Workload, c.Name, m.Secret)
 		}
-		for key, path := range m.Items {
+		items := m.Items
+		if len(items) == 0 { // no items: every key, as a file of its name
+			items = map[string]string{}
+			for key := range data {
+				items[key] = key
+			}
+		}
+		for key, path := range items {
 			val, ok := data[key]
 			if !ok {
 				return nil, fmt.Errorf("%s/%s: mounted Secret %s has no key %s", c.Workload, c.Name, m.Secret, key)

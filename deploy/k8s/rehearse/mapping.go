@@ -20,18 +20,20 @@ func (m Mapping) With(more map[string]string) Mapping {
 	return out
 }
 
-// Apply replaces, in every NAME=value line's value, each key of m by its stand-in (the longest
-// key first, so a path's prefix never cuts a longer one).
+// Apply replaces, in every NAME=value line's value, each key of m by its stand-in, in one pass
+// (a stand-in is never replaced again; where keys overlap, the longest wins).
 func (m Mapping) Apply(lines []string) []string {
 	keys := slices.Collect(maps.Keys(m))
 	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, k := range keys {
+		pairs = append(pairs, k, m[k])
+	}
+	rep := strings.NewReplacer(pairs...)
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		name, value, _ := strings.Cut(l, "=")
-		for _, k := range keys {
-			value = strings.ReplaceAll(value, k, m[k])
-		}
-		out[i] = name + "=" + value
+		out[i] = name + "=" + rep.Replace(value)
 	}
 	return out
 }

@@ -29,21 +29,33 @@ type proc struct {
 // start runs argv with exactly env (nothing inherited), its output in logDir/name.log.
 func start(t *testing.T, logDir, name string, argv, env []string) *proc {
 	t.Helper()
+	p, err := launch(logDir, name, argv, env)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.stop(20 * time.Second) })
+	return p
+}
+
+// launch is start without a test: safe in any goroutine; the caller stops the process.
+func launch(logDir, name string, argv, env []string) (*proc, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.Create(logPath)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start(), "start %s", name)
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
 	p := &proc{name: name, cmd: cmd, log: logPath, env: env, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = f.Close()
 		close(p.done)
 	}()
-	t.Cleanup(func() { p.stop(20 * time.Second) })
-	return p
+	return p, nil
 }
 
 // exited reports whether the process has ended.
@@ -56,7 +68,7 @@ func (p *proc) exited() bool {
 	}
 }
 
-// stop sends SIGTERM (a pod's shutdown) and kills after grace.
+// stop sends SIGTERM and kills after grace (the kubelet's shutdown after the preStop hook).
 func (p *proc) stop(grace time.Duration) {
 	if p.exited() {
 		return
@@ -104,12 +116,17 @@ func run(t *testing.T, what string, argv, env []string) string {
 // exits meanwhile fails the test with its own last lines.
 func waitReady(t *testing.T, p *proc, timeout time.Duration) {
 	t.Helper()
+	require.NoError(t, ready(p, timeout))
+}
+
+// ready is waitReady's wait, safe in any goroutine: nil once /readyz answers 200, else why not.
+func ready(p *proc, timeout time.Duration) error {
 	url := "http://" + p.getenv("MSGX_HTTP_ADDR") + "/readyz"
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
 		if p.exited() {
-			require.FailNowf(t, "refused", "%s exited (%v) with the environment its manifest gives it:\n%s", p.name, p.err, p.tail(20))
+			return fmt.Errorf("%s exited (%v) with the environment its manifest gives it:\n%s", p.name, p.err, p.tail(20))
 		}
 		resp, err := http.Get(url)
 		if err == nil {
@@ -118,13 +135,13 @@ func waitReady(t *testing.T, p *proc, timeout time.Duration) {
 			resp.Body.Close()
 			last = fmt.Sprintf("%d %s", resp.StatusCode, b[:n])
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		} else {
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			require.FailNowf(t, "not ready", "%s not ready within %s (last /readyz: %s):\n%s", p.name, timeout, last, p.tail(20))
+			return fmt.Errorf("%s not ready within %s (last /readyz: %s):\n%s", p.name, timeout, last, p.tail(20))
 		}
 		select {
 		case <-p.done:

@@ -275,16 +275,13 @@ func (r *rehearsal) rollOut(shim func([]string) []string) {
 	r.t.Logf("rolled out: %d processes ready", len(r.running()))
 }
 
-// restart replaces every process, one at a time in rollout.sh's order, as a rollout with the
-// manifests' strategy does (maxSurge 1, maxUnavailable 0): a new replica with the same
-// environment is started and waited for, then the old one is stopped as the kubelet stops it
-// (SIGTERM). Each role's new leader starts its term (the dispatcher's reads what the topics took
-// since its last commit).
+// restart replaces every replica as a rollout of the same release does: rollout.sh applies every
+// Deployment at once, so they all roll at the same time, each pod by pod with the manifests'
+// strategy (maxSurge 1, maxUnavailable 0: rollDeployments). Each role's new leader starts its
+// term (the dispatcher's reads what the topics took since its last commit).
 func (r *rehearsal) restart() {
-	for i, p := range r.running() {
-		r.setProc(i, r.replace(p, p.name+"-restarted", p.cmd.Args, r.relisten(p.env)))
-	}
-	r.t.Logf("restarted: %d processes replaced one at a time and ready", len(r.running()))
+	r.rollDeployments(func(p *proc) ([]string, []string) { return p.cmd.Args, r.relisten(p.env) }, "restarted")
+	r.t.Logf("restarted: %d processes replaced, every Deployment at once, pod by pod", len(r.running()))
 }
 
 // listenPorts are the container ports the manifests listen on (MSGX_HTTP_ADDR, MSGX_API_ADDR,
@@ -312,13 +309,53 @@ func (r *rehearsal) relisten(env []string) []string {
 	return out
 }
 
-// replace starts the replica that replaces p, waits until it is ready, then stops p within
-// terminationGracePeriodSeconds.
-func (r *rehearsal) replace(p *proc, name string, argv, env []string) *proc {
-	np := start(r.t, r.scratch, name, argv, env)
-	waitReady(r.t, np, 2*time.Minute)
-	p.stop(40 * time.Second)
-	return np
+// preStop is the manifests' preStop sleep: the kubelet waits it before SIGTERM.
+const preStop = 5 * time.Second
+
+// rollDeployments replaces every replica, the Deployments at once and each pod by pod: the
+// replacement (next gives its command and environment) is started and waited for, joins the
+// running replicas, then the old one gets the preStop sleep, SIGTERM and at most
+// terminationGracePeriodSeconds, and leaves them.
+func (r *rehearsal) rollDeployments(next func(old *proc) (argv, env []string), tag string) {
+	type step struct {
+		old       *proc
+		argv, env []string
+	}
+	byWorkload := map[string][]step{}
+	for _, p := range r.running() { // every replacement's command and environment, made here
+		argv, env := next(p)
+		w := workloadOf(p.name)
+		byWorkload[w] = append(byWorkload[w], step{p, argv, env})
+	}
+	errs := make(chan error, len(byWorkload))
+	for w, steps := range byWorkload {
+		go func() {
+			for i, s := range steps {
+				np, err := launch(r.scratch, fmt.Sprintf("%s-%d-%s", w, i, tag), s.argv, s.env)
+				if err == nil {
+					r.setProc(-1, np) // before the old one stops: a watcher sees both
+					err = ready(np, 2*time.Minute)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(preStop) // the kubelet's preStop hook, not a wait for a condition
+				s.old.stop(40 * time.Second)
+				r.dropProc(s.old)
+			}
+			errs <- nil
+		}()
+	}
+	for range byWorkload {
+		require.NoError(r.t, <-errs)
+	}
+}
+
+// workloadOf is the Deployment a replica's name starts with (msgx-ingest-0-… → msgx-ingest).
+func workloadOf(name string) string {
+	parts := strings.SplitN(name, "-", 3)
+	return parts[0] + "-" + parts[1]
 }
 
 // running are the running replicas.
@@ -337,6 +374,13 @@ func (r *rehearsal) setProc(i int, p *proc) {
 		return
 	}
 	r.procs[i] = p
+}
+
+// dropProc removes a replica that has stopped.
+func (r *rehearsal) dropProc(p *proc) {
+	r.procsMu.Lock()
+	defer r.procsMu.Unlock()
+	r.procs = slices.DeleteFunc(r.procs, func(q *proc) bool { return q == p })
 }
 
 // proc is the first replica of a Deployment.

@@ -17,7 +17,8 @@ import (
 	"github.com/msgx/msgx/pkg/dev/tlsenv"
 )
 
-// The topics of the production overlay (the defaults of MSGX_KAFKA_TOPIC_*).
+// The topics msgx publishes to: the base ConfigMap sets no MSGX_KAFKA_TOPIC_*, so they are the
+// settings' defaults (docs/configuration.md).
 const (
 	topicChanges = "msgx.flight.changes"
 	topicState   = "msgx.flight.state"
@@ -83,10 +84,11 @@ func (s *servers) createDatabase(t *testing.T, ownerPassword string) {
 }
 
 // mailboxUsers is install step 3: the AODB's DBA runs msgxctl roles apply --mysql with an
-// administrator's DSN and the users' passwords.
+// administrator's DSN over verified TLS (MSGX_ENV=production refuses any other) and the users'
+// passwords.
 func (s *servers) mailboxUsers(t *testing.T, r *rehearsal, passwords map[string]string) {
 	t.Helper()
-	env := []string{"MSGX_MYSQL_DSN=" + s.my.DSN(s.my.User, s.my.Password, s.mailbox.Name), "MSGX_MYSQL_TLS_CA_FILE=" + s.ca.CAFile}
+	env := []string{"MSGX_ENV=production", "MSGX_MYSQL_DSN=" + s.my.DSN(s.my.User, s.my.Password, s.mailbox.Name), "MSGX_MYSQL_TLS_CA_FILE=" + s.ca.CAFile}
 	for role, pw := range passwords {
 		env = append(env, "MSGX_MYSQL_ROLE_PASSWORD_"+role+"="+pw)
 	}

@@ -26,7 +26,7 @@ import (
 )
 
 // traffic writes a simulated airport day into the mailbox as the AODB does (a simulated AODB
-// answers msgx's requests) while every process is replaced one at a time (restart), waits until
+// answers msgx's requests) while every process is replaced as a rollout replaces it (restart), waits until
 // the pipeline has drained it and runs the demo's checks: every flight equals the model, every
 // message its outcome and marker, both topics read by a read_committed consumer over TLS as the
 // read-only principal.
@@ -178,13 +178,13 @@ func (r *rehearsal) msgxctl(args ...string) string {
 		{FromConfigMap: configMap(t, r.rel)},
 		{Name: "MSGX_PG_URL", FromSecret: pgSecret, Key: "url"},
 	}}
-	if args[0] == "kafka" {
-		mech := ""
-		for _, v := range r.container("msgx-dispatcher", "dispatcher").Env {
-			if v.Name == "MSGX_KAFKA_SASL_MECHANISM" {
-				mech = v.Value
-			}
+	mech := ""
+	for _, v := range r.container("msgx-dispatcher", "dispatcher").Env {
+		if v.Name == "MSGX_KAFKA_SASL_MECHANISM" {
+			mech = v.Value
 		}
+	}
+	if args[0] == "kafka" && mech != "" {
 		c.Env = append(c.Env, rehearse.Var{Name: "MSGX_KAFKA_SASL_MECHANISM", Value: mech},
 			rehearse.Var{Name: "MSGX_KAFKA_SASL_USER", FromSecret: "msgx-kafka-reader", Key: "sasl-user"},
 			rehearse.Var{Name: "MSGX_KAFKA_SASL_PASSWORD", FromSecret: "msgx-kafka-reader", Key: "sasl-password"})
