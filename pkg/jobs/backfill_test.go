@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -424,4 +425,96 @@ func TestBackfillMailboxOutage(t *testing.T) {
 		require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, id).Outcome)
 	}
 	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL`))
+}
+
+// A message replayed while an older batch's marker_debt still names it (INV-8): the sweep never
+// marks it while it is open (an old debt moves onto terminal rows only), and once it is terminal
+// again it is marked exactly once — message 1 finishes again before the sweep, so two debts name
+// it; message 2 is still open when the sweep moves its old debt.
+func TestReplayAgainstAnOldDebt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.jobs(t)
+	var fixed sync.Map // msg_id → true: it succeeds from now on
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+		if _, ok := fixed.Load(m.ID); !ok {
+			return processor.Outcome{}, errors.New("connection reset by peer")
+		}
+		return processor.Outcome{}, nil
+	})
+	// One message per batch, one attempt allowed: a failure ends DEAD EXHAUSTED (replayable). No
+	// immediate marker: every batch debt is the sweep's.
+	drain := func() {
+		t.Helper()
+		p := processor.New(processor.Config{
+			Batch: 1, MaxAttempts: 1, BackoffBase: time.Second, BackoffMax: time.Minute,
+			HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC, IdentityWindow: 7 * 24 * time.Hour,
+		}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, nil, b.clock, nil, zerolog.Nop())
+		for {
+			res, err := p.Step(ctx, b.please)
+			require.NoError(t, err)
+			if res.Idle {
+				return
+			}
+		}
+	}
+	status := func(id int64) string {
+		t.Helper()
+		var s string
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status FROM proc_state WHERE msg_id = $1`, id).Scan(&s))
+		return s
+	}
+	replay := func(id int64) {
+		t.Helper()
+		rep, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{id}, Actor: "ops", Reason: "fixed", Now: b.clock.Now()})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), rep.Requeued)
+	}
+	debtsNaming := func(id int64) int {
+		t.Helper()
+		return b.count(t, `SELECT count(*) FROM marker_debt WHERE $1 = ANY (ids)`, id)
+	}
+	for id := int64(1); id <= 2; id++ {
+		b.mailboxRow(t, id, nil)
+		b.enqueue(t, id, flop(int(id), 15, "S1"))
+	}
+	drain()
+	require.Equal(t, "DEAD", status(1))
+	require.Equal(t, "DEAD", status(2))
+
+	replay(1)
+	fixed.Store(int64(1), true)
+	drain()
+	require.Equal(t, "SUCCEEDED", status(1))
+	require.Equal(t, 2, debtsNaming(1), "the old debt and the new one")
+	replay(2)
+	require.Equal(t, 1, debtsNaming(2), "the old debt of an open message")
+
+	b.clock.Advance(time.Minute) // every debt past the sweep's grace
+	_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, "PENDING", status(2))
+	at, _ := b.mark(t, 2)
+	require.Nil(t, at, "an open message was marked")
+	require.Zero(t, b.marker.calls[2], "an open message was handed to the mailbox")
+	require.Nil(t, b.backfillRow(t, 2).NextAt, "an open message owes a marker")
+	at, _ = b.mark(t, 1)
+	require.NotNil(t, at)
+	require.Equal(t, 1, b.marker.writes(1), "message 1, named by two debts, marked once")
+	require.Equal(t, 1, b.marker.calls[1])
+
+	fixed.Store(int64(2), true)
+	drain()
+	require.Equal(t, "SUCCEEDED", status(2))
+	for range 3 {
+		b.clock.Advance(time.Minute)
+		_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+		require.NoError(t, err)
+	}
+	at, _ = b.mark(t, 2)
+	require.NotNil(t, at, "message 2, terminal again, is marked")
+	require.Equal(t, 1, b.marker.writes(2), "message 2 marked once")
+	require.Equal(t, 1, b.marker.writes(1))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM marker_debt`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL`))
 }
