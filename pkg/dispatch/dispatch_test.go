@@ -694,3 +694,33 @@ func lagSeries(target string, count int, sum, from float64) string {
 	fmt.Fprintf(&out, "msgx_end_to_end_lag_seconds_sum{target=%q} %g\nmsgx_end_to_end_lag_seconds_count{target=%q} %d\n", target, sum, target, count)
 	return out.String()
 }
+
+// INV-6: a terminal status is final whatever becomes of its events. The message behind two
+// events whose delivery keeps failing until they are DEAD keeps its proc_state row exactly as its
+// terminal commit wrote it (status, outcome, marker state: delivery is a fact of its own, INV-1).
+func TestFailedDeliveryLeavesTheMessageTerminal(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, attempts, enqueued_at, finished_at, outcome_epoch)
+		VALUES (1001, 'x', 'SUCCEEDED', 1, $1, $1, 1)`, t0)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO marker_debt (ids, finished_at) VALUES ('{1001}', $1)`, t0)
+	require.NoError(t, err)
+	row := func() string {
+		t.Helper()
+		var s string
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT to_jsonb(p)::text || (SELECT count(*) FROM marker_debt)::text
+			FROM proc_state p WHERE msg_id = 1001`).Scan(&s))
+		return s
+	}
+	want := row()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(3, 1), msgEvent(4, 1))) // both of message 1001
+	b.sender.setPoison(func(kafka.Record) error {
+		return &kafka.Error{Op: "produce", Err: errors.New("injected: broker keeps failing")}
+	})
+	_, total := drainMsg(t, b, 100)
+	require.Equal(t, 2, total.Dead)
+	require.Equal(t, 2, countStatus(t, b, outbox.StatusDead))
+	require.Equal(t, want, row(), "a failed delivery changed the message's row")
+}

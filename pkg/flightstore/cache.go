@@ -16,14 +16,21 @@ import (
 // PostgreSQL only what changed since: the full load (a JSON subquery per detail table, decoded in
 // Go) is the processor's most expensive read.
 //
-// An entry is only ever used after checking it against the database: each state is kept with
-// the xmin of the flight row it was read from, or the id of the transaction that wrote it, and
-// Loader.Load uses it only when the flight row's xmin is that value. Every write of a flight
-// (its row, or its detail rows: a changed detail always writes the row too, Save) gives the row
-// a new xmin, whoever writes it — another leader, the jobs stage's purge, an operator — so a
-// stale entry is never used, only reloaded. An entry written by a transaction that rolled back
-// names an xid no visible row carries. The stored MAFL children are read from the database on
-// every load (they are other flights' rows).
+// It is a source for writes (INV-11 allows this one, checked row by row): a batch merges its
+// messages onto the states Loader.Load hands out and Save writes the difference, so an entry is
+// used only when it is the stored row in the batch's own transaction. Each state is kept with the
+// xmin of the flight row it was read from, or the id of the transaction that wrote it, and Load
+// uses it only when the flight row's xmin, read in that transaction, is that value. Every write of
+// a flight (its row, or its detail rows: a changed detail always writes the row too, Save) gives
+// the row a new xmin, whoever writes it — another leader, the jobs stage's purge, an operator —
+// so an entry older than the row is reloaded, not used. An entry written by a transaction that
+// rolled back names an xid no visible row carries. The check and the batch's write are one
+// transaction under PIPELINE_LOCK, which every flight writer of msgx takes (INV-18), so none of
+// them commits in between; a write from outside msgx could, as it could without the cache (a
+// batch reads its flights without row locks). xmin is a 32-bit xid: a row rewritten by a
+// transaction whose xid is the kept one's plus a multiple of 2^32 would pass the check; nothing
+// guards against that. The stored MAFL children are read from the database on every load (they
+// are other flights' rows).
 //
 // A Cache is not safe for concurrent use; the processor's engine runs one batch at a time.
 type Cache struct {

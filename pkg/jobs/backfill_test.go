@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -424,4 +425,193 @@ func TestBackfillMailboxOutage(t *testing.T) {
 		require.Equal(t, jobs.OutcomeMarked, *b.backfillRow(t, id).Outcome)
 	}
 	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL`))
+}
+
+// A message replayed while an older batch's marker_debt still names it (INV-8b): the sweep never
+// marks it while it is open (an old debt moves onto terminal rows only), and once it is terminal
+// again it is marked exactly once — message 1 finishes again before the sweep, so two debts name
+// it; message 2 is still open when the sweep moves its old debt.
+func TestReplayAgainstAnOldDebt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := b.jobs(t)
+	var fixed sync.Map // msg_id → true: it succeeds from now on
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+		if _, ok := fixed.Load(m.ID); !ok {
+			return processor.Outcome{}, errors.New("connection reset by peer")
+		}
+		return processor.Outcome{}, nil
+	})
+	// One message per batch, one attempt allowed: a failure ends DEAD EXHAUSTED (replayable). No
+	// immediate marker: every batch debt is the sweep's.
+	drain := func() {
+		t.Helper()
+		p := processor.New(processor.Config{
+			Batch: 1, MaxAttempts: 1, BackoffBase: time.Second, BackoffMax: time.Minute,
+			HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC, IdentityWindow: 7 * 24 * time.Hour,
+		}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, nil, b.clock, nil, zerolog.Nop())
+		for {
+			res, err := p.Step(ctx, b.please)
+			require.NoError(t, err)
+			if res.Idle {
+				return
+			}
+		}
+	}
+	status := func(id int64) string {
+		t.Helper()
+		var s string
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status FROM proc_state WHERE msg_id = $1`, id).Scan(&s))
+		return s
+	}
+	replay := func(id int64) {
+		t.Helper()
+		rep, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{id}, Actor: "ops", Reason: "fixed", Now: b.clock.Now()})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), rep.Requeued)
+	}
+	debtsNaming := func(id int64) int {
+		t.Helper()
+		return b.count(t, `SELECT count(*) FROM marker_debt WHERE $1 = ANY (ids)`, id)
+	}
+	for id := int64(1); id <= 2; id++ {
+		b.mailboxRow(t, id, nil)
+		b.enqueue(t, id, flop(int(id), 15, "S1"))
+	}
+	drain()
+	require.Equal(t, "DEAD", status(1))
+	require.Equal(t, "DEAD", status(2))
+
+	replay(1)
+	fixed.Store(int64(1), true)
+	drain()
+	require.Equal(t, "SUCCEEDED", status(1))
+	require.Equal(t, 2, debtsNaming(1), "the old debt and the new one")
+	replay(2)
+	require.Equal(t, 1, debtsNaming(2), "the old debt of an open message")
+
+	b.clock.Advance(time.Minute) // every debt past the sweep's grace
+	_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, "PENDING", status(2))
+	at, _ := b.mark(t, 2)
+	require.Nil(t, at, "an open message was marked")
+	require.Zero(t, b.marker.calls[2], "an open message was handed to the mailbox")
+	require.Nil(t, b.backfillRow(t, 2).NextAt, "an open message owes a marker")
+	at, _ = b.mark(t, 1)
+	require.NotNil(t, at)
+	require.Equal(t, 1, b.marker.writes(1), "message 1, named by two debts, marked once")
+	require.Equal(t, 1, b.marker.calls[1])
+
+	fixed.Store(int64(2), true)
+	drain()
+	require.Equal(t, "SUCCEEDED", status(2))
+	for range 3 {
+		b.clock.Advance(time.Minute)
+		_, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
+		require.NoError(t, err)
+	}
+	at, _ = b.mark(t, 2)
+	require.NotNil(t, at, "message 2, terminal again, is marked")
+	require.Equal(t, 1, b.marker.writes(2), "message 2 marked once")
+	require.Equal(t, 1, b.marker.writes(1))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM marker_debt`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL`))
+}
+
+// INV-6: a terminal status is final whatever becomes of its marker. SUCCEEDED and DEAD messages
+// whose immediate marker fails, whose sweep fails until R abandons them (OVERDUE), and one whose
+// mailbox row turns out missing (MISSING_ROW) keep every column but the marker's as their
+// terminal commit wrote it.
+func TestFailedMarkersLeaveTheStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.Overdue = time.Hour
+	j := b.jobs(t)
+	b.mailboxRow(t, 1, nil)
+	b.mailboxRow(t, 2, nil) // 3 has no mailbox row
+	for id := int64(1); id <= 3; id++ {
+		b.enqueue(t, id, flop(int(id), 15, "S1"))
+	}
+	proc := procFunc(func(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+		if m.ID == 2 {
+			return processor.Outcome{}, errors.New("connection reset by peer") // DEAD: one attempt
+		}
+		return processor.Outcome{}, nil
+	})
+	down, err := mailbox.Open("root@tcp(127.0.0.1:1)/nowhere?timeout=1s") // the immediate marker fails
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = down.Close() })
+	marker := gatedMarker{Marker: down, gate: make(chan struct{})}
+	p := processor.New(processor.Config{
+		Batch: 100, MaxAttempts: 1, BackoffBase: time.Second, BackoffMax: time.Minute,
+		HeadDeadline: 10 * time.Minute, IdlePoll: time.Millisecond, Location: time.UTC, IdentityWindow: 7 * 24 * time.Hour,
+	}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
+	t.Cleanup(p.WaitMarkers)
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(marker.gate) }) }
+	t.Cleanup(open) // runs before WaitMarkers
+	for {
+		res, err := p.Step(ctx, b.please)
+		require.NoError(t, err)
+		if res.Idle {
+			break
+		}
+	}
+
+	// Each row as its terminal commit left it, the marker's columns aside.
+	committed := func() map[int64]string {
+		t.Helper()
+		rows, err := b.db.Pool.Query(ctx, `SELECT msg_id, (to_jsonb(p) - ARRAY['backfill_next_at', 'backfill_attempts',
+			'backfill_error', 'backfill_outcome', 'backfill_done_at', 'backfill_abandoned_at'])::text FROM proc_state p ORDER BY msg_id`)
+		require.NoError(t, err)
+		out := map[int64]string{}
+		var id int64
+		var s string
+		_, err = pgx.ForEachRow(rows, []any{&id, &s}, func() error { out[id] = s; return nil })
+		require.NoError(t, err)
+		return out
+	}
+	want := committed() // the immediate marker waits for open
+	require.Len(t, want, 3)
+	require.Contains(t, want[1], `"status": "SUCCEEDED"`)
+	require.Contains(t, want[2], `"status": "DEAD"`)
+	open()
+	p.WaitMarkers()
+	require.Equal(t, 1, b.backfillRow(t, 1).Attempts, "the immediate marker failed")
+	require.Equal(t, want, committed(), "after the immediate marker failed")
+
+	b.marker.outage(t, true)
+	for b.clock.Now().Before(t0.Add(2 * time.Hour)) {
+		b.clock.Advance(5 * time.Minute)
+		_, _ = j.RunOnce(ctx, jobs.Backfill, b.lease) // fails while rows are due: expected
+		require.Equal(t, want, committed(), "at %s", b.clock.Now())
+	}
+	for id := int64(1); id <= 3; id++ {
+		r := b.backfillRow(t, id)
+		require.NotNil(t, r.AbandonedAt, "message %d", id)
+		require.Equal(t, jobs.OutcomeOverdue, *r.Outcome, "message %d", id)
+	}
+
+	// The mailbox is back; retried by hand, 3 has no mailbox row.
+	b.marker.outage(t, false)
+	_, err = jobs.RetryBackfill(ctx, b.db.Pool, jobs.RetryRequest{IDs: []int64{3}, Actor: "ops", Reason: "mailbox back", Now: b.clock.Now()})
+	require.NoError(t, err)
+	_, err = j.RunOnce(ctx, jobs.Backfill, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, jobs.OutcomeMissingRow, *b.backfillRow(t, 3).Outcome)
+	require.Equal(t, want, committed())
+}
+
+// gatedMarker is an immediate marker that waits until gate is closed: the test reads what the
+// terminal commit wrote before the marker runs.
+type gatedMarker struct {
+	processor.Marker
+	gate chan struct{}
+}
+
+func (g gatedMarker) MarkIf(ctx context.Context, ids []int64, at time.Time, status string,
+	guard func(ctx context.Context, unmarked []int64) ([]int64, error)) (int64, error) {
+	<-g.gate
+	return g.Marker.MarkIf(ctx, ids, at, status, guard)
 }

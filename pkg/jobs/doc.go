@@ -15,7 +15,10 @@
 // has not paid BackoffBase after finished_at (a partial write, busy writers, shadow mode, a
 // processor that died between commit and marker) is moved onto its rows first (moveDebts), due
 // since finished_at. An immediate attempt still running then (bounded by MarkerTimeout) only
-// makes the sweep's attempt redundant: a marker is written only where it is NULL.
+// makes the sweep's attempt redundant: a marker is written only where it is NULL. The two never
+// wait for each other across the databases: the sweep locks its PostgreSQL rows, then the
+// mailbox rows; the immediate marker locks the mailbox rows, then skips any PostgreSQL row
+// someone holds (pkg/processor, markers.go).
 //
 //	owed ──mailbox: NULL → written──────────▶ MARKED          (done)
 //	  │  ──mailbox: already set────────────▶ ALREADY_MARKED  (done; the value is never overwritten)

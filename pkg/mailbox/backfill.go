@@ -20,6 +20,8 @@ const (
 	MarkAlready
 	// MarkMissing: no cminmsgs row has this id.
 	MarkMissing
+	// markRefused: unmarked, and not written because MarkIf's guard left it out.
+	markRefused
 )
 
 func (o MarkOutcome) String() string {
@@ -30,6 +32,8 @@ func (o MarkOutcome) String() string {
 		return "already-marked"
 	case MarkMissing:
 		return "missing"
+	case markRefused:
+		return "refused"
 	}
 	return fmt.Sprintf("MarkOutcome(%d)", int(o))
 }
@@ -40,15 +44,45 @@ const (
 	// markLockSQL reads the marker of the given rows and locks them until the update commits,
 	// so the outcome of each row is exact even when someone else marks at the same time.
 	markLockSQL = `SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NOT NULL FROM cminmsgs WHERE CMINMSGS_ID IN (?`
-	// markNullSQL is MarkProcessed's statement: only NULL → at (INV-7).
+	// markNullSQL is the one marker statement (MarkEach, MarkIf): only NULL → at (INV-7).
 	markNullSQL = "UPDATE cminmsgs SET CMINMSGS_DATE_PROCESSED = ?"
 )
 
-// MarkEach writes the processed marker of the given rows like MarkProcessed (only NULL → at,
-// and CMINMSGS_STATUS = status when status is not empty) and reports each row's outcome. It
+// MarkEach writes the processed marker of the given rows (only NULL → at, INV-7, and
+// CMINMSGS_STATUS = status when status is not empty; at is a wall-clock time whose UTC fields
+// are written as they are) and reports each row's outcome. It
 // runs in one short MySQL transaction that locks the rows it reads. An error means nothing is
 // known about any row (the transaction rolled back).
 func (m *Mailbox) MarkEach(ctx context.Context, ids []int64, at time.Time, status string) (map[int64]MarkOutcome, error) {
+	return m.markEach(ctx, ids, at, status, nil)
+}
+
+// MarkIf is MarkEach for the rows guard allows, and returns how many rows it wrote. Once the
+// rows are locked and before anything is written, guard is asked which of the unmarked ones
+// may be marked; a row it leaves out is not written. Its answer must stay true until MarkIf
+// returns (the mailbox write has committed then): the processor holds the PostgreSQL rows it
+// allowed locked in a transaction it ends after, so no replay reopens one under the marker. A
+// guard error writes nothing and is returned. Any error means nothing is known about any row
+// (a failed commit may have landed).
+func (m *Mailbox) MarkIf(ctx context.Context, ids []int64, at time.Time, status string,
+	guard func(ctx context.Context, unmarked []int64) ([]int64, error)) (int64, error) {
+	out, err := m.markEach(ctx, ids, at, status, guard)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, o := range out {
+		if o == MarkWritten {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// markEach is MarkEach, asking guard (when not nil) which of the unmarked rows it may write; a
+// row guard leaves out is reported markRefused (only MarkIf uses a guard, and it reports a count).
+func (m *Mailbox) markEach(ctx context.Context, ids []int64, at time.Time, status string,
+	guard func(ctx context.Context, unmarked []int64) ([]int64, error)) (map[int64]MarkOutcome, error) {
 	out := make(map[int64]MarkOutcome, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -67,7 +101,7 @@ func (m *Mailbox) MarkEach(ctx context.Context, ids []int64, at time.Time, statu
 	if err != nil {
 		return nil, fmt.Errorf("read processed markers: %w", err)
 	}
-	var unmarked []any
+	var unmarked []int64
 	for rows.Next() {
 		var id int64
 		var marked bool
@@ -85,8 +119,31 @@ func (m *Mailbox) MarkEach(ctx context.Context, ids []int64, at time.Time, statu
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read processed markers: %w", err)
 	}
+	if guard != nil && len(unmarked) > 0 {
+		allowed, err := guard(ctx, unmarked)
+		if err != nil {
+			return nil, fmt.Errorf("check the rows to mark: %w", err)
+		}
+		ok := make(map[int64]bool, len(allowed))
+		for _, id := range allowed {
+			ok[id] = true
+		}
+		kept := unmarked[:0]
+		for _, id := range unmarked {
+			if ok[id] {
+				kept = append(kept, id)
+			} else {
+				out[id] = markRefused
+			}
+		}
+		unmarked = kept
+	}
 	if len(unmarked) > 0 {
-		if err := m.markNull(ctx, tx, unmarked, at, status); err != nil {
+		write := make([]any, len(unmarked))
+		for i, id := range unmarked {
+			write[i] = id
+		}
+		if err := m.markNull(ctx, tx, write, at, status); err != nil {
 			return nil, err
 		}
 	}

@@ -48,17 +48,6 @@ func probeSQL(n int) string {
 	return b.String()
 }
 
-// markProcessedSQL is the processed marker for n ids (docs/spec.md §3.1, INV-7): only a NULL marker is
-// written. Parameters: at, [status,] id1 … idN.
-func markProcessedSQL(n int, withStatus bool) string {
-	set := "CMINMSGS_DATE_PROCESSED = ?"
-	if withStatus {
-		set += ", CMINMSGS_STATUS = ?"
-	}
-	return "UPDATE cminmsgs SET " + set + " WHERE CMINMSGS_DATE_PROCESSED IS NULL AND CMINMSGS_ID IN (?" +
-		strings.Repeat(",?", n-1) + ")"
-}
-
 // The outbound requests (docs/sis.md §f.4, docs/requests.md): coutmsgs rows with DATE_INSERTED,
 // ROUTINGID and the message; the six flag columns keep their defaults (0) and DATE_SENT, ACK and
 // the group columns stay NULL for the AODB's transport.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,7 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
+	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -77,8 +81,20 @@ func runChild() int {
 		}
 	case "crash":
 		procs := map[sis.Kind]processor.Handler{sis.KindFlightUpdate: processor.HandlerFunc(versioned)}
-		p := processor.New(cfg, pool, procs, nil, clock.System{}, nil, log)
-		if err := drainAsLeader(ctx, pool, p, log); err != nil {
+		var marker processor.Marker
+		if dsn := os.Getenv("MSGX_PUMP_MAILBOX"); dsn != "" {
+			mb, err := mailbox.Open(dsn)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer mb.Close()
+			marker = mb
+		}
+		p := processor.New(cfg, pool, procs, marker, clock.System{}, nil, log)
+		err := drainAsLeader(ctx, pool, p, log)
+		p.WaitMarkers()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -256,40 +272,79 @@ func TestOutageDoesNotExpireAFailedHead(t *testing.T) {
 	require.Equal(t, []int64{1, 2}, effects(t, b))
 }
 
-// SIGKILL the pump process at random points: afterwards every message is terminal exactly once
-// and every business effect happened exactly once.
+// SIGKILL the pump process, immediate markers included, at random points: afterwards every
+// message is terminal exactly once, every business effect happened exactly once, and the marker
+// rules hold in every state observed (checkMarkers).
 func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	t.Parallel()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	b := setup(t)
+	b.mb = mailboxtest.New(t)
 	crashTables(t, b)
 	const n, kills, flights = 5000, 20, 97
 	b.enqueueSeq(t, 1, n, func(id int64) string { return flop(int(id), id%flights, "S") })
-
 	ctx := context.Background()
+	for from := 1; from <= n; from += 1000 { // the mailbox rows 1..n
+		var q strings.Builder
+		q.WriteString(`INSERT INTO cminmsgs (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES `)
+		for id := from; id < from+1000 && id <= n; id++ {
+			if id > from {
+				q.WriteString(",")
+			}
+			fmt.Fprintf(&q, "(%d, 'x', 'VALID')", id)
+		}
+		_, err := b.mb.SQL.ExecContext(ctx, q.String())
+		require.NoError(t, err)
+	}
+
 	for k := range kills {
-		cmd := childCmd(b, "crash")
+		cmd := childCmd(b, "crash", "MSGX_PUMP_MAILBOX="+b.mb.DSN)
 		require.NoError(t, cmd.Start())
 		time.Sleep(time.Duration(20+rng.IntN(150)) * time.Millisecond) // a random kill point, not a wait
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
-		// INV-8b in every state we can observe: a marker is owed only by terminal rows.
-		var bad int
-		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM proc_state
-			WHERE status IN ('PENDING','FAILED') AND backfill_next_at IS NOT NULL`).Scan(&bad))
-		require.Zero(t, bad, "seed %d kill %d", seed, k)
+		checkMarkers(t, b, fmt.Sprintf("seed %d kill %d", seed, k))
 	}
-	cmd := childCmd(b, "crash")
+	cmd := childCmd(b, "crash", "MSGX_PUMP_MAILBOX="+b.mb.DSN)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	checkMarkers(t, b, fmt.Sprintf("seed %d at the end", seed))
+	var inMailbox, inDebts, onRows int
+	require.NoError(t, b.mb.SQL.QueryRowContext(ctx, `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&inMailbox))
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT (SELECT COALESCE(sum(cardinality(ids)), 0) FROM marker_debt),
+		(SELECT count(*) FROM proc_state WHERE backfill_next_at IS NOT NULL)`).Scan(&inDebts, &onRows))
+	t.Logf("markers: %d written, %d owed in batch debts, %d on their rows", inMailbox, inDebts, onRows)
 
-	var open, owedNonTerminal int
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status NOT IN ('SUCCEEDED')),
-		count(*) FILTER (WHERE status IN ('PENDING','FAILED') AND backfill_next_at IS NOT NULL) FROM proc_state`).Scan(&open, &owedNonTerminal))
+	// The debts the killed processes left are the jobs stage's: after its sweep none remains and
+	// every message is marked.
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('jobs', 1, 'test', 0, $1, $1)`, t0)
+	require.NoError(t, err)
+	mb, err := mailbox.Open(b.mb.DSN)
+	require.NoError(t, err)
+	defer mb.Close()
+	jcfg := jobs.Defaults()
+	j, err := jobs.New(jcfg, b.db.Pool, mb, clock.NewFake(time.Now().Add(time.Hour)), nil, zerolog.Nop())
+	require.NoError(t, err)
+	for range 10 {
+		res, err := j.RunOnce(ctx, jobs.Backfill, leader.Lease{Role: "jobs", Epoch: 1})
+		require.NoError(t, err)
+		if res.Selected == 0 && !res.More {
+			break
+		}
+	}
+	checkMarkers(t, b, fmt.Sprintf("seed %d after the sweep", seed))
+	var owed int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM marker_debt)
+		+ (SELECT count(*) FROM proc_state WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL)`).Scan(&owed))
+	require.Zero(t, owed, "seed %d: markers still owed after the sweep", seed)
+	require.NoError(t, b.mb.SQL.QueryRowContext(ctx, `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&inMailbox))
+	require.Equal(t, n, inMailbox, "seed %d: every message marked", seed)
+
+	var open int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status NOT IN ('SUCCEEDED')) FROM proc_state`).Scan(&open))
 	require.Zero(t, open, "seed %d: every message SUCCEEDED", seed)
-	require.Zero(t, owedNonTerminal)
 	var effectsN, distinct int
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT msg_id) FROM effect_log`).Scan(&effectsN, &distinct))
 	require.Equal(t, n, effectsN, "seed %d: no duplicate business effect", seed)
@@ -302,6 +357,66 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 		  SELECT msg_id, version, row_number() OVER (PARTITION BY flid ORDER BY msg_id) AS want FROM effect_log
 		) x WHERE version <> want`).Scan(&mismatched))
 	require.Zero(t, mismatched, "seed %d", seed)
+}
+
+// checkMarkers checks the marker rules on what a killed pump left (no replay runs here, so a
+// debt names only rows it made terminal):
+//   - INV-8b: a marker is owed only by terminal rows — no marker_debt row names an open row, no
+//     open row owes on its own — and an open row is never marked in the mailbox;
+//   - INV-8b/INV-17: the debt is written once, by the terminal statement — no row is named by two
+//     debts — and nothing is lost: every terminal row owes its marker (in its batch's debt or on
+//     its own), has it settled, or is marked in the mailbox.
+//
+// The mailbox is read first: a marker is written only after its batch's commit, and its debt
+// deleted only after the mailbox commit, so a later read of PostgreSQL sees whatever made it so.
+func checkMarkers(t *testing.T, b *bundle, at string) {
+	t.Helper()
+	ctx := context.Background()
+	marked := map[int64]bool{}
+	rows, err := b.mb.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		marked[id] = true
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+
+	type state struct {
+		id              int64
+		terminal, owned bool
+		debts           int
+	}
+	prows, err := b.db.Pool.Query(ctx, `
+		SELECT p.msg_id, p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD'),
+		       p.backfill_next_at IS NOT NULL OR p.backfill_done_at IS NOT NULL OR p.backfill_abandoned_at IS NOT NULL,
+		       COALESCE(d.n, 0)
+		  FROM proc_state p
+		  LEFT JOIN (SELECT u.id, count(*) AS n FROM marker_debt, unnest(ids) AS u(id) GROUP BY u.id) d ON d.id = p.msg_id`)
+	require.NoError(t, err)
+	states, err := pgx.CollectRows(prows, func(r pgx.CollectableRow) (state, error) {
+		var s state
+		return s, r.Scan(&s.id, &s.terminal, &s.owned, &s.debts)
+	})
+	require.NoError(t, err)
+	var openOwing, openMarked, twice, lost []int64
+	for _, s := range states {
+		switch {
+		case !s.terminal && (s.debts > 0 || s.owned):
+			openOwing = append(openOwing, s.id)
+		case !s.terminal && marked[s.id]:
+			openMarked = append(openMarked, s.id)
+		case s.debts > 1:
+			twice = append(twice, s.id)
+		case s.terminal && s.debts == 0 && !s.owned && !marked[s.id]:
+			lost = append(lost, s.id)
+		}
+	}
+	require.Empty(t, openOwing, "%s: open rows owe a marker (INV-8b)", at)
+	require.Empty(t, openMarked, "%s: open rows are marked (INV-8b)", at)
+	require.Empty(t, twice, "%s: rows named by two debts: the debt is written once, with the status (INV-8b)", at)
+	require.Empty(t, lost, "%s: terminal rows neither owe nor have their marker (INV-17)", at)
 }
 
 // A takeover waits for the old leader's batch: the batch's transaction holds the fence's share

@@ -55,6 +55,9 @@
 // After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
 // (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in
 // flight, else skipped), bounded by MarkerTimeout, so a mailbox row lock or a half-open
-// connection never stalls processing. Anything it leaves owed is the jobs stage's backfill
-// sweep's (the guarantee).
+// connection never stalls processing. It never marks a row that is not terminal when the
+// mailbox write commits (INV-8b; a replay may reopen a row meanwhile): with the mailbox rows
+// locked, it locks the rows still terminal in PostgreSQL (skipping any locked by someone else)
+// and writes only those, holding their locks until the mailbox commit (markers.go: mark).
+// Anything it leaves owed is the jobs stage's backfill sweep's (the guarantee).
 package processor

@@ -413,17 +413,25 @@ func TestHeadDeadline(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", b.row(t, 3).Status, "messages behind it flow")
 }
 
+// A deposed leader's batch commits nothing (its every transaction is fenced): no status, no
+// effect, no start mark, no marker debt, and no marker in the mailbox (INV-17, INV-8b).
 func TestFencedLeaderCommitsNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.procs[sis.KindFlightUpdate] = &recorder{}
+	b := setupMailbox(t, 2)
 	b.enqueueSeq(t, 1, 2, func(id int64) string { return flop(int(id), 15, "S") })
 	_, err := b.db.Pool.Exec(context.Background(), `UPDATE leader_lease SET epoch = 2`)
 	require.NoError(t, err)
-	_, err = b.pump(t).Step(context.Background(), b.lease)
+	p := b.pump(t)
+	_, err = p.Step(context.Background(), b.lease)
 	require.ErrorIs(t, err, leader.ErrFenced)
+	p.WaitMarkers()
 	require.Equal(t, "PENDING", b.row(t, 1).Status)
 	require.Empty(t, effects(t, b))
+	var debts, inMailbox int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM marker_debt`).Scan(&debts))
+	require.Zero(t, debts, "a fenced batch left a marker debt")
+	require.NoError(t, b.mb.SQL.QueryRowContext(context.Background(), `SELECT count(*) FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL`).Scan(&inMailbox))
+	require.Zero(t, inMailbox, "a fenced batch marked the mailbox")
 	var marked int
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `
 SELECT count(*) FROM proc_state WHERE processing_started_at IS NOT NULL OR processing_through IS NOT NULL OR deaths > 0`).Scan(&marked))

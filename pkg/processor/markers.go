@@ -2,8 +2,10 @@ package processor
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -13,10 +15,12 @@ import (
 // leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8b).
 const markerWriters = 4
 
-// Marker writes the mailbox processed marker (pkg/mailbox): only NULL → at (INV-7). It
-// returns how many rows it changed.
+// Marker writes the mailbox processed marker (pkg/mailbox.MarkIf): only NULL → at (INV-7), and
+// only for the rows guard allows while the mailbox rows are locked; guard's answer must hold
+// until MarkIf returns, the mailbox write committed. It returns how many rows it wrote.
 type Marker interface {
-	MarkProcessed(ctx context.Context, ids []int64, at time.Time, status string) (int64, error)
+	MarkIf(ctx context.Context, ids []int64, at time.Time, status string,
+		guard func(ctx context.Context, unmarked []int64) ([]int64, error)) (int64, error)
 }
 
 // markImmediately starts the one immediate marker attempt for a committed batch's terminal rows,
@@ -49,12 +53,45 @@ func (p *Engine) WaitMarkers() { p.markers.Wait() }
 // owed is the sweep's. Written in full, the batch's debt row is deleted and the rows are not
 // touched; failed, the debt moves onto the rows with the error; written in part, the debt stays
 // for the jobs stage, which moves it onto the rows after the sweep's grace.
+//
+// No marker for an open row (INV-8b): a replay may reopen a row of the batch at any time, also
+// while this write waits on a mailbox row lock. So the mailbox rows are locked first, and only
+// then, with nothing written yet, are the batch's rows that are still terminal locked in
+// PostgreSQL (guard); the mailbox write covers those alone, and their locks are held until it
+// has committed. A replay that committed before the guard is seen (its row is not written); one
+// that comes after waits for the mailbox commit, as behind the sweep. The guard never waits for
+// a PostgreSQL lock (SKIP LOCKED) while it holds mailbox locks: a row locked by someone else is
+// left to the sweep, and no wait across the two databases can form a cycle.
 func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
 	defer cancel()
-	n, err := p.marker.MarkProcessed(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue)
+	var guard pgx.Tx
+	n, err := p.marker.MarkIf(ctx, ids, clock.WallClock(now, p.cfg.Location), p.cfg.ProcessedValue,
+		func(ctx context.Context, unmarked []int64) ([]int64, error) {
+			tx, err := p.pool.Begin(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("lock terminal rows: %w", err)
+			}
+			guard = tx
+			rows, err := tx.Query(ctx, markerGuardSQL, unmarked)
+			if err != nil {
+				return nil, fmt.Errorf("lock terminal rows: %w", err)
+			}
+			terminal, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return nil, fmt.Errorf("lock terminal rows: %w", err)
+			}
+			return terminal, nil
+		})
 	ctx, cancel = context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
 	defer cancel()
+	if guard != nil {
+		// The mailbox write is over: the rows it covered may be reopened now. The transaction
+		// wrote nothing; a failed rollback closes its connection, which releases the locks too.
+		if rerr := guard.Rollback(ctx); rerr != nil {
+			log.Debug().Err(rerr).Msg("pump: end the immediate marker's row locks")
+		}
+	}
 	switch {
 	case err != nil:
 		log.Warn().Err(err).Int("count", len(ids)).Msg("pump: immediate marker failed; the backfill sweep retries")
@@ -66,8 +103,9 @@ func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger
 			log.Warn().Err(err).Msg("pump: record markers written")
 		}
 	default:
-		// Some rows were already marked or are missing: the sweep settles each one on its own
-		// once the jobs stage has moved the debt onto them.
+		// Some rows were already marked, are missing, or were not terminal or were locked when
+		// the mailbox was written: the sweep settles each one on its own once the jobs stage has
+		// moved the debt onto the rows still terminal.
 		log.Debug().Int64("marked", n).Int("owed", len(ids)).Msg("pump: partial marker write left to the sweep")
 	}
 }

@@ -135,6 +135,18 @@ WITH failed AS (
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
 SELECT msg_id, attempts, $8, $9, 'FAILED', error_class, reason, NULLIF($10::text, '')::jsonb FROM failed`
 
+	// markerGuardSQL locks and returns the rows of $1 that are terminal, for the immediate
+	// marker's mailbox write (mark): held until that write has committed, the locks keep a replay
+	// from reopening a row the mailbox is being told is processed (INV-8b), as the sweep's
+	// FOR UPDATE does. SKIP LOCKED: the marker holds mailbox row locks meanwhile and must never
+	// wait here; a row someone else holds (a replay under way, the sweep writing it, the jobs
+	// stage moving its debt) is left to the sweep.
+	markerGuardSQL = `
+SELECT p.msg_id
+  FROM unnest($1::bigint[]) AS u(id) JOIN proc_state p ON p.msg_id = u.id
+ WHERE p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+   FOR UPDATE OF p SKIP LOCKED`
+
 	// markerPaidSQL settles a batch whose immediate marker wrote every row: its debt row ($3) is
 	// deleted, and the rows are not touched. When the debt is no longer there (the jobs stage
 	// moved it onto the rows, its grace having passed), the rows that still owe are settled each.

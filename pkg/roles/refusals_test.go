@@ -1,6 +1,7 @@
 package roles_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -63,7 +64,7 @@ func TestIngestRefusals(t *testing.T) {
 	}
 	id, err := b.boxes[roles.Ingest].Insert(ctx, mailbox.NewMessage{Text: flopCncl(1)})
 	require.NoError(t, err, "the compat entry's insert is ingest's")
-	_, err = b.boxes[roles.Ingest].MarkProcessed(ctx, []int64{id}, t0, "")
+	_, err = b.boxes[roles.Ingest].MarkIf(ctx, []int64{id}, t0, "", func(_ context.Context, ids []int64) ([]int64, error) { return ids, nil })
 	requireDenied(t, err, "ingest writes no marker")
 	_, err = b.boxes[roles.Ingest].MarkEach(ctx, []int64{id}, t0, "")
 	requireDenied(t, err, "ingest writes no marker (backfill path)")

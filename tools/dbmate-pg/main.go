@@ -4,6 +4,7 @@
 // `make test` to compile; the migration and dump logic here is dbmate's own.
 //
 //	dbmate-pg -url URL -migrations-dir db/migrations up
+//	dbmate-pg -url URL -migrations-dir db/migrations rollback   (dbmate's down: the last applied migration)
 //	dbmate-pg -url URL -schema-file FILE dump
 package main
 
@@ -34,7 +35,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: dbmate-pg [flags] up|dump")
+		return fmt.Errorf("usage: dbmate-pg [flags] up|rollback|dump")
 	}
 	u, err := url.Parse(*rawURL)
 	if err != nil || u.Scheme == "" {
@@ -48,9 +49,11 @@ func run(args []string, stdout io.Writer) error {
 	switch fs.Arg(0) {
 	case "up":
 		return db.CreateAndMigrate()
+	case "rollback", "down":
+		return db.Rollback()
 	case "dump":
 		return db.DumpSchema()
 	default:
-		return fmt.Errorf("unknown command %q (up or dump)", fs.Arg(0))
+		return fmt.Errorf("unknown command %q (up, rollback or dump)", fs.Arg(0))
 	}
 }

@@ -39,8 +39,9 @@ type Handler struct {
 	// self-healing trigger. cmd/processor always sets it; without it (tests of the merge rules)
 	// a SCHD RESP is applied like a DNLD.
 	Requests *request.Hooks
-	// Cache, when set, keeps the flights read and written between batches (flightstore.Cache:
-	// every entry is checked against its flight row's xmin before use).
+	// Cache, when set, keeps the flights read and written between batches; a batch merges onto
+	// the states it hands out, so every entry is checked against its flight row's xmin in the
+	// batch's transaction before use (flightstore.Cache).
 	Cache *flightstore.Cache
 }
 
