@@ -16,7 +16,7 @@ import (
 // PostgreSQL only what changed since: the full load (a JSON subquery per detail table, decoded in
 // Go) is the processor's most expensive read.
 //
-// It is a source for writes (INV-11 allows this one, checked row by row): a batch merges its
+// It is a source for writes (INV-11b allows this one, checked row by row): a batch merges its
 // messages onto the states Loader.Load hands out and Save writes the difference, so an entry is
 // used only when it is the stored row in the batch's own transaction. Each state is kept with the
 // xmin of the flight row it was read from, or the id of the transaction that wrote it, and Load

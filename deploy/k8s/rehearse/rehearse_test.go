@@ -82,6 +82,9 @@ type rehearsal struct {
 	flid    int64             // a flight the day made
 	// toolShim changes msgxctl's environment (an older release's workaround; nil: none).
 	toolShim func([]string) []string
+	// platformBin holds this tree's binaries: the platform team's and the DBA's steps use them
+	// whatever release runs.
+	platformBin string
 }
 
 func newRehearsal(t *testing.T, f form) *rehearsal {
@@ -91,6 +94,7 @@ func newRehearsal(t *testing.T, f form) *rehearsal {
 	scratch := t.TempDir()
 	r := &rehearsal{t: t, ctx: context.Background(), form: f, rel: rel, scratch: scratch,
 		binDir: filepath.Join(scratch, "usr", "local", "bin"), tokens: map[string]string{}}
+	r.platformBin = r.binDir
 	built := make(chan error, 1)
 	go func() { built <- stack.Build(r.ctx, r.binDir) }()
 	prefix := rel.ConfigMaps[configMap(t, rel)]["MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX"]

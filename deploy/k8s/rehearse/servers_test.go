@@ -92,7 +92,7 @@ func (s *servers) mailboxUsers(t *testing.T, r *rehearsal, passwords map[string]
 	for role, pw := range passwords {
 		env = append(env, "MSGX_MYSQL_ROLE_PASSWORD_"+role+"="+pw)
 	}
-	out := run(t, "install step 3 (mailbox users)", []string{r.binDir + "/msgxctl", "roles", "apply", "--pg=false", "--mysql", "--mysql-host", "127.0.0.1"}, env)
+	out := run(t, "install step 3 (mailbox users)", []string{r.platformBin + "/msgxctl", "roles", "apply", "--pg=false", "--mysql", "--mysql-host", "127.0.0.1"}, env)
 	t.Logf("install step 3: %s", strings.TrimSpace(out))
 }
 

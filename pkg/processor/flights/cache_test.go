@@ -15,7 +15,7 @@ import (
 	"github.com/msgx/msgx/pkg/processor"
 )
 
-// INV-11: the processor's flight cache is a source for writes (a batch merges onto the state it
+// INV-11b: the processor's flight cache is a source for writes (a batch merges onto the state it
 // hands out), validated row by row: an entry is used only when its flight row is still the one it
 // was read or written as (xmin, read in the batch's transaction under PIPELINE_LOCK). Leader A
 // caches a flight, leader B (its own cache) changes it while A stands by, and A's next message
