@@ -20,9 +20,6 @@ const (
  WHERE datname = current_database() AND application_name LIKE 'msgx-%'`
 	// mailboxUsersSQL lists the accounts connected to the mailbox server (MySQL).
 	mailboxUsersSQL = `SELECT DISTINCT USER FROM information_schema.PROCESSLIST WHERE DB = DATABASE()`
-	// mailboxIDsSQL lists every row of the mailbox (MySQL): the day's messages and the AODB's
-	// answers.
-	mailboxIDsSQL = `SELECT CMINMSGS_ID FROM cminmsgs`
 	// earlyOutcomeSQL is a message's status and reason.
 	earlyOutcomeSQL = `SELECT status || ' ' || COALESCE(reason, '') FROM proc_state WHERE msg_id = $1`
 	// insertEarlySQL writes the early update (MySQL), as the AODB writes a FLOP STND.

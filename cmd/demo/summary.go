@@ -44,7 +44,7 @@ const shownProblems = 5
 func summary(ctx context.Context, out io.Writer, in summaryInput) (bool, error) {
 	// Rows of the mailbox besides the day are the AODB's answers (intended SUCCEEDED) and the
 	// early update (SKIPPED no-match).
-	extra, err := answers(ctx, in.mailbox, in.written)
+	extra, err := verify.Answers(ctx, in.mailbox, in.written)
 	if err != nil {
 		return false, err
 	}
@@ -275,31 +275,6 @@ func sessions(ctx context.Context, in summaryInput) (wrong, mailboxUsers []strin
 	slices.Sort(mailboxUsers)
 	slices.Sort(wrong)
 	return wrong, mailboxUsers, myRows.Err()
-}
-
-// answers returns the mailbox rows besides the day's messages (the AODB's answers), each
-// intended SUCCEEDED.
-func answers(ctx context.Context, mailbox *sql.DB, wr simulate.Written) (map[int64]verify.Want, error) {
-	day := map[int64]bool{}
-	for _, id := range wr.IDs {
-		day[id] = true
-	}
-	rows, err := mailbox.QueryContext(ctx, mailboxIDsSQL)
-	if err != nil {
-		return nil, fmt.Errorf("read the mailbox: %w", err)
-	}
-	defer rows.Close()
-	out := map[int64]verify.Want{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		if !day[id] {
-			out[id] = verify.Want{Status: "SUCCEEDED"}
-		}
-	}
-	return out, rows.Err()
 }
 
 // counts runs a query of (key, count) rows.

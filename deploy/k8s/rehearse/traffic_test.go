@@ -67,7 +67,7 @@ func (r *rehearsal) traffic() {
 	t.Cleanup(pool.Close)
 	_, err = stack.WaitDrained(ctx, pool, slices.Max(written.IDs), 200*time.Millisecond, 3*time.Second, 5*time.Minute)
 	require.NoError(t, err, "the pipeline did not drain the day")
-	extra, err := r.answers(ctx, written)
+	extra, err := verify.Answers(ctx, r.srv.mailbox.SQL, written)
 	require.NoError(t, err)
 	rep, err := verify.Day(ctx, verify.Input{Pool: pool, Mailbox: r.srv.mailbox.SQL, Day: day, Written: written,
 		Extra: extra, Records: consumer.Records, Wait: time.Minute})
@@ -76,27 +76,6 @@ func (r *rehearsal) traffic() {
 	t.Logf("traffic: %s; %d messages (%d answers of the AODB) drained in %s; %d flights equal the model, %d lost, %d duplicate records",
 		day.Summary(), len(written.IDs), len(extra), time.Since(started).Round(time.Millisecond), rep.Flights, rep.Lost, rep.Duplicates)
 	r.flid = firstFLID(t, ctx, pool)
-}
-
-// answers are the mailbox rows besides the day's messages (the AODB's answers), each intended
-// SUCCEEDED.
-func (r *rehearsal) answers(ctx context.Context, wr simulate.Written) (map[int64]verify.Want, error) {
-	rows, err := r.srv.mailbox.SQL.QueryContext(ctx, `SELECT CMINMSGS_ID FROM cminmsgs`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[int64]verify.Want{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		if !slices.Contains(wr.IDs, id) {
-			out[id] = verify.Want{Status: "SUCCEEDED"}
-		}
-	}
-	return out, rows.Err()
 }
 
 func firstFLID(t *testing.T, ctx context.Context, pool *pgxpool.Pool) int64 {

@@ -147,7 +147,7 @@ func TestRehearseUpgrade(t *testing.T) {
 	t.Cleanup(pool.Close)
 	_, err = stack.WaitDrained(r.ctx, pool, slices.Max(written.IDs), 200*time.Millisecond, 3*time.Second, 5*time.Minute)
 	require.NoError(t, err, "the pipeline did not drain the day")
-	extra, err := r.answers(r.ctx, written)
+	extra, err := verify.Answers(r.ctx, r.srv.mailbox.SQL, written)
 	require.NoError(t, err)
 	rep, err := verify.Day(r.ctx, verify.Input{Pool: pool, Mailbox: r.srv.mailbox.SQL, Day: day, Written: written,
 		Extra: extra, Records: consumer.Records, Wait: time.Minute})

@@ -554,3 +554,28 @@ func Day(ctx context.Context, in Input) (Report, error) {
 	}
 	return rep, nil
 }
+
+// Answers are the mailbox rows besides the day's messages (the simulated AODB's answers to
+// msgx's requests), each intended SUCCEEDED: Input.Extra for a day with the AODB running.
+func Answers(ctx context.Context, mailbox *sql.DB, wr simulate.Written) (map[int64]Want, error) {
+	day := make(map[int64]bool, len(wr.IDs))
+	for _, id := range wr.IDs {
+		day[id] = true
+	}
+	rows, err := mailbox.QueryContext(ctx, `SELECT CMINMSGS_ID FROM cminmsgs`)
+	if err != nil {
+		return nil, fmt.Errorf("read the mailbox: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]Want{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		if !day[id] {
+			out[id] = Want{Status: "SUCCEEDED"}
+		}
+	}
+	return out, rows.Err()
+}
