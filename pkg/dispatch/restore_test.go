@@ -133,6 +133,39 @@ func restoreKinds(t *testing.T, b *bundle) map[string]int {
 	return out
 }
 
+// history is what each restore starts from: on timeline tl, version 1 of flids published, the
+// backup taken, then between, then (in a new dispatcher term) version 2 published. It returns the
+// restore of the backup.
+func history(t *testing.T, b *bundle, tl int64, between func(), flids ...int64) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	setTimeline(t, b, tl)
+	d, lease, _ := successor(t, b)
+	require.NoError(t, d.ReadTail(ctx, lease))
+	publish(t, b, d, lease, flightChanges(1, flids...)...)
+	restore = backup(t, b)
+	if between != nil {
+		between()
+	}
+	d, lease, _ = successor(t, b)
+	require.NoError(t, d.ReadTail(ctx, lease))
+	publish(t, b, d, lease, flightChanges(2, flids...)...)
+	return restore
+}
+
+// resume is the restored database's first dispatcher term: the processor enqueued before (it
+// starts with the other binaries), the tail read, then after enqueued and everything sent.
+func resume(t *testing.T, b *bundle, before, after []event.Event) *prometheus.Registry {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, before...))
+	d, lease, reg := successor(t, b)
+	require.NoError(t, d.ReadTail(ctx, lease))
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, after...))
+	deliverAll(t, b, d, lease)
+	return reg
+}
+
 // A physical backup started without archive recovery (no recovery.signal: crash recovery to the
 // end of the backup) keeps the timeline. After the backup one processor batch rolled back after
 // drawing two event ids (a fenced or failed batch), then versions 2 were published; the primary
@@ -144,25 +177,16 @@ func restoreKinds(t *testing.T, b *bundle) map[string]int {
 func TestRestoreThatKeptTheTimelineNeverRepeatsAnEventID(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
-	ctx := context.Background()
-	d, lease, _ := successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(1, 7, 8)...)
-	restore := backup(t, b)
-	_, err := b.db.Pool.Exec(ctx, `BEGIN; SELECT nextval('msg_event_event_id_seq') FROM generate_series(1, 2); ROLLBACK;`)
-	require.NoError(t, err)
-	publish(t, b, d, lease, flightChanges(2, 7, 8)...)
+	restore := history(t, b, 1, func() {
+		_, err := b.db.Pool.Exec(context.Background(), `BEGIN; SELECT nextval('msg_event_event_id_seq') FROM generate_series(1, 2); ROLLBACK;`)
+		require.NoError(t, err)
+	}, 7, 8)
 
 	restore()
-	_, err = b.db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('processor', 1, 'p', 0, $1, $1)`,
+	_, err := b.db.Pool.Exec(context.Background(), `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('processor', 1, 'p', 0, $1, $1)`,
 		time.Now().Add(time.Hour))
 	require.NoError(t, err)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7, 8)...))
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(3, 7, 8)...))
-
-	d, lease, reg := successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	deliverAll(t, b, d, lease)
+	reg := resume(t, b, append(flightChanges(2, 7, 8), flightChanges(3, 7, 8)...), nil)
 	require.Equal(t, map[string]int64{"7": 3, "8": 3}, requireEventIdentity(t, b))
 	require.Equal(t, map[string]int{outbox.RestoreIDsBehind: 1}, restoreKinds(t, b))
 	require.Equal(t, 1.0, gauge(t, reg, "msgx_db_restore_epoch"))
@@ -175,26 +199,15 @@ func TestRestoreThatKeptTheTimelineNeverRepeatsAnEventID(t *testing.T) {
 func TestLogicalRestoreOntoALowerTimelineResumes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
-	ctx := context.Background()
-	setTimeline(t, b, 3)
-	d, lease, _ := successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(1, 7, 8)...)
-	restore := backup(t, b)
-	publish(t, b, d, lease, flightChanges(2, 7, 8)...)
+	restore := history(t, b, 3, nil, 7, 8)
 
 	restore() // the database's own records tell it (another system identifier too, not needed)
 	setTimeline(t, b, 1)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7, 8)...))
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(3, 7)...))
-
-	d, lease, _ = successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease), "a logical restore onto a lower timeline is not an old primary")
-	deliverAll(t, b, d, lease)
+	resume(t, b, append(flightChanges(2, 7, 8), flightChanges(3, 7)...), nil)
 	require.Equal(t, map[string]int64{"7": 3, "8": 2}, requireEventIdentity(t, b))
 	require.Equal(t, map[string]int{outbox.RestoreOlderTimeline: 1}, restoreKinds(t, b))
 	var gens []int64
-	rows, err := b.db.Pool.Query(ctx, `SELECT DISTINCT event_id >> 40 FROM msg_event ORDER BY 1`)
+	rows, err := b.db.Pool.Query(context.Background(), `SELECT DISTINCT event_id >> 40 FROM msg_event ORDER BY 1`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var g int64
@@ -212,26 +225,13 @@ func TestLogicalRestoreOntoALowerTimelineResumes(t *testing.T) {
 func TestRestoreIntoAnotherClusterResumes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
-	ctx := context.Background()
-	setTimeline(t, b, 1)
-	d, lease, _ := successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(1, 7, 8)...)
-	restore := backup(t, b)
-	setTimeline(t, b, 2)
-	d, lease, _ = successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(2, 7, 8)...)
+	restore := history(t, b, 1, func() { setTimeline(t, b, 2) }, 7, 8)
 
 	restore()
 	setTimeline(t, b, 1)
-	_, err := b.db.Pool.Exec(ctx, `UPDATE db_epoch SET system_identifier = system_identifier + 1`)
+	_, err := b.db.Pool.Exec(context.Background(), `UPDATE db_epoch SET system_identifier = system_identifier + 1`) // the old cluster's
 	require.NoError(t, err)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7, 8)...))
-	d, lease, _ = successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(3, 8)...))
-	deliverAll(t, b, d, lease)
+	resume(t, b, flightChanges(2, 7, 8), flightChanges(3, 8))
 	require.Equal(t, map[string]int64{"7": 2, "8": 3}, requireEventIdentity(t, b))
 	require.Equal(t, map[string]int{outbox.RestoreOtherCluster: 1}, restoreKinds(t, b))
 }
@@ -239,26 +239,17 @@ func TestRestoreIntoAnotherClusterResumes(t *testing.T) {
 // The same dump restored into the same cluster (its system identifier): nothing msgx recorded
 // tells it from the old primary a failover left behind, so the dispatcher sends nothing and says
 // which command to run; after msgxctl db restored (outbox.ConfirmRestore) the next try resumes.
-// The confirmation is used once: the old primary coming back later is refused again.
 func TestRestoreFromBeforeAFailoverWaitsForTheOperator(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	setTimeline(t, b, 1)
-	d, lease, _ := successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(1, 7)...)
-	restore := backup(t, b)
-	setTimeline(t, b, 2)
-	d, lease, _ = successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(2, 7)...)
+	restore := history(t, b, 1, func() { setTimeline(t, b, 2) }, 7)
 	before := len(readBack(t, b, b.kcfg.TopicChanges))
 
 	restore()
 	setTimeline(t, b, 1)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7)...))
-	d, lease, _ = successor(t, b)
+	d, lease, _ := successor(t, b)
 	err := d.ReadTail(ctx, lease)
 	require.ErrorIs(t, err, dispatch.ErrStrayDatabase)
 	require.ErrorContains(t, err, `msgxctl db restored --reason`)
@@ -281,21 +272,11 @@ func TestRestoreFromBeforeAFailoverWaitsForTheOperator(t *testing.T) {
 func TestPointInTimeRecoveryResumes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
-	ctx := context.Background()
-	setTimeline(t, b, 1)
-	d, lease, _ := successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	publish(t, b, d, lease, flightChanges(1, 7, 8)...)
-	restore := backup(t, b)
-	publish(t, b, d, lease, flightChanges(2, 7, 8)...)
+	restore := history(t, b, 1, nil, 7, 8)
 
 	restore()
 	setTimeline(t, b, 2)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7, 8)...))
-	d, lease, _ = successor(t, b)
-	require.NoError(t, d.ReadTail(ctx, lease))
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(3, 7)...))
-	deliverAll(t, b, d, lease)
+	resume(t, b, flightChanges(2, 7, 8), flightChanges(3, 7))
 	require.Equal(t, map[string]int64{"7": 3, "8": 2}, requireEventIdentity(t, b))
 	require.Empty(t, restoreKinds(t, b), "the new timeline is enough")
 }

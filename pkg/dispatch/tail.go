@@ -112,25 +112,25 @@ type tail struct {
 // readTopics reads both topics from from; gen is the database's id generation (tail.own).
 func (d *Dispatcher) readTopics(ctx context.Context, from time.Time, gen int64) (tail, error) {
 	t := tail{states: map[string]int64{}}
-	note := func(target string, r kafka.ConsumedRecord, v int64) {
-		id, err := strconv.ParseInt(r.Header("event_id"), 10, 64)
-		if err != nil {
-			return // not a msgx record (the contract's headers are missing)
+	// ids reads a record's version and event id; ok is false for a record that is not msgx's
+	// (the contract's headers are missing). It notes the id.
+	ids := func(target string, r kafka.ConsumedRecord) (version, id int64, ok bool) {
+		v, err1 := strconv.ParseInt(r.Header("state_version"), 10, 64)
+		id, err2 := strconv.ParseInt(r.Header("event_id"), 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, false
 		}
 		t.max = max(t.max, id)
 		if outbox.GenerationOf(id) == gen {
 			t.own = append(t.own, outbox.KafkaEvent{EventID: id, Target: target, FLID: r.Key, StateVersion: v})
 		}
+		return v, id, true
 	}
 	err := d.cfg.TailReader(ctx, d.cfg.TopicChanges, from, func(r kafka.ConsumedRecord) error {
 		t.changeRecords++
-		v, err1 := strconv.ParseInt(r.Header("state_version"), 10, 64)
-		id, err2 := strconv.ParseInt(r.Header("event_id"), 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil // not a msgx record (the contract's headers are missing)
+		if v, id, ok := ids(event.TargetMsg, r); ok {
+			t.changes = append(t.changes, outbox.Held{FLID: r.Key, StateVersion: v, EventID: id, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
 		}
-		note(event.TargetMsg, r, v)
-		t.changes = append(t.changes, outbox.Held{FLID: r.Key, StateVersion: v, EventID: id, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
 		return nil
 	})
 	if err != nil {
@@ -138,12 +138,10 @@ func (d *Dispatcher) readTopics(ctx context.Context, from time.Time, gen int64) 
 	}
 	err = d.cfg.TailReader(ctx, d.cfg.TopicState, from, func(r kafka.ConsumedRecord) error {
 		t.stateRecords++
-		v, err := strconv.ParseInt(r.Header("state_version"), 10, 64)
-		if err != nil {
-			return nil
+		ids(event.TargetSchd, r)
+		if v, err := strconv.ParseInt(r.Header("state_version"), 10, 64); err == nil {
+			t.states[r.Key] = max(t.states[r.Key], v)
 		}
-		t.states[r.Key] = max(t.states[r.Key], v)
-		note(event.TargetSchd, r, v)
 		return nil
 	})
 	if err != nil {
@@ -172,6 +170,7 @@ func restoreRequest(id outbox.Identity, t tail, now time.Time) (outbox.EpochRequ
 		req.Detail = fmt.Sprintf("msg_event holds event ids of generation %d, above the %d this database draws (timeline %d, restore epoch %d): "+
 			"its data comes from a higher timeline (a logical dump restored)", outbox.GenerationOf(id.MaxEventID), g, id.Timeline, id.Epoch)
 	case kg <= g:
+		// SettleEpoch compares the records of g with msg_event, under the pipeline lock.
 	case id.SystemID != 0 && id.SeenSystemID != 0 && id.SystemID != id.SeenSystemID:
 		req.Kind = outbox.RestoreOtherCluster
 		req.Detail = fmt.Sprintf("the server's system identifier is %d, msgx last saw %d: the database was restored into another cluster; "+

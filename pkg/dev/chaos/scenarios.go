@@ -37,6 +37,9 @@ func Full() []Scenario {
 		pgFailover(true),
 		pgFailover(false),
 		pgStray(),
+		pgRestorePhysical(), // before pg-restore-pitr, which leaves WAL archiving on
+		pgRestorePITR(),
+		pgRestoreLogical(),
 		mariaDBRestart(),
 		brokerFreeze(60*time.Second),
 		brokerRestart(),
