@@ -266,6 +266,29 @@ func TestRestoreFromBeforeAFailoverWaitsForTheOperator(t *testing.T) {
 	require.True(t, strings.Contains(detail, "confirmed by ops") && strings.Contains(detail, "restored the dump of 03:00"), detail)
 }
 
+// An old primary left behind by a failover (writable, on the old timeline) stays refused however
+// long its dispatcher retries: the tail starts at the dispatcher's own last commit, which a
+// refusing dispatcher does not move, not at the other roles' lease renewals, which go on. Nothing
+// is sent from it, so the state topic does not go back either.
+func TestOldPrimaryStaysRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	restore := history(t, b, 1, func() { setTimeline(t, b, 2) }, 7)
+	sent := len(readBack(t, b, b.kcfg.TopicState))
+
+	restore() // the old primary's database, as it was at the failover
+	setTimeline(t, b, 1)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7)...))
+	d, lease, _ := successor(t, b)
+	require.ErrorIs(t, d.ReadTail(ctx, lease), dispatch.ErrStrayDatabase)
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('processor', 1, 'p', 0, $1, $1)`,
+		time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.ErrorIs(t, d.ReadTail(ctx, lease), dispatch.ErrStrayDatabase, "an hour later")
+	require.Len(t, readBack(t, b, b.kcfg.TopicState), sent, "nothing sent")
+}
+
 // Point-in-time recovery with archive recovery ends on a new timeline: the ids are above every id
 // published without a raise, the versions published after the recovery target are not sent
 // again, and the state topic does not go back.
