@@ -187,10 +187,13 @@ CREATE TABLE public.db_epoch (
     system_identifier bigint,
     timeline bigint,
     seen_at timestamp with time zone,
+    refused_at timestamp with time zone,
+    refused_kafka_event_id bigint,
     confirmed_by text,
     confirmed_reason text,
     confirmed_at timestamp with time zone,
     CONSTRAINT db_epoch_check CHECK ((((confirmed_at IS NULL) = (confirmed_by IS NULL)) AND ((confirmed_at IS NULL) = (confirmed_reason IS NULL)))),
+    CONSTRAINT db_epoch_check1 CHECK (((refused_at IS NULL) = (refused_kafka_event_id IS NULL))),
     CONSTRAINT db_epoch_epoch_check CHECK ((epoch >= 0)),
     CONSTRAINT db_epoch_one_check CHECK (one)
 );

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
@@ -17,9 +18,9 @@ import (
 	"github.com/msgx/msgx/pkg/settings"
 )
 
-// msgxctl db restored, as the operator role, needs a reason and records the confirmation with an
-// audit row; the read-only role cannot confirm; db show prints the identity, the raises and the
-// confirmation, and --json the same.
+// msgxctl db restored, as the operator role, needs a reason and a refusal of the dispatcher's to
+// answer, and records the confirmation with an audit row; the read-only role cannot confirm; db
+// show prints the identity, the refusal, the raises and the confirmation, and --json the same.
 func TestDBRestoredAndShow(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -40,20 +41,32 @@ func TestDBRestoredAndShow(t *testing.T) {
 	require.Contains(t, out.String(), "event ids: generation 1 (timeline 1 + restore epoch 0)")
 	require.Contains(t, out.String(), "the restore epoch was never raised")
 
-	out.Reset()
-	require.NoError(t, dbCmd(ctx, admin, []string{"restored", "--reason", "restored the 03:00 base backup", "--actor", "ops"}, &out))
-	require.Contains(t, out.String(), "restore confirmed: the dispatcher's next term start")
-	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM replay_audit WHERE action = 'db-restored' AND actor = 'ops' AND reason = 'restored the 03:00 base backup'`))
+	err := dbCmd(ctx, admin, []string{"restored", "--reason", "restored the 03:00 base backup", "--actor", "ops"}, &out)
+	require.ErrorIs(t, err, outbox.ErrNothingToConfirm, "the dispatcher does not refuse the database")
+	require.ErrorContains(t, cmdline.WithHint(err, ""), "nothing to confirm")
 
-	// The dispatcher's term start acts on it (here: a raise asked for by hand).
+	// The dispatcher refuses it (Kafka holds ids of generation 3).
 	store, err := outbox.New(db.Pool, outbox.Policy{MaxAttempts: 1, BackoffBase: time.Second, BackoffMax: time.Second})
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('dispatcher', 1, 't', 0, now(), now())`)
 	require.NoError(t, err)
+	lease := leader.Lease{Role: "dispatcher", Epoch: 1}
+	require.NoError(t, store.RecordRefusal(ctx, lease, time.Now(), int64(3)<<40))
+	out.Reset()
+	require.NoError(t, dbCmd(ctx, reader, []string{"show"}, &out))
+	require.Contains(t, out.String(), "the dispatcher refuses to send from this database since ")
+	require.Contains(t, out.String(), "Kafka holds event id 3298534883328 (generation 3)")
+
+	out.Reset()
+	require.NoError(t, dbCmd(ctx, admin, []string{"restored", "--reason", "restored the 03:00 base backup", "--actor", "ops"}, &out))
+	require.Contains(t, out.String(), "restore confirmed: the dispatcher's next try")
+	require.Equal(t, 1, count(t, db, `SELECT count(*) FROM replay_audit WHERE action = 'db-restored' AND actor = 'ops' AND reason = 'restored the 03:00 base backup'`))
+
+	// The dispatcher's next try acts on it (here: the raise it then asks for).
 	out.Reset()
 	require.NoError(t, dbCmd(ctx, reader, []string{"show"}, &out))
 	require.Contains(t, out.String(), "restore confirmed by ops at ")
-	_, err = store.SettleEpoch(ctx, leader.Lease{Role: "dispatcher", Epoch: 1}, outbox.EpochRequest{Now: time.Now(), Kind: outbox.RestoreConfirmed,
+	_, err = store.SettleEpoch(ctx, lease, outbox.EpochRequest{Now: time.Now(), Kind: outbox.RestoreConfirmed,
 		Detail: "confirmed by ops", KafkaMax: int64(3) << 40})
 	require.NoError(t, err)
 
@@ -63,6 +76,7 @@ func TestDBRestoredAndShow(t *testing.T) {
 	require.Contains(t, out.String(), "restore epoch 3 (was 0) raised ")
 	require.Contains(t, out.String(), "confirmed: confirmed by ops; 0 unsent events renumbered; Kafka's highest event id then 3298534883328")
 	require.NotContains(t, out.String(), "restore confirmed by")
+	require.NotContains(t, out.String(), "refuses")
 
 	out.Reset()
 	require.NoError(t, dbCmd(ctx, reader, []string{"show", "--json"}, &out))

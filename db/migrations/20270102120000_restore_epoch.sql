@@ -5,19 +5,24 @@
 -- of a term when the database is behind event ids Kafka holds without being on a higher timeline:
 -- a physical backup started without archive recovery, a logical dump restored (docs/events.md,
 -- "After a database failover or restore"). system_identifier and timeline are the server's as the
--- dispatcher last saw them (NULL: not seen yet). The confirmed_ columns are an operator's word
--- that this database was restored on purpose (msgxctl db restored), kept until the dispatcher's
--- next term start has read it.
+-- dispatcher last saw them (NULL: not seen yet). refused_at is when the dispatcher last refused to
+-- send from this database because Kafka holds ids of a newer generation (with the highest id it
+-- saw), until a term start succeeds; the confirmed_ columns are an operator's word, given while it
+-- refuses, that this database was restored on purpose (msgxctl db restored), kept until the
+-- dispatcher's next try has read it.
 CREATE TABLE db_epoch (
-    one               boolean     PRIMARY KEY DEFAULT true CHECK (one),
-    epoch             bigint      NOT NULL DEFAULT 0 CHECK (epoch >= 0),
-    system_identifier bigint,
-    timeline          bigint,
-    seen_at           timestamptz,
-    confirmed_by      text,
-    confirmed_reason  text,
-    confirmed_at      timestamptz,
-    CHECK ((confirmed_at IS NULL) = (confirmed_by IS NULL) AND (confirmed_at IS NULL) = (confirmed_reason IS NULL))
+    one                    boolean     PRIMARY KEY DEFAULT true CHECK (one),
+    epoch                  bigint      NOT NULL DEFAULT 0 CHECK (epoch >= 0),
+    system_identifier      bigint,
+    timeline               bigint,
+    seen_at                timestamptz,
+    refused_at             timestamptz,
+    refused_kafka_event_id bigint,
+    confirmed_by           text,
+    confirmed_reason       text,
+    confirmed_at           timestamptz,
+    CHECK ((confirmed_at IS NULL) = (confirmed_by IS NULL) AND (confirmed_at IS NULL) = (confirmed_reason IS NULL)),
+    CHECK ((refused_at IS NULL) = (refused_kafka_event_id IS NULL))
 );
 INSERT INTO db_epoch DEFAULT VALUES;
 

@@ -54,7 +54,7 @@ func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
 		d.log.Error().Int64("timeline", id.Timeline).Int64("restore_epoch", id.Epoch).Int64("kafka_event_id", t.max).
 			Msg("dispatcher: Kafka holds event ids of a newer generation than this database draws: it is an old primary left behind by a failover " +
 				"(fence it), or a backup restored on purpose (then run: msgxctl db restored --reason …); nothing is sent from it")
-		return err
+		return errors.Join(err, d.store.RecordRefusal(ctx, lease, d.clock.Now(), t.max))
 	}
 	if err := d.recordHeld(ctx, lease, t.changes); err != nil {
 		return err

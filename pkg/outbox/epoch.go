@@ -54,7 +54,11 @@ type Identity struct {
 	SeenAt       time.Time
 	MaxTimeline  int64 // the highest timeline recorded (db_timeline; 0: none)
 	MaxEventID   int64 // the highest event id msg_event holds (0: none)
-	Confirmed    *Confirmation
+	// RefusedAt is when the dispatcher last refused to send from the database (zero: not since
+	// its last term start), RefusedKafkaID the highest event id Kafka held then.
+	RefusedAt      time.Time
+	RefusedKafkaID int64
+	Confirmed      *Confirmation
 }
 
 // Generation is the id generation of the events drawn now.
@@ -73,14 +77,17 @@ func (s *Store) Identity(ctx context.Context) (Identity, error) { return ReadIde
 func ReadIdentity(ctx context.Context, q RowQuerier) (Identity, error) {
 	var i Identity
 	var by, reason *string
-	var at, seen *time.Time
+	var at, seen, refused *time.Time
 	err := q.QueryRow(ctx, identitySQL).Scan(&i.SystemID, &i.Timeline, &i.Epoch, &i.SeenSystemID, &i.SeenTimeline, &seen,
-		&i.MaxTimeline, &i.MaxEventID, &by, &reason, &at)
+		&i.MaxTimeline, &i.MaxEventID, &refused, &i.RefusedKafkaID, &by, &reason, &at)
 	if err != nil {
 		return Identity{}, fmt.Errorf("read the database's identity: %w", err)
 	}
 	if seen != nil {
 		i.SeenAt = *seen
+	}
+	if refused != nil {
+		i.RefusedAt = *refused
 	}
 	if at != nil && by != nil && reason != nil {
 		i.Confirmed = &Confirmation{By: *by, Reason: *reason, At: *at}
@@ -206,10 +213,28 @@ func raise(ctx context.Context, tx pgx.Tx, req EpochRequest, timeline, sysID, to
 	return nil
 }
 
-// ConfirmRestore records an operator's word that the database was restored on purpose: the
-// dispatcher's next term start raises the restore epoch above the ids Kafka holds even where the
-// database could also be an old primary left behind by a failover (docs/runbook.md). It writes a
-// 'db-restored' audit row in the same transaction.
+// RecordRefusal records, under the lease, that the dispatcher refuses to send from the database:
+// Kafka holds ids of a newer generation, the highest kafkaMax (ConfirmRestore needs it).
+func (s *Store) RecordRefusal(ctx context.Context, fence leader.Fence, now time.Time, kafkaMax int64) error {
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, refusedSQL, now, kafkaMax)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record the refusal: %w", err)
+	}
+	return nil
+}
+
+// ErrNothingToConfirm means the dispatcher does not refuse the database: there is no restore to
+// confirm (a confirmation given ahead would wait, and could adopt an old primary later).
+var ErrNothingToConfirm = errors.New("the dispatcher does not refuse this database (it has not found Kafka ahead of it since its last term start): nothing to confirm")
+
+// ConfirmRestore records an operator's word that the database was restored on purpose, while the
+// dispatcher refuses it (RecordRefusal; ErrNothingToConfirm otherwise): its next try raises the
+// restore epoch above the ids Kafka holds even though the database could also be an old primary
+// left behind by a failover (docs/runbook.md). It writes a 'db-restored' audit row in the same
+// transaction.
 func ConfirmRestore(ctx context.Context, db Beginner, who Admin, now time.Time) error {
 	if who.Actor == "" {
 		return errors.New("confirm restore: an actor is required")
@@ -223,7 +248,7 @@ func ConfirmRestore(ctx context.Context, db Beginner, who Admin, now time.Time) 
 			return err
 		}
 		if tag.RowsAffected() != 1 {
-			return errors.New("no db_epoch row (the migration 20270102120000 not applied?)")
+			return ErrNothingToConfirm
 		}
 		_, err = tx.Exec(ctx, auditSQL, "db-restored", who.Actor, who.Reason, "", []int64{}, now)
 		return err

@@ -177,17 +177,24 @@ func TestSettleEpochRaisesAboveKafkaAndTheDatabase(t *testing.T) {
 	require.Equal(t, int64(10), id.Epoch, "a refused raise changes nothing")
 }
 
-// An operator's confirmation needs an actor and a reason, is audited, is read with the identity,
-// and the next SettleEpoch clears it whether it raised or not.
+// An operator's confirmation needs an actor and a reason and a refusal of the dispatcher's to
+// answer, is audited, is read with the identity, and the next SettleEpoch clears it with the
+// refusal, whether it raised or not.
 func TestConfirmRestore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	require.ErrorContains(t, outbox.ConfirmRestore(ctx, b.db.Pool, outbox.Admin{Actor: "ops"}, t0), "a reason is required")
 	require.ErrorContains(t, outbox.ConfirmRestore(ctx, b.db.Pool, outbox.Admin{Reason: "x"}, t0), "an actor is required")
+	require.ErrorIs(t, outbox.ConfirmRestore(ctx, b.db.Pool, outbox.Admin{Actor: "ops", Reason: "ahead of time"}, t0), outbox.ErrNothingToConfirm,
+		"nothing refused: a confirmation given ahead could later adopt an old primary")
+
+	require.NoError(t, b.store.RecordRefusal(ctx, b.lease, t0, int64(3)<<40))
 	require.NoError(t, outbox.ConfirmRestore(ctx, b.db.Pool, outbox.Admin{Actor: "ops", Reason: "restored the 03:00 backup"}, t0))
 	id, err := b.store.Identity(ctx)
 	require.NoError(t, err)
+	require.True(t, id.RefusedAt.Equal(t0))
+	require.Equal(t, int64(3)<<40, id.RefusedKafkaID)
 	require.Equal(t, &outbox.Confirmation{By: "ops", Reason: "restored the 03:00 backup", At: id.Confirmed.At}, id.Confirmed)
 	require.True(t, id.Confirmed.At.Equal(t0))
 	var audits int
@@ -199,6 +206,7 @@ func TestConfirmRestore(t *testing.T) {
 	id, err = b.store.Identity(ctx)
 	require.NoError(t, err)
 	require.Nil(t, id.Confirmed, "the term start read it")
+	require.True(t, id.RefusedAt.IsZero(), "and is not refused any more")
 }
 
 // The topics' tail starts at the dispatcher's newest commit the database kept, less the margin:

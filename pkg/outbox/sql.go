@@ -318,12 +318,13 @@ SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_t
 // identitySQL is what the dispatcher compares at the start of a term: the server's system
 // identifier (0: withheld) and timeline, the restore epoch, the system identifier and timeline a
 // term last saw and when (0, 0, NULL: none), the highest timeline recorded, the highest event id
-// msg_event holds (0: none), and an operator's confirmation of a restore not acted on yet.
+// msg_event holds (0: none), the dispatcher's last refusal (NULL, 0: none since its last term
+// start) and an operator's confirmation of a restore not acted on yet.
 const identitySQL = `
 SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
        coalesce(d.system_identifier, 0), coalesce(d.timeline, 0), d.seen_at,
        coalesce((SELECT max(timeline) FROM db_timeline), 0), coalesce((SELECT max(event_id) FROM msg_event), 0),
-       d.confirmed_by, d.confirmed_reason, d.confirmed_at
+       d.refused_at, coalesce(d.refused_kafka_event_id, 0), d.confirmed_by, d.confirmed_reason, d.confirmed_at
   FROM db_epoch d`
 
 // lockEpochSQL reads the restore epoch and the server's timeline and system identifier (0:
@@ -371,16 +372,23 @@ INSERT INTO db_restore (epoch, previous_epoch, raised_at, kind, detail, system_i
 VALUES ($1, $2, $3, $4, $5, nullif($6::bigint, 0), $7, $8, $9)`
 
 // seenSQL records the server a dispatcher term started on ($1 system identifier, 0: withheld;
-// $2 timeline; $3 when) and clears an operator's confirmation: each is acted on, or found not
-// needed, by the first term start after it.
+// $2 timeline; $3 when) and clears the last refusal and an operator's confirmation: the term
+// start acted on it.
 const seenSQL = `
 UPDATE db_epoch
    SET system_identifier = coalesce(nullif($1::bigint, 0), system_identifier), timeline = $2, seen_at = $3,
+       refused_at = NULL, refused_kafka_event_id = NULL,
        confirmed_by = NULL, confirmed_reason = NULL, confirmed_at = NULL`
 
-// confirmRestoreSQL records an operator's word that the database was restored on purpose.
+// refusedSQL records that the dispatcher refused to send from the database ($1 when, $2 the
+// highest event id Kafka held).
+const refusedSQL = `UPDATE db_epoch SET refused_at = $1, refused_kafka_event_id = $2`
+
+// confirmRestoreSQL records an operator's word that the database was restored on purpose, only
+// while the dispatcher refuses it (a word given before would wait for a later refusal, which
+// could be an old primary's).
 const confirmRestoreSQL = `
-UPDATE db_epoch SET confirmed_by = $1, confirmed_reason = $2, confirmed_at = $3`
+UPDATE db_epoch SET confirmed_by = $1, confirmed_reason = $2, confirmed_at = $3 WHERE refused_at IS NOT NULL`
 
 // restoresSQL is every raise of the restore epoch, oldest first.
 const restoresSQL = `

@@ -41,6 +41,8 @@ func TestDispatcherRaisesTheRestoreEpoch(t *testing.T) {
 		requireDenied(t, exec(b.pools[r], `SELECT msgx_raise_epoch(7)`), r)
 	}
 	requireDenied(t, exec(b.pools[roles.Admin], `UPDATE db_epoch SET epoch = 7`))
+	requireDenied(t, exec(b.pools[roles.Admin], `UPDATE db_epoch SET refused_at = now(), refused_kafka_event_id = 1`))
+	require.NoError(t, store.RecordRefusal(ctx, lease, t0, 1))
 	require.NoError(t, outbox.ConfirmRestore(ctx, b.pools[roles.Admin], outbox.Admin{Actor: "ops", Reason: "restored"}, t0))
 	id, err := outbox.ReadIdentity(ctx, b.pools[roles.Reader])
 	require.NoError(t, err)
