@@ -40,6 +40,7 @@ func Full() []Scenario {
 		pgRestorePhysical(), // before pg-restore-pitr, which leaves WAL archiving on
 		pgRestorePITR(),
 		pgRestoreLogical(),
+		pgRestoreConfirmed(),
 		mariaDBRestart(),
 		brokerFreeze(60*time.Second),
 		brokerRestart(),
