@@ -37,7 +37,7 @@ const (
 )
 
 // Confirmation is an operator's word that the database was restored on purpose (msgxctl db
-// restored), kept until the dispatcher's next term start.
+// restored), given while the dispatcher refuses it and kept until its next try.
 type Confirmation struct {
 	By     string    `json:"by"`
 	Reason string    `json:"reason"`
@@ -133,8 +133,8 @@ type EpochOutcome struct {
 // epoch when req asks (Kind) or when a record of req.Records is not the database's own: then the
 // generation goes above every id Kafka and msg_event hold, and every unsent event below it gets
 // a new id in that generation, in the old order. It holds PIPELINE_LOCK, like every writer of
-// event ids (Enqueue), so no event takes an id while it decides. An operator's confirmation is
-// cleared: this term start acted on it or did not need it.
+// event ids (Enqueue), so no event takes an id while it decides. The last refusal and an
+// operator's confirmation are cleared: this term start goes on.
 func (s *Store) SettleEpoch(ctx context.Context, fence leader.Fence, req EpochRequest) (EpochOutcome, error) {
 	var out EpochOutcome
 	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
