@@ -236,6 +236,25 @@ func TestRestoreIntoAnotherClusterResumes(t *testing.T) {
 	require.Equal(t, map[string]int{outbox.RestoreOtherCluster: 1}, restoreKinds(t, b))
 }
 
+// refusedAfterAFailover is the database on timeline 1 as it was before the primary moved to
+// timeline 2 and published version 2 of flight 7 — an old primary left behind by a failover, or
+// a backup from before it restored into the same cluster — with version 2 derived again, and its
+// next dispatcher term, which must refuse it. It returns the records each topic held before.
+func refusedAfterAFailover(t *testing.T, b *bundle) (d *dispatch.Dispatcher, lease leader.Lease, changes, states int) {
+	t.Helper()
+	ctx := context.Background()
+	restore := history(t, b, 1, func() { setTimeline(t, b, 2) }, 7)
+	changes, states = len(readBack(t, b, b.kcfg.TopicChanges)), len(readBack(t, b, b.kcfg.TopicState))
+	restore()
+	setTimeline(t, b, 1)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7)...))
+	d, lease, _ = successor(t, b)
+	err := d.ReadTail(ctx, lease)
+	require.ErrorIs(t, err, dispatch.ErrStrayDatabase)
+	require.ErrorContains(t, err, `msgxctl db restored --reason`)
+	return d, lease, changes, states
+}
+
 // The same dump restored into the same cluster (its system identifier): nothing msgx recorded
 // tells it from the old primary a failover left behind, so the dispatcher sends nothing and says
 // which command to run; after msgxctl db restored (outbox.ConfirmRestore) the next try resumes.
@@ -243,17 +262,8 @@ func TestRestoreFromBeforeAFailoverWaitsForTheOperator(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	restore := history(t, b, 1, func() { setTimeline(t, b, 2) }, 7)
-	before := len(readBack(t, b, b.kcfg.TopicChanges))
-
-	restore()
-	setTimeline(t, b, 1)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7)...))
-	d, lease, _ := successor(t, b)
-	err := d.ReadTail(ctx, lease)
-	require.ErrorIs(t, err, dispatch.ErrStrayDatabase)
-	require.ErrorContains(t, err, `msgxctl db restored --reason`)
-	require.Len(t, readBack(t, b, b.kcfg.TopicChanges), before, "nothing sent")
+	d, lease, changes, _ := refusedAfterAFailover(t, b)
+	require.Len(t, readBack(t, b, b.kcfg.TopicChanges), changes, "nothing sent")
 
 	require.NoError(t, outbox.ConfirmRestore(ctx, b.db.Pool, outbox.Admin{Actor: "ops", Reason: "restored the dump of 03:00"}, t0))
 	require.NoError(t, d.ReadTail(ctx, lease))
@@ -274,19 +284,12 @@ func TestOldPrimaryStaysRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	restore := history(t, b, 1, func() { setTimeline(t, b, 2) }, 7)
-	sent := len(readBack(t, b, b.kcfg.TopicState))
-
-	restore() // the old primary's database, as it was at the failover
-	setTimeline(t, b, 1)
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, flightChanges(2, 7)...))
-	d, lease, _ := successor(t, b)
-	require.ErrorIs(t, d.ReadTail(ctx, lease), dispatch.ErrStrayDatabase)
+	d, lease, _, states := refusedAfterAFailover(t, b)
 	_, err := b.db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('processor', 1, 'p', 0, $1, $1)`,
 		time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.ErrorIs(t, d.ReadTail(ctx, lease), dispatch.ErrStrayDatabase, "an hour later")
-	require.Len(t, readBack(t, b, b.kcfg.TopicState), sent, "nothing sent")
+	require.Len(t, readBack(t, b, b.kcfg.TopicState), states, "nothing sent")
 }
 
 // Point-in-time recovery with archive recovery ends on a new timeline: the ids are above every id

@@ -84,19 +84,29 @@ func (p *Postgres) BaseBackup() (*Backup, error) {
 		return nil, err
 	}
 	b := &Backup{dir: dir, data: filepath.Join(dir, "data")}
-	if err := chown(dir, "postgres"); err != nil {
+	if err := p.baseBackup(dir, b.data); err != nil {
+		_ = b.Close()
 		return nil, err
+	}
+	return b, nil
+}
+
+// baseBackup copies the running cluster into data, a new directory under dir (pg_basebackup with
+// its WAL streamed along, a fast checkpoint), with the extra options.
+func (p *Postgres) baseBackup(dir, data string, extra ...string) error {
+	if err := chown(dir, "postgres"); err != nil {
+		return err
 	}
 	bb, err := pgBin("pg_basebackup")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := runAs("postgres", bb, "-D", b.data, "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
-		"-X", "stream", "--no-sync", "-c", "fast"); err != nil {
-		_ = b.Close()
-		return nil, fmt.Errorf("pg_basebackup: %w", err)
+	args := append([]string{bb, "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
+		"-X", "stream", "--no-sync", "-c", "fast"}, extra...)
+	if err := runAs("postgres", args...); err != nil {
+		return fmt.Errorf("pg_basebackup: %w", err)
 	}
-	return b, nil
+	return nil
 }
 
 // Recovery says how a restored backup starts.

@@ -21,17 +21,9 @@ func (p *Postgres) StartStandby() (*Postgres, error) {
 		return nil, err
 	}
 	s := &Postgres{opts: p.opts, dir: dir, data: filepath.Join(dir, "data")}
-	if err := chown(dir, "postgres"); err != nil {
-		return nil, err
-	}
-	bb, err := pgBin("pg_basebackup")
-	if err != nil {
-		return nil, err
-	}
-	if err := runAs("postgres", bb, "-D", s.data, "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
-		"-X", "stream", "-R", "--no-sync", "-c", "fast"); err != nil {
+	if err := p.baseBackup(dir, s.data, "-R"); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_basebackup: %w", err)
+		return nil, err
 	}
 	if s.Port, err = freePort(); err != nil {
 		return nil, err
