@@ -49,7 +49,57 @@ END $$;
 CREATE FUNCTION public.msgx_event_id() RETURNS bigint
     LANGUAGE sql
     AS $$
-  SELECT (msgx_timeline() << 40) + nextval('msg_event_event_id_seq')
+  SELECT ((msgx_timeline() + 0) << 40) + nextval('msg_event_event_id_seq')
+$$;
+
+
+--
+-- Name: msgx_id_generation(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_id_generation() RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  SELECT msgx_timeline() + (SELECT epoch FROM db_epoch)
+$$;
+
+
+--
+-- Name: msgx_raise_epoch(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_raise_epoch(new_epoch bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $_$
+DECLARE
+  current_epoch bigint := (SELECT epoch FROM db_epoch FOR UPDATE);
+BEGIN
+  IF new_epoch IS NULL OR new_epoch <= current_epoch THEN
+    RAISE EXCEPTION 'msgx_raise_epoch: the restore epoch is %, % does not raise it', current_epoch, new_epoch;
+  END IF;
+  IF msgx_timeline() + new_epoch >= 8192 THEN
+    RAISE EXCEPTION 'msgx_raise_epoch: timeline % + epoch % reaches generation 8192: event ids would pass 2^53', msgx_timeline(), new_epoch;
+  END IF;
+  UPDATE db_epoch SET epoch = new_epoch;
+  EXECUTE format($f$CREATE OR REPLACE FUNCTION msgx_event_id() RETURNS bigint LANGUAGE sql VOLATILE AS %L$f$,
+                 format($b$SELECT ((msgx_timeline() + %s) << 40) + nextval('msg_event_event_id_seq')$b$, new_epoch));
+END
+$_$;
+
+
+--
+-- Name: msgx_system_identifier(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_system_identifier() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RETURN (SELECT system_identifier FROM pg_control_system());
+EXCEPTION WHEN insufficient_privilege THEN
+  RETURN NULL;
+END
 $$;
 
 
@@ -124,6 +174,48 @@ CREATE TABLE public.console_session (
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     revoked_at timestamp with time zone
+);
+
+
+--
+-- Name: db_epoch; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.db_epoch (
+    one boolean DEFAULT true NOT NULL,
+    epoch bigint DEFAULT 0 NOT NULL,
+    system_identifier bigint,
+    timeline bigint,
+    seen_at timestamp with time zone,
+    refused_at timestamp with time zone,
+    refused_kafka_event_id bigint,
+    confirmed_by text,
+    confirmed_reason text,
+    confirmed_at timestamp with time zone,
+    CONSTRAINT db_epoch_check CHECK ((((confirmed_at IS NULL) = (confirmed_by IS NULL)) AND ((confirmed_at IS NULL) = (confirmed_reason IS NULL)))),
+    CONSTRAINT db_epoch_check1 CHECK (((refused_at IS NULL) = (refused_kafka_event_id IS NULL))),
+    CONSTRAINT db_epoch_epoch_check CHECK ((epoch >= 0)),
+    CONSTRAINT db_epoch_one_check CHECK (one)
+);
+
+
+--
+-- Name: db_restore; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.db_restore (
+    epoch bigint NOT NULL,
+    previous_epoch bigint NOT NULL,
+    raised_at timestamp with time zone NOT NULL,
+    kind text NOT NULL,
+    detail text NOT NULL,
+    system_identifier bigint,
+    timeline bigint NOT NULL,
+    kafka_event_id bigint NOT NULL,
+    renumbered bigint NOT NULL,
+    CONSTRAINT db_restore_check CHECK ((epoch > previous_epoch)),
+    CONSTRAINT db_restore_kind_check CHECK ((kind = ANY (ARRAY['ids-behind'::text, 'other-cluster'::text, 'older-timeline'::text, 'confirmed'::text]))),
+    CONSTRAINT db_restore_renumbered_check CHECK ((renumbered >= 0))
 );
 
 
@@ -785,7 +877,7 @@ CREATE TABLE public.replay_audit (
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
     errors text[],
-    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text])))
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text])))
 );
 
 
@@ -1007,6 +1099,22 @@ ALTER TABLE ONLY public.console_note
 
 ALTER TABLE ONLY public.console_session
     ADD CONSTRAINT console_session_pkey PRIMARY KEY (session_sha256);
+
+
+--
+-- Name: db_epoch db_epoch_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.db_epoch
+    ADD CONSTRAINT db_epoch_pkey PRIMARY KEY (one);
+
+
+--
+-- Name: db_restore db_restore_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.db_restore
+    ADD CONSTRAINT db_restore_pkey PRIMARY KEY (epoch);
 
 
 --
@@ -1717,4 +1825,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261229120000'),
     ('20261230120000'),
     ('20261231120000'),
-    ('20270101120000');
+    ('20270101120000'),
+    ('20270102120000');

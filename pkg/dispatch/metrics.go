@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/outbox"
 )
 
 type metrics struct {
@@ -23,6 +24,8 @@ type metrics struct {
 	lostTail        prometheus.Counter
 	heldSkipped     prometheus.Counter
 	heldConflicts   prometheus.Counter
+	epoch           prometheus.Gauge
+	restores        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metrics, error) {
@@ -77,18 +80,27 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 		heldConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_dispatch_already_on_kafka_conflicts_total", Help: "Of those, events whose value differs from the record Kafka holds for their version.",
 		}),
+		epoch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_db_restore_epoch", Help: "The database's restore epoch when the dispatcher's term started (event ids carry timeline + epoch; raised after a restore behind ids Kafka holds).",
+		}),
+		restores: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_db_restores_total", Help: "Raises of the restore epoch at a term's start, by why the database was found behind the event ids Kafka holds.",
+		}, []string{"kind"}),
 	}
 	unacked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "msgx_dispatch_oldest_unacked_send_age_seconds",
 		Help: "Age of the oldest send still waiting for the broker's answer (0 when none): grows while a broker hangs.",
 	}, oldestUnacked)
 	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency, m.lag,
-		m.timeline, m.timelineChanges, m.lostTail, m.heldSkipped, m.heldConflicts} {
+		m.timeline, m.timelineChanges, m.lostTail, m.heldSkipped, m.heldConflicts, m.epoch, m.restores} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	// Every series exists from the start (at 0), so alerts on rates see the first dead letter.
+	for _, k := range []string{outbox.RestoreIDsBehind, outbox.RestoreOtherCluster, outbox.RestoreOlderTimeline, outbox.RestoreConfirmed} {
+		m.restores.WithLabelValues(k)
+	}
 	for _, t := range event.Targets {
 		m.sent.WithLabelValues(t)
 		m.retried.WithLabelValues(t)

@@ -63,8 +63,8 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 var errTailNotRead = errors.New("the topics' tail is not read yet: nothing is sent until it is")
 
 // readTailUntilDone runs ReadTail until it succeeds, backing off after each failure (Kafka or
-// the database unavailable, or a stray old primary: nothing is sent meanwhile). It reports false
-// when ctx ended first.
+// the database unavailable, a stray old primary, or a restore waiting for the operator's
+// confirmation: nothing is sent meanwhile). It reports false when ctx ended first.
 func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) bool {
 	defer lease.Stopped("tail")
 	defer d.tailErr.Store(nil)

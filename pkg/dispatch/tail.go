@@ -19,36 +19,52 @@ type TopicReader func(ctx context.Context, topic string, since time.Time, fn fun
 
 // ReadTail runs at the start of every term, before anything is sent. It records the database's
 // timeline (a higher one than recorded: the database was promoted), then reads what both topics
-// took since the last commit the database kept (outbox.Store.TailFrom, less Config.TailMargin):
-// records a primary sent before a failover that lost its last transactions, or that the broker
-// acknowledged just before a crash. The state topic's versions raise msg_state_sent, so the state
-// topic never goes back; the changes topic's versions unknown as sent are recorded
-// (msg_event's held records) and never sent again, so a re-send is an identical duplicate only.
-// Without a reader (Config.TailReader nil) only the timeline is checked.
+// took since the dispatcher's last commit the database kept (outbox.Store.TailFrom, less
+// Config.TailMargin): records a primary sent before a failover or a restore that lost its last
+// transactions, or that the broker acknowledged just before a crash. Before anything is written
+// it compares the event ids the topics hold with the database (restoreRequest): a database behind
+// them gets a raised restore epoch, so its ids stay above every id published (outbox.SettleEpoch),
+// or, where it cannot be told from an old primary left behind by a failover, nothing is sent
+// (ErrStrayDatabase) until an operator confirms the restore. The changes topic's versions unknown
+// as sent are recorded (msg_event's held records) and never sent again, so a re-send is an
+// identical duplicate only; last, the state topic's versions raise msg_state_sent, so the state
+// topic never goes back. Without a reader (Config.TailReader nil) only the timeline is checked.
 func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
-	timeline, err := d.checkTimeline(ctx)
-	if err != nil {
+	if _, err := d.checkTimeline(ctx); err != nil {
 		return err
 	}
 	if d.cfg.TailReader == nil {
 		return nil
 	}
 	start := time.Now()
-	from, err := d.store.TailFrom(ctx, lease.Role, d.cfg.TailMargin)
+	id, err := d.store.Identity(ctx)
 	if err != nil {
 		return err
 	}
-	changes, newest, err := d.readChangesTail(ctx, lease, from)
+	from, err := d.store.TailFrom(ctx, d.cfg.TailMargin)
 	if err != nil {
 		return err
 	}
-	if newest > timeline {
-		d.log.Error().Int64("timeline", timeline).Int64("kafka_timeline", newest).
-			Msg("dispatcher: Kafka holds events of a newer database timeline: this server is an old primary left behind by a failover; nothing is sent from it")
-		return fmt.Errorf("%w: database timeline %d, Kafka has events of timeline %d", ErrStrayDatabase, timeline, newest)
-	}
-	states, err := d.readStateTail(ctx, lease, from)
+	t, err := d.readTopics(ctx, from, id.Generation())
 	if err != nil {
+		return err
+	}
+	req, err := restoreRequest(id, t, d.clock.Now())
+	if err != nil {
+		d.log.Error().Int64("timeline", id.Timeline).Int64("restore_epoch", id.Epoch).Int64("kafka_event_id", t.max).
+			Msg("dispatcher: Kafka holds event ids of a newer generation than this database draws: it is an old primary left behind by a failover " +
+				"(fence it), or a backup restored on purpose (then run: msgxctl db restored --reason …); nothing is sent from it")
+		return errors.Join(err, d.store.RecordRefusal(ctx, lease, d.clock.Now(), t.max))
+	}
+	if err := d.recordHeld(ctx, lease, t.changes); err != nil {
+		return err
+	}
+	out, err := d.store.SettleEpoch(ctx, lease, req)
+	if err != nil {
+		return err
+	}
+	d.reportEpoch(id, out)
+	if err := d.raiseStates(ctx, lease, t.states); err != nil {
 		return err
 	}
 	held, err := d.store.HeldChanges(ctx)
@@ -56,14 +72,17 @@ func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
 		return err
 	}
 	d.held = held
-	d.log.Info().Time("from", from).Int("change_records", changes).Int("state_records", states).
-		Int("held_flights", len(held)).Dur("took", time.Since(start)).Msg("dispatcher: read the topics' tail")
+	d.log.Info().Time("from", from).Int("change_records", t.changeRecords).Int("state_records", t.stateRecords).
+		Int("held_flights", len(held)).Int64("id_generation", out.Generation).Dur("took", time.Since(start)).Msg("dispatcher: read the topics' tail")
 	return nil
 }
 
-// ErrStrayDatabase means the database is on an older timeline than events Kafka holds: an old
-// primary still writable after a standby was promoted. The dispatcher does not publish from it.
-var ErrStrayDatabase = errors.New("dispatcher: the database is an old primary")
+// ErrStrayDatabase means Kafka holds event ids of a newer generation than the database draws,
+// and nothing msgx recorded of the database says it was restored on purpose: an old primary still
+// writable after a standby was promoted, or a backup restored from before a failover or a raise
+// of the restore epoch. The dispatcher does not publish from it until an operator confirms a
+// restore (msgxctl db restored).
+var ErrStrayDatabase = errors.New("dispatcher: the database is behind event ids Kafka holds (an old primary left behind by a failover, or a backup restored)")
 
 // checkTimeline records the database's timeline and reports a promotion. It returns the timeline.
 func (d *Dispatcher) checkTimeline(ctx context.Context) (int64, error) {
@@ -80,65 +99,141 @@ func (d *Dispatcher) checkTimeline(ctx context.Context) (int64, error) {
 	return cur, nil
 }
 
-// readChangesTail records the changes topic's records since from that the database does not
-// know as sent, and reports versions it has no event for (a lost tail). It returns the records
-// read and the newest timeline their event ids carry.
-func (d *Dispatcher) readChangesTail(ctx context.Context, lease leader.Lease, from time.Time) (int, int64, error) {
-	var recs []outbox.Held
-	n, newest := 0, int64(0)
-	err := d.cfg.TailReader(ctx, d.cfg.TopicChanges, from, func(r kafka.ConsumedRecord) error {
-		n++
+// tail is what the topics took since the tail's start.
+type tail struct {
+	changes []outbox.Held       // the changes topic's records
+	states  map[string]int64    // the newest version per FLID on the state topic
+	own     []outbox.KafkaEvent // the records of both topics in the database's id generation
+	max     int64               // the highest event id of both topics (0: none)
+
+	changeRecords, stateRecords int
+}
+
+// readTopics reads both topics from from; gen is the database's id generation (tail.own).
+func (d *Dispatcher) readTopics(ctx context.Context, from time.Time, gen int64) (tail, error) {
+	t := tail{states: map[string]int64{}}
+	// ids reads a record's version and event id; ok is false for a record that is not msgx's
+	// (the contract's headers are missing). It notes the id.
+	ids := func(target string, r kafka.ConsumedRecord) (version, id int64, ok bool) {
 		v, err1 := strconv.ParseInt(r.Header("state_version"), 10, 64)
 		id, err2 := strconv.ParseInt(r.Header("event_id"), 10, 64)
 		if err1 != nil || err2 != nil {
-			return nil // not a msgx record (the contract's headers are missing)
+			return 0, 0, false
 		}
-		newest = max(newest, id>>40)
-		recs = append(recs, outbox.Held{FLID: r.Key, StateVersion: v, EventID: id, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
+		t.max = max(t.max, id)
+		if outbox.GenerationOf(id) == gen {
+			t.own = append(t.own, outbox.KafkaEvent{EventID: id, Target: target, FLID: r.Key, StateVersion: v})
+		}
+		return v, id, true
+	}
+	err := d.cfg.TailReader(ctx, d.cfg.TopicChanges, from, func(r kafka.ConsumedRecord) error {
+		t.changeRecords++
+		if v, id, ok := ids(event.TargetMsg, r); ok {
+			t.changes = append(t.changes, outbox.Held{FLID: r.Key, StateVersion: v, EventID: id, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
+		}
 		return nil
 	})
 	if err != nil {
-		return n, 0, fmt.Errorf("read %s tail: %w", d.cfg.TopicChanges, err)
+		return t, fmt.Errorf("read %s tail: %w", d.cfg.TopicChanges, err)
 	}
+	err = d.cfg.TailReader(ctx, d.cfg.TopicState, from, func(r kafka.ConsumedRecord) error {
+		t.stateRecords++
+		ids(event.TargetSchd, r)
+		if v, err := strconv.ParseInt(r.Header("state_version"), 10, 64); err == nil {
+			t.states[r.Key] = max(t.states[r.Key], v)
+		}
+		return nil
+	})
+	if err != nil {
+		return t, fmt.Errorf("read %s tail: %w", d.cfg.TopicState, err)
+	}
+	return t, nil
+}
+
+// restoreRequest decides what the term start settles about the restore epoch (INV-10c). The
+// database draws ids of generation g (its timeline + its epoch); Kafka's newest are of kg.
+//   - msg_event holds ids above g: the database went to a lower timeline than its own data
+//     (a logical dump restored into another cluster): raise.
+//   - kg ≤ g: the records of g are compared with msg_event under the pipeline lock (SettleEpoch):
+//     one the database did not draw, or gives to another event, raises (a restore that kept the
+//     timeline).
+//   - kg > g: either an old primary left behind by a failover, or a restore. It is a restore when
+//     the server is another cluster than msgx last saw, or on an older timeline than the database
+//     recorded itself (an old primary has never seen a newer timeline of its own data), or an
+//     operator confirmed it; otherwise ErrStrayDatabase.
+func restoreRequest(id outbox.Identity, t tail, now time.Time) (outbox.EpochRequest, error) {
+	req := outbox.EpochRequest{Now: now, KafkaMax: t.max, Records: t.own}
+	g, kg := id.Generation(), outbox.GenerationOf(t.max)
+	switch {
+	case outbox.GenerationOf(id.MaxEventID) > g:
+		req.Kind = outbox.RestoreOlderTimeline
+		req.Detail = fmt.Sprintf("msg_event holds event ids of generation %d, above the %d this database draws (timeline %d, restore epoch %d): "+
+			"its data comes from a higher timeline (a logical dump restored)", outbox.GenerationOf(id.MaxEventID), g, id.Timeline, id.Epoch)
+	case kg <= g:
+		// SettleEpoch compares the records of g with msg_event, under the pipeline lock.
+	case id.SystemID != 0 && id.SeenSystemID != 0 && id.SystemID != id.SeenSystemID:
+		req.Kind = outbox.RestoreOtherCluster
+		req.Detail = fmt.Sprintf("the server's system identifier is %d, msgx last saw %d: the database was restored into another cluster; "+
+			"Kafka holds ids of generation %d, this database draws %d", id.SystemID, id.SeenSystemID, kg, g)
+	case id.Timeline < id.MaxTimeline:
+		req.Kind = outbox.RestoreOlderTimeline
+		req.Detail = fmt.Sprintf("the server is on timeline %d, the database recorded timeline %d: it was restored onto a lower timeline; "+
+			"Kafka holds ids of generation %d, this database draws %d", id.Timeline, id.MaxTimeline, kg, g)
+	case id.Confirmed != nil:
+		req.Kind = outbox.RestoreConfirmed
+		req.Detail = fmt.Sprintf("restored on purpose, confirmed by %s at %s: %s; Kafka holds ids of generation %d, this database draws %d",
+			id.Confirmed.By, id.Confirmed.At.UTC().Format(time.RFC3339), id.Confirmed.Reason, kg, g)
+	default:
+		return req, fmt.Errorf("%w: it draws event ids of generation %d (timeline %d, restore epoch %d), Kafka holds generation %d; "+
+			"fence it if it is an old primary; if it was restored from a backup on purpose, run: msgxctl db restored --reason \"…\" "+
+			"(docs/runbook.md, \"Restore from a PostgreSQL backup\")", ErrStrayDatabase, g, id.Timeline, id.Epoch, kg)
+	}
+	return req, nil
+}
+
+// reportEpoch logs and counts what SettleEpoch did.
+func (d *Dispatcher) reportEpoch(id outbox.Identity, out outbox.EpochOutcome) {
+	d.m.epoch.Set(float64(out.To))
+	if out.Raised {
+		d.m.restores.WithLabelValues(out.Kind).Inc()
+		d.log.Warn().Str("kind", out.Kind).Str("detail", out.Detail).Int64("restore_epoch", out.To).Int64("previous_restore_epoch", out.From).
+			Int64("id_generation", out.Generation).Int64("renumbered", out.Renumbered).
+			Msg("dispatcher: the database was restored behind event ids Kafka holds; the restore epoch is raised, new event ids are above every id published, unsent events renumbered")
+		return
+	}
+	if id.SystemID != 0 && id.SeenSystemID != 0 && id.SystemID != id.SeenSystemID {
+		d.log.Warn().Int64("system_identifier", id.SystemID).Int64("previous_system_identifier", id.SeenSystemID).
+			Msg("dispatcher: the database is in another cluster than msgx last saw (a restore or a copy); no event id Kafka holds reaches the ids it draws")
+	}
+}
+
+// recordHeld records the change records the database does not know as sent, and reports versions
+// it has no event for (a lost tail).
+func (d *Dispatcher) recordHeld(ctx context.Context, lease leader.Lease, recs []outbox.Held) error {
 	c, err := d.store.RecordHeld(ctx, lease, recs)
 	if err != nil {
-		return n, 0, err
+		return err
 	}
 	if c.Beyond > 0 {
 		d.m.lostTail.Add(float64(c.Beyond))
 		d.log.Error().Int("records", c.Beyond).Str("topic", d.cfg.TopicChanges).
-			Msg("dispatcher: Kafka holds change records this database has no event for: it lost its last transactions (an asynchronous failover); they will not be sent again (runbook: PostgreSQL failover)")
+			Msg("dispatcher: Kafka holds change records this database has no event for: it lost its last transactions (an asynchronous failover, or a restore); they will not be sent again (runbook: PostgreSQL failover)")
 	}
 	if c.Held > 0 {
 		d.log.Warn().Int("records", c.Held).Str("topic", d.cfg.TopicChanges).
 			Msg("dispatcher: Kafka holds change records this database did not know as sent; their versions are not sent again")
 	}
-	return n, newest, nil
+	return nil
 }
 
-// readStateTail raises each FLID's sent state version to the newest the state topic holds since
-// from. It returns the records read.
-func (d *Dispatcher) readStateTail(ctx context.Context, lease leader.Lease, from time.Time) (int, error) {
-	newest := map[string]int64{}
-	n := 0
-	err := d.cfg.TailReader(ctx, d.cfg.TopicState, from, func(r kafka.ConsumedRecord) error {
-		n++
-		if v, err := strconv.ParseInt(r.Header("state_version"), 10, 64); err == nil && v > newest[r.Key] {
-			newest[r.Key] = v
-		}
-		return nil
-	})
-	if err != nil {
-		return n, fmt.Errorf("read %s tail: %w", d.cfg.TopicState, err)
-	}
+// raiseStates raises each FLID's sent state version to the newest the state topic holds.
+func (d *Dispatcher) raiseStates(ctx context.Context, lease leader.Lease, newest map[string]int64) error {
 	states := make([]outbox.Claimed, 0, len(newest))
 	for flid, v := range newest {
 		states = append(states, outbox.Claimed{Target: event.TargetSchd, FLID: flid, StateVersion: v})
 	}
-	if _, err := d.store.MarkStatesSent(ctx, lease, states, d.clock.Now(), 0); err != nil {
-		return n, err
-	}
-	return n, nil
+	_, err := d.store.MarkStatesSent(ctx, lease, states, d.clock.Now(), 0)
+	return err
 }
 
 // dropHeld takes out of claimed the events whose (FLID, version) the changes topic already

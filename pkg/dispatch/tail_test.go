@@ -136,8 +136,11 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	require.Equal(t, []string{"1", "2", "3", "4"}, versions)
 
 	// The old primary comes back writable (a stray on the older timeline): its dispatcher sends
-	// nothing.
-	_, err = b.db.Pool.Exec(ctx, `DO $$ BEGIN EXECUTE format('CREATE OR REPLACE FUNCTION msgx_timeline() RETURNS bigint LANGUAGE sql AS %L',
+	// nothing. Its database never saw the promoted server's timeline nor its events.
+	_, err = b.db.Pool.Exec(ctx, `
+		DELETE FROM db_timeline WHERE timeline >= msgx_timeline();
+		DELETE FROM msg_event WHERE event_id >> 40 >= msgx_timeline();
+		DO $$ BEGIN EXECUTE format('CREATE OR REPLACE FUNCTION msgx_timeline() RETURNS bigint LANGUAGE sql AS %L',
 		'SELECT ' || (msgx_timeline() - 1)); END $$;`)
 	require.NoError(t, err)
 	stray, lease, _ := successor(t, b)

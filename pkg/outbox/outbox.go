@@ -25,7 +25,9 @@
 // at or below it (a replayed older dead letter is settled, not sent).
 //
 // Ordering assumes event_id order is commit order per FLID: every writer holds PIPELINE_LOCK
-// (INV-18), so flight-writing transactions never overlap.
+// (INV-18), so flight-writing transactions never overlap. A raise of the restore epoch at a
+// dispatcher term's start (SettleEpoch, after a restore) gives the unsent events new ids above
+// every id in use, in their old order, under the same lock: the order holds across it.
 package outbox
 
 import (
@@ -223,8 +225,8 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads
 // only for good (SENT, SKIPPED; a replayed DEAD event was unsent all along), and every writer
 // takes PIPELINE_LOCK before its event ids (Enqueue), so an event committed after the claim read
 // its window has a larger id than every event the window could see. A bound is only good for
-// the database it was read from: a caller starts again from 0 after a failover (each leader
-// term does).
+// the database it was read from, and until the unsent events are renumbered: a caller starts
+// again from 0 after a failover or a restore (each leader term does, after SettleEpoch).
 func (s *Store) ClaimHeadsFrom(ctx context.Context, now time.Time, limit int, from int64) (heads []Claimed, behind bool, next int64, err error) {
 	window := max(4*limit, 1000)
 	rows, err := s.pool.Query(ctx, claimWindowSQL, now, limit, window, from)

@@ -277,20 +277,28 @@ cur AS (SELECT msgx_timeline() AS t),
 ins AS (INSERT INTO db_timeline (timeline, first_seen_at) SELECT t, $1 FROM cur ON CONFLICT DO NOTHING)
 SELECT (SELECT t FROM cur), coalesce((SELECT t FROM prev), 0)`
 
-// tailFromSQL is the newest lease renewal of the other roles: a commit of the old primary that
-// the database still has, so every record Kafka took after the last commit it kept was produced
-// after about then (the caller subtracts a margin for sends in flight). NULL: no other role.
-const tailFromSQL = `SELECT max(renewed_at) FROM leader_lease WHERE role <> $1`
+// tailFromSQL is the time of the dispatcher's newest commit this database kept: the newest SENT
+// mark (msg_event_sent) or state topic version (msg_state_sent). Only the dispatcher writes them,
+// and a term writes them only after its tail read, so after a failover or a restore this is a
+// commit of the old server's: every record Kafka took that the database does not know as sent
+// was produced after about then (the caller subtracts a margin for sends in flight). The other
+// roles' lease renewals are no such bound: the processes on a restored database renew theirs at
+// once. NULL: nothing sent yet.
+const tailFromSQL = `
+SELECT greatest((SELECT max(sent_at) FROM msg_event WHERE status = 'SENT'),
+                (SELECT max(sent_at) FROM msg_state_sent))`
 
 // recordHeldSQL records the change records read from the topic ($1 FLID, $2 version, $3
 // event_id, $4 SHA-256 of the value, $5 record time) of which the database has no SENT
-// KAFKA:msg event, with whether it has the record's own event (its event_id: a crash after the
-// broker's acknowledgement) or not (the database lost it, even if it derived the version again
-// since); it returns one row per new record with that flag.
+// KAFKA:msg event, with whether it has the record's own event (its event_id for that FLID and
+// version: a crash after the broker's acknowledgement) or not (the database lost it, even if it
+// derived the version again since, or a restored database gave the id to another event); it
+// returns one row per new record with that flag.
 const recordHeldSQL = `
 INSERT INTO msg_kafka_held AS h (partition_key, state_version, event_id, value_sha256, record_time, stored)
 SELECT u.k, u.v, u.id, u.sha, u.ts,
-       EXISTS (SELECT 1 FROM msg_event e WHERE e.event_id = u.id)
+       EXISTS (SELECT 1 FROM msg_event e WHERE e.event_id = u.id AND e.target = 'KAFKA:msg'
+                  AND e.partition_key = u.k AND e.state_version = u.v)
   FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::timestamptz[]) AS u(k, v, id, sha, ts)
  WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k
                       AND e.state_version = u.v AND e.status = 'SENT')
@@ -306,3 +314,83 @@ const timelinesSQL = `
 SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_timeline() END
   FROM (SELECT 1) one LEFT JOIN db_timeline d ON true
  ORDER BY d.timeline`
+
+// identitySQL is what the dispatcher compares at the start of a term: the server's system
+// identifier (0: withheld) and timeline, the restore epoch, the system identifier and timeline a
+// term last saw and when (0, 0, NULL: none), the highest timeline recorded, the highest event id
+// msg_event holds (0: none), the dispatcher's last refusal (NULL, 0: none since its last term
+// start) and an operator's confirmation of a restore not acted on yet.
+const identitySQL = `
+SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
+       coalesce(d.system_identifier, 0), coalesce(d.timeline, 0), d.seen_at,
+       coalesce((SELECT max(timeline) FROM db_timeline), 0), coalesce((SELECT max(event_id) FROM msg_event), 0),
+       d.refused_at, coalesce(d.refused_kafka_event_id, 0), d.confirmed_by, d.confirmed_reason, d.confirmed_at
+  FROM db_epoch d`
+
+// lockEpochSQL reads the restore epoch and the server's timeline and system identifier (0:
+// withheld), locking db_epoch's row until the transaction ends.
+const lockEpochSQL = `
+SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), coalesce((SELECT max(event_id) FROM msg_event), 0)
+  FROM db_epoch d FOR UPDATE`
+
+// foreignIDsSQL counts the records Kafka holds ($1 event_id, $2 target, $3 FLID, $4 version) of
+// the id generation $5 that are not this database's: an id beyond what its sequence has drawn, or
+// one msg_event gives to another event. Either means it went back behind ids it published (a
+// restore that kept the timeline), so the ids it draws next would name two records. An id the
+// sequence passed that msg_event does not hold is not: the database will never draw it again
+// (its event was deleted after MSGX_EVENT_RETENTION, or its transaction rolled back). It returns
+// the count and the highest such id (0: none).
+const foreignIDsSQL = `
+SELECT count(*), coalesce(max(u.id), 0)
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(id, t, k, v)
+ WHERE u.id >> 40 = $5
+   AND ((u.id & 1099511627775) > coalesce(pg_sequence_last_value('msg_event_event_id_seq'::regclass), 0)
+        OR EXISTS (SELECT 1 FROM msg_event e
+                    WHERE e.event_id = u.id AND (e.target, e.partition_key, e.state_version) <> (u.t, u.k, u.v)))`
+
+// raiseEpochSQL raises the restore epoch to $1 (db_epoch and msgx_event_id's constant, in this
+// transaction; the function refuses anything but a raise).
+const raiseEpochSQL = `SELECT msgx_raise_epoch($1)`
+
+// renumberSQL gives every unsent event (PENDING, DEAD) below the id generation $1 a new id of
+// the current one, in the order of the old ids, so each FLID's events keep their order and every
+// unsent event stays above every sent one. The new ids are above every id in use (the generation
+// is above every generation in msg_event), so no row ever meets another's id. The CTE sorts
+// before msgx_event_id runs (a volatile target is computed after the sort).
+const renumberSQL = `
+WITH n AS MATERIALIZED (
+    SELECT event_id, msgx_event_id() AS new_id
+      FROM msg_event
+     WHERE status IN ('PENDING', 'DEAD') AND event_id < ($1::bigint << 40)
+     ORDER BY event_id
+)
+UPDATE msg_event e SET event_id = n.new_id FROM n WHERE e.event_id = n.event_id`
+
+// restoreLogSQL records a raise of the restore epoch.
+const restoreLogSQL = `
+INSERT INTO db_restore (epoch, previous_epoch, raised_at, kind, detail, system_identifier, timeline, kafka_event_id, renumbered)
+VALUES ($1, $2, $3, $4, $5, nullif($6::bigint, 0), $7, $8, $9)`
+
+// seenSQL records the server a dispatcher term started on ($1 system identifier, 0: withheld;
+// $2 timeline; $3 when) and clears the last refusal and an operator's confirmation: the term
+// start acted on it.
+const seenSQL = `
+UPDATE db_epoch
+   SET system_identifier = coalesce(nullif($1::bigint, 0), system_identifier), timeline = $2, seen_at = $3,
+       refused_at = NULL, refused_kafka_event_id = NULL,
+       confirmed_by = NULL, confirmed_reason = NULL, confirmed_at = NULL`
+
+// refusedSQL records that the dispatcher refused to send from the database ($1 when, $2 the
+// highest event id Kafka held).
+const refusedSQL = `UPDATE db_epoch SET refused_at = $1, refused_kafka_event_id = $2`
+
+// confirmRestoreSQL records an operator's word that the database was restored on purpose, only
+// while the dispatcher refuses it (a word given before would wait for a later refusal, which
+// could be an old primary's).
+const confirmRestoreSQL = `
+UPDATE db_epoch SET confirmed_by = $1, confirmed_reason = $2, confirmed_at = $3 WHERE refused_at IS NOT NULL`
+
+// restoresSQL is every raise of the restore epoch, oldest first.
+const restoresSQL = `
+SELECT epoch, previous_epoch, raised_at, kind, detail, coalesce(system_identifier, 0), timeline, kafka_event_id, renumbered
+  FROM db_restore ORDER BY epoch`

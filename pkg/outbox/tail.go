@@ -23,11 +23,11 @@ func (s *Store) Timeline(ctx context.Context, now time.Time) (current, previous 
 }
 
 // TailFrom is the time from which the topics may hold records this database does not know as
-// sent: the newest lease renewal of a role other than role (a commit the database kept), less
-// margin. Zero: no such renewal, read the topics whole.
-func (s *Store) TailFrom(ctx context.Context, role string, margin time.Duration) (time.Time, error) {
+// sent: the dispatcher's newest commit the database kept (tailFromSQL), less margin. Zero:
+// nothing sent yet, read the topics whole.
+func (s *Store) TailFrom(ctx context.Context, margin time.Duration) (time.Time, error) {
 	var at *time.Time
-	if err := s.pool.QueryRow(ctx, tailFromSQL, role).Scan(&at); err != nil {
+	if err := s.pool.QueryRow(ctx, tailFromSQL).Scan(&at); err != nil {
 		return time.Time{}, fmt.Errorf("read tail start: %w", err)
 	}
 	if at == nil {

@@ -120,6 +120,12 @@ func grantTable(ctx context.Context, tx pgx.Tx, o PGOptions, rep *Report) error 
 	for _, g := range pgGrants {
 		name := Name(o.Prefix, g.role)
 		for _, obj := range g.objects {
+			if g.privs == "EXECUTE" {
+				if err := grantFunction(ctx, tx, o.Schema, obj, name, missing, rep); err != nil {
+					return err
+				}
+				continue
+			}
 			var kind *string
 			err := tx.QueryRow(ctx, pgRelKindSQL, o.Schema, obj).Scan(&kind)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -141,6 +147,26 @@ func grantTable(ctx context.Context, tx pgx.Tx, o PGOptions, rep *Report) error 
 				return fmt.Errorf("grant %s on %s.%s to %s: %w", g.privs, o.Schema, obj, name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// grantFunction grants EXECUTE on function fn (with its argument types) of schema to role; a
+// function not there yet is listed once in rep.Missing.
+func grantFunction(ctx context.Context, tx pgx.Tx, schema, fn, role string, missing map[string]bool, rep *Report) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, pgFunctionExistsSQL, schema, fn).Scan(&exists); err != nil {
+		return fmt.Errorf("look up %s.%s: %w", schema, fn, err)
+	}
+	if !exists {
+		if !missing[fn] {
+			missing[fn] = true
+			rep.Missing = append(rep.Missing, schema+"."+fn)
+		}
+		return nil
+	}
+	if err := execRendered(ctx, tx, pgGrantFunctionSQL, schema, fn, role); err != nil {
+		return fmt.Errorf("grant EXECUTE on %s.%s to %s: %w", schema, fn, role, err)
 	}
 	return nil
 }

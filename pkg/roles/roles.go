@@ -58,10 +58,10 @@ func Parse(s string) (Role, error) {
 	return r, nil
 }
 
-// pgGrant gives privileges on tables (or USAGE on sequences) to one role.
+// pgGrant gives privileges on tables (USAGE on sequences, EXECUTE on functions) to one role.
 type pgGrant struct {
 	role    Role
-	privs   string // "SELECT, INSERT", … or "USAGE" for sequences
+	privs   string // "SELECT, INSERT", …; "USAGE" for sequences; "EXECUTE" for functions, named with their argument types
 	objects []string
 }
 
@@ -73,7 +73,7 @@ var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_ga
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "db_epoch", "db_restore", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -130,6 +130,15 @@ var pgGrants = []pgGrant{
 	// topic holds beyond what the database knew as sent (read at the start of each term).
 	{Dispatcher, "SELECT, INSERT", []string{"db_timeline"}},
 	{Dispatcher, "SELECT, INSERT, DELETE", []string{"msg_kafka_held"}},
+	// dispatcher: what it records of the database at each term start (server seen, an operator's
+	// confirmation cleared) and the raises of the restore epoch; the raise itself goes through
+	// msgx_raise_epoch (it rewrites msgx_event_id, which only its owner may), and the renumbering
+	// of the unsent events draws their new ids (the sequence; its last value is compared with the
+	// ids Kafka holds).
+	{Dispatcher, "SELECT, UPDATE", []string{"db_epoch"}},
+	{Dispatcher, "SELECT, INSERT", []string{"db_restore"}},
+	{Dispatcher, "EXECUTE", []string{"msgx_raise_epoch(bigint)"}},
+	{Dispatcher, "USAGE", []string{"msg_event_event_id_seq"}},
 	// dispatcher: enqueued_at of the sent events' messages (msgx_end_to_end_lag_seconds), those
 	// two columns only (never raw).
 	{Dispatcher, "SELECT (msg_id, enqueued_at)", []string{"proc_state"}},
@@ -170,6 +179,8 @@ var pgGrants = []pgGrant{
 	{Admin, "UPDATE", []string{"req_seqn"}},
 	{Admin, "INSERT, UPDATE", []string{"req_open_day"}}, // a registration takes its days
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
+	// msgxctl db restored: an operator's confirmation of a restore, nothing else of db_epoch.
+	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
 	// msgxctl uses, each with its audit row: processor.Replay (proc_state, msg_attempt), outbox Replay/Skip

@@ -17,17 +17,23 @@ const (
   format('REVOKE CREATE ON SCHEMA %I FROM PUBLIC', $1::text),
   format('GRANT USAGE, CREATE ON SCHEMA %I TO %I', $1::text, $2::text),
   format('GRANT USAGE ON SCHEMA %I TO %s', $1::text, (SELECT string_agg(quote_ident(r), ', ') FROM unnest($3::text[]) AS r))]`
-	// pgRevokeSQL renders the revocation of every table and sequence privilege of role $2 in
-	// schema $1, so that a grant dropped from the table is dropped on the server too.
+	// pgRevokeSQL renders the revocation of every table, sequence and function privilege of role
+	// $2 in schema $1, so that a grant dropped from the table is dropped on the server too.
 	pgRevokeSQL = `SELECT ARRAY[
   format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', $1::text, $2::text),
-  format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA %I FROM %I', $1::text, $2::text)]`
+  format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA %I FROM %I', $1::text, $2::text),
+  format('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA %I FROM %I', $1::text, $2::text)]`
 	// pgRelKindSQL: $1 schema, $2 relation; 'r' table, 'S' sequence, NULL missing.
 	pgRelKindSQL = `SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = $1 AND c.relname = $2`
 	// pgGrantTableSQL: $1 privileges (from the code's table, not from input), $2 schema, $3 table, $4 role.
 	pgGrantTableSQL    = `SELECT format('GRANT %s ON TABLE %I.%I TO %I', $1::text, $2::text, $3::text, $4::text)`
 	pgGrantSequenceSQL = `SELECT format('GRANT USAGE ON SEQUENCE %I.%I TO %I', $1::text, $2::text, $3::text)`
+	// pgFunctionExistsSQL: $1 schema, $2 function with its argument types, e.g. f(bigint) (from
+	// the code's table, not from input).
+	pgFunctionExistsSQL = `SELECT to_regprocedure(format('%I.%s', $1::text, $2::text)) IS NOT NULL`
+	// pgGrantFunctionSQL: $1 schema, $2 function with its argument types, $3 role.
+	pgGrantFunctionSQL = `SELECT format('GRANT EXECUTE ON FUNCTION %I.%s TO %I', $1::text, $2::text, $3::text)`
 	// pgLeaseMemberSQL maps database role $2 to leader_lease role $3 in schema $1.
 	pgLeaseMemberSQL = `SELECT format('INSERT INTO %I.leader_lease_member (db_role, role) VALUES (%L, %L)
   ON CONFLICT (db_role) DO UPDATE SET role = EXCLUDED.role', $1::text, $2::text, $3::text)`

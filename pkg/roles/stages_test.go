@@ -362,8 +362,13 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 	store, err := outbox.New(b.pools[roles.Dispatcher], outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
 	require.NoError(t, err)
 	disp, err := dispatch.New(dispatch.Config{Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
-		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState,
+		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
+			_, err := kafka.ReadCommittedSince(ctx, kcfg, topic, since, fn)
+			return err
+		}}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
 	require.NoError(t, err)
+	require.NoError(t, disp.ReadTail(ctx, leases[roles.Dispatcher]), "the term start: timeline, identity, the topics' tail")
 	sent := 0
 	for range 10 { // one event per FLID per step
 		res, err := disp.StepMsg(ctx, leases[roles.Dispatcher])

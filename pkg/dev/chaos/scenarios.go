@@ -39,6 +39,10 @@ func Full() []Scenario {
 		pgFailover(true),
 		pgFailover(false),
 		pgStray(),
+		pgRestorePhysical(), // before pg-restore-pitr, which leaves WAL archiving on
+		pgRestorePITR(),
+		pgRestoreLogical(),
+		pgRestoreConfirmed(),
 		mariaDBRestart(),
 		brokerFreeze(60*time.Second),
 		brokerRestart(),

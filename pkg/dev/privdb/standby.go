@@ -44,16 +44,14 @@ func (s *Postgres) startStandby(primary *Postgres) error {
 	if err := chown(s.dir, "postgres"); err != nil {
 		return err
 	}
-	bb, err := pgBin("pg_basebackup")
+	if err := primary.baseBackup(s.data, s.replicationConninfo(primary), "-R"); err != nil {
+		return err
+	}
+	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	if err := runAs("postgres", bb, "-D", s.data, "-d", s.replicationConninfo(primary), "-X", "stream", "-R", "--no-sync", "-c", "fast"); err != nil {
-		return fmt.Errorf("pg_basebackup: %w", err)
-	}
-	if s.Port, err = freePort(); err != nil {
-		return err
-	}
+	s.Port = port
 	// Later lines override the primary's port, socket directory and certificate files.
 	conf = fmt.Sprintf("\nport = %d\nunix_socket_directories = '%s'\nhot_standby = on\n%s", s.Port, s.dir, conf)
 	f, err := os.OpenFile(filepath.Join(s.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)

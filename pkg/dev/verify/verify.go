@@ -358,7 +358,7 @@ type sentSets struct {
 	held      map[int64]bool
 	heldByKey map[string]int64 // "flid/version" -> the held record's event_id
 	keyOf     map[int64]string // SENT KAFKA:msg event -> "flid/version"
-	timeline  int64            // the newest timeline among the SENT events (ids >> 40)
+	timeline  int64            // the newest id generation (timeline + restore epoch: ids >> 40) among the SENT events
 }
 
 func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
@@ -400,9 +400,10 @@ func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
 // topic, and every record is a SENT event; every msgx.flight.state record is a SENT KAFKA:schd
 // event (the flush sends one record for the newest of a FLID's events). duplicates counts the
 // records beyond the first of their event (the idempotent producer's allowance after a retry or
-// a takeover). After a failover that lost the database's last transactions, a change record the
-// dispatcher recorded as held stands for the SENT event of its version, and a state record of an
-// older timeline than the database's may name an event the database lost; lostTail counts them.
+// a takeover). After a failover or a restore that lost the database's last transactions, a
+// change record the dispatcher recorded as held stands for the SENT event of its version, and a
+// state record of an older id generation than the database's may name an event the database
+// lost (or renumbered); lostTail counts them.
 func SentEvents(ctx context.Context, pool *pgxpool.Pool, recs []stack.Record) (bad []string, duplicates, lostTail int, err error) {
 	s, err := readSent(ctx, pool)
 	if err != nil {
