@@ -4,6 +4,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/replication"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
 )
@@ -13,6 +14,7 @@ type Config struct {
 	settings.Process
 	Leader  leader.Config
 	Mailbox mailbox.Config
+	Markers replication.Config
 
 	Jobs     jobs.Config
 	Requests request.Config
@@ -25,7 +27,7 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleJobs) }
 func (c Config) Validate() error {
 	jc := c.Jobs // its own settings; derived values follow from settings checked here
 	jc.Location = c.Location()
-	return settings.Check(c.Process, c.Leader, c.Mailbox, jc, c.requestConfig())
+	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Markers, jc, c.requestConfig())
 }
 
 // jobsConfig is the jobs' configuration.

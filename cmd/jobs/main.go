@@ -18,6 +18,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/replication"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
 )
@@ -71,7 +72,9 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	if cfg.Mailbox.Shadow {
 		marker = nil // shadow mode: nothing is written to MySQL
 	}
-	j, err := jobs.New(cfg.jobsConfig(), pool, marker, clk, jobs.NewMetrics(reg, clk), log)
+	jc := cfg.jobsConfig()
+	jc.Standbys = replication.NewWaiter(cfg.Markers, clk, replication.NewMetrics(reg))
+	j, err := jobs.New(jc, pool, marker, clk, jobs.NewMetrics(reg, clk), log)
 	if err != nil {
 		return err
 	}

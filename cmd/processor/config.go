@@ -6,6 +6,7 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/replication"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
 )
@@ -15,6 +16,7 @@ type Config struct {
 	settings.Process
 	Leader  leader.Config
 	Mailbox mailbox.Config
+	Markers replication.Config
 	settings.Retry
 
 	Processor processor.Config
@@ -27,7 +29,7 @@ func load() (Config, error) { return settings.Load[Config](settings.RoleProcesso
 
 // Validate reports every bad value, one line each; in production also the refusals.
 func (c Config) Validate() error {
-	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Retry, c.Processor, c.requestConfig(), c.triggerConfig())
+	return settings.Check(c.Process, c.Leader, c.Mailbox, c.Markers, c.Retry, c.Processor, c.requestConfig(), c.triggerConfig())
 }
 
 // pumpConfig is the pump's configuration.

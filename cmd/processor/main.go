@@ -25,6 +25,7 @@ import (
 	"github.com/msgx/msgx/pkg/obs"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/plugins"
+	"github.com/msgx/msgx/pkg/replication"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
 )
@@ -92,6 +93,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	if pc.FlightCache > 0 {
 		cache = flightstore.NewCache(pc.FlightCache)
 	}
+	pc.Standbys = replication.NewWaiter(cfg.Markers, clk, replication.NewMetrics(reg))
 	p := processor.New(pc, pool, plugins.Handlers(hooks, cache), mb, clk, processor.NewMetrics(reg), log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     settings.RoleProcessor,

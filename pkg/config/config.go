@@ -20,6 +20,7 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/replication"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/settings"
 )
@@ -30,6 +31,7 @@ type Config struct {
 	settings.Process
 	Leader  leader.Config
 	Mailbox mailbox.Config
+	Markers replication.Config
 	settings.Retry
 
 	Ingest    ingest.Config
@@ -64,7 +66,7 @@ func (c Config) Validate() error { return c.validate(c.Mailbox, c.Kafka) }
 func (c Config) validate(mailbox, kafka settings.Part) error {
 	jc := c.Jobs // its own settings; derived values follow from settings checked here
 	jc.Location = c.Location()
-	return settings.Check(c.Process, c.Leader, mailbox, c.Retry, c.Ingest, c.Compat,
+	return settings.Check(c.Process, c.Leader, mailbox, c.Markers, c.Retry, c.Ingest, c.Compat,
 		settings.ValidateOnly(c.API), c.Processor, kafka, c.Dispatch, jc, c.RequestConfig(), c.TriggerConfig(),
 		settings.ValidateOnly(c.Console), settings.Refusal(c.Compat.ShadowRefusal(c.Mailbox.Shadow)))
 }

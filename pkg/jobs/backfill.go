@@ -14,6 +14,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/replication"
 )
 
 // Backfill outcomes recorded in proc_state.backfill_outcome.
@@ -36,7 +37,8 @@ type owed struct {
 
 // backfill is one run of the backfill sweep: chunks of due rows, each claimed, marked in the
 // mailbox and recorded in one PostgreSQL transaction. The first mailbox failure ends the run
-// (its rows are rescheduled; the rest stay due for the next run).
+// (its rows are rescheduled; the rest stay due for the next run), and so does a wait for the
+// standbys that runs out (nothing is written; every row stays due).
 func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) (Result, error) {
 	var res Result
 	deadline := time.Now().Add(j.cfg.RunBudget)
@@ -49,17 +51,22 @@ func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) 
 	}
 	batch := min(j.cfg.Batch, markChunk)
 	var markErr error
+	behind := false
 	_, more, err := j.loop(ctx, deadline, batch, func() (int, error) {
 		settled, selected, err := j.backfillChunk(ctx, lease, now, batch)
 		res.Selected += selected
 		res.Done += settled
-		if errors.Is(err, errMailbox) {
+		switch {
+		case errors.Is(err, errMailbox):
 			markErr = err
 			return 0, nil // recorded on the rows; the run ends here
+		case errors.Is(err, errStandbysBehind):
+			behind = true
+			return 0, nil // nothing written; the run ends here
 		}
 		return selected, err
 	})
-	res.More = more
+	res.More = more || behind
 	if err == nil {
 		err = markErr
 	}
@@ -90,6 +97,10 @@ func (j *Jobs) moveDebts(ctx context.Context, lease leader.Lease, now, deadline 
 	return err
 }
 
+// errStandbysBehind ends a run whose markers wait for the standbys (logged and counted by the
+// waiter): nothing was written, the rows stay due.
+var errStandbysBehind = errors.New("the standbys have not replayed the rows' commits")
+
 // errMailbox marks a mailbox failure: recorded on the rows (backoff, or OVERDUE past R), it ends
 // the run.
 var errMailbox = errors.New("mailbox unavailable")
@@ -115,6 +126,17 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 		selected = len(due)
 		if len(due) == 0 {
 			return nil
+		}
+		// No marker before the standbys have the rows' terminal commits (INV-8c): every commit
+		// this selection saw is behind the WAL position the wait reads now, in the same
+		// transaction (whose row locks keep a replay off the rows meanwhile). Short of them,
+		// nothing is written or recorded: the rows stay due for the next run.
+		if err := j.cfg.Standbys.Await(ctx, tx, len(due), j.log); err != nil {
+			if errors.Is(err, replication.ErrBehind) {
+				markErr = err
+				return nil
+			}
+			return fmt.Errorf("wait for the standbys: %w", err)
 		}
 		ids := make([]int64, len(due))
 		for i, o := range due {
@@ -162,6 +184,9 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 	})
 	if err != nil {
 		return settled, selected, err
+	}
+	if errors.Is(markErr, replication.ErrBehind) {
+		return 0, selected, errStandbysBehind
 	}
 	if markErr != nil {
 		return settled, selected, fmt.Errorf("%w: %w", errMailbox, markErr)

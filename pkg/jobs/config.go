@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/replication"
 )
 
 // Config tunes the jobs. Fields with an env tag are the stage's settings; fields with only a
 // default are tuning values without a variable; both defaults live in the tags (pkg/envconf,
-// docs/configuration.md). Shadow, ProcessedValue, MarkTimeout and Location are the process's,
-// set by the binary. Zero values are not defaults: start from Defaults().
+// docs/configuration.md). Shadow, ProcessedValue, MarkTimeout, Standbys and Location are the
+// process's, set by the binary. Zero values are not defaults: start from Defaults().
 type Config struct {
 	BackfillInterval time.Duration `envconfig:"MSGX_BACKFILL_INTERVAL" default:"30s" desc:"jobs: backfill sweep period"`
 	BackoffBase      time.Duration `envconfig:"MSGX_BACKFILL_BACKOFF_BASE" default:"30s" desc:"jobs: first marker retry delay, doubled per attempt"`
@@ -20,6 +21,9 @@ type Config struct {
 	Shadow           bool          // write nothing to MySQL: the backfill sweep does nothing
 	ProcessedValue   string        // also written to CMINMSGS_STATUS with the marker
 	MarkTimeout      time.Duration `default:"2s"` // bound of one mailbox call (keep it under the PG idle-in-transaction timeout)
+	// Standbys holds the sweep's markers back until the standbys have the rows' commits
+	// (MSGX_MARKER_STANDBYS; nil: no wait), set by the binary.
+	Standbys *replication.Waiter
 
 	HistoryEnabled   bool          `envconfig:"MSGX_HISTORY_ENABLED" default:"true" desc:"jobs: history store on; when false the history sweep deletes nothing"`
 	HistorySweepAt   TimeOfDay     `envconfig:"MSGX_HISTORY_SWEEP_AT" default:"03:30" desc:"jobs: airport-time HH:MM of the daily history sweep"`

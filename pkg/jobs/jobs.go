@@ -84,6 +84,9 @@ func (j *Jobs) Run(ctx context.Context, lease leader.Lease) error {
 	j.log.Info().Dur("backfill_every", j.cfg.BackfillInterval).Dur("retention_every", j.cfg.RetentionInterval).
 		Stringer("history_at", j.cfg.HistorySweepAt).Bool("shadow", j.cfg.Shadow).
 		Bool("history_enabled", j.cfg.HistoryEnabled).Msg("jobs: scheduling")
+	if !j.cfg.Shadow {
+		j.cfg.Standbys.Check(ctx, j.pool, j.log)
+	}
 	t := time.NewTicker(j.cfg.Tick)
 	defer t.Stop()
 	for {

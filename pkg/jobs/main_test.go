@@ -42,7 +42,12 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db := testdb.New(t)
+	return setupOn(t, testdb.New(t))
+}
+
+// setupOn is setup on a schema of the caller's (a server of its own).
+func setupOn(t *testing.T, db *testdb.DB) *bundle {
+	t.Helper()
 	_, err := db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('jobs', 1, 'test', 0, $1, $1), ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
 	mb := mailboxtest.New(t)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/replication"
 )
 
 // Config tunes the engine. The tagged fields are the stage's settings (variable, default:
@@ -27,6 +28,9 @@ type Config struct {
 	Shadow             bool          // write nothing to MySQL
 	ProcessedValue     string        // also written to CMINMSGS_STATUS with the marker
 	MarkerTimeout      time.Duration // bound of one immediate marker write (0: 10 s)
+	// Standbys holds each immediate marker back until the standbys have the batch's commit
+	// (MSGX_MARKER_STANDBYS; nil: no wait).
+	Standbys *replication.Waiter
 }
 
 // maxBatch is the largest batch MSGX_PUMP_BATCH allows.

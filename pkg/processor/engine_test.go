@@ -48,7 +48,12 @@ type bundle struct {
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
-	db := testdb.New(t)
+	return setupOn(t, testdb.New(t))
+}
+
+// setupOn is setup on a schema of the caller's (a server of its own).
+func setupOn(t testing.TB, db *testdb.DB) *bundle {
+	t.Helper()
 	_, err := db.Pool.Exec(context.Background(),
 		`INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
@@ -442,7 +447,12 @@ SELECT count(*) FROM proc_state WHERE processing_started_at IS NOT NULL OR proce
 // processed value, and a FLOP processor that records.
 func setupMailbox(t *testing.T, n int) *bundle {
 	t.Helper()
-	b := setup(t)
+	return withMailbox(t, setup(t), n)
+}
+
+// withMailbox gives b what setupMailbox adds to setup's bundle.
+func withMailbox(t *testing.T, b *bundle, n int) *bundle {
+	t.Helper()
 	b.mb = mailboxtest.New(t)
 	b.cfg.ProcessedValue = "DONE"
 	b.procs[sis.KindFlightUpdate] = &recorder{}

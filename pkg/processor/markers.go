@@ -50,7 +50,8 @@ func (p *Engine) WaitMarkers() { p.markers.Wait() }
 // mark is the immediate marker attempt for a committed batch's terminal rows, logged on the
 // batch's log. It runs off the FIFO path (markImmediately starts it), bounded by MarkerTimeout,
 // so a mailbox row lock or a half-open MySQL connection never stalls processing; what it leaves
-// owed is the sweep's. Written in full, the batch's debt row is deleted and the rows are not
+// owed is the sweep's. Nothing is written before the standbys have the batch's commit
+// (standbysHave). Written in full, the batch's debt row is deleted and the rows are not
 // touched; failed, the debt moves onto the rows with the error; written in part, the debt stays
 // for the jobs stage, which moves it onto the rows after the sweep's grace.
 //
@@ -63,6 +64,9 @@ func (p *Engine) WaitMarkers() { p.markers.Wait() }
 // a PostgreSQL lock (SKIP LOCKED) while it holds mailbox locks: a row locked by someone else is
 // left to the sweep, and no wait across the two databases can form a cycle.
 func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger) {
+	if !p.standbysHave(ids, log) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
 	defer cancel()
 	var guard pgx.Tx
@@ -108,4 +112,16 @@ func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger
 		// moved the debt onto the rows still terminal.
 		log.Debug().Int64("marked", n).Int("owed", len(ids)).Msg("pump: partial marker write left to the sweep")
 	}
+}
+
+// standbysHave reports whether the standbys the rule asks for (MSGX_MARKER_STANDBYS) have
+// replayed the batch's commit, waiting for them within the rule's bound (INV-8c): a marker the
+// AODB sees may get its row purged, and a promoted standby without the commit would need that row
+// to process the messages again. The batch committed before this runs, so the WAL position the
+// wait reads is past its commit. When they have not, nothing is written: the batch's debt stays,
+// and the jobs stage moves it onto the rows after the sweep's grace, as for a partial write.
+func (p *Engine) standbysHave(ids []int64, log zerolog.Logger) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Standbys.Bound()+p.cfg.MarkerTimeout)
+	defer cancel()
+	return p.cfg.Standbys.Await(ctx, p.pool, len(ids), log) == nil
 }

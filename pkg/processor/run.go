@@ -18,6 +18,9 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 	defer p.WaitMarkers()
 	defer p.dropAhead()
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
+	if !p.cfg.Shadow {
+		p.cfg.Standbys.Check(ctx, p.pool, p.log)
+	}
 	inbox := wake.Listen(ctx, p.pool.Config().ConnConfig, wake.Inbox, p.log)
 	gctx, stopGauges := context.WithCancel(ctx)
 	var gauges sync.WaitGroup

@@ -2,6 +2,7 @@ package privdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,6 +70,21 @@ func (s *Postgres) startStandby(primary *Postgres) error {
 		return err
 	}
 	return s.Start()
+}
+
+// StartWithStandby starts a private cluster made as opts say and a streaming standby of it, and
+// waits until the standby streams (asynchronously). On an error nothing is left running.
+func StartWithStandby(ctx context.Context, opts Options) (primary, standby *Postgres, err error) {
+	if primary, err = StartPostgresWith(opts); err != nil {
+		return nil, nil, err
+	}
+	if standby, err = primary.StartStandby(); err != nil {
+		return nil, nil, errors.Join(err, primary.Close())
+	}
+	if err := primary.WaitStreaming(ctx, false); err != nil {
+		return nil, nil, errors.Join(err, standby.Close(), primary.Close())
+	}
+	return primary, standby, nil
 }
 
 // replicationConninfo is how standby s reaches primary: the superuser over TCP, with its password
