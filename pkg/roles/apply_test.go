@@ -22,6 +22,8 @@ func TestApplyPGIsExactAndIdempotent(t *testing.T) {
 	ingest := pgx.Identifier{r.Name(roles.Ingest)}.Sanitize()
 	_, err := db.Pool.Exec(ctx, "GRANT SELECT, DELETE ON msg_event TO "+ingest)
 	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, "GRANT pg_read_all_stats TO "+ingest+"; REVOKE pg_read_all_stats FROM "+pgx.Identifier{r.Name(roles.Jobs)}.Sanitize())
+	require.NoError(t, err)
 
 	conn, err := pgx.Connect(ctx, db.URL)
 	require.NoError(t, err)
@@ -43,6 +45,16 @@ func TestApplyPGIsExactAndIdempotent(t *testing.T) {
 	require.True(t, priv(roles.Processor, "flight_history", "SELECT"))
 	require.False(t, priv(roles.Processor, "flight_history", "INSERT"))
 	require.False(t, priv(roles.Reader, "proc_state", "UPDATE"))
+
+	member := func(role roles.Role) bool {
+		var ok bool
+		require.NoError(t, conn.QueryRow(ctx, `SELECT pg_has_role($1, 'pg_read_all_stats', 'MEMBER')`, r.Name(role)).Scan(&ok))
+		return ok
+	}
+	require.True(t, member(roles.Processor), "the marker roles read the standbys' replay positions")
+	require.True(t, member(roles.Jobs), "a membership taken away is given back")
+	require.False(t, member(roles.Ingest), "a membership outside the table is revoked")
+	require.False(t, member(roles.Reader))
 
 	var verifier string
 	require.NoError(t, conn.QueryRow(ctx, `SELECT rolpassword FROM pg_authid WHERE rolname = $1`, r.Name(roles.Ingest)).Scan(&verifier))

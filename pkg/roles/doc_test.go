@@ -19,8 +19,8 @@ const (
 	tableEnd    = "<!-- end of grants table -->\n"
 )
 
-// grantsTable renders pgGrants and mysqlGrants as docs/security.md shows them: one row per grant,
-// grouped by role, the flight tables named once.
+// grantsTable renders pgGrants, pgMembers and mysqlGrants as docs/security.md shows them: one row
+// per grant, grouped by role, the flight tables named once.
 func grantsTable() string {
 	var b strings.Builder
 	b.WriteString("| role | server | privileges | on |\n|---|---|---|---|\n")
@@ -37,6 +37,11 @@ func grantsTable() string {
 		for _, g := range pgGrants {
 			if g.role == r {
 				fmt.Fprintf(&b, "| %s | PostgreSQL | %s | %s |\n", g.role, g.privs, objects(g.objects))
+			}
+		}
+		for _, m := range pgMembers {
+			if m.role == r {
+				fmt.Fprintf(&b, "| %s | PostgreSQL | member of | %s (server-wide) |\n", m.role, m.of)
 			}
 		}
 	}

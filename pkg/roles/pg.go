@@ -28,9 +28,11 @@ type Report struct {
 }
 
 // ApplyPG creates the missing PostgreSQL roles, sets the given passwords, and makes each role's
-// privileges in the schema exactly those of the grant table, in one transaction: running
-// binaries never see a role without its grants. It needs a session that may create roles and
-// grant on the schema's tables (a superuser, or the owner with CREATEROLE).
+// privileges in the schema exactly those of the grant table, and its memberships in predefined
+// roles those of pgMembers, in one transaction: running binaries never see a role without its
+// grants. It needs a session that may create roles, grant on the schema's tables and grant
+// pg_read_all_stats (a superuser, or the owner with CREATEROLE; from PostgreSQL 16 on, also
+// with ADMIN OPTION on pg_read_all_stats).
 func ApplyPG(ctx context.Context, conn *pgx.Conn, o PGOptions) (Report, error) {
 	var rep Report
 	if o.ConnLimit == 0 {
@@ -46,6 +48,9 @@ func ApplyPG(ctx context.Context, conn *pgx.Conn, o PGOptions) (Report, error) {
 			return err
 		}
 		if err := pgResetPrivileges(ctx, tx, o); err != nil {
+			return err
+		}
+		if err := pgMemberships(ctx, tx, o); err != nil {
 			return err
 		}
 		if err := grantTable(ctx, tx, o, &rep); err != nil {
@@ -108,6 +113,32 @@ func pgResetPrivileges(ctx context.Context, tx pgx.Tx, o PGOptions) error {
 	for _, name := range others {
 		if err := execRenderedList(ctx, tx, pgRevokeSQL, o.Schema, name); err != nil {
 			return fmt.Errorf("reset privileges of %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// pgMemberships makes msgx's roles members of exactly the predefined roles pgMembers lists
+// (among those it names: a membership msgx does not manage is left alone).
+func pgMemberships(ctx context.Context, tx pgx.Tx, o PGOptions) error {
+	for _, r := range PGRoles {
+		name := Name(o.Prefix, r)
+		for _, of := range pgManaged() {
+			want := slices.Contains(pgMembers, pgMember{r, of})
+			var is bool
+			if err := tx.QueryRow(ctx, pgIsMemberSQL, of, name).Scan(&is); err != nil {
+				return fmt.Errorf("look up the membership of %s in %s: %w", name, of, err)
+			}
+			var err error
+			switch {
+			case want && !is:
+				err = execRendered(ctx, tx, pgGrantRoleSQL, of, name)
+			case !want && is:
+				err = execRendered(ctx, tx, pgRevokeRoleSQL, of, name)
+			}
+			if err != nil {
+				return fmt.Errorf("membership of %s in %s: %w", name, of, err)
+			}
 		}
 	}
 	return nil

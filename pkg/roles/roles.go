@@ -201,6 +201,33 @@ var pgGrants = []pgGrant{
 	{Console, "USAGE", []string{"console_note_note_id_seq"}},
 }
 
+// pgMember makes a role a member of one of PostgreSQL's predefined roles (server-wide).
+type pgMember struct {
+	role Role
+	of   string
+}
+
+// pgMembers are the predefined roles msgx's roles are members of. ApplyPG grants these and takes
+// any other membership in the same predefined roles from msgx's roles.
+var pgMembers = []pgMember{
+	// processor and jobs: the standbys' replay positions (pg_stat_replication), which a marker
+	// waits for (pkg/replication, MSGX_MARKER_STANDBYS). The least predefined role that shows
+	// them; it also shows every session's statistics and the text of its current statement.
+	{Processor, "pg_read_all_stats"},
+	{Jobs, "pg_read_all_stats"},
+}
+
+// pgManaged are the predefined roles of pgMembers, each once.
+func pgManaged() []string {
+	var out []string
+	for _, m := range pgMembers {
+		if !slices.Contains(out, m.of) {
+			out = append(out, m.of)
+		}
+	}
+	return out
+}
+
 // mysqlGrant is one GRANT on a mailbox table; columns empty means the whole table.
 type mysqlGrant struct {
 	role  Role

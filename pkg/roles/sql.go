@@ -38,4 +38,10 @@ const (
 	pgLeaseMemberSQL = `SELECT format('INSERT INTO %I.leader_lease_member (db_role, role) VALUES (%L, %L)
   ON CONFLICT (db_role) DO UPDATE SET role = EXCLUDED.role', $1::text, $2::text, $3::text)`
 	pgCurrentSchemaSQL = `SELECT current_schema()`
+	// pgIsMemberSQL: is role $2 a direct member of predefined role $1?
+	pgIsMemberSQL = `SELECT EXISTS (SELECT 1 FROM pg_auth_members m
+  JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles r ON r.oid = m.member WHERE g.rolname = $1 AND r.rolname = $2)`
+	// pgGrantRoleSQL and pgRevokeRoleSQL render the membership of role $2 in predefined role $1.
+	pgGrantRoleSQL  = `SELECT format('GRANT %I TO %I', $1::text, $2::text)`
+	pgRevokeRoleSQL = `SELECT format('REVOKE %I FROM %I', $1::text, $2::text)`
 )
