@@ -31,13 +31,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := cmdline.New("chaos", "[--short | --kafka] [--dev-broker] [--run NAME] [--write DIR] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
+	fs := cmdline.New("chaos", "[--short | --kafka] [--dev-broker] [--run NAME] [--env KEY=VALUE]… [--write DIR] [--note TEXT]", "The fault suite: every scenario on private PostgreSQL and MariaDB servers (docs/reliability.md).", os.Stdout)
 	short := fs.Bool("short", false, "the short form: one kill per binary, one PostgreSQL restart, one broker freeze")
 	onKafka := fs.Bool("kafka", false, "the scenarios on a real three-node Apache Kafka cluster instead of the development broker (make chaos-kafka)")
 	devBroker := fs.Bool("dev-broker", false, "every scenario on the development broker, none on a single-node Apache Kafka (a machine without Java 17)")
 	only := fs.String("run", "", "run only the scenarios whose name contains this (or one of these, comma-separated)")
 	write := fs.String("write", "", "write the run's section as a file of its own in this directory (docs/runs/reliability)")
 	note := fs.String("note", "", "a sentence added to the section (e.g. what else loaded the machine)")
+	var env settingsFlag
+	fs.Var(&env, "env", "a setting of every binary of every scenario, after the scenario's own (repeatable; the configuration column names it), e.g. MSGX_MARKER_STANDBYS=0")
 	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string) error {
 	defer srv.Close()
 	results, err := chaos.RunAll(ctx, chaos.Config{
 		BinDir: filepath.Join(work, "bin"), WorkDir: work, Seed: uint64(started.Unix()),
-		Date: chaos.AirportToday(), Log: os.Stdout, Kafka: node,
+		Date: chaos.AirportToday(), Log: os.Stdout, Kafka: node, Env: env,
 	}, srv, scenarios)
 	if err != nil {
 		return err
@@ -103,5 +105,18 @@ func run(ctx context.Context, args []string) error {
 	if failed := chaos.Failures(results); len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))
 	}
+	return nil
+}
+
+// settingsFlag collects repeated --env KEY=VALUE.
+type settingsFlag []string
+
+func (s *settingsFlag) String() string { return strings.Join(*s, " ") }
+
+func (s *settingsFlag) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || !strings.HasPrefix(k, "MSGX_") {
+		return fmt.Errorf("want MSGX_NAME=VALUE, got %q", v)
+	}
+	*s = append(*s, v)
 	return nil
 }

@@ -335,7 +335,7 @@ func (b *bundle) pump(proc processor.Handler, marker processor.Marker) *processo
 	}, b.db.Pool, map[sis.Kind]processor.Handler{sis.KindFlightUpdate: proc}, marker, b.clock, nil, zerolog.Nop())
 }
 
-// INV-8b: the marker is never written before the terminal commit; when the processor dies between
+// INV-8c: the marker is never written before the terminal commit; when the processor dies between
 // its commit and its immediate marker attempt, the sweep writes the marker, once.
 func TestBackfillAfterKillBetweenCommitAndMarker(t *testing.T) {
 	t.Parallel()
@@ -427,7 +427,7 @@ func TestBackfillMailboxOutage(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL`))
 }
 
-// A message replayed while an older batch's marker_debt still names it (INV-8b): the sweep never
+// A message replayed while an older batch's marker_debt still names it (INV-8c): the sweep never
 // marks it while it is open (an old debt moves onto terminal rows only), and once it is terminal
 // again it is marked exactly once — message 1 finishes again before the sweep, so two debts name
 // it; message 2 is still open when the sweep moves its old debt.

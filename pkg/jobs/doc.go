@@ -1,5 +1,5 @@
 // Package jobs is the jobs stage (cmd/jobs, leader only): the backfill sweep, the history sweep
-// and retention/archive (docs/spec.md §10; INV-7, INV-8b, INV-18, CLM-4, CLM-9).
+// and retention/archive (docs/spec.md §10; INV-7, INV-8c, INV-18, CLM-4, CLM-9).
 //
 // One scheduler goroutine (Run) wakes every Tick, reads the injected clock and runs what is due,
 // one job at a time. Every run is bounded: transactions of at most Batch rows (HistoryBatch
@@ -10,7 +10,7 @@
 //
 // Works on terminal rows (SUCCEEDED, SKIPPED, DEAD) that owe their mailbox marker:
 // backfill_next_at set, neither done nor abandoned. The processor's terminal statement writes
-// the batch's debt as one marker_debt row (INV-8b) and makes one immediate attempt, which deletes
+// the batch's debt as one marker_debt row (INV-8c) and makes one immediate attempt, which deletes
 // the row when it wrote every marker, or moves the debt onto the rows when it failed. A debt it
 // has not paid BackoffBase after finished_at (a partial write, busy writers, shadow mode, a
 // processor that died between commit and marker) is moved onto its rows first (moveDebts), due
@@ -18,7 +18,11 @@
 // makes the sweep's attempt redundant: a marker is written only where it is NULL. The two never
 // wait for each other across the databases: the sweep locks its PostgreSQL rows, then the
 // mailbox rows; the immediate marker locks the mailbox rows, then skips any PostgreSQL row
-// someone holds (pkg/processor, markers.go).
+// someone holds (pkg/processor, markers.go). Between selecting its rows and writing the mailbox,
+// the sweep waits, bounded, until the standbys the rule asks for (MSGX_MARKER_STANDBYS,
+// pkg/replication) have replayed the WAL position read after the selection, which is past the
+// rows' terminal commits (INV-8c); when they have not, the run writes and records nothing and the
+// rows stay due for the next run (no attempt is charged, nothing is abandoned for it).
 //
 //	owed ──mailbox: NULL → written──────────▶ MARKED          (done)
 //	  │  ──mailbox: already set────────────▶ ALREADY_MARKED  (done; the value is never overwritten)

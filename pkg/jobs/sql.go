@@ -11,7 +11,7 @@ const (
 	// grace cut-off for rows the processor's immediate attempt has not reported on yet
 	// (backfill_attempts = 0: due only BackoffBase after they became terminal), $3 the batch.
 	// The row locks (held while the mailbox is written) keep a replay from turning a row back
-	// to PENDING between this read and its marker (INV-8b); SKIP LOCKED never waits on anyone.
+	// to PENDING between this read and its marker (INV-8c); SKIP LOCKED never waits on anyone.
 	backfillDueSQL = `
 SELECT msg_id, enqueued_at, backfill_attempts
   FROM proc_state

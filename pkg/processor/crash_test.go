@@ -361,9 +361,9 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 
 // checkMarkers checks the marker rules on what a killed pump left (no replay runs here, so a
 // debt names only rows it made terminal):
-//   - INV-8b: a marker is owed only by terminal rows — no marker_debt row names an open row, no
+//   - INV-8c: a marker is owed only by terminal rows — no marker_debt row names an open row, no
 //     open row owes on its own — and an open row is never marked in the mailbox;
-//   - INV-8b/INV-17: the debt is written once, by the terminal statement — no row is named by two
+//   - INV-8c/INV-17: the debt is written once, by the terminal statement — no row is named by two
 //     debts — and nothing is lost: every terminal row owes its marker (in its batch's debt or on
 //     its own), has it settled, or is marked in the mailbox.
 //
@@ -413,9 +413,9 @@ func checkMarkers(t *testing.T, b *bundle, at string) {
 			lost = append(lost, s.id)
 		}
 	}
-	require.Empty(t, openOwing, "%s: open rows owe a marker (INV-8b)", at)
-	require.Empty(t, openMarked, "%s: open rows are marked (INV-8b)", at)
-	require.Empty(t, twice, "%s: rows named by two debts: the debt is written once, with the status (INV-8b)", at)
+	require.Empty(t, openOwing, "%s: open rows owe a marker (INV-8c)", at)
+	require.Empty(t, openMarked, "%s: open rows are marked (INV-8c)", at)
+	require.Empty(t, twice, "%s: rows named by two debts: the debt is written once, with the status (INV-8c)", at)
 	require.Empty(t, lost, "%s: terminal rows neither owe nor have their marker (INV-17)", at)
 }
 

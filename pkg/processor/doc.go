@@ -29,7 +29,7 @@
 // Batching: up to Batch consecutive head messages share one transaction, one savepoint each;
 // the batch stops at the first message that fails (FAILED), whose savepoint is rolled back.
 // Terminal rows of the batch are written by one statement that also writes the batch's marker
-// debt, one marker_debt row (INV-8b: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
+// debt, one marker_debt row (INV-8c: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
 // epoch check open every batch transaction.
 //
 // Attempts (INV-23b, attemptMark): before a batch, the start mark of its first message
@@ -56,8 +56,11 @@
 // (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in
 // flight, else skipped), bounded by MarkerTimeout, so a mailbox row lock or a half-open
 // connection never stalls processing. It never marks a row that is not terminal when the
-// mailbox write commits (INV-8b; a replay may reopen a row meanwhile): with the mailbox rows
+// mailbox write commits (INV-8c; a replay may reopen a row meanwhile): with the mailbox rows
 // locked, it locks the rows still terminal in PostgreSQL (skipping any locked by someone else)
 // and writes only those, holding their locks until the mailbox commit (markers.go: mark).
+// Before any of that it waits, bounded, until the standbys the rule asks for (MSGX_MARKER_STANDBYS,
+// pkg/replication) have replayed the batch's commit (INV-8c): the AODB purges marked rows, and a
+// promoted standby without the commit would need them; short of that it writes nothing.
 // Anything it leaves owed is the jobs stage's backfill sweep's (the guarantee).
 package processor

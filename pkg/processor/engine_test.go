@@ -219,7 +219,7 @@ func TestFailedHeadBlocksUntilDue(t *testing.T) {
 	for id := int64(1); id <= 3; id++ {
 		r := b.row(t, id)
 		require.Equal(t, "SUCCEEDED", r.Status)
-		require.True(t, r.Owed, "terminal rows owe their marker (INV-8b)")
+		require.True(t, r.Owed, "terminal rows owe their marker (INV-8c)")
 	}
 	require.Equal(t, 2, b.row(t, 1).Attempts)
 }
@@ -419,7 +419,7 @@ func TestHeadDeadline(t *testing.T) {
 }
 
 // A deposed leader's batch commits nothing (its every transaction is fenced): no status, no
-// effect, no start mark, no marker debt, and no marker in the mailbox (INV-17, INV-8b).
+// effect, no start mark, no marker debt, and no marker in the mailbox (INV-17, INV-8c).
 func TestFencedLeaderCommitsNothing(t *testing.T) {
 	t.Parallel()
 	b := setupMailbox(t, 2)
@@ -611,7 +611,7 @@ func TestMarkerNeverBlocksFIFO(t *testing.T) {
 	require.NoError(t, err)
 	p.WaitMarkers()
 	if !marked(2) {
-		// The immediate attempt gave up within its bound: the sweep owes it (INV-8b).
+		// The immediate attempt gave up within its bound: the sweep owes it (INV-8c).
 		require.True(t, b.row(t, 2).Owed, "the marker is still owed")
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // markerWriters bounds the immediate marker writes in flight; a batch finding them all busy
-// leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8b).
+// leaves its markers to the jobs stage's backfill sweep (the guarantee, INV-8c).
 const markerWriters = 4
 
 // Marker writes the mailbox processed marker (pkg/mailbox.MarkIf): only NULL → at (INV-7), and
@@ -55,7 +55,7 @@ func (p *Engine) WaitMarkers() { p.markers.Wait() }
 // touched; failed, the debt moves onto the rows with the error; written in part, the debt stays
 // for the jobs stage, which moves it onto the rows after the sweep's grace.
 //
-// No marker for an open row (INV-8b): a replay may reopen a row of the batch at any time, also
+// No marker for an open row (INV-8c): a replay may reopen a row of the batch at any time, also
 // while this write waits on a mailbox row lock. So the mailbox rows are locked first, and only
 // then, with nothing written yet, are the batch's rows that are still terminal locked in
 // PostgreSQL (guard); the mailbox write covers those alone, and their locks are held until it

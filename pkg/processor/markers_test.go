@@ -93,7 +93,7 @@ func replay(t *testing.T, b *bundle, ids ...int64) {
 	require.Equal(t, int64(len(ids)), rep.Requeued)
 }
 
-// No marker for an open row (INV-8b): the immediate marker of a batch waits on a mailbox row lock
+// No marker for an open row (INV-8c): the immediate marker of a batch waits on a mailbox row lock
 // (held by the AODB) while an operator's replay reopens that row in PostgreSQL. Once the lock
 // goes, the mailbox is written for the rows still terminal only; the replayed message, finished
 // again, is marked then, once.
@@ -127,7 +127,7 @@ func TestNoMarkerForAReplayedRow(t *testing.T) {
 	require.Equal(t, clock.WallClock(b.clock.Now(), time.UTC), *at)
 }
 
-// The other order (INV-8b): a replay that comes while the immediate marker writes the mailbox
+// The other order (INV-8c): a replay that comes while the immediate marker writes the mailbox
 // waits until that write has committed, since the marker holds the rows it writes locked in
 // PostgreSQL until then (as the sweep does); the row was terminal when its marker was written.
 // A trigger on cminmsgs holds the marker's write open: it waits for a user lock the test holds.
@@ -231,7 +231,7 @@ func TestMarkerLeavesALockedRowToTheSweep(t *testing.T) {
 }
 
 // A failed immediate marker moves its batch's debt onto the rows that are still terminal
-// (markerFailedSQL; INV-8b): a row replayed while the mailbox write waited owes nothing, the
+// (markerFailedSQL; INV-8c): a row replayed while the mailbox write waited owes nothing, the
 // other owes on its own, due 30 s later with the failure counted, and nothing is lost.
 func TestFailedMarkerMovesTheDebtOntoTerminalRowsOnly(t *testing.T) {
 	t.Parallel()

@@ -93,7 +93,7 @@ ON CONFLICT (identity_key) DO UPDATE
    SET msg_id = EXCLUDED.msg_id, raw_sha256 = EXCLUDED.raw_sha256, dttm = EXCLUDED.dttm, bound_at = EXCLUDED.bound_at`
 
 	// finishSQL writes the terminal status of a batch's messages and, in the same statement, the
-	// marker debt (INV-8b: one marker_debt row naming them, whose id it returns) and the attempt: a
+	// marker debt (INV-8c: one marker_debt row naming them, whose id it returns) and the attempt: a
 	// SUCCEEDED or SKIPPED outcome without a META (almost every message) is kept on the row itself
 	// (outcome_epoch = the epoch $10; Attempts reads it from there), any other outcome gets its
 	// msg_attempt row, with the epoch and the META read of a message that failed to decode.
@@ -137,7 +137,7 @@ SELECT msg_id, attempts, $8, $9, 'FAILED', error_class, reason, NULLIF($10::text
 
 	// markerGuardSQL locks and returns the rows of $1 that are terminal, for the immediate
 	// marker's mailbox write (mark): held until that write has committed, the locks keep a replay
-	// from reopening a row the mailbox is being told is processed (INV-8b), as the sweep's
+	// from reopening a row the mailbox is being told is processed (INV-8c), as the sweep's
 	// FOR UPDATE does. SKIP LOCKED: the marker holds mailbox row locks meanwhile and must never
 	// wait here; a row someone else holds (a replay under way, the sweep writing it, the jobs
 	// stage moving its debt) is left to the sweep.

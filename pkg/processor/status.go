@@ -26,7 +26,7 @@ const (
 func (s Status) Open() bool { return s == StatusPending || s == StatusFailed }
 
 // Terminal reports whether the status is final (SUCCEEDED, SKIPPED or DEAD): the mailbox marker
-// is owed (INV-8b).
+// is owed (INV-8c).
 func (s Status) Terminal() bool { return s == StatusSucceeded || s == StatusSkipped || s == StatusDead }
 
 // Class is the pipeline error class recorded on a proc_state row (docs/spec.md §5).

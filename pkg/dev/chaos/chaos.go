@@ -48,6 +48,9 @@ type Config struct {
 	// development broker (Scenario.DevBroker) nor brings its own (Scenario.Kafka); nil: those
 	// run on the development broker too.
 	Kafka *RealKafka
+	// Env are settings of every binary of every scenario, after the scenario's own (they win);
+	// the report's configuration column names them.
+	Env []string
 }
 
 // Scenario is one fault and what must hold after it.
@@ -85,6 +88,10 @@ type Scenario struct {
 	Feed time.Duration
 	// PGStandby, when set, runs the scenario on its own primary and streaming standby.
 	PGStandby *PGStandby
+	// Purge runs an AODB that deletes every mailbox row it sees marked, at once, while the
+	// scenario runs; the comparison counts a purged row as marked and judges its outcome against
+	// what the simulator wrote.
+	Purge bool
 }
 
 // Result is one scenario's outcome.
@@ -165,6 +172,7 @@ type Run struct {
 	Configuration string
 	// Standby is a PGStandby scenario's standby (Servers.PG its primary).
 	Standby *privdb.Postgres
+	ha      *haPair
 
 	maxCommitted atomic.Int64 // highest mailbox id the writer committed
 	recoverFrom  time.Time    // when the last fault ended
@@ -307,7 +315,7 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		Rand: rand.New(rand.NewPCG(cfg.Seed, n)), killed: map[string]int{}, extra: map[int64]verify.Want{},
 		log: func(f string, a ...any) { fmt.Fprintf(cfg.Log, "chaos:     "+f+"\n", a...) }}
 	if ha != nil {
-		r.Standby = ha.standby
+		r.Standby, r.ha = ha.standby, ha
 	}
 	res.Configuration = Production(devBroker(sc))
 	if k := clusterOf(cfg, sc); k != nil {
@@ -315,6 +323,9 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 			return res, fmt.Errorf("prepare Apache Kafka: %w", err)
 		}
 		res.Configuration = Production(k.Name())
+	}
+	if len(cfg.Env) > 0 {
+		res.Configuration += "; with " + strings.Join(cfg.Env, " ")
 	}
 	if sc.Alone != nil {
 		return runAlone(ctx, cfg, sc, r, dir, pgURL, start)
@@ -331,7 +342,7 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	s, err := stack.Start(ctx, stack.Options{
 		BinDir: cfg.BinDir, LogDir: filepath.Join(dir, "logs"), RoleEnv: renv, RandomPorts: true,
 		KafkaDataDir: filepath.Join(dir, "kafka"), ExternalBrokers: external, KafkaAuth: srv.shape.kafkaAuth(),
-		Env: append(append(srv.shape.env(), fastEnv...), sc.Env...),
+		Env: append(append(append(srv.shape.env(), fastEnv...), sc.Env...), cfg.Env...),
 		Supervise: &stack.Supervision{Delay: 500 * time.Millisecond, OnExit: func(e stack.Exit) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -378,6 +389,11 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	w, err := simulate.NewWriter(mailbox, wcfg)
 	if err != nil {
 		return res, err
+	}
+	var purge *purger
+	if sc.Purge {
+		purge = startPurge(ctx, mailbox)
+		defer purge.stop()
 	}
 	type written struct {
 		wr  simulate.Written
@@ -442,7 +458,11 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 	if sc.Check != nil {
 		sc.Check(ctx, r)
 	}
-	rep, err := verify.Day(ctx, verify.Input{Pool: pool, Mailbox: mailbox, Day: day, Written: wr, Extra: r.extra, Records: consumer.Records})
+	var purged map[int64]bool
+	if purge != nil {
+		purged = r.endPurge(purge)
+	}
+	rep, err := verify.Day(ctx, verify.Input{Pool: pool, Mailbox: mailbox, Day: day, Written: wr, Extra: r.extra, Records: consumer.Records, Purged: purged})
 	if err != nil {
 		return res, fmt.Errorf("verify: %w", err)
 	}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,9 +29,11 @@ type PGStandby struct {
 	Sync bool // synchronous_standby_names = '*': commits wait for the standby
 }
 
-// haPair is a PGStandby scenario's primary and standby.
+// haPair is a PGStandby scenario's primary and standby, and the standby made of the promoted
+// server after a failover (rebuildStandby).
 type haPair struct {
 	primary, standby *privdb.Postgres
+	rebuilt          *privdb.Postgres
 	sync             bool
 }
 
@@ -90,10 +96,30 @@ func (h *haPair) bothHosts(pgURL string) (string, error) {
 
 func (h *haPair) close() error {
 	var err error
+	if h.rebuilt != nil {
+		err = h.rebuilt.Close()
+	}
 	if h.standby != nil {
-		err = h.standby.Close()
+		err = errors.Join(err, h.standby.Close())
 	}
 	return errors.Join(err, h.primary.Close())
+}
+
+// rebuildStandby makes a streaming standby of the promoted server, as an HA manager does after
+// a failover (Patroni, CloudNativePG), and waits until it streams: the markers wait for one
+// (MSGX_MARKER_STANDBYS), so none is written from the promotion until then.
+func (r *Run) rebuildStandby(ctx context.Context) error {
+	at := time.Now()
+	s, err := r.Standby.StartStandby()
+	if err != nil {
+		return fmt.Errorf("make a standby of the promoted server: %w", err)
+	}
+	r.ha.rebuilt = s
+	if err := r.Standby.WaitStreaming(ctx, false); err != nil {
+		return err
+	}
+	r.Observe("a new standby of the promoted server streams %s later", time.Since(at).Round(100*time.Millisecond))
+	return nil
 }
 
 // harnessPool is the harness's own pool on pgURL, guarded as the binaries' pools are (it leaves
@@ -112,8 +138,13 @@ func harnessPool(ctx context.Context, pgURL string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// standbysEnv are the settings of a scenario whose PostgreSQL has a standby: a marker waits
+// until the standby has its commit (INV-8c), as production must be configured with standbys.
+var standbysEnv = []string{"MSGX_MARKER_STANDBYS=1"}
+
 // pgFailover kills the primary while the day is written and promotes the standby: synchronous,
-// or asynchronous with the WAL senders paused 4 s before (a real lag, so a lost tail).
+// or asynchronous with the WAL senders paused 4 s before (a real lag, so a lost tail). A new
+// standby of the promoted server is made then, as an HA manager does.
 func pgFailover(sync bool) Scenario {
 	name, did := "pg-failover-sync", "the primary SIGKILLed while the day is written and its synchronous standby promoted (every binary on a multi-host URL)"
 	expected := "every binary works on the promoted server; event ids name one record each; " + allHold
@@ -123,7 +154,7 @@ func pgFailover(sync bool) Scenario {
 		expected = "the lost work is done again from the mailbox; no event id names two records; the state topic never goes back; change versions Kafka holds are not re-sent; the loss is reported (log, metric); " + allHold
 	}
 	return Scenario{
-		Name: name, Did: did, Expected: expected, PGStandby: &PGStandby{Sync: sync},
+		Name: name, Did: did, Expected: expected, PGStandby: &PGStandby{Sync: sync}, Env: standbysEnv,
 		Fault: func(ctx context.Context, r *Run) error {
 			if err := Sleep(ctx, r.Feed/3); err != nil {
 				return err
@@ -150,7 +181,7 @@ func pgFailover(sync bool) Scenario {
 			}
 			r.Observe("standby promoted %s after the kill", time.Since(at).Round(10*time.Millisecond))
 			r.Recovered()
-			return nil
+			return r.rebuildStandby(ctx)
 		},
 		Check: func(ctx context.Context, r *Run) { checkFailover(ctx, r, sync) },
 	}
@@ -181,6 +212,7 @@ func checkFailover(ctx context.Context, r *Run, sync bool) {
 		r.Problem("%d change records lost by the database but no log line reports it", beyond)
 	}
 	r.Observe("%d timelines recorded; %d change records on Kafka unknown as sent to the promoted server, %d of them lost by it (reported: %t)", timelines, held, beyond, reported)
+	r.observeMarkerWaits(ctx)
 }
 
 // pgStray is the lost-tail failover, then the old primary started again as it was (writable, on
@@ -226,4 +258,114 @@ func pgStray() Scenario {
 		r.Observe("%d msgx sessions on the stray at the end", sessions)
 	}
 	return sc
+}
+
+// pgFailoverPurge is the lost-tail failover with an AODB that purges every row it sees marked, at
+// once: a marker written for a commit the promoted standby lacks would lose its message for good,
+// since msgx derives the lost work again from the mailbox (INV-8c).
+func pgFailoverPurge() Scenario {
+	sc := pgFailover(false)
+	sc.Name = "pg-failover-lost-tail-purge"
+	sc.Did = "the lost-tail failover (WAL senders paused 4 s, primary SIGKILLed, asynchronous standby promoted) while an AODB deletes every mailbox row it sees marked, at once"
+	sc.Expected = "no message is marked and then lost: every message the simulator wrote has its intended outcome, a purged row counting as marked; " + sc.Expected
+	sc.Purge = true
+	return sc
+}
+
+// markerWaitMetrics are the standby rule's metrics (pkg/replication).
+const (
+	markerWaitMetric  = "msgx_marker_standby_wait_seconds"
+	markersHeldMetric = "msgx_markers_held_for_standbys_total"
+)
+
+// observeMarkerWaits reports what the markers' wait for the standbys cost, from the /metrics of
+// the processor (immediate markers) and the jobs stage (sweep): waits, their median and 99th
+// percentile (the histogram buckets' upper bounds) and the markers held back for the standbys.
+func (r *Run) observeMarkerWaits(ctx context.Context) {
+	for _, bin := range []string{"processor", "jobs"} {
+		p := r.Stack.Proc(bin)
+		if p == nil {
+			continue
+		}
+		h, err := scrapeHistogram(ctx, p.Addr, markerWaitMetric, markersHeldMetric)
+		if err != nil {
+			r.Observe("%s: marker waits not read: %v", bin, err)
+			continue
+		}
+		r.Observe("%s: %.0f marker waits for the standby, median ≤ %s, p99 ≤ %s, mean %s; %.0f markers held back for it",
+			bin, h.count, h.quantile(0.5), h.quantile(0.99), h.mean(), h.other)
+	}
+}
+
+// histogram is one histogram read from /metrics: cumulative bucket counts by upper bound.
+type histogram struct {
+	bounds []float64 // ascending, +Inf last
+	counts []float64
+	count  float64
+	sum    float64
+	other  float64 // the value of the counter read with it
+}
+
+// quantile is the upper bound of the bucket the q-quantile falls in.
+func (h histogram) quantile(q float64) string {
+	for i, c := range h.counts {
+		if h.count > 0 && c >= q*h.count {
+			if math.IsInf(h.bounds[i], 1) {
+				return "+Inf"
+			}
+			return time.Duration(h.bounds[i] * float64(time.Second)).String()
+		}
+	}
+	return "-"
+}
+
+func (h histogram) mean() string {
+	if h.count == 0 {
+		return "-"
+	}
+	return time.Duration(h.sum / h.count * float64(time.Second)).Round(10 * time.Microsecond).String()
+}
+
+// scrapeHistogram reads histogram name (one series) and counter other from addr's /metrics.
+func scrapeHistogram(ctx context.Context, addr, name, other string) (histogram, error) {
+	var h histogram
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return h, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(f[0], name+`_bucket{le="`):
+			le := strings.TrimSuffix(strings.TrimPrefix(f[0], name+`_bucket{le="`), `"}`)
+			b, err := strconv.ParseFloat(le, 64)
+			if err != nil {
+				continue
+			}
+			h.bounds, h.counts = append(h.bounds, b), append(h.counts, v)
+		case f[0] == name+"_sum":
+			h.sum = v
+		case f[0] == name+"_count":
+			h.count = v
+		case f[0] == other:
+			h.other = v
+		}
+	}
+	return h, nil
 }

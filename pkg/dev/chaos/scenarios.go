@@ -39,6 +39,7 @@ func Full() []Scenario {
 		pgFailover(true),
 		pgFailover(false),
 		pgStray(),
+		pgFailoverPurge(),
 		pgRestorePhysical(), // before pg-restore-pitr, which leaves WAL archiving on
 		pgRestorePITR(),
 		pgRestoreLogical(),

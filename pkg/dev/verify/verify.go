@@ -4,7 +4,7 @@
 // chaos suite reports them.
 //
 // The checks: every written message got its intended outcome (one terminal proc_state row per
-// mailbox row) and its processed marker; every flight's stored state equals the model's, field
+// mailbox row) and its processed marker (a row an AODB purged, Input.Purged, had it); every flight's stored state equals the model's, field
 // by field; the last msgx.flight.state record per FLID is that state; msgx.flight.changes holds
 // every version of every FLID once duplicates are dropped, in order; no topic shows a FLID's
 // state_version going down; the records on Kafka are exactly the events marked SENT. A row
@@ -504,6 +504,9 @@ type Input struct {
 	Records func() []stack.Record
 	// Wait bounds the wait for the consumer to catch up (default 30s).
 	Wait time.Duration
+	// Purged are the mailbox rows an AODB deleted because they were marked: each counts as
+	// marked, and its outcome is judged like every row's, against what the simulator wrote.
+	Purged map[int64]bool
 }
 
 // Day runs every check on a drained pipeline (stack.WaitDrained first).
@@ -518,9 +521,16 @@ func Day(ctx context.Context, in Input) (Report, error) {
 		return rep, err
 	}
 	add("outcomes", outcomes)
-	ids := append([]int64(nil), in.Written.IDs...)
+	var ids []int64 // the rows that must carry their marker; a purged row carried it when purged
+	for _, id := range in.Written.IDs {
+		if !in.Purged[id] {
+			ids = append(ids, id)
+		}
+	}
 	for id := range in.Extra {
-		ids = append(ids, id)
+		if !in.Purged[id] {
+			ids = append(ids, id)
+		}
 	}
 	markers, err := Markers(ctx, in.Mailbox, ids)
 	if err != nil {
