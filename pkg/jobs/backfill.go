@@ -149,28 +149,7 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 			return ctx.Err()
 		}
 		markErr = err
-		n := len(due)
-		outcomes, errs, nexts := make([]string, n), make([]string, n), make([]*time.Time, n)
-		for i, o := range due {
-			if err != nil {
-				errs[i] = clip.String(err.Error(), maxBackfillError)
-				if !now.Before(o.enqueued.Add(j.cfg.Overdue)) {
-					outcomes[i] = OutcomeOverdue
-					continue
-				}
-				next := now.Add(backoff.Delay(o.attempts+1, j.cfg.BackoffBase, j.cfg.BackoffMax))
-				nexts[i] = &next
-				continue
-			}
-			switch found[o.id] {
-			case mailbox.MarkWritten:
-				outcomes[i] = OutcomeMarked
-			case mailbox.MarkAlready:
-				outcomes[i] = OutcomeAlreadyMarked
-			default:
-				outcomes[i], errs[i] = OutcomeMissingRow, "mailbox row missing"
-			}
-		}
+		outcomes, errs, nexts := j.outcomes(due, found, err, now)
 		if _, err := tx.Exec(ctx, backfillRecordSQL, ids, now, outcomes, errs, nexts); err != nil {
 			return fmt.Errorf("record marker outcomes: %w", err)
 		}
@@ -192,6 +171,34 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 		return settled, selected, fmt.Errorf("%w: %w", errMailbox, markErr)
 	}
 	return settled, selected, nil
+}
+
+// outcomes are the chunk's outcome, error and next due time per row, from the mailbox's answer
+// (found) or its failure (markErr): an empty outcome is a failure due again at next.
+func (j *Jobs) outcomes(due []owed, found map[int64]mailbox.MarkOutcome, markErr error, now time.Time) ([]string, []string, []*time.Time) {
+	n := len(due)
+	outcomes, errs, nexts := make([]string, n), make([]string, n), make([]*time.Time, n)
+	for i, o := range due {
+		if markErr != nil {
+			errs[i] = clip.String(markErr.Error(), maxBackfillError)
+			if !now.Before(o.enqueued.Add(j.cfg.Overdue)) {
+				outcomes[i] = OutcomeOverdue
+				continue
+			}
+			next := now.Add(backoff.Delay(o.attempts+1, j.cfg.BackoffBase, j.cfg.BackoffMax))
+			nexts[i] = &next
+			continue
+		}
+		switch found[o.id] {
+		case mailbox.MarkWritten:
+			outcomes[i] = OutcomeMarked
+		case mailbox.MarkAlready:
+			outcomes[i] = OutcomeAlreadyMarked
+		default:
+			outcomes[i], errs[i] = OutcomeMissingRow, "mailbox row missing"
+		}
+	}
+	return outcomes, errs, nexts
 }
 
 // report logs and counts a chunk's outcomes.

@@ -49,7 +49,7 @@ type Config struct {
 	// run on the development broker too.
 	Kafka *RealKafka
 	// Env are settings of every binary of every scenario, after the scenario's own (they win);
-	// the report's configuration column names them.
+	// the report's configuration column names them with the scenario's.
 	Env []string
 }
 
@@ -324,8 +324,8 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		}
 		res.Configuration = Production(k.Name())
 	}
-	if len(cfg.Env) > 0 {
-		res.Configuration += "; with " + strings.Join(cfg.Env, " ")
+	if set := settingsText(sc.Env, cfg.Env); set != "" {
+		res.Configuration += "; with " + set
 	}
 	if sc.Alone != nil {
 		return runAlone(ctx, cfg, sc, r, dir, pgURL, start)
@@ -502,6 +502,27 @@ func runOne(ctx context.Context, cfg Config, srv *Servers, sc Scenario, n uint64
 		}
 	}
 	return res, nil
+}
+
+// settingsText lists the settings of envs (KEY=VALUE), a later value of a key replacing an
+// earlier one, for the configuration column.
+func settingsText(envs ...[]string) string {
+	var keys []string
+	values := map[string]string{}
+	for _, env := range envs {
+		for _, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			if _, ok := values[k]; !ok {
+				keys = append(keys, k)
+			}
+			values[k] = kv
+		}
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = values[k]
+	}
+	return strings.Join(out, " ")
 }
 
 // devBroker names the development broker in sc's configuration column, with why sc needs it.

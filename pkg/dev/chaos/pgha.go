@@ -292,6 +292,10 @@ func (r *Run) observeMarkerWaits(ctx context.Context) {
 			r.Observe("%s: marker waits not read: %v", bin, err)
 			continue
 		}
+		if h.count == 0 {
+			r.Observe("%s: no marker waited for a standby", bin)
+			continue
+		}
 		r.Observe("%s: %.0f marker waits for the standby, median ≤ %s, p99 ≤ %s, mean %s; %.0f markers held back for it",
 			bin, h.count, h.quantile(0.5), h.quantile(0.99), h.mean(), h.other)
 	}

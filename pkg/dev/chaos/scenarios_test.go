@@ -46,3 +46,12 @@ func TestSectionNamesTheConfiguration(t *testing.T) {
 	require.Contains(t, section, "| kill-ingest | roles + TLS (PG verify-full, MySQL tls=msgx-ca) + Kafka TLS/SCRAM-SHA-512 on the dev broker, MSGX_ENV=production | SIGKILL ingest |")
 	require.Contains(t, section, "| zombie-dispatcher | dispatcher role, MSGX_ENV=development | hold |")
 }
+
+// The configuration column names a scenario's own settings and the run's, the run's replacing
+// the scenario's value of the same variable.
+func TestSettingsText(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "MSGX_MARKER_STANDBYS=0 MSGX_HEAD_DEADLINE=10s",
+		settingsText([]string{"MSGX_MARKER_STANDBYS=1", "MSGX_HEAD_DEADLINE=10s"}, []string{"MSGX_MARKER_STANDBYS=0"}))
+	require.Empty(t, settingsText(nil, nil))
+}
