@@ -253,7 +253,7 @@ func startBinaries(ctx context.Context, r *Run) error {
 // waitRefused waits until the dispatcher recorded that it refuses to send from the restored
 // database, and returns the highest event id Kafka held then.
 func waitRefused(ctx context.Context, r *Run, timeout time.Duration) (int64, error) {
-	conn, err := pgx.Connect(ctx, r.Servers.PG.URL("postgres", "", restoredDB))
+	conn, err := pgx.Connect(ctx, r.Servers.PG.SuperURL(restoredDB))
 	if err != nil {
 		return 0, err
 	}
@@ -278,7 +278,7 @@ func waitRefused(ctx context.Context, r *Run, timeout time.Duration) (int64, err
 // rollBackIDs draws n event ids in a transaction that rolls back: what a batch that fails or is
 // fenced after its COPY leaves behind (a sequence does not roll back).
 func rollBackIDs(ctx context.Context, r *Run, n int) error {
-	conn, err := pgx.Connect(ctx, r.Servers.PG.URL("postgres", "", restoredDB))
+	conn, err := pgx.Connect(ctx, r.Servers.PG.SuperURL(restoredDB))
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func restoreInPlace(ctx context.Context, r *Run, restore func() error) error {
 	if err := r.Servers.PG.QueryRow(ctx, timelineSQL, &timeline); err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, r.Servers.PG.URL("postgres", "", restoredDB))
+	conn, err := pgx.Connect(ctx, r.Servers.PG.SuperURL(restoredDB))
 	if err != nil {
 		return err
 	}
