@@ -159,7 +159,14 @@ func pgRestoreLogical() Scenario {
 			if err := pg.Reinit(); err != nil {
 				return err
 			}
-			if err := pg.RestoreDump(ctx, dump, restoredDB); err != nil {
+			// The runbook's order on a new cluster: the database, msgxctl roles apply, pg_restore.
+			if err := pg.CreateDatabase(ctx, restoredDB); err != nil {
+				return err
+			}
+			if err := r.Access.ReapplyPG(ctx, pg.SuperURL(restoredDB)); err != nil {
+				return err
+			}
+			if err := pg.RestoreDump(dump, restoredDB); err != nil {
 				return err
 			}
 			if err := startBinaries(ctx, r); err != nil {

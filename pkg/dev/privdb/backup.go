@@ -235,12 +235,17 @@ func (p *Postgres) Reinit() error {
 	return p.Start()
 }
 
-// RestoreDump creates database db and restores dump d into it (pg_restore, stopping at the first
-// error).
-func (p *Postgres) RestoreDump(ctx context.Context, d *Dump, db string) error {
+// CreateDatabase creates database db.
+func (p *Postgres) CreateDatabase(ctx context.Context, db string) error {
 	if err := p.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		return fmt.Errorf("create database %s: %w", db, err)
 	}
+	return nil
+}
+
+// RestoreDump restores dump d into database db, which exists (pg_restore, stopping at the first
+// error).
+func (p *Postgres) RestoreDump(d *Dump, db string) error {
 	bin, err := pgBin("pg_restore")
 	if err != nil {
 		return err
