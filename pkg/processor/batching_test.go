@@ -116,11 +116,12 @@ func TestBatchingIsInvisible(t *testing.T) {
 		n = 2000
 	}
 	var one, hundred string
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); one = runMixed(t, 1, n) }()
-	go func() { defer wg.Done(); hundred = runMixed(t, 100, n) }()
-	wg.Wait()
+	// Both sizes run at once, each in a parallel subtest of its own (a failure stops only its
+	// goroutine); the group returns when both ended.
+	t.Run("sizes", func(t *testing.T) {
+		t.Run("1", func(t *testing.T) { t.Parallel(); one = runMixed(t, 1, n) })
+		t.Run("100", func(t *testing.T) { t.Parallel(); hundred = runMixed(t, 100, n) })
+	})
 	require.Greater(t, len(one), n*50, "the dump holds every row")
 	for _, want := range []string{"DEAD MALFORMED", "duplicate-of:", "content-differs", "ignored:EROR", "EXHAUSTED"} {
 		require.Contains(t, one, want)
