@@ -64,6 +64,7 @@ func New(cfg Config, d Deps) (*Ingester, error) {
 	if d.DB == nil || d.Mailbox == nil || d.Fence == nil || d.Clock == nil || d.Metrics == nil {
 		return nil, errors.New("ingest: DB, Mailbox, Fence, Clock and Metrics are required")
 	}
+	d.Metrics.gapLimit.Set(cfg.MaxCommitDelay.Seconds())
 	return &Ingester{cfg: cfg, d: d, log: d.Log.With().Str("stage", "ingest").Logger()}, nil
 }
 
@@ -215,7 +216,7 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 					return err
 				}
 			}
-			if err := moveCursor(ctx, tx, i.cur.W, d.next, now); err != nil {
+			if err := moveCursor(ctx, tx, i.cur.W, d.next, now, i.cfg.MaxCommitDelay); err != nil {
 				return err
 			}
 			if i.beforeCommit != nil {

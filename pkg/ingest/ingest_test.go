@@ -3,18 +3,20 @@ package ingest
 import (
 	"context"
 	"errors"
-	"github.com/msgx/msgx/pkg/dev/corpus"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/msgx/msgx/pkg/dev/corpus"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/status"
 )
 
 func TestContiguousRowsAreEnqueuedWithTheirCopy(t *testing.T) {
@@ -197,6 +199,17 @@ func TestGapAgeCountsFromFirstSeen(t *testing.T) {
 	require.NoError(t, tx1.Commit())
 	step(t, b.ing)
 	requireCursor(t, cursor{W: id2, GapStart: id3, FirstSeen: t0}, b.cursor(t))
+	// The gap's readers judge it by this ingest's limit, which it recorded with the cursor.
+	for _, tc := range []struct {
+		at      time.Duration
+		overdue bool
+	}{{testConfig.MaxCommitDelay, false}, {testConfig.MaxCommitDelay + 31*time.Second, true}} {
+		s, err := status.Read(ctx, b.pg.Pool, t0.Add(tc.at))
+		require.NoError(t, err)
+		require.NotNil(t, s.GapLimit)
+		require.Equal(t, testConfig.MaxCommitDelay.Seconds(), *s.GapLimit)
+		require.Equal(t, tc.overdue, s.GapOverdue(), "gap %s old", tc.at)
+	}
 	b.clock.Advance(testConfig.MaxCommitDelay - 20*time.Second)
 	step(t, b.ing) // id3's window, counted from t0, ran out: skipped, id4 enqueued
 	require.Equal(t, id4, b.cursor(t).W)

@@ -3,7 +3,7 @@ package status
 // Every SQL statement of the operators' reads, bound parameters only.
 
 const (
-	cursorSQL = `SELECT watermark, gap_start, gap_first_seen_at FROM inbox_cursor`
+	cursorSQL = `SELECT watermark, gap_start, gap_first_seen_at, max_commit_delay FROM inbox_cursor`
 	gapsSQL   = `SELECT count(*), count(found_at) FROM inbox_gap`
 	headSQL   = `
 SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, '') FROM proc_state

@@ -24,6 +24,7 @@ type Snapshot struct {
 	Watermark        int64            `json:"watermark"`
 	GapStart         *int64           `json:"gap_start,omitempty"`
 	GapAge           *float64         `json:"gap_age_seconds,omitempty"`
+	GapLimit         *float64         `json:"gap_limit_seconds,omitempty"` // ingest's MSGX_MAX_COMMIT_DELAY
 	SkippedIDs       int64            `json:"skipped_ids"`
 	LateFound        int64            `json:"late_rows_found"`
 	Head             *Head            `json:"head,omitempty"`
@@ -35,6 +36,17 @@ type Snapshot struct {
 	Leaders          []Leader         `json:"leaders"`
 	Outbox           []Target         `json:"outbox"`
 	Flights          map[string]int64 `json:"flights_by_state"`
+}
+
+// gapGrace is how long past ingest's limit an open gap may stay before it is overdue: ingest
+// skips it at its first step after the limit, and one step takes well under this.
+const gapGrace = 30 * time.Second
+
+// GapOverdue reports whether the open gap outlived the age at which ingest judges a gap
+// permanent (its MSGX_MAX_COMMIT_DELAY, as ingest recorded it) by more than gapGrace: ingest
+// should have skipped it, so it does not step, or its clock or the database's is wrong.
+func (s Snapshot) GapOverdue() bool {
+	return s.GapAge != nil && s.GapLimit != nil && *s.GapAge > *s.GapLimit+gapGrace.Seconds()
 }
 
 // Head is the message the pump works on.
@@ -106,9 +118,16 @@ func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, err
 // ReadWith is Read with options.
 func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Options) (Snapshot, error) {
 	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
-	var gapSeen *time.Time
-	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen); err != nil {
+	var (
+		gapSeen  *time.Time
+		gapLimit *time.Duration
+	)
+	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen, &gapLimit); err != nil {
 		return s, fmt.Errorf("read inbox cursor: %w", err)
+	}
+	if gapLimit != nil {
+		l := gapLimit.Seconds()
+		s.GapLimit = &l
 	}
 	if gapSeen != nil {
 		a := now.Sub(*gapSeen).Seconds()
