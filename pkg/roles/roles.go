@@ -13,6 +13,8 @@ package roles
 import (
 	"fmt"
 	"slices"
+
+	"github.com/msgx/msgx/pkg/flight"
 )
 
 // Role is one database identity of msgx, independent of the name it has on a server.
@@ -66,9 +68,7 @@ type pgGrant struct {
 }
 
 // flightTables are the flight state: the flight row and its detail tables.
-var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_gate", "flight_checkin",
-	"flight_carousel", "flight_chute", "flight_chock", "flight_airbridge", "flight_delay",
-	"flight_service", "flight_vip"}
+var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
