@@ -50,9 +50,6 @@ type Ingester struct {
 	enqueued  int       // rows the last poll enqueued (pollWait)
 	nextProbe time.Time // when the ledger is re-probed next
 	charsets  bool      // the mailbox charsets were checked (checkCharsets)
-
-	// beforeCommit, when set (tests), runs inside every step's transaction just before commit.
-	beforeCommit func(ctx context.Context, tx pgx.Tx) error
 }
 
 // New returns an Ingester; cfg's zero fields take their defaults.
@@ -216,13 +213,7 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 					return err
 				}
 			}
-			if err := moveCursor(ctx, tx, i.cur.W, d.next, now, i.cfg.MaxCommitDelay); err != nil {
-				return err
-			}
-			if i.beforeCommit != nil {
-				return i.beforeCommit(ctx, tx)
-			}
-			return nil
+			return moveCursor(ctx, tx, i.cur.W, d.next, now, i.cfg.MaxCommitDelay)
 		})
 	})
 	if err != nil {
