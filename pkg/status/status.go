@@ -115,15 +115,15 @@ func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, err
 	return ReadWith(ctx, pool, now, Options{})
 }
 
-// ReadWith is Read with options.
-func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Options) (Snapshot, error) {
-	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
+// readCursor reads the watermark, the open gap (its age and ingest's limit for it) and the gap
+// ledger's counts.
+func (s *Snapshot) readCursor(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
 	var (
 		gapSeen  *time.Time
 		gapLimit *time.Duration
 	)
 	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen, &gapLimit); err != nil {
-		return s, fmt.Errorf("read inbox cursor: %w", err)
+		return fmt.Errorf("read inbox cursor: %w", err)
 	}
 	if gapLimit != nil {
 		l := gapLimit.Seconds()
@@ -134,7 +134,16 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 		s.GapAge = &a
 	}
 	if err := pool.QueryRow(ctx, gapsSQL).Scan(&s.SkippedIDs, &s.LateFound); err != nil {
-		return s, fmt.Errorf("read gap ledger: %w", err)
+		return fmt.Errorf("read gap ledger: %w", err)
+	}
+	return nil
+}
+
+// ReadWith is Read with options.
+func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Options) (Snapshot, error) {
+	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
+	if err := s.readCursor(ctx, pool, now); err != nil {
+		return s, err
 	}
 	var h Head
 	var enq time.Time
