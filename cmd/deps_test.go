@@ -121,3 +121,13 @@ func TestConsoleLinksNoStage(t *testing.T) {
 		})
 	}
 }
+
+// msgxctl reads every setting (pkg/config), the console's too, but links none of the console's
+// pages: its settings are a package of their own (pkg/console/consoleconf).
+func TestMsgxctlLinksNoConsolePages(t *testing.T) {
+	t.Parallel()
+	const pkg = "github.com/msgx/msgx/pkg/"
+	linked := deps(t, "msgxctl")
+	require.Contains(t, linked, pkg+"console/consoleconf", "the list is real (it links the console's settings)")
+	require.NotContains(t, linked, pkg+"console")
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
@@ -125,7 +126,7 @@ func setup(t testing.TB) *world {
 		httpauth.Hash(operatorToken), httpauth.Hash(viewerToken), httpauth.Hash(sendToken))))
 	w.deps = console.Deps{
 		Pool: pool, Location: loc, Outbox: ob, Requests: reqs, Log: zerolog.New(zerolog.NewTestWriter(t)), Now: clk.Now,
-		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
+		Config: consoleconf.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
 	}
 	w.srv = w.serve(t, w.deps)
 	return w
