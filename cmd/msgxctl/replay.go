@@ -17,9 +17,6 @@ func init() {
 	register("replay", command{summary: "requeue FAILED/DEAD messages by --class or --ids (--dry-run first)", run: replayCmd})
 }
 
-// knownClasses are the error classes a message can have; replay accepts the replayable ones.
-var knownClasses = append(slices.Clone(procstate.ReplayableClasses), procstate.ClassMalformed, procstate.ClassProtocol)
-
 func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs, asJSON := flags("replay", "(--class C | --ids 1,2,…) [--dry-run] [--reason R] [--actor A] [--json]",
 		"Requeues FAILED/DEAD messages as PENDING with a fresh attempt budget and an audit row. Run it with --dry-run first: it shows which later messages already changed the same flights.", out)
@@ -35,7 +32,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	switch {
 	case (c == "") == (len(ids) == 0):
 		return fs.Usagef("give exactly one of --class or --ids")
-	case c != "" && !slices.Contains(knownClasses, c):
+	case c != "" && !slices.Contains(procstate.Classes, c):
 		return fs.Usagef("unknown class %s (one of %s)", *class, classList(procstate.ReplayableClasses))
 	case c != "" && !slices.Contains(procstate.ReplayableClasses, c):
 		return fs.Refusef("class %s is never replayed (only %s): the same bytes would fail the same way", c, classList(procstate.ReplayableClasses))

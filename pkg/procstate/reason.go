@@ -98,27 +98,25 @@ var ErrNotSkip = errors.New("not a SKIPPED reason")
 
 // ParseSkip reads a SKIPPED message's reason.
 func ParseSkip(reason string) (Skip, error) {
-	kind, detail, _ := strings.Cut(reason, ":")
-	s := Skip{Kind: SkipKind(kind)}
+	var s Skip
 	ok := false
-	switch s.Kind {
-	case SkipDuplicate:
-		id, differs := strings.CutSuffix(detail, contentDiffers)
-		n, err := strconv.ParseInt(id, 10, 64)
-		s.Of, s.ContentDiffers, ok = n, differs, err == nil && n > 0
-	case SkipIgnored:
-		s.Type, ok = detail, detail != ""
-	case SkipNoMatch:
-		s.Deleted, ok = detail == noMatchDeleted, detail == noMatchDeleted || detail == noMatchUnknown
-	case "stale":
-		var units string
-		if units, ok = strings.CutPrefix(detail, "late: "); ok && units != "" {
-			s.Kind, s.Units = SkipStaleLate, strings.Split(units, staleSep)
-		} else {
-			ok = false
+	if units, stale := strings.CutPrefix(reason, string(SkipStaleLate)+": "); stale {
+		s, ok = StaleLate(strings.Split(units, staleSep)), units != ""
+	} else {
+		kind, detail, colon := strings.Cut(reason, ":")
+		s.Kind = SkipKind(kind)
+		switch s.Kind {
+		case SkipDuplicate:
+			id, differs := strings.CutSuffix(detail, contentDiffers)
+			n, err := strconv.ParseInt(id, 10, 64)
+			s.Of, s.ContentDiffers, ok = n, differs, err == nil && n > 0
+		case SkipIgnored:
+			s.Type, ok = detail, detail != ""
+		case SkipNoMatch:
+			s.Deleted, ok = detail == noMatchDeleted, detail == noMatchDeleted || detail == noMatchUnknown
+		case SkipNoOpenRequest:
+			s.Refusal, ok = detail, detail != "" || !colon
 		}
-	case SkipNoOpenRequest:
-		s.Refusal, ok = detail, detail != "" || !strings.Contains(reason, ":")
 	}
 	if !ok {
 		return Skip{}, fmt.Errorf("%w: %q", ErrNotSkip, reason)
