@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -66,7 +67,7 @@ func runMixed(t *testing.T, batch, n int) string {
 			return out, errors.New("injected once")
 		}
 		if m.Decoded.Flop.FLID == 13 && m.ID%7 == 0 { // fails always: EXHAUSTED after 3 attempts
-			return out, processor.Errorf(processor.ClassCodec, "injected always")
+			return out, processor.Errorf(procstate.ClassCodec, "injected always")
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
 			VALUES ('KAFKA:msg', $1, 'UPSERT', (SELECT version FROM ver WHERE flid = $2), $3, '{}', $4)`,

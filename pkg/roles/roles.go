@@ -183,13 +183,13 @@ var pgGrants = []pgGrant{
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
-	// msgxctl uses, each with its audit row: processor.Replay (proc_state, msg_attempt), outbox Replay/Skip
+	// msgxctl uses, each with its audit row: procstate.Replay (proc_state, msg_attempt), outbox Replay/Skip
 	// (msg_event), request RegisterAudited (req_track, req_seqn, req_open_day). No backfill, gap or history
 	// action, no DELETE.
 	{Console, "SELECT", allTables},
 	{Console, "UPDATE", []string{"proc_state", "msg_event"}},
 	{Console, "INSERT", []string{"replay_audit"}},
-	{Console, "INSERT", []string{"msg_attempt"}}, // processor.Replay writes the attempt a row kept on itself first
+	{Console, "INSERT", []string{"msg_attempt"}}, // procstate.Replay writes the attempt a row kept on itself first
 	{Console, "INSERT, UPDATE", []string{"req_track"}},
 	{Console, "UPDATE", []string{"req_seqn"}},
 	{Console, "INSERT, UPDATE", []string{"req_open_day"}},

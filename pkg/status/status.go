@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // Snapshot is the pipeline at one moment.
@@ -166,7 +166,7 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 			s.ByStatus["DEAD"] += n
 		}
 	} else {
-		byStatus, err := processor.CountByStatus(ctx, pool)
+		byStatus, err := procstate.CountByStatus(ctx, pool)
 		if err != nil {
 			return s, err
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // The topics.
@@ -144,22 +145,23 @@ func lateProblem(day simulate.Day, i int, r procRow, ok bool) string {
 	for _, n := range names {
 		want[n] = true
 	}
-	subset := func(list string) bool {
-		for _, n := range strings.Split(list, ", ") {
+	subset := func(list []string) bool {
+		for _, n := range list {
 			if !want[n] {
 				return false
 			}
 		}
 		return true
 	}
-	const part, whole = flight.StaleLate + " (applied in part; not written): ", flight.StaleLate + ": "
+	part, partOK := procstate.ParseStaleNote(r.reason)
+	skip, err := procstate.ParseSkip(r.reason)
 	switch {
 	case r.status == "SUCCEEDED" && r.reason == "":
 		return ""
-	case r.status == "SUCCEEDED" && strings.HasPrefix(r.reason, part) && subset(strings.TrimPrefix(r.reason, part)):
+	case r.status == "SUCCEEDED" && partOK && subset(part):
 		return ""
-	case r.status == "SKIPPED" && all && strings.HasPrefix(r.reason, whole) && subset(strings.TrimPrefix(r.reason, whole)) &&
-		len(strings.Split(strings.TrimPrefix(r.reason, whole), ", ")) == len(names):
+	case r.status == "SKIPPED" && all && err == nil && skip.Kind == procstate.SkipStaleLate && subset(skip.Units) &&
+		len(skip.Units) == len(names):
 		return ""
 	}
 	return fmt.Sprintf("got %s %s %q; the model's overtaken units: %v (all: %v)", r.status, r.class, r.reason, names, all)
