@@ -147,6 +147,40 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	require.ErrorIs(t, stray.ReadTail(ctx, lease), dispatch.ErrStrayDatabase)
 }
 
+// TestTailLeavesOutRecordsNotMsgx: a record whose headers do not follow docs/events.md (another
+// producer's: an event_id of a far newer generation and a state_version, but no schema_version)
+// is not taken for msgx's at a term's start: it does not make the database a stray, hold flight
+// 7's version 5 on the changes topic nor raise its state.
+func TestTailLeavesOutRecordsNotMsgx(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	require.NoError(t, b.disp.ReadTail(ctx, b.lease)) // records the timeline
+	foreign := []kafka.Header{{Key: "event_id", Value: strconv.FormatInt(9<<40, 10)}, {Key: "state_version", Value: "5"}}
+	for _, topic := range []string{b.kcfg.TopicChanges, b.kcfg.TopicState} {
+		for _, err := range b.producer.Send(ctx, []kafka.Record{{Topic: topic, Key: "7", Value: []byte(`{}`), Headers: foreign}}) {
+			require.NoError(t, err)
+		}
+	}
+
+	d, lease, reg := successor(t, b)
+	require.NoError(t, d.ReadTail(ctx, lease))
+	require.Zero(t, testutil.ToFloat64(counter(t, reg, "msgx_kafka_records_beyond_database_total")))
+	for v := int64(1); v <= 5; v++ {
+		require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(7, v), stateEvent(7, v, event.Upsert)))
+		deliverAll(t, b, d, lease)
+	}
+	for topic, target := range map[string]string{b.kcfg.TopicChanges: event.TargetMsg, b.kcfg.TopicState: event.TargetSchd} {
+		var versions []int64
+		for _, r := range readBack(t, b, topic)[1:] {
+			e, err := event.Parse(target, r.Key, r.Value, r.Headers)
+			require.NoError(t, err)
+			versions = append(versions, e.StateVersion)
+		}
+		require.Equal(t, []int64{1, 2, 3, 4, 5}, versions, "%s: every version sent after the foreign record", topic)
+	}
+}
+
 func counter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
 	t.Helper()
 	mfs, err := reg.Gather()
