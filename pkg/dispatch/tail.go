@@ -110,12 +110,13 @@ type tail struct {
 }
 
 // readTopics reads both topics from from; gen is the database's id generation (tail.own). A
-// record whose headers do not parse (event.Parse) is not msgx's: it is counted and left out.
+// record whose headers do not parse (event.Parse) is not taken for msgx's: it is counted, the first
+// one logged, and left out.
 func (d *Dispatcher) readTopics(ctx context.Context, from time.Time, gen int64) (tail, error) {
 	t := tail{states: map[string]int64{}}
-	// read parses a record of target and notes its event id; ok is false for a record that does not parse.
+	// read parses a record of target's topic and notes its event id; ok is false for one that does not parse.
 	read := func(target string, r kafka.ConsumedRecord) (event.Received, bool) {
-		e, err := event.Parse(target, r.Key, r.Value, r.Headers)
+		e, err := event.Parse(r.Key, r.Value, r.Headers)
 		if err != nil {
 			t.foreign++
 			if t.foreign == 1 {

@@ -75,7 +75,8 @@ func Record(c Claimed, epoch int64) KafkaRecord {
 }
 
 // Received is a record read back from a topic (Parse): the event it carries, its value as
-// Payload, and the epoch of the dispatcher leader that sent it.
+// Payload, and the epoch of the dispatcher leader that sent it. Target is empty: the record does
+// not carry it, its topic does.
 type Received struct {
 	Claimed
 	Epoch int64
@@ -103,17 +104,14 @@ func (e *HeaderError) Error() string {
 
 func (e *HeaderError) Unwrap() error { return e.Err }
 
-// Parse reads back a record of target's topic that Record wrote: key, value and headers (of any
-// type with Header's shape, such as kafka.Header, so the contract does not import the Kafka
-// adapter). It is Record's inverse: Parse(c.Target, Record(c, epoch)…) gives c and epoch back,
-// the payload as the record carries it. Every header of docs/events.md is required but msg_id;
-// headers it does not know are ignored (adding one does not change the schema version). Each
-// header missing, repeated or outside the contract is a *HeaderError, all of them joined; an
-// unknown schema version also matches ErrSchemaVersion.
-func Parse[H ~struct{ Key, Value string }](target, key string, value []byte, headers []H) (Received, error) {
-	if target != TargetMsg && target != TargetSchd {
-		return Received{}, fmt.Errorf("parse record: bad target %q", target)
-	}
+// Parse reads back a record that Record wrote: key, value and headers (of any type with Header's
+// shape, such as kafka.Header, so the contract does not import the Kafka adapter). It is Record's
+// inverse: Parse of Record(c, epoch) gives c but its Target, and epoch, the payload as the record
+// carries it. Every header of docs/events.md is required but msg_id; headers it does not know are
+// ignored (adding one does not change the schema version). Each header missing, repeated or
+// outside the contract is a *HeaderError, all of them joined; an unknown schema version also
+// matches ErrSchemaVersion.
+func Parse[H ~struct{ Key, Value string }](key string, value []byte, headers []H) (Received, error) {
 	p := parser{vals: map[string]string{}}
 	for _, h := range headers {
 		x := Header(h)
@@ -125,7 +123,7 @@ func Parse[H ~struct{ Key, Value string }](target, key string, value []byte, hea
 			p.vals[x.Key] = x.Value
 		}
 	}
-	r := Received{Claimed: Claimed{Target: target, FLID: key, Payload: value}}
+	r := Received{Claimed: Claimed{FLID: key, Payload: value}}
 	if v, ok := p.get(HeaderSchemaVersion); ok && v != SchemaVersion {
 		p.fail(HeaderSchemaVersion, v, ErrSchemaVersion)
 	}

@@ -61,7 +61,7 @@ func TestRecordValue(t *testing.T) {
 
 // TestParseIsRecordsInverse: a record read back gives the claimed event and the epoch it was
 // built from, for both targets and both event types, with and without a message behind it (a
-// KAFKA:schd TOMBSTONE carries no value, so its event has none).
+// KAFKA:schd TOMBSTONE carries no value, so its event has none; the target is the topic's).
 func TestParseIsRecordsInverse(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 2, 1, 30, 0, 123456789, time.UTC)
@@ -74,8 +74,9 @@ func TestParseIsRecordsInverse(t *testing.T) {
 					c.Payload = nil
 				}
 				r := event.Record(c, 7)
-				got, err := event.Parse(target, r.Key, r.Value, r.Headers)
+				got, err := event.Parse(r.Key, r.Value, r.Headers)
 				require.NoError(t, err, "%s %s msg_id %d", target, typ, msgID)
+				got.Target = target
 				require.Equal(t, event.Received{Claimed: c, Epoch: 7}, got, "%s %s msg_id %d", target, typ, msgID)
 			}
 		}
@@ -106,10 +107,10 @@ func TestParseRejectsEachBadHeader(t *testing.T) {
 		}
 		return out
 	}
-	ok, err := event.Parse(event.TargetMsg, "42", good.Value, append(with("", ""), kafkaHeader{Key: "trace_id", Value: "x"}))
+	ok, err := event.Parse("42", good.Value, append(with("", ""), kafkaHeader{Key: "trace_id", Value: "x"}))
 	require.NoError(t, err, "an unknown header is ignored")
 	require.Equal(t, int64(2010), ok.MsgID)
-	noMsg, err := event.Parse(event.TargetMsg, "42", good.Value, with(event.HeaderMsgID, "-"))
+	noMsg, err := event.Parse("42", good.Value, with(event.HeaderMsgID, "-"))
 	require.NoError(t, err, "msg_id is optional")
 	require.Zero(t, noMsg.MsgID)
 
@@ -125,7 +126,7 @@ func TestParseRejectsEachBadHeader(t *testing.T) {
 		{event.HeaderEventType, "-"}, {event.HeaderEventType, "upsert"}, {event.HeaderEventType, "DELETE"},
 		{event.HeaderMsgID, "0"}, {event.HeaderMsgID, "x"}, {event.HeaderMsgID, ""},
 	} {
-		_, err := event.Parse(event.TargetMsg, "42", good.Value, with(tc.header, tc.value))
+		_, err := event.Parse("42", good.Value, with(tc.header, tc.value))
 		var he *event.HeaderError
 		require.ErrorAs(t, err, &he, "%s=%q", tc.header, tc.value)
 		require.Equal(t, tc.header, he.Header, "%s=%q: %v", tc.header, tc.value, err)
@@ -135,19 +136,16 @@ func TestParseRejectsEachBadHeader(t *testing.T) {
 	}
 
 	// A repeated header, even with the same value, is not guessed between.
-	_, err = event.Parse(event.TargetMsg, "42", good.Value, append(with("", ""), kafkaHeader{Key: event.HeaderStateVersion, Value: "3"}))
+	_, err = event.Parse("42", good.Value, append(with("", ""), kafkaHeader{Key: event.HeaderStateVersion, Value: "3"}))
 	var he *event.HeaderError
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, event.HeaderStateVersion, he.Header)
 
 	// A record that is not msgx's names every header it lacks.
-	_, err = event.Parse[kafkaHeader](event.TargetSchd, "42", nil, nil)
+	_, err = event.Parse[kafkaHeader]("42", nil, nil)
 	for _, h := range []string{event.HeaderSchemaVersion, event.HeaderEventTime, event.HeaderEventID, event.HeaderFLID,
 		event.HeaderStateVersion, event.HeaderEpoch, event.HeaderEventType} {
 		require.ErrorContains(t, err, "record header "+h+": missing")
 	}
 	require.NotContains(t, err.Error(), event.HeaderMsgID)
-
-	_, err = event.Parse(event.Tombstone, "42", good.Value, good.Headers)
-	require.ErrorContains(t, err, "bad target")
 }

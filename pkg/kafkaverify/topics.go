@@ -91,8 +91,8 @@ func NewTopics(changesTopic, stateTopic string) *Topics {
 
 // parse reads the record through the contract (event.Parse); a record whose headers do not
 // parse is noted as malformed.
-func (t *Topics) parse(target string, r kafka.ConsumedRecord) (event.Received, bool) {
-	e, err := event.Parse(target, r.Key, r.Value, r.Headers)
+func (t *Topics) parse(r kafka.ConsumedRecord) (event.Received, bool) {
+	e, err := event.Parse(r.Key, r.Value, r.Headers)
 	if err != nil {
 		t.diffs = append(t.diffs, Difference{Kind: Malformed, Topic: r.Topic, FLID: r.Key, Partition: r.Partition, Offset: r.Offset,
 			Detail: err.Error()})
@@ -103,7 +103,7 @@ func (t *Topics) parse(target string, r kafka.ConsumedRecord) (event.Received, b
 // AddChange records one record of the changes topic.
 func (t *Topics) AddChange(r kafka.ConsumedRecord) {
 	t.ChangeRecords++
-	e, ok := t.parse(event.TargetMsg, r)
+	e, ok := t.parse(r)
 	if !ok {
 		return
 	}
@@ -141,7 +141,7 @@ func identity(r kafka.ConsumedRecord) [32]byte {
 // AddState records one record of the state topic: the last of each FLID is kept.
 func (t *Topics) AddState(r kafka.ConsumedRecord) {
 	t.StateRecords++
-	e, ok := t.parse(event.TargetSchd, r)
+	e, ok := t.parse(r)
 	if !ok {
 		return
 	}
