@@ -117,8 +117,9 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 
 	newest := int64(0)
 	for _, r := range readBack(t, b, b.kcfg.TopicState) {
-		v, err := strconv.ParseInt(r.Header("state_version"), 10, 64)
+		e, err := event.Parse(r.Key, r.Value, r.Headers)
 		require.NoError(t, err)
+		v := e.StateVersion
 		require.Greater(t, v, newest, "the state topic went back to version %d after %d", v, newest)
 		newest = v
 	}
@@ -126,7 +127,9 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	seen := map[string]string{} // version -> event_id + value of its first record
 	var versions []string
 	for _, r := range readBack(t, b, b.kcfg.TopicChanges) {
-		v, id := r.Header("state_version"), r.Header("event_id")+" "+string(r.Value)
+		e, err := event.Parse(r.Key, r.Value, r.Headers)
+		require.NoError(t, err)
+		v, id := strconv.FormatInt(e.StateVersion, 10), strconv.FormatInt(e.EventID, 10)+" "+string(r.Value)
 		if first, ok := seen[v]; ok {
 			require.Equal(t, first, id, "version %s re-sent with another event id or value", v)
 		}
