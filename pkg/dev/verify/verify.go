@@ -26,6 +26,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/procstate"
@@ -289,12 +290,12 @@ func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
 			continue
 		}
 		if s.Status == flight.Deleted {
-			if r.Value != nil || r.EventType != "TOMBSTONE" {
+			if r.Value != nil || r.EventType != event.Tombstone {
 				bad = append(bad, fmt.Sprintf("FLID %d: deleted, but the last record is %s with value %s", flid, r.EventType, r.Value))
 			}
 			continue
 		}
-		if r.EventType != "UPSERT" {
+		if r.EventType != event.Upsert {
 			bad = append(bad, fmt.Sprintf("FLID %d: ACTIVE, but the last record is a %s", flid, r.EventType))
 			continue
 		}
@@ -308,6 +309,17 @@ func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
 		}
 	}
 	sort.Strings(bad)
+	return bad
+}
+
+// Malformed lists the records whose headers do not follow docs/events.md (event.Parse).
+func Malformed(recs []stack.Record) []string {
+	var bad []string
+	for _, r := range recs {
+		if r.Malformed != "" {
+			bad = append(bad, fmt.Sprintf("%s/%d@%d: %s", r.Topic, r.Partition, r.Offset, r.Malformed))
+		}
+	}
 	return bad
 }
 
@@ -542,6 +554,7 @@ func Day(ctx context.Context, in Input) (Report, error) {
 	add("state topic caught up", Poll(ctx, 100*time.Millisecond, in.Wait, func() []string { return Consumed(in.Records(), states) }))
 	add("state topic = flights", StateTopic(in.Records(), states))
 	add("changes complete", Poll(ctx, 200*time.Millisecond, in.Wait, func() []string { return ChangesProblems(in.Records(), states) }))
+	add("records follow the contract", Malformed(in.Records()))
 	add("versions never decrease", VersionsNeverDecrease(in.Records()))
 	add("event ids name one record", EventIDsUnique(in.Records()))
 	sentBad, dups, lostTail, err := SentEvents(ctx, in.Pool, in.Records())
