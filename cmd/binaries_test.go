@@ -170,14 +170,20 @@ func readyz(t *testing.T, base string) readiness {
 // waitRole polls /readyz until it reports role (waiting on the other process, bounded).
 func waitRole(t *testing.T, base, role string) readiness {
 	t.Helper()
+	return waitReadyz(t, base, "role "+role, func(r readiness) bool { return r.Role == role })
+}
+
+// waitReadyz polls /readyz until its answer is what want accepts (bounded).
+func waitReadyz(t *testing.T, base, what string, want func(readiness) bool) readiness {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := readyz(t, base)
-		if r.Role == role {
+		if want(r) {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never reported role %s (last %+v)", base, role, r)
+			t.Fatalf("%s never reported %s (last %+v)", base, what, r)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -201,8 +207,9 @@ func TestBinariesServeProbesLeadAndShutDown(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			require.Equal(t, "ok\n", string(body))
 
-			r := waitRole(t, base, "leader")
-			require.True(t, r.Ready, "%+v", r)
+			// A leader is ready once its term started (the dispatcher's: dialled, topics checked,
+			// their tail read).
+			r := waitReadyz(t, base, "a ready leader", func(r readiness) bool { return r.Role == "leader" && r.Ready })
 			require.Equal(t, "ok", r.Checks["postgres"])
 
 			second := start(t, bin, env...)

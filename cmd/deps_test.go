@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +70,7 @@ func TestBinariesLinkOnlyTheirStage(t *testing.T) {
 		// The dispatcher sends events as bytes: no flight model, no SIS codec (and its charsets).
 		"dispatcher": {pkg + "ingest", pkg + "jobs", pkg + "console", pkg + "processor", pkg + "mailbox", pkg + "config", pkg + "flight", pkg + "sis"},
 		"jobs":       {sarama, pkg + "dispatch", pkg + "kafka", pkg + "console", pkg + "ingest", pkg + "config"},
-		"console":    {sarama, pkg + "dispatch", pkg + "kafka", pkg + "jobs", pkg + "ingest", pkg + "config"},
+		// The console: TestConsoleLinksNoStage.
 	}
 	for bin, bad := range forbidden {
 		t.Run(bin, func(t *testing.T) {
@@ -88,4 +89,45 @@ func TestBinariesLinkOnlyTheirStage(t *testing.T) {
 			require.Empty(t, found, "%s links another stage", bin)
 		})
 	}
+}
+
+// The console is no stage (docs/architecture.md): cmd/console and pkg/console link no stage (a
+// package of one, or below it: the processor's handlers), not the MySQL adapter nor its driver
+// (pkg/mailbox/outbound, the coutmsgs rows as values, is not the adapter), not Kafka, and not
+// msgxctl's composition of every stage's settings. They act through the shared packages only:
+// procstate (replay), outbox, request.
+func TestConsoleLinksNoStage(t *testing.T) {
+	t.Parallel()
+	const pkg = "github.com/msgx/msgx/pkg/"
+	stages := []string{pkg + "ingest", pkg + "processor", pkg + "refdata", pkg + "dispatch", pkg + "jobs"} // with what is below them
+	adapters := []string{pkg + "mailbox", "github.com/go-sql-driver/mysql", pkg + "kafka", "github.com/IBM/sarama", pkg + "config"}
+	for _, dir := range []string{"console", "../pkg/console"} {
+		t.Run(dir, func(t *testing.T) {
+			t.Parallel()
+			var found []string
+			linked := deps(t, dir)
+			require.Contains(t, linked, pkg+"procstate", "%s: the list is real (it links pkg/procstate)", dir)
+			for _, p := range linked {
+				for _, s := range stages {
+					if p == s || strings.HasPrefix(p, s+"/") {
+						found = append(found, p)
+					}
+				}
+				if slices.Contains(adapters, p) {
+					found = append(found, p)
+				}
+			}
+			require.Empty(t, found, "%s links a stage, the mailbox adapter, Kafka or pkg/config", dir)
+		})
+	}
+}
+
+// msgxctl reads every setting (pkg/config), the console's too, but links none of the console's
+// pages: its settings are a package of their own (pkg/console/consoleconf).
+func TestMsgxctlLinksNoConsolePages(t *testing.T) {
+	t.Parallel()
+	const pkg = "github.com/msgx/msgx/pkg/"
+	linked := deps(t, "msgxctl")
+	require.Contains(t, linked, pkg+"console/consoleconf", "the list is real (it links the console's settings)")
+	require.NotContains(t, linked, pkg+"console")
 }

@@ -545,9 +545,11 @@ CREATE TABLE public.inbox_cursor (
     gap_first_seen_at timestamp with time zone,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     gap_horizon bigint,
+    max_commit_delay interval,
     CONSTRAINT inbox_cursor_check CHECK ((gap_start > watermark)),
     CONSTRAINT inbox_cursor_check1 CHECK (((gap_start IS NULL) = (gap_first_seen_at IS NULL))),
     CONSTRAINT inbox_cursor_id_check CHECK (id),
+    CONSTRAINT inbox_cursor_max_commit_delay_check CHECK ((max_commit_delay > '00:00:00'::interval)),
     CONSTRAINT inbox_cursor_watermark_check CHECK ((watermark >= 0))
 );
 
@@ -1826,4 +1828,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261230120000'),
     ('20261231120000'),
     ('20270101120000'),
-    ('20270102120000');
+    ('20270102120000'),
+    ('20270103120000');

@@ -22,7 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
-// BenchmarkEndToEnd is `make bench`'s end-to-end benchmark (issues 9 and 19): the four binaries
+// BenchmarkEndToEnd is `make bench`'s end-to-end benchmark: the four binaries
 // as real processes with their DEFAULT configuration, local PostgreSQL and MariaDB, the
 // development Kafka broker process. One op is the whole run:
 //

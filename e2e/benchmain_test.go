@@ -244,7 +244,7 @@ func target(ok bool, miss string) string {
 	return "**missed** " + miss
 }
 
-// Targets (quiet 2-core machine): issue 19's rate, ratio and CPU; issue 31's latencies, commits
+// Targets on a quiet 2-core machine (docs/benchmarks.md): rate, ratio and CPU; latencies, commits
 // and memory.
 const (
 	targetRate      = 8000 // msgs/s end to end

@@ -179,6 +179,7 @@ func checkStateTopic(t *testing.T, c *stack.Consumer, states map[int64]*flight.S
 	behind := verify.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func() []string { return verify.Consumed(c.Records(), states) })
 	noProblems(t, behind, "msgx.flight.state has not delivered the stored version of %d FLIDs within 30s", len(behind))
 	noProblems(t, verify.StateTopic(c.Records(), states), "msgx.flight.state differs from PostgreSQL (FLID key: want = PostgreSQL, got = Kafka)")
+	noProblems(t, verify.Malformed(c.Records()), "records whose headers do not follow docs/events.md")
 	noProblems(t, verify.VersionsNeverDecrease(c.Records()), "a FLID's state_version went down on a topic")
 }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/stack"
 )
 
-// TestAlertRulesUseExportedMetrics (issue 10): after some traffic (good, duplicate, malformed
+// TestAlertRulesUseExportedMetrics: after some traffic (good, duplicate, malformed
 // and protocol messages, out-of-order commits and a permanent id gap that ingest skips), every
 // metric name used by an expression of deploy/observability/alerts.yaml or dashboard.json is
 // exported by at least one of the four running binaries: it has a series on /metrics, or its

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/simulate"
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/roles"
 )
 
-// TestPoisonMessageKillsTheRealProcessor (issue 15, INV-23b): a message on which the real
+// TestPoisonMessageKillsTheRealProcessor (INV-23b): a message on which the real
 // processor binary dies on every attempt — here it hangs on a row lock the test holds and is
 // SIGKILLed each time, as a liveness probe would — ends DEAD EXHAUSTED poison after
 // 3×MSGX_POISON_CRASHES deaths while it ran alone, and every other message flows; the deaths
@@ -104,11 +104,11 @@ func TestPoisonMessageKillsTheRealProcessor(t *testing.T) {
 		FROM proc_state WHERE msg_id <> $1`, poison).Scan(&others, &done))
 	require.Equal(t, len(day.Messages)-1, others)
 	require.Equal(t, others, done, "every other message flowed")
-	as, err := processor.Attempts(ctx, b.pg.Pool, poison)
+	as, err := procstate.Attempts(ctx, b.pg.Pool, poison)
 	require.NoError(t, err)
 	var died int
 	for _, a := range as {
-		if a.Outcome == processor.AttemptDied {
+		if a.Outcome == procstate.AttemptDied {
 			died++
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/msgx/msgx/pkg/status"
 )
 
-// TestRestartOneStage (issue 10): during a steady feed the dispatcher is stopped (SIGTERM) for
+// TestRestartOneStage: during a steady feed the dispatcher is stopped (SIGTERM) for
 // a while and started again. Ingest and the processor never pause (their watermark and
 // processed count grow at every one-second sample while the dispatcher is down), the outbox
 // backlog drains afterwards, and msgx.flight.changes holds, per FLID and once duplicates by
@@ -24,7 +24,7 @@ func TestRestartOneStage(t *testing.T) {
 		rate     = 50.0             // messages per second
 		feed     = 45 * time.Second // length of the feed
 		stopAt   = 8 * time.Second  // dispatcher stopped this long after the feed started …
-		stopFor  = 30 * time.Second // … for this long (issue 10: 30 s)
+		stopFor  = 30 * time.Second // … for this long
 		sampling = time.Second
 	)
 	b := setup(t)

@@ -13,7 +13,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
-// TestZombieDispatcherRealProcesses (issue 16) is the deterministic zombie test with real
+// TestZombieDispatcherRealProcesses is the deterministic zombie test with real
 // processes (chaos.Zombie): the development broker as its own process and two dispatcher
 // binaries; each round the leader reads a batch of both targets and is held before sending
 // (MSGX_DEV_HOLD_SEND), is SIGSTOPped past its 2 s lease, the other takes over and sends the

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/request"
@@ -18,7 +18,7 @@ type Config struct {
 	settings.Retry
 
 	Requests request.Config
-	Console  console.Config
+	Console  consoleconf.Config
 }
 
 // load reads and validates the environment.

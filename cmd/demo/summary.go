@@ -181,6 +181,7 @@ func (r *report) delivery(ctx context.Context, in summaryInput, _ map[int64]veri
 	r.check("", "changes complete", "msgx.flight.changes holds versions 1..state_version of every flight, in order")
 	r.check("", "state topic caught up", "the last msgx.flight.state record of every flight read")
 	r.check("", "state topic = flights", "the last msgx.flight.state record of every flight = its stored state")
+	r.check("", "records follow the contract", "every record's headers follow docs/events.md")
 	r.check("", "versions never decrease", "no FLID's state_version goes down on a topic")
 	r.check("", "records = sent events", "every record is a SENT outbox event, every SENT KAFKA:msg event is on its topic")
 	return nil

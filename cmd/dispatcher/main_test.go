@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,7 +153,7 @@ func TestRunDelivers(t *testing.T) {
 	require.NoError(t, <-done)
 	recs := kafkatest.ConsumeAll(t, broker.Addrs(), cfg.Kafka.TopicChanges, time.Minute)
 	require.Len(t, recs, n)
-	require.Equal(t, "1", recs[0].Headers["epoch"])
+	require.Equal(t, int64(1), recs[0].Event(t).Epoch)
 }
 
 // TestCrashSafety SIGKILLs a real dispatcher process 20 times during a 50,000-event run
@@ -211,12 +210,12 @@ func TestCrashSafety(t *testing.T) {
 	seen := map[key]bool{}
 	lastV := map[string]int64{}
 	dups := 0
-	epochs := map[string]bool{}
+	epochs := map[int64]bool{}
 	for _, r := range recs {
-		v, err := strconv.ParseInt(r.Headers["state_version"], 10, 64)
-		require.NoError(t, err)
+		e := r.Event(t)
+		v := e.StateVersion
 		k := key{r.Key, v}
-		epochs[r.Headers["epoch"]] = true
+		epochs[e.Epoch] = true
 		if seen[k] {
 			dups++
 			continue

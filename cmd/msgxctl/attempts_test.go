@@ -11,12 +11,12 @@ import (
 
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/settings"
 )
 
 // msgxctl show lists every attempt of a message; a refused replay prints the refusal and fails
-// with processor.ErrRefused (exit 1), requeuing nothing.
+// with procstate.ErrRefused (exit 1), requeuing nothing.
 func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -35,7 +35,7 @@ func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, showCmd(ctx, cfg, []string{"8", "--json"}, &out))
 	var doc struct {
-		Attempts []processor.Attempt `json:"attempt_history"`
+		Attempts []procstate.Attempt `json:"attempt_history"`
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	require.Len(t, doc.Attempts, 2)
@@ -48,7 +48,7 @@ func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 
 	out.Reset()
 	err = replayCmd(ctx, cfg, []string{"--ids", "7,8", "--reason", "try", "--actor", "ops"}, &out)
-	require.ErrorIs(t, err, processor.ErrRefused)
+	require.ErrorIs(t, err, procstate.ErrRefused)
 	require.Contains(t, out.String(), "refused 7: class MALFORMED is never replayed")
 	var status string
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT status FROM proc_state WHERE msg_id = 8`).Scan(&status))

@@ -10,20 +10,17 @@ import (
 	"time"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 func init() {
 	register("replay", command{summary: "requeue FAILED/DEAD messages by --class or --ids (--dry-run first)", run: replayCmd})
 }
 
-// knownClasses are the error classes a message can have; replay accepts the replayable ones.
-var knownClasses = append(slices.Clone(processor.ReplayableClasses), processor.ClassMalformed, processor.ClassProtocol)
-
 func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
 	fs, asJSON := flags("replay", "(--class C | --ids 1,2,…) [--dry-run] [--reason R] [--actor A] [--json]",
 		"Requeues FAILED/DEAD messages as PENDING with a fresh attempt budget and an audit row. Run it with --dry-run first: it shows which later messages already changed the same flights.", out)
-	class := fs.String("class", "", fmt.Sprintf("replay every FAILED/DEAD message of this class (%s)", classList(processor.ReplayableClasses)))
+	class := fs.String("class", "", fmt.Sprintf("replay every FAILED/DEAD message of this class (%s)", classList(procstate.ReplayableClasses)))
 	dry := fs.Bool("dry-run", false, "only report what would be requeued and which later messages touched the same flights")
 	change := newChangeFlags(fs, "comma-separated msg_ids", "why (audit; required unless --dry-run)")
 	reason, actor := change.reason, change.actor
@@ -31,14 +28,14 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	c := processor.Class(strings.ToUpper(*class))
+	c := procstate.Class(strings.ToUpper(*class))
 	switch {
 	case (c == "") == (len(ids) == 0):
 		return fs.Usagef("give exactly one of --class or --ids")
-	case c != "" && !slices.Contains(knownClasses, c):
-		return fs.Usagef("unknown class %s (one of %s)", *class, classList(processor.ReplayableClasses))
-	case c != "" && !slices.Contains(processor.ReplayableClasses, c):
-		return fs.Refusef("class %s is never replayed (only %s): the same bytes would fail the same way", c, classList(processor.ReplayableClasses))
+	case c != "" && !slices.Contains(procstate.Classes, c):
+		return fs.Usagef("unknown class %s (one of %s)", *class, classList(procstate.ReplayableClasses))
+	case c != "" && !slices.Contains(procstate.ReplayableClasses, c):
+		return fs.Refusef("class %s is never replayed (only %s): the same bytes would fail the same way", c, classList(procstate.ReplayableClasses))
 	case !*dry && strings.TrimSpace(*reason) == "":
 		return fs.Usagef("--reason is required (audit; --actor defaults to %s)", defaultActor())
 	case !*dry && strings.TrimSpace(*actor) == "":
@@ -49,13 +46,13 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 		return err
 	}
 	defer pool.Close()
-	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{
+	rep, err := procstate.Replay(ctx, pool, procstate.ReplayRequest{
 		Class: c, IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
 	})
-	if err != nil && !errors.Is(err, processor.ErrRefused) {
+	if err != nil && !errors.Is(err, procstate.ErrRefused) {
 		return err
 	}
-	refused := err // processor.ErrRefused: the report (with the refusals) is printed, then the error (exit 1)
+	refused := err // procstate.ErrRefused: the report (with the refusals) is printed, then the error (exit 1)
 	if *asJSON {
 		if err := writeJSON(out, cfg.Location(), rep); err != nil {
 			return err
@@ -88,7 +85,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	return nil
 }
 
-func classList(cs []processor.Class) string {
+func classList(cs []procstate.Class) string {
 	s := make([]string, len(cs))
 	for i, c := range cs {
 		s[i] = string(c)

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/status"
 )
 
@@ -198,7 +198,7 @@ func showFlights(out io.Writer, changed []status.FlightVersion) {
 }
 
 // showHistory prints a message's attempts and the audit rows naming it.
-func showHistory(out io.Writer, loc *time.Location, attempts []processor.Attempt, audits []status.Audit) {
+func showHistory(out io.Writer, loc *time.Location, attempts []procstate.Attempt, audits []status.Audit) {
 	if len(attempts) == 0 {
 		fmt.Fprintln(out, "attempt history: none")
 	} else {

@@ -59,7 +59,7 @@ func statusText(out io.Writer, cfg config.Config, s statusDoc) error {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "watermark\t%d\n", s.Watermark)
 	if s.GapStart != nil {
-		fmt.Fprintf(w, "open gap\tat %d, %.0fs old\n", *s.GapStart, *s.GapAge)
+		fmt.Fprintf(w, "open gap\tat %d, %.0fs old%s\n", *s.GapStart, *s.GapAge, gapJudgement(s))
 	} else {
 		fmt.Fprintf(w, "open gap\tnone\n")
 	}
@@ -91,4 +91,16 @@ func statusText(out io.Writer, cfg config.Config, s statusDoc) error {
 		fmt.Fprintf(w, "leader %s\tepoch %d, %s since %s, renewed %.1fs ago%s\n", l.Role, l.Epoch, l.Holder, stamp(loc, l.AcquiredAt), l.RenewalAge, stale)
 	}
 	return w.Flush()
+}
+
+// gapJudgement says how an open gap stands against ingest's limit (status.Snapshot.GapOverdue).
+func gapJudgement(s statusDoc) string {
+	switch {
+	case s.GapLimit == nil:
+		return ""
+	case s.GapOverdue():
+		return fmt.Sprintf(" (OVERDUE: ingest skips a gap at %.0fs)", *s.GapLimit)
+	default:
+		return fmt.Sprintf(" (ingest skips it at %.0fs)", *s.GapLimit)
+	}
 }

@@ -12,7 +12,7 @@ package config
 import (
 	"errors"
 
-	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/ingest"
 	"github.com/msgx/msgx/pkg/jobs"
@@ -43,7 +43,7 @@ type Config struct {
 	Jobs      jobs.Config
 	Requests  request.Config
 	Triggers  request.TriggerConfig
-	Console   console.Config
+	Console   consoleconf.Config
 }
 
 // Load reads and validates every setting as role sees them (its default MSGX_HTTP_ADDR; ingest

@@ -42,7 +42,7 @@ memory under 64 MB (docs/benchmarks.md). deploy/k8s sets it to each container's 
 
 Each stage declares its own settings where it uses them (the tagged fields of ingest.Config,
 ingest.CompatConfig, ingest.APIConfig, processor.Config, kafka.Config, dispatch.Config,
-jobs.Config, request.Config, console.Config, leader.Config, mailbox.Config,
+jobs.Config, request.Config, consoleconf.Config, leader.Config, mailbox.Config,
 replication.Config); pkg/settings
 declares the ones every process shares; each binary composes its parts (cmd/<binary>/config.go)
 and pkg/config composes them all for msgxctl and this file. This file

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/httpauth"
@@ -63,7 +64,7 @@ func BenchmarkPages(b *testing.B) {
 	var tokens httpauth.Clients
 	require.NoError(b, tokens.UnmarshalText(fmt.Appendf(nil, "op:read+operate:%x", httpauth.Hash(operatorToken))))
 	c, err := console.New(console.Deps{Pool: db.Pool, Outbox: ob, Requests: reqs, Log: zerolog.Nop(),
-		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second}})
+		Config: consoleconf.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second}})
 	require.NoError(b, err)
 	h := c.Handler()
 	login := httptest.NewRecorder()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/console"
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
@@ -29,6 +30,7 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/plugins"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/roles"
 )
@@ -60,6 +62,8 @@ type world struct {
 	deadFL int64
 	lastID int64
 	deps   console.Deps // the console's, for a second console over the same database (a restart)
+	eng    *processor.Engine
+	clk    *clock.Fake
 }
 
 // setup processes a small simulated day with the real processor and serves the console as its
@@ -87,25 +91,8 @@ func setup(t testing.TB) *world {
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
 	}, db.Pool, plugins.Handlers(nil, nil), nil, clk, nil, zerolog.Nop())
-	lease := leader.Lease{Role: "processor", Epoch: 1}
-	idle := false
-	for range 100000 {
-		res, err := eng.Step(ctx, lease)
-		require.NoError(t, err)
-		if res.Idle {
-			idle = true
-			break
-		}
-		if !res.WaitUntil.IsZero() {
-			clk.Set(res.WaitUntil)
-		}
-		if res.Failed {
-			clk.Advance(2 * time.Second)
-		}
-	}
-	require.True(t, idle, "the processor drained the day")
-
-	w := &world{db: db, day: day, loc: loc, lastID: n}
+	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk}
+	w.drain(t)
 	// A message the processor gave up on (as after a codec bug), older than the day's messages
 	// so that they all came later, about a flight of the day, with hostile text in it.
 	var tmpl simulate.Message
@@ -139,10 +126,48 @@ func setup(t testing.TB) *world {
 		httpauth.Hash(operatorToken), httpauth.Hash(viewerToken), httpauth.Hash(sendToken))))
 	w.deps = console.Deps{
 		Pool: pool, Location: loc, Outbox: ob, Requests: reqs, Log: zerolog.New(zerolog.NewTestWriter(t)), Now: clk.Now,
-		Config: console.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
+		Config: consoleconf.Config{Tokens: tokens, SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour, Refresh: 10 * time.Second},
 	}
 	w.srv = w.serve(t, w.deps)
 	return w
+}
+
+// drain runs the processor until it is idle.
+func (w *world) drain(t testing.TB) {
+	t.Helper()
+	lease := leader.Lease{Role: "processor", Epoch: 1}
+	for range 100000 {
+		res, err := w.eng.Step(ctx, lease)
+		require.NoError(t, err)
+		if res.Idle {
+			return
+		}
+		if !res.WaitUntil.IsZero() {
+			w.clk.Set(res.WaitUntil)
+		}
+		if res.Failed {
+			w.clk.Advance(2 * time.Second)
+		}
+	}
+	t.Fatal("the processor did not drain")
+}
+
+// process enqueues raws after the last message (as ingest does) and runs the processor over
+// them; it returns their ids.
+func (w *world) process(t testing.TB, raws ...string) []int64 {
+	t.Helper()
+	ids := make([]int64, len(raws))
+	for i, raw := range raws {
+		w.lastID++
+		ids[i] = w.lastID
+		_, err := w.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, received_at, enqueued_at)
+			VALUES ($1, $2, sha256(convert_to($2::text, 'UTF8')), $3, $4)`, w.lastID, raw, w.clk.Now().In(w.loc), w.clk.Now())
+		require.NoError(t, err)
+	}
+	_, err := w.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, w.lastID)
+	require.NoError(t, err)
+	w.drain(t)
+	return ids
 }
 
 // hosts numbers the loopback addresses the test servers listen on.
@@ -293,7 +318,7 @@ func TestMessagePageShowsEveryAttempt(t *testing.T) {
 	require.Contains(t, body, "decode REMC: first try")
 	require.Contains(t, body, "decode REMC: &lt;script&gt;", "the reason of each attempt is escaped")
 
-	_, err := processor.Replay(ctx, w.db.Pool, processor.ReplayRequest{IDs: []int64{w.deadID}, Actor: "ops", Reason: "codec fixed", Now: time.Now()})
+	_, err := procstate.Replay(ctx, w.db.Pool, procstate.ReplayRequest{IDs: []int64{w.deadID}, Actor: "ops", Reason: "codec fixed", Now: time.Now()})
 	require.NoError(t, err)
 	require.Equal(t, []string{`<td class="FAILED">`, `<td class="DEAD">`}, attempts(), "a replay keeps the history")
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/outbox"
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // deadPage is the dead letters' triage: the filtered messages by group with counts, one page of
@@ -62,9 +62,9 @@ type deadMessage struct {
 	Total         int64
 }
 
-// Replayable reports whether replay may take the message (processor.Replayable's rule).
+// Replayable reports whether replay may take the message (procstate.Replayable's rule).
 func (m deadMessage) Replayable() bool {
-	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
+	ok, _ := procstate.Replayable(procstate.Status(m.Status), procstate.Class(m.Class), m.Reason)
 	return ok
 }
 
@@ -79,9 +79,17 @@ const (
 	deadEvents   = 200
 )
 
-// allClasses are the error classes (proc_state_error_class_check) and NO-MATCH, the SKIPPED
-// messages whose flight was unknown.
-var allClasses = []string{"MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED", "NO-MATCH"}
+// noMatchClass is the class the triage gives the SKIPPED no-match messages (deadFilteredSQL).
+const noMatchClass = "NO-MATCH"
+
+// allClasses are the error classes and NO-MATCH, the SKIPPED messages whose flight was unknown.
+var allClasses = func() []string {
+	out := make([]string, 0, len(procstate.Classes)+1)
+	for _, c := range procstate.Classes {
+		out = append(out, string(c))
+	}
+	return append(out, noMatchClass)
+}()
 
 // readDeadFilter reads the triage filter from a query or a form.
 func (s *Server) readDeadFilter(v url.Values) (deadFilter, error) {
@@ -230,20 +238,20 @@ func formIDs(r *http.Request, name string) ([]int64, error) {
 
 // replayedPage is the outcome of a replay or its dry run.
 type replayedPage struct {
-	Report  processor.ReplayReport
+	Report  procstate.ReplayReport
 	NoMatch []noMatchCheck
 	IDs     string
 	Class   string
 	Reason  string
 }
 
-// replay is processor.Replay (msgxctl replay): dry run, or for real with a reason (audited).
+// replay is procstate.Replay (msgxctl replay): dry run, or for real with a reason (audited).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 	ids, err := s.selectedIDs(r)
 	if err != nil {
 		return err
 	}
-	class := processor.Class(strings.ToUpper(r.PostFormValue("class")))
+	class := procstate.Class(strings.ToUpper(r.PostFormValue("class")))
 	if len(ids) > 0 {
 		class = ""
 	}
@@ -255,17 +263,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 	if len(ids) == 0 && class == "" {
 		return userError{"Tick messages or choose a class."}
 	}
-	rep, err := processor.Replay(r.Context(), s.d.Pool, processor.ReplayRequest{
+	rep, err := procstate.Replay(r.Context(), s.d.Pool, procstate.ReplayRequest{
 		Class: class, IDs: ids, Actor: actor(r), Reason: reason, DryRun: dry, Now: s.d.Now(),
 	})
-	if err != nil && !(dry && errors.Is(err, processor.ErrRefused)) {
+	if err != nil && !(dry && errors.Is(err, procstate.ErrRefused)) {
 		return userError{err.Error()} // a refused replay requeues nothing
 	}
 	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
-	p := replayedPage{Report: rep, IDs: joinIDs(ids), Class: string(class), Reason: reason}
-	if p.NoMatch, err = s.noMatchFlights(r, rep.Items); err != nil {
-		return err
-	}
+	p := replayedPage{Report: rep, NoMatch: noMatchFlights(rep.Items), IDs: joinIDs(ids), Class: string(class), Reason: reason}
 	s.render(w, r, http.StatusOK, "replayed", "Replay", p)
 	return nil
 }
@@ -277,32 +282,19 @@ type noMatchCheck struct {
 	Exists      bool
 }
 
-func (s *Server) noMatchFlights(r *http.Request, items []processor.ReplayItem) ([]noMatchCheck, error) {
+// noMatchFlights checks the flights the no-match messages of a replay name (in their text: the
+// reason does not carry the FLID), as the replay read them (ReplayItem.UnknownFLIDs).
+func noMatchFlights(items []procstate.ReplayItem) []noMatchCheck {
 	var out []noMatchCheck
-	var flids []int64
 	for _, it := range items {
-		if id, ok := strings.CutPrefix(it.Reason, processor.NoMatchPrefix); ok {
-			if flid, err := strconv.ParseInt(id, 10, 64); err == nil {
-				out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid})
-				flids = append(flids, flid)
-			}
+		if procstate.Status(it.Status) != procstate.StatusSkipped || !procstate.IsNoMatch(it.Reason) {
+			continue
+		}
+		for _, flid := range it.FLIDs {
+			out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid, Exists: !slices.Contains(it.UnknownFLIDs, flid)})
 		}
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	rows, err := s.d.Pool.Query(r.Context(), flightsExistSQL, flids)
-	if err != nil {
-		return nil, fmt.Errorf("check flights: %w", err)
-	}
-	exist, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("check flights: %w", err)
-	}
-	for i := range out {
-		out[i].Exists = slices.Contains(exist, out[i].FLID)
-	}
-	return out, nil
+	return out
 }
 
 // note records an operator's note or acknowledgement on messages (console_note: who, when).

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // funcs are the templates' functions.
@@ -47,13 +47,13 @@ func (s *Server) funcs() template.FuncMap {
 			return v.Format("2006-01-02 15:04")
 		},
 		"age":     s.age,
-		"classes": func() []processor.Class { return processor.ReplayableClasses },
+		"classes": func() []procstate.Class { return procstate.ReplayableClasses },
 		"join":    joinIDs,
 		"add":     func(a, b int) int { return a + b },
 		// replayableClass: replay may take a message of the class (NO-MATCH: by id, once the
 		// flight exists).
 		"replayableClass": func(c string) bool {
-			return c == "NO-MATCH" || slices.Contains(processor.ReplayableClasses, processor.Class(c))
+			return c == noMatchClass || slices.Contains(procstate.ReplayableClasses, procstate.Class(c))
 		},
 		// groupURL is the dead letters narrowed to one group; pageURL a page of a filter. Both
 		// are built by url.Values.Encode, so they are safe as they are.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/status"
 )
 
@@ -22,14 +22,14 @@ type messagePage struct {
 	Raw        string         // the text byte-exact as stored
 	BytesOnly  bool           // no text copy: Raw shows the mailbox bytes, invalid UTF-8 replaced
 	Decoded    []decodedField // its leaf elements and attributes
-	Attempts   []processor.Attempt
+	Attempts   []procstate.Attempt
 	Audit      []status.Audit
 	Duplicates []duplicate
 	Owner      int64 // the message its identity is bound to; 0: none
 	BoundAt    time.Time
 	Events     []msgEvent
 	Replayable bool
-	FLID       string // the flight the message names (its FLID, or its no-match reason's)
+	FLID       string // the flight the message's text names
 	Notes      []note
 	FormID     string // the one-time id of the schedule request form
 }
@@ -43,15 +43,10 @@ type note struct {
 
 var flidRE = regexp.MustCompile(`<FLID>\s*([0-9]+)\s*</FLID>`)
 
-// namedFlight is the FLID a message names: in its text, or in its no-match reason.
-func namedFlight(raw, reason string) string {
+// namedFlight is the FLID a message's text names (a no-match reason does not carry it).
+func namedFlight(raw string) string {
 	if m := flidRE.FindStringSubmatch(raw); m != nil {
 		return m[1]
-	}
-	if id, ok := strings.CutPrefix(reason, processor.NoMatchPrefix); ok {
-		if _, err := strconv.ParseInt(id, 10, 64); err == nil {
-			return id
-		}
 	}
 	return ""
 }
@@ -117,9 +112,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	if p.Events, err = collect[msgEvent](s, r, messageEventsSQL, id); err != nil {
 		return fmt.Errorf("read events: %w", err)
 	}
-	ok, _ := processor.Replayable(processor.Status(m.Status), processor.Class(m.Class), m.Reason)
+	ok, _ := procstate.Replayable(procstate.Status(m.Status), procstate.Class(m.Class), m.Reason)
 	p.Replayable = ok && !m.Archived // replay reads proc_state only
-	p.FLID, p.FormID = namedFlight(raw, m.Reason), newFormID()
+	p.FLID, p.FormID = namedFlight(raw), newFormID()
 	if p.Notes, err = collect[note](s, r, messageNotesSQL, id); err != nil {
 		return fmt.Errorf("read notes: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/httpauth"
 )
 
@@ -196,29 +197,39 @@ func TestFlightSearch(t *testing.T) {
 	}
 }
 
-// A SKIPPED no-match message is listed as replayable (class NO-MATCH), and its dry run says
-// whether its flight exists now.
+// A stand change for a flight not known yet ends SKIPPED no-match as the processor writes it: it
+// is listed as replayable (class NO-MATCH) with its flight, and its dry run says whether that
+// flight exists now. One flight comes with a later schedule, the other never.
 func TestNoMatchListedAndDryRunChecksTheFlight(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
-	_, err := w.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, reason, attempts, msg_type, enqueued_at, finished_at)
-		VALUES (700, '<MSG/>', sha256('<MSG/>'), 'SKIPPED', 'no-match:' || $1::text, 1, 'FLOP', now(), now()),
-		       (701, '<MSG/>', sha256('<MSG/>'), 'SKIPPED', 'no-match:424242', 1, 'FLOP', now(), now())`, itoa(w.deadFL))
-	require.NoError(t, err)
+	const later, never = 424241, 424242
+	at := w.clk.Now()
+	ids := w.process(t, sisbuild.Stand(900001, at, later, "101"), sisbuild.Stand(900002, at, never, "102"))
+	for _, id := range ids {
+		require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM proc_state WHERE msg_id = $1 AND status = 'SKIPPED' AND reason LIKE 'no-match:%'`, id),
+			"message %d: the processor skipped it: its flight is not known", id)
+	}
+	w.process(t, sisbuild.SCHD(900003, "ADFT", sisbuild.FLTR(later, "CA1234", "02DEC261345", "")))
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM flight WHERE flid = $1`, later), "the schedule brought the flight")
+
 	op := w.login(t, operatorToken)
 	code, body := get(t, op, w.srv.URL+"/dead?class=NO-MATCH")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `<span id="dead-total">2</span>`)
-	require.Contains(t, body, `value="701" id="m701"`)
+	require.Contains(t, body, fmt.Sprintf(`value="%d" id="m%d"`, ids[1], ids[1]))
 	require.Equal(t, 2, strings.Count(body, "<td>yes</td>"), "both replayable")
-	resp, err := op.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {"700", "701"}, "mode": {"dry"}})
+	code, body = get(t, op, w.srv.URL+"/dead?flid="+itoa(never))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `<span id="dead-total">1</span>`, "the filter by FLID finds it")
+	resp, err := op.PostForm(w.srv.URL+"/dead/replay", url.Values{"csrf": {csrfOf(t, body)}, "id": {itoa(ids[0]), itoa(ids[1])}, "mode": {"dry"}})
 	require.NoError(t, err)
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
-	require.Contains(t, string(b), "flight "+itoa(w.deadFL)+` <span class="ok">exists now</span>`)
-	require.Contains(t, string(b), `flight 424242 <span class="bad">still does not exist</span>`)
+	require.Contains(t, string(b), "flight "+itoa(later)+` <span class="ok">exists now</span>`)
+	require.Contains(t, string(b), "flight "+itoa(never)+` <span class="bad">still does not exist</span>`)
 }
 
 // A PROTOCOL message's page says replay never takes it, links its flight, and lets an operator

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/request"
 )
@@ -39,7 +40,7 @@ var staticFS embed.FS
 // Deps is what the console needs.
 type Deps struct {
 	Pool     *pgxpool.Pool
-	Config   Config
+	Config   consoleconf.Config
 	Location *time.Location // airport time zone: every time is shown in it
 	Outbox   *outbox.Store
 	Requests *request.Store

@@ -1,5 +1,7 @@
 package console
 
+import "github.com/msgx/msgx/pkg/procstate"
+
 // The console's queries. Each page reads through an index or a small table, so a page costs the
 // same with any length of history (BenchmarkPages).
 
@@ -66,22 +68,22 @@ VALUES ($1, $2, $3, $4, $5, $6)`
 
 // The dead letters' triage: DEAD and FAILED messages and SKIPPED no-match ones (replayable once
 // their flight exists), each part through its partial index (proc_state_dead, proc_state_open,
-// proc_state_no_match), filtered by $1 class (” all; NO-MATCH for the skipped), $2 type, $3
-// reason text, $4 FLID (in the message or its no-match reason), $5/$6 time range and $7 group.
-// A group is the class and the reason with its numbers replaced by N.
+// proc_state_no_match, whose pattern is procstate.NoMatchLike), filtered by $1 class (” all;
+// NO-MATCH for the skipped), $2 type, $3 reason text, $4 FLID (in the message's text), $5/$6
+// time range and $7 group. A group is the class and the reason with its numbers replaced by N.
 const deadFilteredSQL = `
 WITH d AS (
-  SELECT msg_id, status, COALESCE(error_class, 'NO-MATCH') AS class, COALESCE(reason, '') AS reason, attempts,
+  SELECT msg_id, status, COALESCE(error_class, '` + noMatchClass + `') AS class, COALESCE(reason, '') AS reason, attempts,
          COALESCE(msg_type, '') AS msg_type, COALESCE(msg_styp, '') AS msg_styp, COALESCE(finished_at, enqueued_at) AS at, raw
     FROM proc_state
    WHERE status = 'DEAD' OR (status IN ('PENDING', 'FAILED') AND status = 'FAILED')
-      OR (status = 'SKIPPED' AND reason LIKE 'no-match:%')
+      OR (status = 'SKIPPED' AND reason LIKE '` + procstate.NoMatchLike + `')
 ), f AS (
   SELECT d.*, d.class || ': ' || regexp_replace(left(d.reason, 160), '[0-9]+', 'N', 'g') AS grp
     FROM d
    WHERE ($1 = '' OR d.class = $1) AND ($2 = '' OR d.msg_type = $2)
      AND ($3 = '' OR strpos(lower(d.reason), lower($3)) > 0)
-     AND ($4 = '' OR strpos(d.raw, '<FLID>' || $4 || '</FLID>') > 0 OR d.reason = 'no-match:' || $4)
+     AND ($4 = '' OR strpos(d.raw, '<FLID>' || $4 || '</FLID>') > 0)
      AND ($5::timestamptz IS NULL OR d.at >= $5) AND ($6::timestamptz IS NULL OR d.at < $6)
 ), g AS (SELECT * FROM f WHERE $7 = '' OR f.grp = $7)
 `
@@ -91,11 +93,11 @@ const (
 	deadGroupsSQL = deadFilteredSQL + `
 SELECT grp, min(class), count(*), max(at) FROM f GROUP BY grp ORDER BY count(*) DESC, grp LIMIT 100`
 
-	// deadPageSQL is one page of the filtered messages, newest first, each with the flight it
-	// names, its latest note and the total.
+	// deadPageSQL is one page of the filtered messages, newest first, each with the flight its
+	// text names, its latest note and the total.
 	deadPageSQL = deadFilteredSQL + `
 SELECT g.msg_id, g.status, g.class, g.reason, g.attempts, g.msg_type, g.msg_styp, g.at, g.grp,
-       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), substring(g.reason from '^no-match:([0-9]+)'), ''),
+       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), ''),
        COALESCE(n.note, ''), COALESCE(n.actor, ''), COALESCE(n.acknowledged, false), n.at,
        (SELECT count(*) FROM g)
   FROM g LEFT JOIN LATERAL (SELECT note, actor, acknowledged, at FROM console_note c WHERE c.msg_id = g.msg_id
@@ -107,9 +109,6 @@ SELECT g.msg_id, g.status, g.class, g.reason, g.attempts, g.msg_type, g.msg_styp
 
 	// noteInsertSQL adds an operator's note (and acknowledgement) to messages.
 	noteInsertSQL = `INSERT INTO console_note (msg_id, actor, note, acknowledged, at) SELECT unnest($1::bigint[]), $2, $3, $4, $5`
-
-	// flightsExistSQL are those of the FLIDs that are flights now.
-	flightsExistSQL = `SELECT flid FROM flight WHERE flid = ANY($1::bigint[])`
 
 	// flightDaySQL is a flight's operation day (for a schedule request about it).
 	flightDaySQL = `SELECT operation_day FROM flight WHERE flid = $1 AND operation_day IS NOT NULL`

@@ -18,9 +18,8 @@ type Verdict struct {
 
 // Thresholds of the verdict: beyond them the pipeline is degraded (a stale lease stops it).
 const (
-	headAgeLimit    = time.Minute     // the head message waits longer
-	gapAgeLimit     = 2 * time.Minute // an open gap in the mailbox ids holds the watermark
-	outboxAgeLimit  = time.Minute     // the oldest unsent event waits longer
+	headAgeLimit    = time.Minute // the head message waits longer
+	outboxAgeLimit  = time.Minute // the oldest unsent event waits longer
 	markerAgeLimit  = 10 * time.Minute
 	stoppingRoles   = "ingest processor dispatcher" // without them nothing moves; jobs only degrades
 	rateWindow      = 5 * time.Minute
@@ -52,8 +51,8 @@ func verdict(s status.Snapshot, lease time.Duration) Verdict {
 	if h := s.Head; h != nil && h.Age > headAgeLimit.Seconds() {
 		degr = append(degr, fmt.Sprintf("head message %d %s for %s (attempt %d)%s", h.MsgID, h.Status, secs(h.Age), h.Attempts, prefixed(": ", h.Reason)))
 	}
-	if s.GapStart != nil && s.GapAge != nil && *s.GapAge > gapAgeLimit.Seconds() {
-		degr = append(degr, fmt.Sprintf("watermark %d held by a gap at %d for %s", s.Watermark, *s.GapStart, secs(*s.GapAge)))
+	if s.GapStart != nil && s.GapOverdue() {
+		degr = append(degr, fmt.Sprintf("watermark %d held by a gap at %d for %s, past ingest's limit of %s", s.Watermark, *s.GapStart, secs(*s.GapAge), secs(*s.GapLimit)))
 	}
 	for _, t := range s.Outbox {
 		switch {

@@ -26,15 +26,15 @@ type Config struct {
 	// SendWarn is how long a send may stay unanswered before a warning is logged (and again
 	// each time as long again passes).
 	SendWarn time.Duration `envconfig:"MSGX_DISPATCH_SEND_WARN" default:"5s" desc:"dispatcher: log a warning when a send has been waiting for the broker this long"`
-	// HoldFile is a test hook (the real-process zombie test): while this file exists, every
-	// send waits after its batch was read and before it reaches Kafka. Empty (the default) it is
-	// inert; MSGX_ENV=production refuses it.
 	// TailReader reads a topic at the start of every term (ReadTail); nil: the topics are not read.
 	TailReader TopicReader
 	// TailMargin is how much earlier than the last commit the database kept the topics are
 	// read: more than a send and its outbox update take.
 	TailMargin time.Duration `default:"5m"`
-	HoldFile   string        `envconfig:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
+	// HoldFile is a test hook (the real-process zombie test): while this file exists, every
+	// send waits after its batch was read and before it reaches Kafka. Empty (the default) it is
+	// inert; MSGX_ENV=production refuses it.
+	HoldFile string `envconfig:"MSGX_DEV_HOLD_SEND" desc:"tests only: while this file exists every send waits after its batch was read, before Kafka; production refuses it"`
 }
 
 // Validate reports every bad value of the stage's settings, one line each.

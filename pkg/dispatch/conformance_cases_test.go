@@ -65,7 +65,7 @@ func confOrderPerFLID(t *testing.T, b *confBroker) {
 		want[strconv.Itoa(f)] = versions
 	}
 	require.Empty(t, checkStream(t, b.read(t, cfg.TopicChanges), want), "each (flid, state_version) once")
-	states := asStack(verify.TopicState, b.read(t, cfg.TopicState))
+	states := asStack(t, verify.TopicState, b.read(t, cfg.TopicState))
 	require.Empty(t, verify.VersionsNeverDecrease(states))
 	for flid, r := range verify.LastPerFLID(states, verify.TopicState) {
 		require.Equal(t, int64(versions), r.StateVersion, "FLID %d: last state", flid)
@@ -277,7 +277,7 @@ func confCompactedStateEqualsPostgreSQL(t *testing.T, b *confBroker) {
 	for _, r := range rebuilt {
 		last = append(last, r)
 	}
-	require.Empty(t, verify.StateTopic(asStack(verify.TopicState, last), stored))
+	require.Empty(t, verify.StateTopic(asStack(t, verify.TopicState, last), stored))
 }
 
 // writeFlights stores version v of each flight (new at v = 1, a new stand after) with its
@@ -337,11 +337,12 @@ func purgeFlights(t *testing.T, db *testdb.DB, states map[int64]*flight.State, f
 }
 
 // asStack are the records as pkg/dev/verify checks them, on topic (verify's topic names).
-func asStack(topic string, recs []kafkatest.Record) []stack.Record {
+func asStack(t *testing.T, topic string, recs []kafkatest.Record) []stack.Record {
 	out := make([]stack.Record, len(recs))
 	for i, r := range recs {
-		out[i] = stack.Record{Topic: topic, FLID: r.Key, StateVersion: r.Int("state_version"), EventID: r.Int("event_id"),
-			EventType: r.Headers["event_type"], Epoch: r.Int("epoch"), MsgID: r.Int("msg_id"), Partition: r.Partition, Offset: r.Offset, Value: r.Value}
+		e := r.Event(t)
+		out[i] = stack.Record{Topic: topic, FLID: e.FLID, StateVersion: e.StateVersion, EventID: e.EventID,
+			EventType: e.Type, Epoch: e.Epoch, MsgID: e.MsgID, Partition: r.Partition, Offset: r.Offset, Value: r.Value}
 	}
 	return out
 }

@@ -239,16 +239,15 @@ func checkStream(t testing.TB, recs []kafkatest.Record, want map[string]int64) [
 	last := map[string]int64{}
 	var dups []kafkatest.Record
 	for _, r := range recs {
-		flid := r.Headers["flid"]
-		require.Equal(t, r.Key, flid, "key = FLID")
-		v := r.Int("state_version")
+		e := r.Event(t)
+		flid, v := e.FLID, e.StateVersion
 		k := key{flid, v}
 		if seen[k] {
 			dups = append(dups, r)
 			continue
 		}
 		seen[k] = true
-		require.Equal(t, last[flid]+1, v, "FLID %s: version %d after %d (event_id %s)", flid, v, last[flid], r.Headers["event_id"])
+		require.Equal(t, last[flid]+1, v, "FLID %s: version %d after %d (event_id %d)", flid, v, last[flid], e.EventID)
 		last[flid] = v
 		var p struct {
 			FLID         int64 `json:"flid"`
@@ -338,8 +337,7 @@ func TestOrderingUnderFaults(t *testing.T) {
 	}
 	dups := checkStream(t, recs, want)
 	for _, d := range dups {
-		require.Equal(t, "7", d.Headers["epoch"])
-		require.NotEmpty(t, d.Headers["event_id"])
+		require.Equal(t, int64(7), d.Event(t).Epoch)
 	}
 	t.Logf("%d events over %d FLIDs: %d steps, %d outages, %d retried attempts, %d records consumed, %d duplicates (identified by event_id/flid/state_version headers), %d dropped connections, %d slow answers",
 		n, flids, steps, outages, total.Retried, len(recs), len(dups), drops.Load(), slows.Load())
@@ -510,9 +508,10 @@ func TestStatesAggregateNewest(t *testing.T) {
 	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicState, time.Minute)
 	require.Len(t, recs, 1, "ten versions inside one flush period → one record")
 	require.Equal(t, "42", recs[0].Key)
-	require.Equal(t, int64(10), recs[0].Int("state_version"))
-	require.Equal(t, "UPSERT", recs[0].Headers["event_type"])
-	require.Equal(t, "2010", recs[0].Headers["msg_id"])
+	e := recs[0].Event(t)
+	require.Equal(t, int64(10), e.StateVersion)
+	require.Equal(t, event.Upsert, e.Type)
+	require.Equal(t, int64(2010), e.MsgID)
 	require.JSONEq(t, `{"flid":42,"state_version":10,"MAFL":[]}`, string(recs[0].Value))
 }
 
@@ -558,13 +557,13 @@ func TestStatesTombstoneLastAndNeverOlder(t *testing.T) {
 		byKey[r.Key] = append(byKey[r.Key], r)
 	}
 	require.Len(t, byKey["9"], 2)
-	require.Equal(t, int64(1), byKey["9"][0].Int("state_version"))
-	last := byKey["9"][1]
-	require.Equal(t, int64(3), last.Int("state_version"))
-	require.Equal(t, "TOMBSTONE", last.Headers["event_type"])
-	require.Nil(t, last.Value, "TOMBSTONE → null value, last")
+	require.Equal(t, int64(1), byKey["9"][0].Event(t).StateVersion)
+	last := byKey["9"][1].Event(t)
+	require.Equal(t, int64(3), last.StateVersion)
+	require.Equal(t, event.Tombstone, last.Type)
+	require.Nil(t, last.Payload, "TOMBSTONE → null value, last")
 	require.Len(t, byKey["8"], 2)
-	require.Equal(t, int64(3), byKey["8"][1].Int("state_version"))
+	require.Equal(t, int64(3), byKey["8"][1].Event(t).StateVersion)
 }
 
 func TestFencedDispatcherCommitsNothing(t *testing.T) {

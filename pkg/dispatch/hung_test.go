@@ -162,7 +162,7 @@ VALUES ('KAFKA:schd', '9', 'UPSERT', 4, '{"flid":9,"state_version":4}', 'DEAD', 
 	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicState, time.Minute)
 	var versions []string
 	for _, r := range recs {
-		versions = append(versions, strconv.FormatInt(r.Int("state_version"), 10))
+		versions = append(versions, strconv.FormatInt(r.Event(t).StateVersion, 10))
 	}
 	require.Equal(t, []string{"6"}, versions)
 }

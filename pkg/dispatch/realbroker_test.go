@@ -82,6 +82,6 @@ func TestRealBrokerDrain(t *testing.T) {
 	states := kafkatest.ConsumeAll(t, addrs, kcfg.TopicState, time.Minute)
 	require.Len(t, states, 20, "one record per FLID: the newest state")
 	for _, r := range states {
-		require.Equal(t, int64(2), r.Int("state_version"))
+		require.Equal(t, int64(2), r.Event(t).StateVersion)
 	}
 }

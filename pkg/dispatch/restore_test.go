@@ -3,7 +3,6 @@ package dispatch_test
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,26 +95,26 @@ func requireEventIdentity(t *testing.T, b *bundle) map[string]int64 {
 	t.Helper()
 	newest := map[string]int64{}
 	for _, topic := range []string{b.kcfg.TopicChanges, b.kcfg.TopicState} {
-		named := map[string]string{}
+		named := map[int64]string{}
 		versions := map[string]string{}
 		for _, r := range readBack(t, b, topic) {
-			id, v := r.Header("event_id"), r.Header("state_version")
-			rec := r.Key + " v" + v + " " + string(r.Value)
-			if first, ok := named[id]; ok {
-				require.Equal(t, first, rec, "%s: event id %s names two records", topic, id)
-			}
-			named[id] = rec
-			n, err := strconv.ParseInt(v, 10, 64)
+			e, err := event.Parse(r.Key, r.Value, r.Headers)
 			require.NoError(t, err)
+			rec := fmt.Sprintf("%s v%d %s", r.Key, e.StateVersion, r.Value)
+			if first, ok := named[e.EventID]; ok {
+				require.Equal(t, first, rec, "%s: event id %d names two records", topic, e.EventID)
+			}
+			named[e.EventID] = rec
 			if topic == b.kcfg.TopicState {
-				require.GreaterOrEqual(t, n, newest[r.Key], "%s: FLID %s went back to version %d", topic, r.Key, n)
-				newest[r.Key] = n
+				require.GreaterOrEqual(t, e.StateVersion, newest[r.Key], "%s: FLID %s went back to version %d", topic, r.Key, e.StateVersion)
+				newest[r.Key] = e.StateVersion
 				continue
 			}
-			if first, ok := versions[r.Key+" v"+v]; ok {
-				require.Equal(t, first, id+" "+string(r.Value), "%s: FLID %s version %s sent again with another event id or value", topic, r.Key, v)
+			k, sent := fmt.Sprintf("%s v%d", r.Key, e.StateVersion), fmt.Sprintf("%d %s", e.EventID, r.Value)
+			if first, ok := versions[k]; ok {
+				require.Equal(t, first, sent, "%s: FLID %s version %d sent again with another event id or value", topic, r.Key, e.StateVersion)
 			}
-			versions[r.Key+" v"+v] = id + " " + string(r.Value)
+			versions[k] = sent
 		}
 	}
 	return newest

@@ -17,8 +17,10 @@ import (
 	"github.com/msgx/msgx/pkg/wake"
 )
 
-// Run runs both loops and the backlog gauges until ctx ends or the lease is fenced. It returns
-// leader.ErrFenced when a newer leader took over.
+// Run reads the topics' tail (until it succeeds: nothing is sent before), then runs the KAFKA:msg
+// and KAFKA:schd loops and the backlog gauges until ctx ends (nil), a newer leader fenced the
+// lease (leader.ErrFenced) or the Kafka producer broke (kafka.ErrBroken: the term's caller dials
+// a new one, link.go).
 func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
 	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
@@ -90,8 +92,9 @@ func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) 
 	}
 }
 
-// loop runs step again at once after a full batch, else after wait; after an error or an outage
-// it backs off (doubling from wait up to ErrorWait). Fencing ends it.
+// loop runs step again at once after a full batch (or one that says More), else after idle waits
+// wait; after an error or an outage it backs off (doubling from wait up to ErrorWait). Fencing
+// and a broken producer end it with their error, ctx's end with nil.
 func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration, full int,
 	idle func(context.Context, time.Duration) bool, step func(context.Context) (Result, error)) error {
 	pause := time.Duration(0)

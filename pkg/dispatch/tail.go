@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/msgx/msgx/pkg/event"
@@ -73,7 +72,7 @@ func (d *Dispatcher) ReadTail(ctx context.Context, lease leader.Lease) error {
 	}
 	d.held = held
 	d.log.Info().Time("from", from).Int("change_records", t.changeRecords).Int("state_records", t.stateRecords).
-		Int("held_flights", len(held)).Int64("id_generation", out.Generation).Dur("took", time.Since(start)).Msg("dispatcher: read the topics' tail")
+		Int("foreign_records", t.foreign).Int("held_flights", len(held)).Int64("id_generation", out.Generation).Dur("took", time.Since(start)).Msg("dispatcher: read the topics' tail")
 	return nil
 }
 
@@ -107,29 +106,35 @@ type tail struct {
 	max     int64               // the highest event id of both topics (0: none)
 
 	changeRecords, stateRecords int
+	foreign                     int // records whose headers do not parse
 }
 
-// readTopics reads both topics from from; gen is the database's id generation (tail.own).
+// readTopics reads both topics from from; gen is the database's id generation (tail.own). A
+// record whose headers do not parse (event.Parse) is not taken for msgx's: it is counted, the first
+// one logged, and left out.
 func (d *Dispatcher) readTopics(ctx context.Context, from time.Time, gen int64) (tail, error) {
 	t := tail{states: map[string]int64{}}
-	// ids reads a record's version and event id; ok is false for a record that is not msgx's
-	// (the contract's headers are missing). It notes the id.
-	ids := func(target string, r kafka.ConsumedRecord) (version, id int64, ok bool) {
-		v, err1 := strconv.ParseInt(r.Header("state_version"), 10, 64)
-		id, err2 := strconv.ParseInt(r.Header("event_id"), 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0, 0, false
+	// read parses a record of target's topic and notes its event id; ok is false for one that does not parse.
+	read := func(target string, r kafka.ConsumedRecord) (event.Received, bool) {
+		e, err := event.Parse(r.Key, r.Value, r.Headers)
+		if err != nil {
+			t.foreign++
+			if t.foreign == 1 {
+				d.log.Warn().Err(err).Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).
+					Msg("dispatcher: a record on the topic does not follow docs/events.md (not msgx's, or of a schema version this msgx does not know); it is left out of the tail")
+			}
+			return e, false
 		}
-		t.max = max(t.max, id)
-		if outbox.GenerationOf(id) == gen {
-			t.own = append(t.own, outbox.KafkaEvent{EventID: id, Target: target, FLID: r.Key, StateVersion: v})
+		t.max = max(t.max, e.EventID)
+		if outbox.GenerationOf(e.EventID) == gen {
+			t.own = append(t.own, outbox.KafkaEvent{EventID: e.EventID, Target: target, FLID: e.FLID, StateVersion: e.StateVersion})
 		}
-		return v, id, true
+		return e, true
 	}
 	err := d.cfg.TailReader(ctx, d.cfg.TopicChanges, from, func(r kafka.ConsumedRecord) error {
 		t.changeRecords++
-		if v, id, ok := ids(event.TargetMsg, r); ok {
-			t.changes = append(t.changes, outbox.Held{FLID: r.Key, StateVersion: v, EventID: id, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
+		if e, ok := read(event.TargetMsg, r); ok {
+			t.changes = append(t.changes, outbox.Held{FLID: e.FLID, StateVersion: e.StateVersion, EventID: e.EventID, ValueSHA256: outbox.ValueSHA256(r.Value), Time: r.Timestamp})
 		}
 		return nil
 	})
@@ -138,9 +143,8 @@ func (d *Dispatcher) readTopics(ctx context.Context, from time.Time, gen int64) 
 	}
 	err = d.cfg.TailReader(ctx, d.cfg.TopicState, from, func(r kafka.ConsumedRecord) error {
 		t.stateRecords++
-		ids(event.TargetSchd, r)
-		if v, err := strconv.ParseInt(r.Header("state_version"), 10, 64); err == nil {
-			t.states[r.Key] = max(t.states[r.Key], v)
+		if e, ok := read(event.TargetSchd, r); ok {
+			t.states[e.FLID] = max(t.states[e.FLID], e.StateVersion)
 		}
 		return nil
 	})

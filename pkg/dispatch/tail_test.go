@@ -117,8 +117,9 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 
 	newest := int64(0)
 	for _, r := range readBack(t, b, b.kcfg.TopicState) {
-		v, err := strconv.ParseInt(r.Header("state_version"), 10, 64)
+		e, err := event.Parse(r.Key, r.Value, r.Headers)
 		require.NoError(t, err)
+		v := e.StateVersion
 		require.Greater(t, v, newest, "the state topic went back to version %d after %d", v, newest)
 		newest = v
 	}
@@ -126,7 +127,9 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	seen := map[string]string{} // version -> event_id + value of its first record
 	var versions []string
 	for _, r := range readBack(t, b, b.kcfg.TopicChanges) {
-		v, id := r.Header("state_version"), r.Header("event_id")+" "+string(r.Value)
+		e, err := event.Parse(r.Key, r.Value, r.Headers)
+		require.NoError(t, err)
+		v, id := strconv.FormatInt(e.StateVersion, 10), strconv.FormatInt(e.EventID, 10)+" "+string(r.Value)
 		if first, ok := seen[v]; ok {
 			require.Equal(t, first, id, "version %s re-sent with another event id or value", v)
 		}
@@ -145,6 +148,40 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	require.NoError(t, err)
 	stray, lease, _ := successor(t, b)
 	require.ErrorIs(t, stray.ReadTail(ctx, lease), dispatch.ErrStrayDatabase)
+}
+
+// TestTailLeavesOutRecordsNotMsgx: a record whose headers do not follow docs/events.md (another
+// producer's: an event_id of a far newer generation and a state_version, but no schema_version)
+// is not taken for msgx's at a term's start: it does not make the database a stray, hold flight
+// 7's version 5 on the changes topic nor raise its state.
+func TestTailLeavesOutRecordsNotMsgx(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	require.NoError(t, b.disp.ReadTail(ctx, b.lease)) // records the timeline
+	foreign := []kafka.Header{{Key: "event_id", Value: strconv.FormatInt(9<<40, 10)}, {Key: "state_version", Value: "5"}}
+	for _, topic := range []string{b.kcfg.TopicChanges, b.kcfg.TopicState} {
+		for _, err := range b.producer.Send(ctx, []kafka.Record{{Topic: topic, Key: "7", Value: []byte(`{}`), Headers: foreign}}) {
+			require.NoError(t, err)
+		}
+	}
+
+	d, lease, reg := successor(t, b)
+	require.NoError(t, d.ReadTail(ctx, lease))
+	require.Zero(t, testutil.ToFloat64(counter(t, reg, "msgx_kafka_records_beyond_database_total")))
+	for v := int64(1); v <= 5; v++ {
+		require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(7, v), stateEvent(7, v, event.Upsert)))
+		deliverAll(t, b, d, lease)
+	}
+	for _, topic := range []string{b.kcfg.TopicChanges, b.kcfg.TopicState} {
+		var versions []int64
+		for _, r := range readBack(t, b, topic)[1:] {
+			e, err := event.Parse(r.Key, r.Value, r.Headers)
+			require.NoError(t, err)
+			versions = append(versions, e.StateVersion)
+		}
+		require.Equal(t, []int64{1, 2, 3, 4, 5}, versions, "%s: every version sent after the foreign record", topic)
+	}
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {

@@ -2,7 +2,6 @@ package dispatch_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -135,10 +134,10 @@ func TestZombieLeaderFencedInKafka(t *testing.T) {
 				}
 				seen++
 				if prev, ok := last[r.Key]; ok {
-					require.GreaterOrEqual(t, r.Int("state_version"), prev.Int("state_version"), "run %d FLID %s on %s: versions never decrease", run, r.Key, topic)
-					require.GreaterOrEqual(t, r.Int("epoch"), prev.Int("epoch"), "run %d FLID %s on %s: no record of A's epoch after B's", run, r.Key, topic)
+					require.GreaterOrEqual(t, r.Event(t).StateVersion, prev.Event(t).StateVersion, "run %d FLID %s on %s: versions never decrease", run, r.Key, topic)
+					require.GreaterOrEqual(t, r.Event(t).Epoch, prev.Event(t).Epoch, "run %d FLID %s on %s: no record of A's epoch after B's", run, r.Key, topic)
 				}
-				require.NotEqual(t, fmt.Sprint(leaseA.Epoch), r.Headers["epoch"], "run %d: nothing of the fenced leader is committed", run)
+				require.NotEqual(t, leaseA.Epoch, r.Event(t).Epoch, "run %d: nothing of the fenced leader is committed", run)
 				last[r.Key] = r
 			}
 			require.Positive(t, seen, "run %d: B delivered on %s", run, topic)

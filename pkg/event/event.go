@@ -1,8 +1,10 @@
 // Package event is the one home of the Kafka event contract (docs/events.md): the outbox
-// targets, the event types, the outbox row (Event), the purge's payload and the Kafka record of
-// a claimed event (Record: key, value, headers, schema_version). Writers build their events here
-// (a flight change's with package change) and hand them to outbox.Enqueue; the dispatcher turns
-// what it claims into records here. It knows nothing of the flight model, so the dispatcher
+// targets, the event types, the outbox row (Event), the purge's payload and the Kafka record
+// format both ways: Record builds a claimed event's record (key, value, the headers named by the
+// Header constants), Parse reads one back. Writers build their events here (a flight change's
+// with package change) and hand them to outbox.Enqueue; the dispatcher turns what it claims into
+// records here, and every reader of the topics (the dispatcher's tail read, kafka verify, the test
+// consumers) parses them here. It knows nothing of the flight model, so the dispatcher
 // links no SIS code. The bytes these encoders produce are what consumers receive: change them
 // only with the contract.
 //

@@ -12,11 +12,12 @@ import (
 
 // Outcomes of Apply that are not changes.
 var (
-	// ErrNoFlight: the message refers to a FLID that is not stored (SKIPPED no-match:FLID).
-	ErrNoFlight = errors.New("no-match:FLID")
-	// ErrDeleted: a FLOP or delete for a DELETED flight (SKIPPED no-match:deleted): no version
-	// bump and no event, because an UPSERT after a TOMBSTONE would resurrect it downstream.
-	ErrDeleted = errors.New("no-match:deleted")
+	// ErrNoFlight: the message refers to a FLID that is not stored (the processor skips it:
+	// procstate.NoMatch).
+	ErrNoFlight = errors.New("flight not stored")
+	// ErrDeleted: a FLOP or delete for a DELETED flight (skipped: procstate.NoMatchDeleted): no
+	// version bump and no event, because an UPSERT after a TOMBSTONE would resurrect it downstream.
+	ErrDeleted = errors.New("flight deleted")
 )
 
 // Violation is a message that breaks the SIS contract for this flight (PROTOCOL).

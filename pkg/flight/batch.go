@@ -6,12 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 )
-
-// StaleLate is the reason of an input, and the prefix of the note of a message, that a
-// later-created message overtook (INV-24).
-const StaleLate = "stale:late"
 
 // The batch rules: how the flight messages of one processor batch change the stored flights.
 // Each message is applied on top of the previous ones exactly as if it had its own transaction:
@@ -56,14 +51,21 @@ type Transition struct {
 type Result struct {
 	Applied, Skipped             int      // inputs applied; inputs skipped (no such flight, deleted)
 	Inserted, Updated, Unchanged int      // flights created, changed, named but unchanged
-	SkipReasons                  []string // the reason of each skipped input (ErrNoFlight, ErrDeleted, stale)
+	Skips                        []Skip   // each skipped input, in input order
 	Notes                        []string // non-fatal remarks of the applied inputs
 	// Stale names what the inputs did not write because a later-created message had set it
 	// (INV-24), prefixed "FLID " when the message has more than one input (the inputs stale as a
-	// whole are also skipped, with reason "stale:late: <units>").
+	// whole are also skipped: Skip.Stale).
 	Stale []string
 	// Changed are the flights the message changed, by FLID, from their state before the message.
 	Changed []Transition
+}
+
+// Skip is why an input was skipped: Err is ErrNoFlight or ErrDeleted, or nil when later-created
+// messages had set everything it carries (INV-24), which Stale names.
+type Skip struct {
+	Err   error
+	Stale []string
 }
 
 // Batch applies the flight messages of one batch in memory. It is not safe for concurrent use.
@@ -153,7 +155,7 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 		switch {
 		case errors.Is(err, ErrNoFlight), errors.Is(err, ErrDeleted):
 			r.Skipped++
-			r.SkipReasons = append(r.SkipReasons, err.Error())
+			r.Skips = append(r.Skips, Skip{Err: err})
 			continue
 		case err != nil:
 			return Result{}, err
@@ -167,7 +169,7 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 		r.Stale = append(r.Stale, stale...)
 		if len(stale) > 0 && ch.Written == 0 { // stale as a whole: nothing written
 			r.Skipped++
-			r.SkipReasons = append(r.SkipReasons, StaleLate+": "+strings.Join(stale, ", "))
+			r.Skips = append(r.Skips, Skip{Stale: stale})
 			continue
 		}
 		r.Applied++

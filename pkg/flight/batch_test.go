@@ -105,7 +105,7 @@ func TestBatchRules(t *testing.T) {
 		inputs []flight.Input
 		want   []changed // the message's changed flights, by FLID
 		counts [3]int    // inserted, updated (masters included), unchanged
-		skips  []string
+		skips  []flight.Skip
 	}
 	cases := []struct {
 		name   string
@@ -147,7 +147,7 @@ func TestBatchRules(t *testing.T) {
 		{
 			name: "a FLOP for an unknown flight is skipped",
 			msgs: []msg{
-				{inputs: []flight.Input{cncl(9, 6)}, skips: []string{"no-match:FLID"}},
+				{inputs: []flight.Input{cncl(9, 6)}, skips: []flight.Skip{{Err: flight.ErrNoFlight}}},
 			},
 		},
 		{
@@ -196,7 +196,7 @@ func TestBatchRules(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, m.want, summary(r), "message %d", i)
 				require.Equal(t, m.counts, [3]int{r.Inserted, r.Updated, r.Unchanged}, "message %d", i)
-				require.Equal(t, m.skips, r.SkipReasons, "message %d", i)
+				require.Equal(t, m.skips, r.Skips, "message %d", i)
 				for _, c := range r.Changed {
 					require.Equal(t, int64(100+i), c.Next.LastMsgID)
 				}

@@ -1,5 +1,7 @@
 package flight
 
+import "slices"
+
 // F names a scalar field of a flight (a column of table flight).
 type F int
 
@@ -160,6 +162,17 @@ var Collections = [NumColls]Collection{
 	SRVT: {"srvt", "flight_service", "", []Column{{"srtc", KindText}, {"srqt", KindText}, {"srst", KindTime},
 		{"sret", KindTime}, {"srpr", KindText}, {"sanr", KindText}, {"sarr", KindText}}},
 	VIPF: {"vipf", "flight_vip", "", []Column{{"vpcd", KindText}, {"vfes", KindText}, {"vipt", KindJSON}}},
+}
+
+// DetailTables are the detail tables of Collections, each once, in collection order.
+func DetailTables() []string {
+	var out []string
+	for _, c := range Collections {
+		if !slices.Contains(out, c.Table) {
+			out = append(out, c.Table)
+		}
+	}
+	return out
 }
 
 var routeCols = []Column{{"rtno", KindInt}, {"apcd", KindText}, {"scat", KindTime}, {"scdt", KindTime}}

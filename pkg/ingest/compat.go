@@ -20,6 +20,7 @@ import (
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/sis"
 )
 
 // CompatPattern is the compat entry's route (obs.Server.Handle).
@@ -110,15 +111,15 @@ func (c *Compat) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	if len(body) == 0 {
 		return http.StatusBadRequest, "empty body: send the raw SIS XML message\n"
 	}
-	meta, err := checkXML(body)
-	if err != nil {
+	if err := checkXML(body); err != nil {
 		return http.StatusBadRequest, "not a well-formed XML message: " + err.Error() + "\n"
 	}
 
 	text := string(body)
 	received := c.clock.Now().In(c.cfg.Location)
+	sub := subsystem(body)
 	ictx, cancel := context.WithTimeout(r.Context(), c.cfg.DBTimeout)
-	id, err := c.mailbox.Insert(ictx, mailbox.NewMessage{Text: text, Received: received, Subsystem: meta.subsystem()})
+	id, err := c.mailbox.Insert(ictx, mailbox.NewMessage{Text: text, Received: received, Subsystem: sub})
 	cancel()
 	if err != nil {
 		c.log.Error().Err(err).Msg("compat: mailbox insert failed; answered 503")
@@ -135,7 +136,7 @@ func (c *Compat) serve(w http.ResponseWriter, r *http.Request) (int, string) {
 	case inserted:
 		c.metrics.enqueued.WithLabelValues("compat").Inc()
 	}
-	c.log.Info().Int64("msg_id", id).Str("client", httpauth.ClientName(r.Context())).Int("bytes", len(body)).Str("type", meta.typ).Str("styp", meta.styp).Msg("compat: message stored in the mailbox")
+	c.log.Info().Int64("msg_id", id).Str("client", httpauth.ClientName(r.Context())).Int("bytes", len(body)).Str("type", sub.Type).Str("styp", sub.Subtype).Msg("compat: message stored in the mailbox")
 	return http.StatusOK, strconv.FormatInt(id, 10)
 }
 
@@ -160,25 +161,26 @@ func checkMediaType(ct string) string {
 	return ""
 }
 
-// meta is the META block of a message, as far as the mailbox's SUBSYSTEM_* columns need it.
-type meta struct {
-	sndr, seqn, dttm, typ, styp string
-}
-
-// subsystem maps META to the CMINMSGS_SUBSYSTEM_* columns. A value that does not fit its column
-// is left NULL rather than cut: the raw text keeps it, and the processor decides.
-func (m meta) subsystem() mailbox.Subsystem {
+// subsystem maps a message's META, as pkg/sis reads it (nothing when it did not reach it), to the
+// CMINMSGS_SUBSYSTEM_* columns. A value that does not fit its column is left NULL rather than
+// cut: the raw text keeps it, and the processor decides.
+func subsystem(body []byte) mailbox.Subsystem {
+	msg, _ := sis.DecodePartial(body, sis.Options{MaxBytes: len(body)})
+	if msg == nil {
+		return mailbox.Subsystem{}
+	}
+	m := msg.Meta
 	fit := func(s string) string {
 		if utf8.RuneCountInString(s) > 4 {
 			return ""
 		}
 		return s
 	}
-	s := mailbox.Subsystem{Name: fit(m.sndr), Type: fit(m.typ), Subtype: fit(m.styp)}
-	if n, err := strconv.ParseInt(m.seqn, 10, 64); err == nil && n >= -8388608 && n <= 8388607 {
+	s := mailbox.Subsystem{Name: fit(m.SNDR), Type: fit(m.TYPE), Subtype: fit(m.STYP)}
+	if n, err := strconv.ParseInt(m.SEQN, 10, 64); err == nil && n >= -8388608 && n <= 8388607 {
 		s.Sequence, s.HasSequence = n, true
 	}
-	if t, err := time.Parse("20060102150405", m.dttm); err == nil {
+	if t, err := time.Parse("20060102150405", m.DTTMRaw); err == nil {
 		s.DateSent = t
 	}
 	return s
@@ -186,73 +188,46 @@ func (m meta) subsystem() mailbox.Subsystem {
 
 // checkXML reports whether body is one well-formed UTF-8 XML document (one root element, nothing
 // but whitespace, comments and processing instructions around it, no DOCTYPE, nesting at most
-// maxXMLDepth) and returns its MSG/META fields. It does not validate the SIS contract.
-func checkXML(body []byte) (meta, error) {
+// maxXMLDepth). It does not validate the SIS contract.
+func checkXML(body []byte) error {
 	if !utf8.Valid(body) {
-		return meta{}, errors.New("not valid UTF-8")
+		return errors.New("not valid UTF-8")
 	}
-	var (
-		m      meta
-		field  *string
-		path   []string
-		roots  int
-		dec    = xml.NewDecoder(bytes.NewReader(body))
-		ws     = " \t\r\n"
-		target = map[string]func(*meta) *string{
-			"SNDR": func(m *meta) *string { return &m.sndr },
-			"SEQN": func(m *meta) *string { return &m.seqn },
-			"DTTM": func(m *meta) *string { return &m.dttm },
-			"TYPE": func(m *meta) *string { return &m.typ },
-			"STYP": func(m *meta) *string { return &m.styp },
-		}
-	)
+	dec := xml.NewDecoder(bytes.NewReader(body))
 	dec.Strict = true
+	depth, roots := 0, 0
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return meta{}, err
+			return err
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if len(path) == 0 {
+			if depth == 0 {
 				roots++
 				if roots > 1 {
-					return meta{}, errors.New("content after the root element")
+					return errors.New("content after the root element")
 				}
 			}
-			path = append(path, t.Name.Local)
-			if len(path) > maxXMLDepth {
-				return meta{}, fmt.Errorf("elements nested deeper than %d", maxXMLDepth)
-			}
-			field = nil
-			if len(path) == 3 && path[0] == "MSG" && path[1] == "META" {
-				if f, ok := target[t.Name.Local]; ok {
-					field = f(&m)
-				}
+			depth++
+			if depth > maxXMLDepth {
+				return fmt.Errorf("elements nested deeper than %d", maxXMLDepth)
 			}
 		case xml.EndElement:
-			path = path[:len(path)-1]
-			field = nil
+			depth--
 		case xml.CharData:
-			if len(path) == 0 {
-				if strings.Trim(string(t), ws+"\ufeff") != "" {
-					return meta{}, errors.New("text outside the root element")
-				}
-			} else if field != nil {
-				*field += string(t)
+			if depth == 0 && strings.Trim(string(t), " \t\r\n\ufeff") != "" {
+				return errors.New("text outside the root element")
 			}
 		case xml.Directive:
-			return meta{}, errors.New("DOCTYPE and other declarations are not accepted")
+			return errors.New("DOCTYPE and other declarations are not accepted")
 		}
 	}
 	if roots == 0 {
-		return meta{}, errors.New("no root element")
+		return errors.New("no root element")
 	}
-	for _, p := range []*string{&m.sndr, &m.seqn, &m.dttm, &m.typ, &m.styp} {
-		*p = strings.TrimSpace(*p)
-	}
-	return m, nil
+	return nil
 }

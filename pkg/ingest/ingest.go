@@ -50,9 +50,6 @@ type Ingester struct {
 	enqueued  int       // rows the last poll enqueued (pollWait)
 	nextProbe time.Time // when the ledger is re-probed next
 	charsets  bool      // the mailbox charsets were checked (checkCharsets)
-
-	// beforeCommit, when set (tests), runs inside every step's transaction just before commit.
-	beforeCommit func(ctx context.Context, tx pgx.Tx) error
 }
 
 // New returns an Ingester; cfg's zero fields take their defaults.
@@ -64,6 +61,7 @@ func New(cfg Config, d Deps) (*Ingester, error) {
 	if d.DB == nil || d.Mailbox == nil || d.Fence == nil || d.Clock == nil || d.Metrics == nil {
 		return nil, errors.New("ingest: DB, Mailbox, Fence, Clock and Metrics are required")
 	}
+	d.Metrics.gapLimit.Set(cfg.MaxCommitDelay.Seconds())
 	return &Ingester{cfg: cfg, d: d, log: d.Log.With().Str("stage", "ingest").Logger()}, nil
 }
 
@@ -215,13 +213,7 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 					return err
 				}
 			}
-			if err := moveCursor(ctx, tx, i.cur.W, d.next, now); err != nil {
-				return err
-			}
-			if i.beforeCommit != nil {
-				return i.beforeCommit(ctx, tx)
-			}
-			return nil
+			return moveCursor(ctx, tx, i.cur.W, d.next, now, i.cfg.MaxCommitDelay)
 		})
 	})
 	if err != nil {

@@ -3,18 +3,19 @@ package ingest
 import (
 	"context"
 	"errors"
-	"github.com/msgx/msgx/pkg/dev/corpus"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/msgx/msgx/pkg/dev/corpus"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/status"
 )
 
 func TestContiguousRowsAreEnqueuedWithTheirCopy(t *testing.T) {
@@ -197,6 +198,17 @@ func TestGapAgeCountsFromFirstSeen(t *testing.T) {
 	require.NoError(t, tx1.Commit())
 	step(t, b.ing)
 	requireCursor(t, cursor{W: id2, GapStart: id3, FirstSeen: t0}, b.cursor(t))
+	// The gap's readers judge it by this ingest's limit, which it recorded with the cursor.
+	for _, tc := range []struct {
+		at      time.Duration
+		overdue bool
+	}{{testConfig.MaxCommitDelay, false}, {testConfig.MaxCommitDelay + 31*time.Second, true}} {
+		s, err := status.Read(ctx, b.pg.Pool, t0.Add(tc.at))
+		require.NoError(t, err)
+		require.NotNil(t, s.GapLimit)
+		require.Equal(t, testConfig.MaxCommitDelay.Seconds(), *s.GapLimit)
+		require.Equal(t, tc.overdue, s.GapOverdue(), "gap %s old", tc.at)
+	}
 	b.clock.Advance(testConfig.MaxCommitDelay - 20*time.Second)
 	step(t, b.ing) // id3's window, counted from t0, ran out: skipped, id4 enqueued
 	require.Equal(t, id4, b.cursor(t).W)
@@ -275,19 +287,20 @@ func TestReprobeWindowEnds(t *testing.T) {
 	require.Equal(t, 0.0, metric(t, b.reg, "msgx_ingest_open_gaps", "state", "reprobing"))
 }
 
+// A step that dies after its inserts, before its commit, commits nothing, and the next step (of
+// this Ingester or a new one) duplicates nothing. The step is held there from outside: the test
+// holds the cursor row's lock, so the step waits on its last statement (the cursor move), and
+// then cancels it or terminates its backend.
 func TestCrashBetweenReadAndCommit(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		crash func(ctx context.Context, tx pgx.Tx, cancel context.CancelFunc) error
+		crash func(t *testing.T, b *bundle, pid int32, cancel context.CancelFunc)
 	}{
-		{"transaction cancelled", func(_ context.Context, _ pgx.Tx, cancel context.CancelFunc) error {
-			cancel()
-			return context.Canceled
-		}},
-		{"backend killed", func(ctx context.Context, tx pgx.Tx, _ context.CancelFunc) error {
-			_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
-			return err
+		{"transaction cancelled", func(_ *testing.T, _ *bundle, _ int32, cancel context.CancelFunc) { cancel() }},
+		{"backend killed", func(t *testing.T, b *bundle, pid int32, _ context.CancelFunc) {
+			_, err := b.pg.Pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid)
+			require.NoError(t, err)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,11 +313,27 @@ func TestCrashBetweenReadAndCommit(t *testing.T) {
 			step(t, b.ing) // first batch of 5 committed
 			require.Equal(t, ids[:5], b.ids(t))
 
-			ctx, cancel := context.WithCancel(context.Background())
+			bg := context.Background()
+			hold, err := b.pg.Pool.Begin(bg)
+			require.NoError(t, err)
+			defer func() { _ = hold.Rollback(bg) }()
+			var holder int32
+			require.NoError(t, hold.QueryRow(bg, `SELECT pg_backend_pid() FROM inbox_cursor FOR UPDATE`).Scan(&holder))
+
+			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
-			b.ing.beforeCommit = func(ctx context.Context, tx pgx.Tx) error { return tc.crash(ctx, tx, cancel) }
-			_, err := b.ing.Step(ctx)
-			require.Error(t, err)
+			done := make(chan error, 1)
+			go func() { _, err := b.ing.Step(ctx); done <- err }()
+			var pid int32
+			require.Eventually(t, func() bool {
+				err := b.pg.Pool.QueryRow(bg, `SELECT pid FROM pg_stat_activity
+				 WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'UPDATE inbox_cursor%'`, holder).Scan(&pid)
+				return err == nil
+			}, 10*time.Second, 5*time.Millisecond, "the step waits on its cursor move")
+			require.Equal(t, ids[:5], b.ids(t), "the step's inserts are not visible before its commit")
+			tc.crash(t, b, pid, cancel)
+			require.Error(t, <-done)
+			require.NoError(t, hold.Rollback(bg))
 			require.Equal(t, ids[:5], b.ids(t), "nothing of the crashed step is committed")
 			require.Equal(t, ids[4], b.cursor(t).W)
 
@@ -313,7 +342,6 @@ func TestCrashBetweenReadAndCommit(t *testing.T) {
 			require.Equal(t, ids, b.ids(t))
 			require.Equal(t, ids[7], b.cursor(t).W)
 			// The crashed Ingester itself recovers too (it reloads its cursor) and duplicates nothing.
-			b.ing.beforeCommit = nil
 			b.drain(t, b.ing)
 			require.Equal(t, ids, b.ids(t))
 		})

@@ -17,6 +17,7 @@ type Metrics struct {
 	clock clock.Clock
 
 	watermark  prometheus.Gauge
+	gapLimit   prometheus.Gauge
 	enqueued   *prometheus.CounterVec
 	skipped    prometheus.Counter
 	late       prometheus.Counter
@@ -57,6 +58,10 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: "msgx_ingest_declared_charset_rows_total",
 			Help: "Mailbox rows declaring GB2312, GBK or GB18030, by declared charset and what their bytes were: utf-8 (converted by the MySQL server from the column's charset) or declared (the charset's own bytes, from a binary column; stored as UTF-8).",
 		}, []string{"declared", "bytes"}),
+		gapLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "msgx_ingest_max_commit_delay_seconds",
+			Help: "The age at which this ingest judges a gap in mailbox ids permanent and skips it (MSGX_MAX_COMMIT_DELAY); the gap alert compares with it.",
+		}),
 		pollErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_ingest_poll_errors_total", Help: "Failed ingest steps, by the store that failed (mailbox, postgres).",
 		}, []string{"store"}),
@@ -78,7 +83,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			m.charsets.WithLabelValues(cs, charsetBytes(form))
 		}
 	}
-	reg.MustRegister(m.watermark, m.enqueued, m.skipped, m.late, m.unstorable, m.charsets, m.pollErrors, m.compat, m.apiRefused)
+	reg.MustRegister(m.watermark, m.gapLimit, m.enqueued, m.skipped, m.late, m.unstorable, m.charsets, m.pollErrors, m.compat, m.apiRefused)
 
 	const (
 		openHelp = "Open gaps in mailbox ids: blocking = missing ids holding W now; reprobing = skipped ids still re-probed."

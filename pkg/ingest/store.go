@@ -39,7 +39,8 @@ SELECT id, $3, $4, $5 FROM generate_series($1::bigint, $2::bigint) AS id
 
 	// moveCursorSQL writes the new cursor if the watermark is still the one the step started from.
 	moveCursorSQL = `UPDATE inbox_cursor
-   SET watermark = $2, gap_start = $3, gap_first_seen_at = $4, updated_at = $5, gap_horizon = $6
+   SET watermark = $2, gap_start = $3, gap_first_seen_at = $4, updated_at = $5, gap_horizon = $6,
+       max_commit_delay = $7
  WHERE watermark = $1 AND $2 >= watermark`
 
 	// compatEnqueueSQL enqueues one row inserted by the compat entry (usually above W: INV-4).
@@ -198,8 +199,9 @@ func recordSkip(ctx context.Context, tx pgx.Tx, from, to int64, firstSeen, now, 
 	return nil
 }
 
-// moveCursor writes next, guarded by the watermark the step started from.
-func moveCursor(ctx context.Context, tx pgx.Tx, from int64, next cursor, now time.Time) error {
+// moveCursor writes next, guarded by the watermark the step started from, with the age at which
+// this ingest judges a gap permanent (the readers of the gap judge it by that).
+func moveCursor(ctx context.Context, tx pgx.Tx, from int64, next cursor, now time.Time, maxCommitDelay time.Duration) error {
 	var (
 		start, horizon pgtype.Int8
 		seen           pgtype.Timestamptz
@@ -209,7 +211,7 @@ func moveCursor(ctx context.Context, tx pgx.Tx, from int64, next cursor, now tim
 		seen = pgtype.Timestamptz{Time: next.FirstSeen, Valid: true}
 		horizon = pgtype.Int8{Int64: next.Horizon, Valid: true}
 	}
-	tag, err := tx.Exec(ctx, moveCursorSQL, from, next.W, start, seen, now, horizon)
+	tag, err := tx.Exec(ctx, moveCursorSQL, from, next.W, start, seen, now, horizon, maxCommitDelay)
 	if err != nil {
 		return fmt.Errorf("move watermark: %w", err)
 	}

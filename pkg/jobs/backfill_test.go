@@ -18,6 +18,7 @@ import (
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -466,7 +467,7 @@ func TestReplayAgainstAnOldDebt(t *testing.T) {
 	}
 	replay := func(id int64) {
 		t.Helper()
-		rep, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{id}, Actor: "ops", Reason: "fixed", Now: b.clock.Now()})
+		rep, err := procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{IDs: []int64{id}, Actor: "ops", Reason: "fixed", Now: b.clock.Now()})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), rep.Requeued)
 	}

@@ -6,10 +6,6 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 )
 
-// SetAfterSelect sets the hook run between the history sweep's selection and its deleting
-// transaction.
-func (j *Jobs) SetAfterSelect(f func()) { j.afterSelect = f }
-
 // Tick runs the scheduler's check once.
 func (j *Jobs) Tick(ctx context.Context, lease leader.Lease) error { return j.tick(ctx, lease) }
 

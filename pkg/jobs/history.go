@@ -67,9 +67,6 @@ func (j *Jobs) history(ctx context.Context, lease leader.Lease, now time.Time) (
 		}
 		after = cands[len(cands)-1]
 		res.Selected += len(cands)
-		if j.afterSelect != nil {
-			j.afterSelect()
-		}
 		n, err := j.purge(ctx, lease, now, cands, dayCutoff, quietCutoff)
 		res.Done += n
 		return len(cands), err

@@ -147,20 +147,34 @@ func TestHistorySweepRacesProcessor(t *testing.T) {
 	b.enqueue(t, 1, flop(1, 1, "S9"))
 	b.enqueue(t, 2, flop(2, 2, "S9"))
 	j := b.jobs(t)
-	raced := false
-	j.SetAfterSelect(func() {
-		if raced {
-			return
-		}
-		raced = true
-		res, err := p.Step(ctx, b.please)
-		require.NoError(t, err)
-		require.Equal(t, 2, res.Processed)
-	})
-
-	res, err := j.RunOnce(ctx, jobs.History, b.lease)
+	// The processor changes flights 1 and 2 after the sweep selected them: the test holds
+	// flight_history, so the sweep waits on its first write after the selection, and the
+	// processor's batch (which does not touch flight_history) commits meanwhile.
+	hold, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.True(t, raced)
+	defer func() { _ = hold.Rollback(ctx) }()
+	var holder int32
+	require.NoError(t, hold.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder))
+	_, err = hold.Exec(ctx, `LOCK TABLE flight_history IN SHARE MODE`)
+	require.NoError(t, err)
+	type ran struct {
+		res jobs.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() { res, err := j.RunOnce(ctx, jobs.History, b.lease); done <- ran{res, err} }()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`, holder).Scan(&waiting)
+		return err == nil && waiting
+	}, 10*time.Second, 5*time.Millisecond, "the sweep waits on its history write")
+	stepped, err := p.Step(ctx, b.please)
+	require.NoError(t, err)
+	require.Equal(t, 2, stepped.Processed)
+	require.NoError(t, hold.Rollback(ctx))
+	r := <-done
+	res, err := r.res, r.err
+	require.NoError(t, err)
 	require.Equal(t, 3, res.Selected)
 	require.Equal(t, 1, res.Done)
 	for flid := int64(1); flid <= 2; flid++ {

@@ -55,9 +55,6 @@ type Jobs struct {
 	requests      RequestSweeper
 	requestsEvery time.Duration
 	nextRequests  time.Time
-	// afterSelect, when set (tests), runs between the history sweep's selection and its
-	// deleting transaction.
-	afterSelect func()
 }
 
 // New returns the jobs stage. marker may be nil only in shadow mode.

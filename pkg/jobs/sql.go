@@ -1,6 +1,10 @@
 package jobs
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/msgx/msgx/pkg/flight"
+)
 
 // Every PostgreSQL statement of the jobs stage, with bound parameters only. Time always comes in
 // as a parameter (the injected clock), never from now().
@@ -101,22 +105,21 @@ INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ($1, 
 
 // History sweep.
 
-// detailTables are the flight's detail tables (all ON DELETE CASCADE from flight), with the
-// order their rows keep in the history document. TestDetailTablesComplete keeps this list equal
-// to the tables that reference flight.
-var detailTables = []struct{ name, order string }{
-	{"flight_route", "kind, ord"},
-	{"flight_stand", "ord"},
-	{"flight_gate", "ord"},
-	{"flight_checkin", "ord"},
-	{"flight_carousel", "ord"},
-	{"flight_chute", "ord"},
-	{"flight_chock", "ord"},
-	{"flight_airbridge", "ord"},
-	{"flight_delay", "ord"},
-	{"flight_service", "ord"},
-	{"flight_vip", "ord"},
-}
+// detailTables are the flight's detail tables (pkg/flight's collections, all ON DELETE CASCADE
+// from flight), with the order their rows keep in the history document: the route's two kinds
+// apart, each in input order. TestDetailTablesComplete keeps them equal to the tables that
+// reference flight.
+var detailTables = func() []struct{ name, order string } {
+	var out []struct{ name, order string }
+	for _, t := range flight.DetailTables() {
+		order := "ord"
+		if t == flight.Collections[flight.ROUT].Table {
+			order = "kind, ord"
+		}
+		out = append(out, struct{ name, order string }{t, order})
+	}
+	return out
+}()
 
 const (
 	// historyCandidatesSQL selects a run's next candidates in keyset order: operation day older

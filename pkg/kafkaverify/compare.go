@@ -143,9 +143,9 @@ func compareChanges(t *Topics, s Stored, sum *ChangesSummary) []Difference {
 		case heldMatch(s.Held, recs[0], e):
 			sum.MatchedHeld++
 			continue
-		case !bytes.Equal(recs[0].valueSum, e.ValueSHA256) || recs[0].eventID != strconv.FormatInt(e.EventID, 10):
+		case !bytes.Equal(recs[0].valueSum, e.ValueSHA256) || recs[0].eventID != e.EventID:
 			d.Kind, d.Partition, d.Offset = ChangeDiffers, recs[0].partition, recs[0].offset
-			d.Detail = fmt.Sprintf("the record (event_id %q) is not event %d's value", recs[0].eventID, e.EventID)
+			d.Detail = fmt.Sprintf("the record (event_id %d) is not event %d's value", recs[0].eventID, e.EventID)
 		default:
 			sum.Matched++
 			continue
@@ -170,7 +170,7 @@ func compareChanges(t *Topics, s Stored, sum *ChangesSummary) []Difference {
 // heldMatch reports whether rec is the held record of e's version and carries e's value.
 func heldMatch(held map[string]map[int64]outbox.Held, rec changeRec, e outbox.ChangeEvent) bool {
 	h, ok := held[e.FLID][e.StateVersion]
-	return ok && strconv.FormatInt(h.EventID, 10) == rec.eventID && bytes.Equal(h.ValueSHA256[:], e.ValueSHA256) &&
+	return ok && h.EventID == rec.eventID && bytes.Equal(h.ValueSHA256[:], e.ValueSHA256) &&
 		bytes.Equal(rec.valueSum, e.ValueSHA256)
 }
 

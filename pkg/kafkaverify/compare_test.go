@@ -3,8 +3,8 @@ package kafkaverify_test
 import (
 	"crypto/sha256"
 	"slices"
-	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,16 +17,22 @@ import (
 
 const changes, state = "msgx.flight.changes", "msgx.flight.state"
 
-// rec is a record as the dispatcher writes it: key, value and the headers compared.
+// rec is a record as the dispatcher writes it (event.Record): key, value and headers.
 func rec(topic string, offset int64, flid string, version, eventID, epoch int64, value []byte) kafka.ConsumedRecord {
-	typ := event.Upsert
-	if value == nil {
-		typ = event.Tombstone
+	c := event.Claimed{EventID: eventID, Target: event.TargetMsg, FLID: flid, Type: event.Upsert, StateVersion: version,
+		Payload: value, CreatedAt: time.Date(2021, 1, 23, 0, 10, 0, 0, time.UTC)}
+	if topic == state {
+		c.Target = event.TargetSchd
 	}
-	return kafka.ConsumedRecord{Topic: topic, Partition: 0, Offset: offset, Key: flid, Value: value, Headers: []kafka.Header{
-		{Key: "schema_version", Value: "1"}, {Key: "event_id", Value: strconv.FormatInt(eventID, 10)}, {Key: "flid", Value: flid},
-		{Key: "state_version", Value: strconv.FormatInt(version, 10)}, {Key: "epoch", Value: strconv.FormatInt(epoch, 10)},
-		{Key: "event_type", Value: typ}}}
+	if value == nil {
+		c.Type = event.Tombstone
+	}
+	r := event.Record(c, epoch)
+	out := kafka.ConsumedRecord{Topic: topic, Partition: 0, Offset: offset, Key: r.Key, Value: r.Value}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, kafka.Header(h))
+	}
+	return out
 }
 
 func sent(eventID int64, flid string, version int64, value string) outbox.ChangeEvent {
@@ -105,6 +111,16 @@ func TestEachDifference(t *testing.T) {
 		{"a record without a version", func(ch, _ *[]kafka.ConsumedRecord, _ *kafkaverify.Stored) {
 			*ch = append(*ch, kafka.ConsumedRecord{Topic: changes, Offset: 5, Key: "100", Value: []byte("x")})
 		}, kafkaverify.Difference{Kind: kafkaverify.Malformed, Topic: changes, FLID: "100", Offset: 5}},
+		{"a state record of a schema version this msgx does not know", func(_, st *[]kafka.ConsumedRecord, _ *kafkaverify.Stored) {
+			r := rec(state, 4, "100", 3, 15, 1, []byte(`{"v":3}`))
+			r.Headers[0] = kafka.Header{Key: event.HeaderSchemaVersion, Value: "2"}
+			*st = append(*st, r)
+		}, kafkaverify.Difference{Kind: kafkaverify.Malformed, Topic: state, FLID: "100", Offset: 4}},
+		{"a change record whose flid header is not its key", func(ch, _ *[]kafka.ConsumedRecord, _ *kafkaverify.Stored) {
+			r := rec(changes, 5, "100", 3, 15, 1, []byte(`{"v":3}`))
+			r.Key = "101"
+			*ch = append(*ch, r)
+		}, kafkaverify.Difference{Kind: kafkaverify.Malformed, Topic: changes, FLID: "101", Offset: 5}},
 		{"an older state written last", func(_, st *[]kafka.ConsumedRecord, _ *kafkaverify.Stored) {
 			*st = append(*st, rec(state, 4, "100", 1, 12, 1, []byte(`{"old":1}`)))
 		}, kafkaverify.Difference{Kind: kafkaverify.StateBehind, Topic: state, FLID: "100", StateVersion: 1, Offset: 4}},

@@ -10,8 +10,8 @@ package kafkaverify
 import (
 	"crypto/sha256"
 	"fmt"
-	"strconv"
 
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -27,7 +27,7 @@ const (
 	StateMissing     Kind = "state-missing"     // a stored flight sent to the state topic has no record there
 	StateBehind      Kind = "state-behind"      // the last state record is older than what was sent or stored
 	StateDiffers     Kind = "state-differs"     // the last state record is not the stored state
-	Malformed        Kind = "malformed"         // a record without a numeric state_version header
+	Malformed        Kind = "malformed"         // a record whose headers do not follow docs/events.md (event.Parse)
 	BeyondDatabase   Kind = "beyond-database"   // a change record newer than the stored flight: work the database lost
 )
 
@@ -48,7 +48,7 @@ type changeRec struct {
 	offset    int64
 	valueSum  []byte // SHA-256 of the value; nil: null value
 	identity  [32]byte
-	eventID   string
+	eventID   int64
 }
 
 // stateRec is the last record of a FLID on the state topic.
@@ -89,30 +89,32 @@ func NewTopics(changesTopic, stateTopic string) *Topics {
 		maxSeen: map[orderKey]int64{}, states: map[string]stateRec{}, stateMax: map[string]int64{}}
 }
 
-// version is the record's state_version header; a record without one is noted as malformed.
-func (t *Topics) version(r kafka.ConsumedRecord) (int64, bool) {
-	v, err := strconv.ParseInt(r.Header("state_version"), 10, 64)
+// parse reads the record through the contract (event.Parse); a record whose headers do not
+// parse is noted as malformed.
+func (t *Topics) parse(r kafka.ConsumedRecord) (event.Received, bool) {
+	e, err := event.Parse(r.Key, r.Value, r.Headers)
 	if err != nil {
 		t.diffs = append(t.diffs, Difference{Kind: Malformed, Topic: r.Topic, FLID: r.Key, Partition: r.Partition, Offset: r.Offset,
-			Detail: fmt.Sprintf("state_version header %q is not a number", r.Header("state_version"))})
+			Detail: err.Error()})
 	}
-	return v, err == nil
+	return e, err == nil
 }
 
 // AddChange records one record of the changes topic.
 func (t *Topics) AddChange(r kafka.ConsumedRecord) {
 	t.ChangeRecords++
-	v, ok := t.version(r)
+	e, ok := t.parse(r)
 	if !ok {
 		return
 	}
+	v := e.StateVersion
 	ok2 := orderKey{r.Partition, r.Key}
 	if prev, seen := t.maxSeen[ok2]; seen && v < prev {
 		t.diffs = append(t.diffs, Difference{Kind: OutOfOrder, Topic: r.Topic, FLID: r.Key, StateVersion: v, Partition: r.Partition,
 			Offset: r.Offset, Detail: fmt.Sprintf("version %d after version %d", v, prev)})
 	}
 	t.maxSeen[ok2] = max(t.maxSeen[ok2], v)
-	rec := changeRec{partition: r.Partition, offset: r.Offset, eventID: r.Header("event_id"), identity: identity(r)}
+	rec := changeRec{partition: r.Partition, offset: r.Offset, eventID: e.EventID, identity: identity(r)}
 	if r.Value != nil {
 		s := sha256.Sum256(r.Value)
 		rec.valueSum = s[:]
@@ -127,7 +129,7 @@ func identity(r kafka.ConsumedRecord) [32]byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %t %q", r.Key, r.Value == nil, r.Value)
 	for _, hd := range r.Headers {
-		if hd.Key != "epoch" {
+		if hd.Key != event.HeaderEpoch {
 			fmt.Fprintf(h, " %q=%q", hd.Key, hd.Value)
 		}
 	}
@@ -139,14 +141,15 @@ func identity(r kafka.ConsumedRecord) [32]byte {
 // AddState records one record of the state topic: the last of each FLID is kept.
 func (t *Topics) AddState(r kafka.ConsumedRecord) {
 	t.StateRecords++
-	v, ok := t.version(r)
+	e, ok := t.parse(r)
 	if !ok {
 		return
 	}
+	v := e.StateVersion
 	if prev, seen := t.stateMax[r.Key]; seen && v < prev {
 		t.diffs = append(t.diffs, Difference{Kind: OutOfOrder, Topic: r.Topic, FLID: r.Key, StateVersion: v, Partition: r.Partition,
 			Offset: r.Offset, Detail: fmt.Sprintf("version %d after version %d: the state topic went back", v, prev)})
 	}
 	t.stateMax[r.Key] = max(t.stateMax[r.Key], v)
-	t.states[r.Key] = stateRec{partition: r.Partition, offset: r.Offset, version: v, value: r.Value, eventType: r.Header("event_type")}
+	t.states[r.Key] = stateRec{partition: r.Partition, offset: r.Offset, version: v, value: r.Value, eventType: e.Type}
 }

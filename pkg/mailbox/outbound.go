@@ -6,19 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// Outbound is one request to write to coutmsgs.
-type Outbound struct {
-	Text      string
-	RoutingID string
-	// Inserted is written to COUTMSGS_DATE_INSERTED as its own wall clock (pass airport time).
-	Inserted time.Time
-}
+	"github.com/msgx/msgx/pkg/mailbox/outbound"
+)
 
 // InsertOutbound writes msg to coutmsgs and returns its COUTMSGS_ID. The insert is its own
 // (auto-committed) transaction: when it returns without error the row is there.
-func (m *Mailbox) InsertOutbound(ctx context.Context, msg Outbound) (int64, error) {
+func (m *Mailbox) InsertOutbound(ctx context.Context, msg outbound.Message) (int64, error) {
 	if msg.Inserted.IsZero() {
 		return 0, errors.New("insert into coutmsgs: DATE_INSERTED required")
 	}
@@ -33,23 +27,16 @@ func (m *Mailbox) InsertOutbound(ctx context.Context, msg Outbound) (int64, erro
 	return id, nil
 }
 
-// OutboundRow is a coutmsgs row FindOutbound found.
-type OutboundRow struct {
-	ID int64
-	// Inserted is COUTMSGS_DATE_INSERTED, the wall clock InsertOutbound wrote, read as UTC fields.
-	Inserted time.Time
-}
-
 // FindOutbound returns the coutmsgs row holding exactly text with routingID, inserted at or after
 // since (a wall clock, as InsertOutbound writes it); ok is false when there is none.
-func (m *Mailbox) FindOutbound(ctx context.Context, routingID, text string, since time.Time) (OutboundRow, bool, error) {
-	var row OutboundRow
+func (m *Mailbox) FindOutbound(ctx context.Context, routingID, text string, since time.Time) (outbound.Row, bool, error) {
+	var row outbound.Row
 	err := m.db.QueryRowContext(ctx, findOutboundSQL, routingID, wallClock(since), text).Scan(&row.ID, &row.Inserted)
 	if errors.Is(err, sql.ErrNoRows) {
-		return OutboundRow{}, false, nil
+		return outbound.Row{}, false, nil
 	}
 	if err != nil {
-		return OutboundRow{}, false, fmt.Errorf("look up coutmsgs: %w", err)
+		return outbound.Row{}, false, fmt.Errorf("look up coutmsgs: %w", err)
 	}
 	return row, true, nil
 }
@@ -84,23 +71,17 @@ func (m *Mailbox) OutboundSent(ctx context.Context, ids []int64) (map[int64]time
 	return out, nil
 }
 
-// OutboundText is a coutmsgs row with its message.
-type OutboundText struct {
-	OutboundRow
-	Text string
-}
-
 // RecentOutbound returns the coutmsgs rows of routingID inserted at or after since (a wall clock,
 // as InsertOutbound writes it), in id order.
-func (m *Mailbox) RecentOutbound(ctx context.Context, routingID string, since time.Time) ([]OutboundText, error) {
+func (m *Mailbox) RecentOutbound(ctx context.Context, routingID string, since time.Time) ([]outbound.Listed, error) {
 	rows, err := m.db.QueryContext(ctx, recentOutboundSQL, routingID, wallClock(since))
 	if err != nil {
 		return nil, fmt.Errorf("read recent coutmsgs rows: %w", err)
 	}
 	defer rows.Close()
-	var out []OutboundText
+	var out []outbound.Listed
 	for rows.Next() {
-		var r OutboundText
+		var r outbound.Listed
 		if err := rows.Scan(&r.ID, &r.Inserted, &r.Text); err != nil {
 			return nil, fmt.Errorf("scan coutmsgs row: %w", err)
 		}

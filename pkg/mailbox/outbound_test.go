@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/mailbox/outbound"
 )
 
 func TestOutbound(t *testing.T) {
@@ -22,7 +22,7 @@ func TestOutbound(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	id, err := mb.InsertOutbound(ctx, mailbox.Outbound{Text: "<MSG>1</MSG>", RoutingID: "AODB", Inserted: at})
+	id, err := mb.InsertOutbound(ctx, outbound.Message{Text: "<MSG>1</MSG>", RoutingID: "AODB", Inserted: at})
 	require.NoError(t, err)
 	var routing, inserted string
 	var flags int

@@ -17,7 +17,7 @@ const maxGaugePause = time.Minute
 
 // GaugePause is how long a loop that refreshes gauges from the database waits after a refresh
 // that took took and ended with err: its period, or longer when the refresh was slow. Counting
-// a backlog reads every row of it (a 1,000,000-row backlog took 0.5 s a count), and a gauge
+// a backlog reads every row of it (a large backlog takes a noticeable part of a second), and a gauge
 // must not load the database it observes: at most gaugeShare of a backend, however large the
 // backlog, up to maxGaugePause. A failed refresh keeps the period: its time says how long the
 // database took to fail (a connect timeout, an outage), not what a count costs.

@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,57 +9,8 @@ import (
 
 	"github.com/msgx/msgx/pkg/clip"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/procstate"
 )
-
-// Outcomes of an attempt that are not a status (msg_attempt.outcome; the others are the
-// statuses SUCCEEDED, SKIPPED, DEAD and FAILED the attempt ended with).
-const (
-	AttemptCrashed     = "CRASHED"      // the message panicked the processor (charged: crashes)
-	AttemptDied        = "DIED"         // the process died without a word while the message ran alone (charged: deaths)
-	AttemptInterrupted = "INTERRUPTED"  // the attempt ended without an outcome (cancelled, lease or database lost, a batch died): not charged
-	AttemptBatchFailed = "BATCH_FAILED" // the batch it ran in failed as a whole: not charged; retried one message per transaction
-)
-
-// Attempt is one attempt of a message (msg_attempt): the attempt history that replay keeps.
-type Attempt struct {
-	// Attempt is proc_state.attempts after it: it counts the attempts with an outcome and starts
-	// again after a replay; an attempt without one (CRASHED, DIED, INTERRUPTED, BATCH_FAILED) has the count
-	// before it.
-	Attempt int       `json:"attempt"`
-	At      time.Time `json:"at"`
-	Epoch   int64     `json:"epoch"` // the processor leader's epoch (of the leader that found it, for DIED and INTERRUPTED)
-	Outcome string    `json:"outcome"`
-	Class   string    `json:"class,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	// Meta is the META read of a message that failed to decode (SNDR, SEQN, TYPE, STYP, DTTM,
-	// identity as it would be), nil otherwise.
-	Meta map[string]string `json:"meta,omitempty"`
-}
-
-// Attempts lists every attempt of a message, oldest first (live or archived; replays included).
-func Attempts(ctx context.Context, db Querier, msgID int64) ([]Attempt, error) {
-	rows, err := db.Query(ctx, attemptsSQL, msgID)
-	if err != nil {
-		return nil, fmt.Errorf("read attempts of %d: %w", msgID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
-		var a Attempt
-		var meta []byte
-		if err := r.Scan(&a.Attempt, &a.At, &a.Epoch, &a.Outcome, &a.Class, &a.Reason, &meta); err != nil {
-			return a, err
-		}
-		if meta != nil {
-			if err := json.Unmarshal(meta, &a.Meta); err != nil {
-				return a, fmt.Errorf("meta: %w", err)
-			}
-		}
-		return a, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read attempts of %d: %w", msgID, err)
-	}
-	return out, nil
-}
 
 // startMark is the start mark the next attempt of the head commits (markStarted).
 type startMark struct {
@@ -99,24 +49,24 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 	}
 	switch {
 	case head.through != nil && head.id != p.ownMark:
-		m.ended, m.why = AttemptInterrupted, fmt.Sprintf("the process ended during the batch %d..%d (nobody charged; careful mode)", head.id, *head.through)
+		m.ended, m.why = procstate.AttemptInterrupted, fmt.Sprintf("the process ended during the batch %d..%d (nobody charged; careful mode)", head.id, *head.through)
 		if *head.through == head.id {
 			m.deaths++
-			m.ended, m.why = AttemptDied, fmt.Sprintf("the process died while the message ran alone (%d in a row)", m.deaths)
+			m.ended, m.why = procstate.AttemptDied, fmt.Sprintf("the process died while the message ran alone (%d in a row)", m.deaths)
 			if m.deaths >= 3*p.cfg.PoisonCrashes {
 				return m, fmt.Sprintf("poison: the processor died %d times in a row while it ran alone (3×MSGX_POISON_CRASHES)", m.deaths)
 			}
 		}
 		m.at, m.write = now, true
 	case head.through != nil:
-		m.ended, m.why = AttemptInterrupted, fmt.Sprintf("the attempt of the batch %d..%d ended without an outcome (cancelled, lease or database lost): not charged", head.id, *head.through)
+		m.ended, m.why = procstate.AttemptInterrupted, fmt.Sprintf("the attempt of the batch %d..%d ended without an outcome (cancelled, lease or database lost): not charged", head.id, *head.through)
 		m.at, m.write = now, true
 	case head.startedAt == nil:
 		m.write = true
-	case head.status == StatusFailed && head.nextAt != nil && now.Sub(*head.nextAt) > p.cfg.BackoffMax:
+	case head.status == procstate.StatusFailed && head.nextAt != nil && now.Sub(*head.nextAt) > p.cfg.BackoffMax:
 		m.at, m.write = m.at.Add(now.Sub(*head.nextAt)), true
 	}
-	if head.status == StatusFailed && now.Sub(m.at) >= p.cfg.HeadDeadline {
+	if head.status == procstate.StatusFailed && now.Sub(m.at) >= p.cfg.HeadDeadline {
 		return m, fmt.Sprintf("head deadline %s of retries passed (first attempt %s)", p.cfg.HeadDeadline, m.at.UTC().Format(time.RFC3339))
 	}
 	m.write = true // every attempt names its batch (processing_through)
@@ -127,7 +77,7 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 // head deadline), so the messages behind it flow again; the attempt that made it poison is in
 // its history first.
 func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, reason string) (StepResult, error) {
-	r := result{id: head.id, status: StatusDead, class: ClassExhausted, reason: reason}
+	r := result{id: head.id, status: procstate.StatusDead, class: procstate.ClassExhausted, reason: reason}
 	var debt int64
 	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
 		if err := p.recordEnded(ctx, tx, lease, now, head, m); err != nil {

@@ -14,13 +14,14 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/corpus"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
 // outcomes lists a message's attempts as "OUTCOME CLASS" strings.
 func outcomes(t *testing.T, b *bundle, id int64) []string {
 	t.Helper()
-	as, err := processor.Attempts(context.Background(), b.db.Pool, id)
+	as, err := procstate.Attempts(context.Background(), b.db.Pool, id)
 	require.NoError(t, err)
 	out := make([]string, len(as))
 	for i, a := range as {
@@ -59,7 +60,7 @@ func TestAttemptHistory(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT msg_type, msg_styp FROM proc_state WHERE msg_id = 1`).Scan(&typ, &styp))
 	require.Equal(t, "FLOP", *typ)
 	require.Equal(t, "FDIV", *styp)
-	as, err := processor.Attempts(context.Background(), b.db.Pool, 1)
+	as, err := procstate.Attempts(context.Background(), b.db.Pool, 1)
 	require.NoError(t, err)
 	require.Len(t, as, 1)
 	require.Equal(t, "DEAD", as[0].Outcome)
@@ -73,7 +74,7 @@ func TestAttemptHistory(t *testing.T) {
 	require.Zero(t, bound)
 
 	// A META-level rejection keeps what was read before it.
-	as, err = processor.Attempts(context.Background(), b.db.Pool, 3)
+	as, err = procstate.Attempts(context.Background(), b.db.Pool, 3)
 	require.NoError(t, err)
 	require.Len(t, as, 1)
 	require.Equal(t, "DEAD PROTOCOL", as[0].Outcome+" "+as[0].Class)
@@ -81,7 +82,7 @@ func TestAttemptHistory(t *testing.T) {
 	require.Equal(t, "3", as[0].Meta["SEQN"])
 
 	// Two failures then a success: three attempts, each with its own reason, time and epoch.
-	as, err = processor.Attempts(context.Background(), b.db.Pool, 2)
+	as, err = procstate.Attempts(context.Background(), b.db.Pool, 2)
 	require.NoError(t, err)
 	require.Equal(t, []string{"FAILED INFRA", "FAILED INFRA", "SUCCEEDED"}, outcomes(t, b, 2))
 	require.Equal(t, "database hiccup 1", as[0].Reason)
@@ -161,7 +162,7 @@ func TestBatchFailureIsChargedToItsCause(t *testing.T) {
 	require.Contains(t, r.Reason, "value too long")
 	require.Equal(t, []string{"BATCH_FAILED", "FAILED INFRA"}, outcomes(t, b, 3))
 	require.Equal(t, []string{"BATCH_FAILED"}, outcomes(t, b, 4), "4 waits behind 3")
-	as, err := processor.Attempts(context.Background(), b.db.Pool, 3)
+	as, err := procstate.Attempts(context.Background(), b.db.Pool, 3)
 	require.NoError(t, err)
 	require.Contains(t, as[0].Reason, "the batch 1..4 failed as a whole (flush processor_test.flushFails: flush: value too long for column)")
 
@@ -182,7 +183,7 @@ func TestFirstAttemptKeptOnTheRow(t *testing.T) {
 	ctx := context.Background()
 	b.procs[sis.KindFlightUpdate] = processor.HandlerFunc(func(_ context.Context, _ pgx.Tx, m processor.Message) (processor.Outcome, error) {
 		if m.ID == 2 {
-			return processor.Outcome{Skipped: true, Reason: "no-match:15"}, nil
+			return processor.Outcome{Skipped: true, Reason: procstate.NoMatch().String()}, nil
 		}
 		return processor.Outcome{}, nil
 	})
@@ -194,10 +195,10 @@ func TestFirstAttemptKeptOnTheRow(t *testing.T) {
 		return n
 	}
 	require.Zero(t, rows(), "no attempt row for a first-attempt outcome")
-	as, err := processor.Attempts(ctx, b.db.Pool, 1)
+	as, err := procstate.Attempts(ctx, b.db.Pool, 1)
 	require.NoError(t, err)
 	require.Len(t, as, 1)
-	require.Equal(t, processor.Attempt{Attempt: 1, At: as[0].At, Epoch: 1, Outcome: "SUCCEEDED"}, as[0])
+	require.Equal(t, procstate.Attempt{Attempt: 1, At: as[0].At, Epoch: 1, Outcome: "SUCCEEDED"}, as[0])
 	require.True(t, as[0].At.Equal(t0), "the outcome's time")
 	require.Equal(t, []string{"SKIPPED"}, outcomes(t, b, 2))
 
@@ -210,14 +211,14 @@ func TestFirstAttemptKeptOnTheRow(t *testing.T) {
 
 	// Replayed, the SKIPPED attempt moves to msg_attempt, then the new round's attempt follows.
 	b.procs[sis.KindFlightUpdate] = &recorder{}
-	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{2}, Actor: "ops", Reason: "flight known", Now: t0})
+	_, err = procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{IDs: []int64{2}, Actor: "ops", Reason: "flight known", Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, 1, rows())
 	require.Equal(t, []string{"SKIPPED"}, outcomes(t, b, 2), "requeued: the history keeps the skip")
 	b.drain(t, b.pump(t))
 	require.Equal(t, []string{"SKIPPED", "SUCCEEDED"}, outcomes(t, b, 2))
-	as, err = processor.Attempts(ctx, b.db.Pool, 2)
+	as, err = procstate.Attempts(ctx, b.db.Pool, 2)
 	require.NoError(t, err)
-	require.Equal(t, "no-match:15", as[0].Reason)
+	require.Equal(t, procstate.NoMatch().String(), as[0].Reason)
 	require.Equal(t, []int{1, 1}, []int{as[0].Attempt, as[1].Attempt}, "the count restarts after a replay")
 }

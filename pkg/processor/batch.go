@@ -11,6 +11,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clip"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/wake"
 )
 
@@ -21,15 +22,15 @@ import (
 // PENDING rows.
 func (p *Engine) pickBatch(rows []headRow) []headRow {
 	head := rows[0]
-	if head.through != nil || head.status == StatusFailed {
-		if head.status == StatusPending && p.careful == 0 {
+	if head.through != nil || head.status == procstate.StatusFailed {
+		if head.status == procstate.StatusPending && p.careful == 0 {
 			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
 		}
 		p.careful = max(p.careful, p.cfg.Batch)
 		rows = rows[:1]
 	}
 	for i := 1; i < len(rows); i++ {
-		if rows[i].status != StatusPending || rows[i].startedAt != nil {
+		if rows[i].status != procstate.StatusPending || rows[i].startedAt != nil {
 			rows = rows[:i]
 			break
 		}
@@ -59,7 +60,7 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 		}
 		for i := range batch {
 			r := p.process(ctx, tx, now, lease, &batch[i], sessions, i)
-			if r.status == StatusFailed {
+			if r.status == procstate.StatusFailed {
 				// FIFO: nothing behind a failed message runs in this batch.
 				f := p.failure(batch[i], r.class, r.reason, now)
 				failure = &f
@@ -123,16 +124,15 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 	p.describe(&r, w)
 	if w.decErr != nil {
 		r.class, r.reason = classify(w.decErr)
-		r.status = r.class.status()
+		r.status = statusOf(r.class)
 		return r
 	}
 	if o := w.dup; o != nil {
 		// The identity stays with its owner.
 		r.identity = ""
-		r.status, r.reason = StatusSkipped, fmt.Sprintf("duplicate-of:%d", o.MsgID)
-		if string(o.SHA256) != string(w.sha) {
-			r.differs = true
-			r.reason += " content-differs"
+		r.differs = string(o.SHA256) != string(w.sha)
+		r.status, r.reason = procstate.StatusSkipped, procstate.Duplicate(o.MsgID, r.differs).String()
+		if r.differs {
 			p.metrics.contentDiffers.Inc()
 			p.batchLog.Warn().Int64("msg_id", w.row.id).Int64("first", o.MsgID).Str("identity", w.identity).
 				Msg("pump: same identity, different content (PRE-7b broken upstream)")
@@ -140,12 +140,12 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 		return r
 	}
 	if slices.Contains(p.cfg.IgnoreTypes, w.msg.Meta.TYPE) {
-		r.status, r.reason = StatusSkipped, "ignored:"+w.msg.Meta.TYPE
+		r.status, r.reason = procstate.StatusSkipped, procstate.Ignored(w.msg.Meta.TYPE).String()
 		return r
 	}
 	h, ok := p.handlers[w.msg.Kind]
 	if !ok {
-		r.status, r.class = StatusFailed, ClassUnsupported
+		r.status, r.class = procstate.StatusFailed, procstate.ClassUnsupported
 		r.reason = fmt.Sprintf("no processor for %s %s/%s", w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
 		return r
 	}
@@ -157,13 +157,13 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 	}
 	sp := fmt.Sprintf("m%d", i)
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
-		r.status, r.class, r.reason = StatusFailed, ClassInfra, "savepoint: "+err.Error()
+		r.status, r.class, r.reason = procstate.StatusFailed, procstate.ClassInfra, "savepoint: "+err.Error()
 		return r
 	}
 	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return h.Apply(ctx, tx, m) })
 	if err != nil {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
-			r.status, r.class, r.reason = StatusFailed, ClassInfra, "rollback to savepoint: "+rerr.Error()
+			r.status, r.class, r.reason = procstate.StatusFailed, procstate.ClassInfra, "rollback to savepoint: "+rerr.Error()
 			return r
 		}
 	}
@@ -214,8 +214,8 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 		return StepResult{Failed: true}, nil
 	}
 	class, reason := classify(err)
-	if class.permanent() {
-		class = ClassInfra
+	if class.Permanent() {
+		class = procstate.ClassInfra
 	}
 	f := p.failure(batch[0], class, reason, now)
 	debt, cerr := p.commit(ctx, lease, now, nil, &f)
@@ -224,10 +224,10 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 	}
 	p.ownMark = 0
 	p.afterCommit(ctx, now, []result{f}, debt)
-	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == StatusFailed, More: true}, nil
+	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == procstate.StatusFailed, More: true}, nil
 }
 
 // terminalOnly is rs without its FAILED results.
 func terminalOnly(rs []result) []result {
-	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == StatusFailed })
+	return slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.status == procstate.StatusFailed })
 }

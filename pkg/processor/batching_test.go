@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -66,7 +67,7 @@ func runMixed(t *testing.T, batch, n int) string {
 			return out, errors.New("injected once")
 		}
 		if m.Decoded.Flop.FLID == 13 && m.ID%7 == 0 { // fails always: EXHAUSTED after 3 attempts
-			return out, processor.Errorf(processor.ClassCodec, "injected always")
+			return out, processor.Errorf(procstate.ClassCodec, "injected always")
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, msg_id, payload, created_at)
 			VALUES ('KAFKA:msg', $1, 'UPSERT', (SELECT version FROM ver WHERE flid = $2), $3, '{}', $4)`,
@@ -116,11 +117,12 @@ func TestBatchingIsInvisible(t *testing.T) {
 		n = 2000
 	}
 	var one, hundred string
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); one = runMixed(t, 1, n) }()
-	go func() { defer wg.Done(); hundred = runMixed(t, 100, n) }()
-	wg.Wait()
+	// Both sizes run at once, each in a parallel subtest of its own (a failure stops only its
+	// goroutine); the group returns when both ended.
+	t.Run("sizes", func(t *testing.T) {
+		t.Run("1", func(t *testing.T) { t.Parallel(); one = runMixed(t, 1, n) })
+		t.Run("100", func(t *testing.T) { t.Parallel(); hundred = runMixed(t, 100, n) })
+	})
 	require.Greater(t, len(one), n*50, "the dump holds every row")
 	for _, want := range []string{"DEAD MALFORMED", "duplicate-of:", "content-differs", "ignored:EROR", "EXHAUSTED"} {
 		require.Contains(t, one, want)

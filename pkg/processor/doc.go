@@ -7,12 +7,14 @@
 // the backfill intent in one PostgreSQL transaction. Files: engine.go (the Engine, Step, the head
 // and decoding), run.go (the run loop), batch.go (a batch's transaction and careful mode),
 // identity.go (reading and storing identity bindings), lookahead.go (the next batch read ahead), outcome.go (outcomes and their writes),
-// attempts.go (the attempt rule and history), markers.go (the immediate marker), gauges.go,
-// config.go, handler.go (the contract), status.go (statuses, error classes), replay.go, sql.go.
+// attempts.go (the attempt rule), markers.go (the immediate marker), gauges.go, config.go,
+// handler.go (the contract), classify.go (classified errors), sql.go. What the readers of
+// proc_state share with the engine — statuses, error classes, the SKIPPED reasons, replay and
+// the attempt history — is package procstate's.
 //
-// States of a proc_state row (Status, status.go; error classes Class):
+// States of a proc_state row (procstate.Status; error classes procstate.Class):
 //
-//	          ┌───────────── replay (msgxctl; not MALFORMED/PROTOCOL) ─────────────┐
+//	          ┌──────── replay (procstate.Replay; not MALFORMED/PROTOCOL) ─────────┐
 //	          ▼                                                                      │
 //	ingest ─▶ PENDING ──ok──▶ SUCCEEDED | SKIPPED (duplicate-of, ignored, no-match)   │
 //	          │  ▲                                                                   │

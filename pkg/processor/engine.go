@@ -16,6 +16,7 @@ import (
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -92,7 +93,7 @@ type headRow struct {
 	id         int64
 	raw        *string
 	rawBytes   []byte // the mailbox bytes, loaded only when raw is NULL (no text copy could be stored)
-	status     Status
+	status     procstate.Status
 	attempts   int
 	nextAt     *time.Time
 	startedAt  *time.Time
@@ -121,8 +122,8 @@ func (w *work) release() { w.msg, w.row.raw, w.row.rawBytes = nil, nil, nil }
 // result is a message's outcome in a batch.
 type result struct {
 	id       int64
-	status   Status // SUCCEEDED, SKIPPED, DEAD; or FAILED
-	class    Class
+	status   procstate.Status // SUCCEEDED, SKIPPED, DEAD; or FAILED
+	class    procstate.Class
 	reason   string
 	identity string
 	differs  bool
@@ -160,7 +161,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	head := rows[0]
 	p.metrics.headAge.Set(now.Sub(head.enqueuedAt).Seconds())
 
-	if head.status == StatusFailed && head.nextAt != nil && head.nextAt.After(now) {
+	if head.status == procstate.StatusFailed && head.nextAt != nil && head.nextAt.After(now) {
 		return StepResult{WaitUntil: *head.nextAt}, nil
 	}
 	mark, expired := p.attemptMark(head, now)
@@ -249,7 +250,7 @@ func (p *Engine) prepare(r headRow) work {
 	}
 	w := work{row: r}
 	if r.raw == nil || strings.TrimSpace(*r.raw) == "" {
-		w.decErr = Errorf(ClassMalformed, "raw text empty or missing")
+		w.decErr = Errorf(procstate.ClassMalformed, "raw text empty or missing")
 		return w
 	}
 	sum := sha256.Sum256([]byte(*r.raw))

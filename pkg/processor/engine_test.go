@@ -23,6 +23,7 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -293,7 +294,7 @@ func TestRetryKeepsItsOwnBinding(t *testing.T) {
 	rec := &recorder{fail: func(processor.Message) error {
 		tries++
 		if tries < 3 {
-			return processor.Errorf(processor.ClassCodec, "not yet")
+			return processor.Errorf(procstate.ClassCodec, "not yet")
 		}
 		return nil
 	}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/obs"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // gaugePeriod is how often gaugeLoop counts while counting is cheap.
@@ -24,7 +25,7 @@ func (p *Engine) gaugeLoop(ctx context.Context, lease leader.Lease) {
 
 // refreshGauges updates the backlog and marker-owed gauges once.
 func (p *Engine) refreshGauges(ctx context.Context) error {
-	counts, err := CountByStatus(ctx, p.pool, StatusPending, StatusFailed)
+	counts, err := procstate.CountByStatus(ctx, p.pool, procstate.StatusPending, procstate.StatusFailed)
 	if err != nil {
 		return fmt.Errorf("count backlog: %w", err)
 	}

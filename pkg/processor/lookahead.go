@@ -3,6 +3,8 @@ package processor
 import (
 	"context"
 	"errors"
+
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // errHeadMoved: a head read ahead is no longer the head (markStarted found an open row below it).
@@ -56,7 +58,7 @@ func (p *Engine) takeAhead(limit int) *lookahead {
 	}
 	a.wait()
 	if a.err != nil || len(a.rows) == 0 || limit != p.cfg.Batch ||
-		a.rows[0].status != StatusPending || a.rows[0].startedAt != nil || a.rows[0].through != nil {
+		a.rows[0].status != procstate.StatusPending || a.rows[0].startedAt != nil || a.rows[0].through != nil {
 		p.drop(a)
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -73,7 +74,7 @@ func TestReadAheadIsDroppedAfterAFailure(t *testing.T) {
 	rec := &recorder{fail: func(m processor.Message) error {
 		if m.ID == 2 && !failed {
 			failed = true
-			return processor.Errorf(processor.ClassInfra, "down for a moment")
+			return processor.Errorf(procstate.ClassInfra, "down for a moment")
 		}
 		return nil
 	}}

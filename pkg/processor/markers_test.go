@@ -14,6 +14,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -88,7 +89,7 @@ func setupReplayable(t *testing.T) (*bundle, *atomic.Bool) {
 
 func replay(t *testing.T, b *bundle, ids ...int64) {
 	t.Helper()
-	rep, err := processor.Replay(context.Background(), b.db.Pool, processor.ReplayRequest{IDs: ids, Actor: "ops", Reason: "upstream fixed", Now: b.clock.Now()})
+	rep, err := procstate.Replay(context.Background(), b.db.Pool, procstate.ReplayRequest{IDs: ids, Actor: "ops", Reason: "upstream fixed", Now: b.clock.Now()})
 	require.NoError(t, err)
 	require.Equal(t, int64(len(ids)), rep.Requeued)
 }
@@ -176,7 +177,7 @@ func TestReplayWaitsForTheMarkersWrite(t *testing.T) {
 	require.NoError(t, rp.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
 	done := make(chan error, 1)
 	go func() {
-		_, err := processor.Replay(ctx, rp, processor.ReplayRequest{IDs: []int64{2}, Actor: "ops", Reason: "upstream fixed", Now: b.clock.Now()})
+		_, err := procstate.Replay(ctx, rp, procstate.ReplayRequest{IDs: []int64{2}, Actor: "ops", Reason: "upstream fixed", Now: b.clock.Now()})
 		done <- err
 	}()
 	var finished bool

@@ -14,6 +14,7 @@ import (
 	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clip"
 	"github.com/msgx/msgx/pkg/leader"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // Bounds of text recorded from a failure: a META value read from a rejected message (it may be
@@ -49,27 +50,27 @@ func (p *Engine) describe(r *result, w *work) {
 func (p *Engine) outcome(r result, out Outcome, err error) result {
 	if err != nil {
 		r.class, r.reason = classify(err)
-		r.status = r.class.status()
+		r.status = statusOf(r.class)
 		return r
 	}
-	r.status, r.reason = StatusSucceeded, out.Reason
+	r.status, r.reason = procstate.StatusSucceeded, out.Reason
 	if out.Skipped {
-		r.status = StatusSkipped
+		r.status = procstate.StatusSkipped
 	}
 	return r
 }
 
 // failure turns a retryable failure into FAILED with backoff, or DEAD EXHAUSTED at the limit.
-func (p *Engine) failure(w work, class Class, reason string, now time.Time) result {
+func (p *Engine) failure(w work, class procstate.Class, reason string, now time.Time) result {
 	r := result{id: w.row.id, identity: w.identity, class: class, reason: reason, reused: w.reused}
 	p.describe(&r, &w)
 	attempt := w.row.attempts + 1
 	if attempt >= p.cfg.MaxAttempts {
-		r.status, r.class = StatusDead, ClassExhausted
+		r.status, r.class = procstate.StatusDead, procstate.ClassExhausted
 		r.reason = fmt.Sprintf("after %d attempts: %s: %s", attempt, class, reason)
 		return r
 	}
-	r.status = StatusFailed
+	r.status = procstate.StatusFailed
 	r.nextAt = now.Add(backoff.Delay(attempt, p.cfg.BackoffBase, p.cfg.BackoffMax))
 	return r
 }
@@ -88,7 +89,7 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 	}
 	if len(terminal) > 0 {
 		n := len(terminal)
-		ids, statuses, classes, reasons := make([]int64, n), make([]Status, n), make([]string, n), make([]string, n)
+		ids, statuses, classes, reasons := make([]int64, n), make([]procstate.Status, n), make([]string, n), make([]string, n)
 		identities, differs, typs, styps := make([]string, n), make([]bool, n), make([]string, n), make([]string, n)
 		metas := make([]string, n)
 		for i, r := range terminal {
@@ -100,7 +101,7 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 			return 0, fmt.Errorf("write terminal status: %w", err)
 		}
 	}
-	if failure != nil && failure.status == StatusFailed {
+	if failure != nil && failure.status == procstate.StatusFailed {
 		if _, err := tx.Exec(ctx, failSQL, failure.id, string(failure.class), failure.reason, failure.nextAt,
 			failure.identity, failure.typ, failure.styp, now, lease.Epoch, failure.meta); err != nil {
 			return 0, fmt.Errorf("record failure: %w", err)
@@ -133,14 +134,14 @@ func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result,
 				Dur("window", p.cfg.IdentityWindow).
 				Msg("pump: identity key reused outside the identity window (SEQN reset or wrap): a new message")
 		}
-		if r.status == StatusFailed {
+		if r.status == procstate.StatusFailed {
 			p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
 			p.batchLog.Warn().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).
 				Time("next_attempt_at", r.nextAt).Msg("pump: message FAILED; it holds the head until due")
 			continue
 		}
 		p.metrics.processed.WithLabelValues(string(r.status), string(r.class)).Inc()
-		if r.status == StatusDead {
+		if r.status == procstate.StatusDead {
 			p.batchLog.Error().Int64("msg_id", r.id).Str("class", string(r.class)).Str("reason", r.reason).Msg("pump: message is DEAD")
 		}
 		ids = append(ids, r.id)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -28,31 +28,31 @@ func TestReplay(t *testing.T) {
 		VALUES ('KAFKA:msg', '15', 'UPSERT', 1, 3, '{}', $1)`, t0)
 	require.NoError(t, err)
 
-	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassProtocol, DryRun: true})
+	_, err = procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{Class: procstate.ClassProtocol, DryRun: true})
 	require.ErrorContains(t, err, "class PROTOCOL is never replayed")
 
-	dry, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{1, 2, 99}, DryRun: true})
-	require.ErrorIs(t, err, processor.ErrRefused, "a request naming a message that cannot be replayed is refused")
+	dry, err := procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{IDs: []int64{1, 2, 99}, DryRun: true})
+	require.ErrorIs(t, err, procstate.ErrRefused, "a request naming a message that cannot be replayed is refused")
 	require.Len(t, dry.Items, 1)
 	require.Equal(t, int64(2), dry.Items[0].MsgID)
 	require.Equal(t, []int64{15}, dry.Items[0].FLIDs)
 	require.Equal(t, []int64{3}, dry.Items[0].LaterTouches)
-	require.Equal(t, []processor.ReplayRefusal{
+	require.Equal(t, []procstate.ReplayRefusal{
 		{MsgID: 1, Why: "class MALFORMED is never replayed"},
 		{MsgID: 99, Why: "no such message in proc_state (archived or never ingested)"},
 	}, dry.Refused)
 	require.Equal(t, "DEAD", b.row(t, 2).Status, "a dry run changes nothing")
-	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{IDs: []int64{1, 2}, Actor: "ops", Reason: "try", Now: t0})
-	require.ErrorIs(t, err, processor.ErrRefused)
+	_, err = procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{IDs: []int64{1, 2}, Actor: "ops", Reason: "try", Now: t0})
+	require.ErrorIs(t, err, procstate.ErrRefused)
 	require.ErrorContains(t, err, "1: class MALFORMED is never replayed")
 	require.Equal(t, "DEAD", b.row(t, 2).Status, "a refused request requeues nothing")
-	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassMalformed, Actor: "ops", Reason: "try", Now: t0})
-	require.ErrorIs(t, err, processor.ErrRefused)
+	_, err = procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{Class: procstate.ClassMalformed, Actor: "ops", Reason: "try", Now: t0})
+	require.ErrorIs(t, err, procstate.ErrRefused)
 
-	_, err = processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassExhausted})
+	_, err = procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{Class: procstate.ClassExhausted})
 	require.ErrorContains(t, err, "--actor and --reason are required")
 
-	rep, err := processor.Replay(ctx, b.db.Pool, processor.ReplayRequest{Class: processor.ClassExhausted, Actor: "ops", Reason: "FLOP processor deployed", Now: t0})
+	rep, err := procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{Class: procstate.ClassExhausted, Actor: "ops", Reason: "FLOP processor deployed", Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), rep.Requeued)
 	r := b.row(t, 2)
@@ -81,7 +81,7 @@ func TestReplay(t *testing.T) {
 	// Every attempt's error survives the success: the class and reason of the DEAD attempt are in
 	// the history, after the success cleared them on the row.
 	require.Empty(t, b.row(t, 2).Class)
-	as, err := processor.Attempts(ctx, b.db.Pool, 2)
+	as, err := procstate.Attempts(ctx, b.db.Pool, 2)
 	require.NoError(t, err)
 	require.Equal(t, []string{"DEAD EXHAUSTED", "SUCCEEDED"}, outcomes(t, b, 2))
 	require.Contains(t, as[0].Reason, "UNSUPPORTED: no processor for")

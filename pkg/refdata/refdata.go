@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -78,7 +79,7 @@ func (h Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (pro
 	case m.Decoded.Season != nil:
 		return applySeason(ctx, tx, m, m.Decoded.Season)
 	}
-	return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "reference message without a body")
+	return processor.Outcome{}, processor.Errorf(procstate.ClassProtocol, "reference message without a body")
 }
 
 func applyList(ctx context.Context, tx pgx.Tx, m processor.Message, l *sis.RefList) (processor.Outcome, error) {
@@ -91,7 +92,7 @@ func applyList(ctx context.Context, tx pgx.Tx, m processor.Message, l *sis.RefLi
 	var keys, fields []string
 	for i, r := range l.Records {
 		if r.Key == "" {
-			return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "%s record %d: key field missing", l.Type, i+1)
+			return processor.Outcome{}, processor.Errorf(procstate.ClassProtocol, "%s record %d: key field missing", l.Type, i+1)
 		}
 		f, err := FieldsJSON(r.Fields)
 		if err != nil {
@@ -114,7 +115,7 @@ func applyList(ctx context.Context, tx pgx.Tx, m processor.Message, l *sis.RefLi
 		b.Queue(upsertSQL, l.Type, keys, fields, m.ID, m.Now)
 		b.Queue(refreshSQL, l.Type, keys)
 	default:
-		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "reference list action %q", l.Action)
+		return processor.Outcome{}, processor.Errorf(procstate.ClassProtocol, "reference list action %q", l.Action)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return processor.Outcome{}, fmt.Errorf("apply %s %s: %w", l.Type, l.Action, err)

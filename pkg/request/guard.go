@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -62,11 +63,11 @@ func (g *Guard) Check(ctx context.Context, tx pgx.Tx, resp Response, now time.Ti
 		return Verdict{}, fmt.Errorf("%w: a REGISTERED %s request covers it", ErrAwaitingSend, resp.Kind)
 	}
 	g.metrics.Responses.WithLabelValues(string(resp.Kind), SkipNoOpenRequest).Inc()
-	skip := SkipNoOpenRequest
+	var refusal string
 	if why != NoCandidate {
-		skip += ":" + string(why)
+		refusal = string(why)
 	}
-	return Verdict{Skip: skip}, nil
+	return Verdict{Skip: procstate.NoOpenRequest(refusal).String()}, nil
 }
 
 // Close records the answer msgID on the matched request inside the transaction that applied the

@@ -6,8 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
+)
+
+// The MySQL adapter is the sender's outbound mailbox, with the look-up of recent rows that the
+// sender finds by a type assertion (a drifted signature would silently skip it).
+var (
+	_ request.Outbox       = (*mailbox.Mailbox)(nil)
+	_ request.RecentOutbox = (*mailbox.Mailbox)(nil)
 )
 
 // loseTail makes PostgreSQL forget every request registered after keep and the counter's

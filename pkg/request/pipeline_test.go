@@ -15,6 +15,7 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/plugins"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/request"
 )
 
@@ -99,6 +100,11 @@ func (p *pipeline) outcome(t *testing.T, id int64) outcome {
 	require.NoError(t, p.pg.Pool.QueryRow(ctx, `SELECT status, reason FROM proc_state WHERE msg_id = $1`, id).Scan(&o.Status, &reason))
 	if reason != nil {
 		o.Reason = *reason
+	}
+	if o.Status == string(procstate.StatusSkipped) { // the processor writes only the reasons procstate reads
+		s, err := procstate.ParseSkip(o.Reason)
+		require.NoError(t, err, "message %d", id)
+		require.Equal(t, o.Reason, s.String(), "message %d", id)
 	}
 	return o
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // Kind is the request type (req_track.req_type, the outbound META TYPE).
@@ -64,8 +66,9 @@ const (
 	MatchFallback = "fallback"
 )
 
-// SkipNoOpenRequest is the SKIPPED reason of a response no open request matches.
-const SkipNoOpenRequest = "no-open-request"
+// SkipNoOpenRequest is the guard's result (a metric label) for a response no open request
+// matches: the kind of its SKIPPED reason.
+const SkipNoOpenRequest = string(procstate.SkipNoOpenRequest)
 
 // MaxSEQN is the largest outbound SEQN (six digits in META).
 const MaxSEQN = 999999

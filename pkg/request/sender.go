@@ -9,20 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/mailbox"
+	"github.com/msgx/msgx/pkg/mailbox/outbound"
 )
 
-// Outbox is the outbound mailbox (pkg/mailbox).
+// Outbox is the outbound mailbox (pkg/mailbox; the tests assert that it is one, and a
+// RecentOutbox).
 type Outbox interface {
 	// FindOutbound returns the row holding exactly text with routingID inserted since a wall clock.
-	FindOutbound(ctx context.Context, routingID, text string, since time.Time) (mailbox.OutboundRow, bool, error)
+	FindOutbound(ctx context.Context, routingID, text string, since time.Time) (outbound.Row, bool, error)
 	// InsertOutbound writes a row and returns its id once it is committed.
-	InsertOutbound(ctx context.Context, msg mailbox.Outbound) (int64, error)
+	InsertOutbound(ctx context.Context, msg outbound.Message) (int64, error)
 	// OutboundSent returns COUTMSGS_DATE_SENT of the rows the transport sent.
 	OutboundSent(ctx context.Context, ids []int64) (map[int64]time.Time, error)
 }
-
-var _ Outbox = (*mailbox.Mailbox)(nil)
 
 // ErrShadow means nothing is sent: shadow mode writes nothing to MySQL.
 var ErrShadow = errors.New("request: shadow mode sends nothing")
@@ -112,7 +111,7 @@ func (s *Sender) Send(ctx context.Context, id int64) (Outcome, error) {
 		outID, sentAt := row.ID, s.insertedAt(row.Inserted)
 		if !found {
 			sentAt = s.clock.Now()
-			outID, err = s.out.InsertOutbound(ctx, mailbox.Outbound{Text: r.XML, RoutingID: r.RoutingID,
+			outID, err = s.out.InsertOutbound(ctx, outbound.Message{Text: r.XML, RoutingID: r.RoutingID,
 				Inserted: sentAt.In(s.store.cfg.Location)})
 			if err != nil {
 				return fmt.Errorf("send request %d: %w", id, err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/status"
 )
@@ -194,8 +194,8 @@ func TestReaderCannotReplay(t *testing.T) {
 	b.seedFlight(t)
 	_, err := status.Read(ctx, b.pools[roles.Reader], t0)
 	require.NoError(t, err)
-	req := processor.ReplayRequest{IDs: []int64{1}, Actor: "test", Reason: "role test", Now: t0}
-	_, err = processor.Replay(ctx, b.pools[roles.Reader], req)
+	req := procstate.ReplayRequest{IDs: []int64{1}, Actor: "test", Reason: "role test", Now: t0}
+	_, err = procstate.Replay(ctx, b.pools[roles.Reader], req)
 	requireDenied(t, err, "reader replays nothing")
 	for _, stmt := range []string{
 		`UPDATE msg_event SET status = 'PENDING'`,
@@ -209,7 +209,7 @@ func TestReaderCannotReplay(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status FROM proc_state WHERE msg_id = 1`).Scan(&st))
 	require.Equal(t, "DEAD", st)
 
-	rep, err := processor.Replay(ctx, b.pools[roles.Admin], req)
+	rep, err := procstate.Replay(ctx, b.pools[roles.Admin], req)
 	require.NoError(t, err, "the operator role replays")
 	require.Len(t, rep.Items, 1)
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status FROM proc_state WHERE msg_id = 1`).Scan(&st))
@@ -247,8 +247,8 @@ func TestConsoleActsOnlyThroughItsFunctions(t *testing.T) {
 	} {
 		requireDenied(t, exec(pool, stmt), stmt)
 	}
-	rep, err := processor.Replay(ctx, pool, processor.ReplayRequest{IDs: []int64{1}, Actor: "console:op", Reason: "role test", Now: t0})
-	require.NoError(t, err, "the console replays through processor.Replay")
+	rep, err := procstate.Replay(ctx, pool, procstate.ReplayRequest{IDs: []int64{1}, Actor: "console:op", Reason: "role test", Now: t0})
+	require.NoError(t, err, "the console replays through procstate.Replay")
 	require.Len(t, rep.Items, 1)
 	var actor string
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor FROM replay_audit WHERE action = 'replay'`).Scan(&actor))

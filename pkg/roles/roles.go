@@ -13,6 +13,8 @@ package roles
 import (
 	"fmt"
 	"slices"
+
+	"github.com/msgx/msgx/pkg/flight"
 )
 
 // Role is one database identity of msgx, independent of the name it has on a server.
@@ -66,9 +68,7 @@ type pgGrant struct {
 }
 
 // flightTables are the flight state: the flight row and its detail tables.
-var flightTables = []string{"flight", "flight_route", "flight_stand", "flight_gate", "flight_checkin",
-	"flight_carousel", "flight_chute", "flight_chock", "flight_airbridge", "flight_delay",
-	"flight_service", "flight_vip"}
+var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
@@ -183,13 +183,13 @@ var pgGrants = []pgGrant{
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
-	// msgxctl uses, each with its audit row: processor.Replay (proc_state, msg_attempt), outbox Replay/Skip
+	// msgxctl uses, each with its audit row: procstate.Replay (proc_state, msg_attempt), outbox Replay/Skip
 	// (msg_event), request RegisterAudited (req_track, req_seqn, req_open_day). No backfill, gap or history
 	// action, no DELETE.
 	{Console, "SELECT", allTables},
 	{Console, "UPDATE", []string{"proc_state", "msg_event"}},
 	{Console, "INSERT", []string{"replay_audit"}},
-	{Console, "INSERT", []string{"msg_attempt"}}, // processor.Replay writes the attempt a row kept on itself first
+	{Console, "INSERT", []string{"msg_attempt"}}, // procstate.Replay writes the attempt a row kept on itself first
 	{Console, "INSERT, UPDATE", []string{"req_track"}},
 	{Console, "UPDATE", []string{"req_seqn"}},
 	{Console, "INSERT, UPDATE", []string{"req_open_day"}},

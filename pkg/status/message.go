@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // ErrNoMessage is ReadMessage's answer for an id that is neither live nor archived.
@@ -55,7 +55,7 @@ type Audit struct {
 // page): its row, every attempt and the audit rows naming it.
 type MessageStory struct {
 	Message  Message
-	Attempts []processor.Attempt
+	Attempts []procstate.Attempt
 	Audit    []Audit
 }
 
@@ -79,7 +79,7 @@ func ReadMessage(ctx context.Context, db Querier, id int64) (MessageStory, error
 		return MessageStory{}, fmt.Errorf("read message %d: %w", id, err)
 	}
 	st := MessageStory{Message: m}
-	if st.Attempts, err = processor.Attempts(ctx, db, id); err != nil {
+	if st.Attempts, err = procstate.Attempts(ctx, db, id); err != nil {
 		return st, err
 	}
 	rows, err = db.Query(ctx, messageAuditSQL, id)

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // Snapshot is the pipeline at one moment.
@@ -24,6 +24,7 @@ type Snapshot struct {
 	Watermark        int64            `json:"watermark"`
 	GapStart         *int64           `json:"gap_start,omitempty"`
 	GapAge           *float64         `json:"gap_age_seconds,omitempty"`
+	GapLimit         *float64         `json:"gap_limit_seconds,omitempty"` // ingest's MSGX_MAX_COMMIT_DELAY
 	SkippedIDs       int64            `json:"skipped_ids"`
 	LateFound        int64            `json:"late_rows_found"`
 	Head             *Head            `json:"head,omitempty"`
@@ -35,6 +36,17 @@ type Snapshot struct {
 	Leaders          []Leader         `json:"leaders"`
 	Outbox           []Target         `json:"outbox"`
 	Flights          map[string]int64 `json:"flights_by_state"`
+}
+
+// gapGrace is how long past ingest's limit an open gap may stay before it is overdue: ingest
+// skips it at its first step after the limit, and one step takes well under this.
+const gapGrace = 30 * time.Second
+
+// GapOverdue reports whether the open gap outlived the age at which ingest judges a gap
+// permanent (its MSGX_MAX_COMMIT_DELAY, as ingest recorded it) by more than gapGrace: ingest
+// should have skipped it, so it does not step, or its clock or the database's is wrong.
+func (s Snapshot) GapOverdue() bool {
+	return s.GapAge != nil && s.GapLimit != nil && *s.GapAge > *s.GapLimit+gapGrace.Seconds()
 }
 
 // Head is the message the pump works on.
@@ -103,19 +115,35 @@ func Read(ctx context.Context, pool *pgxpool.Pool, now time.Time) (Snapshot, err
 	return ReadWith(ctx, pool, now, Options{})
 }
 
-// ReadWith is Read with options.
-func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Options) (Snapshot, error) {
-	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
-	var gapSeen *time.Time
-	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen); err != nil {
-		return s, fmt.Errorf("read inbox cursor: %w", err)
+// readCursor reads the watermark, the open gap (its age and ingest's limit for it) and the gap
+// ledger's counts.
+func (s *Snapshot) readCursor(ctx context.Context, pool *pgxpool.Pool, now time.Time) error {
+	var (
+		gapSeen  *time.Time
+		gapLimit *time.Duration
+	)
+	if err := pool.QueryRow(ctx, cursorSQL).Scan(&s.Watermark, &s.GapStart, &gapSeen, &gapLimit); err != nil {
+		return fmt.Errorf("read inbox cursor: %w", err)
+	}
+	if gapLimit != nil {
+		l := gapLimit.Seconds()
+		s.GapLimit = &l
 	}
 	if gapSeen != nil {
 		a := now.Sub(*gapSeen).Seconds()
 		s.GapAge = &a
 	}
 	if err := pool.QueryRow(ctx, gapsSQL).Scan(&s.SkippedIDs, &s.LateFound); err != nil {
-		return s, fmt.Errorf("read gap ledger: %w", err)
+		return fmt.Errorf("read gap ledger: %w", err)
+	}
+	return nil
+}
+
+// ReadWith is Read with options.
+func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Options) (Snapshot, error) {
+	s := Snapshot{At: now, ByStatus: map[string]int64{}, DeadByClass: map[string]int64{}, Flights: map[string]int64{}}
+	if err := s.readCursor(ctx, pool, now); err != nil {
+		return s, err
 	}
 	var h Head
 	var enq time.Time
@@ -138,7 +166,7 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 			s.ByStatus["DEAD"] += n
 		}
 	} else {
-		byStatus, err := processor.CountByStatus(ctx, pool)
+		byStatus, err := procstate.CountByStatus(ctx, pool)
 		if err != nil {
 			return s, err
 		}

@@ -159,7 +159,14 @@ func pgRestoreLogical() Scenario {
 			if err := pg.Reinit(); err != nil {
 				return err
 			}
-			if err := pg.RestoreDump(ctx, dump, restoredDB); err != nil {
+			// The runbook's order on a new cluster: the database, msgxctl roles apply, pg_restore.
+			if err := pg.CreateDatabase(ctx, restoredDB); err != nil {
+				return err
+			}
+			if err := r.Access.ReapplyPG(ctx, pg.SuperURL(restoredDB)); err != nil {
+				return err
+			}
+			if err := pg.RestoreDump(dump, restoredDB); err != nil {
 				return err
 			}
 			if err := startBinaries(ctx, r); err != nil {
@@ -253,7 +260,7 @@ func startBinaries(ctx context.Context, r *Run) error {
 // waitRefused waits until the dispatcher recorded that it refuses to send from the restored
 // database, and returns the highest event id Kafka held then.
 func waitRefused(ctx context.Context, r *Run, timeout time.Duration) (int64, error) {
-	conn, err := pgx.Connect(ctx, r.Servers.PG.URL("postgres", "", restoredDB))
+	conn, err := pgx.Connect(ctx, r.Servers.PG.SuperURL(restoredDB))
 	if err != nil {
 		return 0, err
 	}
@@ -278,7 +285,7 @@ func waitRefused(ctx context.Context, r *Run, timeout time.Duration) (int64, err
 // rollBackIDs draws n event ids in a transaction that rolls back: what a batch that fails or is
 // fenced after its COPY leaves behind (a sequence does not roll back).
 func rollBackIDs(ctx context.Context, r *Run, n int) error {
-	conn, err := pgx.Connect(ctx, r.Servers.PG.URL("postgres", "", restoredDB))
+	conn, err := pgx.Connect(ctx, r.Servers.PG.SuperURL(restoredDB))
 	if err != nil {
 		return err
 	}
@@ -314,7 +321,7 @@ func restoreInPlace(ctx context.Context, r *Run, restore func() error) error {
 	if err := r.Servers.PG.QueryRow(ctx, timelineSQL, &timeline); err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, r.Servers.PG.URL("postgres", "", restoredDB))
+	conn, err := pgx.Connect(ctx, r.Servers.PG.SuperURL(restoredDB))
 	if err != nil {
 		return err
 	}

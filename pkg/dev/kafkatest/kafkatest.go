@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/msgx/msgx/pkg/dev/broker"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -50,12 +51,24 @@ type Record struct {
 	Key       string
 	Value     []byte // nil: null value (tombstone)
 	Headers   map[string]string
+
+	headers []event.Header // as consumed, repeats included
 }
 
-// Int returns the header as an int64 (0 if absent).
+// Int returns the header as an int64 (0 if absent). For a header of the event contract, read
+// the record with Event.
 func (r Record) Int(header string) int64 {
 	v, _ := strconv.ParseInt(r.Headers[header], 10, 64)
 	return v
+}
+
+// Event reads the record through the event contract (event.Parse); the test fails if its
+// headers do not follow docs/events.md.
+func (r Record) Event(t testing.TB) event.Received {
+	t.Helper()
+	e, err := event.Parse(r.Key, r.Value, r.headers)
+	require.NoError(t, err, "%s/%d@%d", r.Topic, r.Partition, r.Offset)
+	return e
 }
 
 // Consume reads topic from the start as docs/events.md tells consumers to

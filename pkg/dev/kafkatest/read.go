@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/msgx/msgx/pkg/event"
 )
 
 // FromKgo is the Record of a consumed franz-go record.
@@ -14,6 +16,7 @@ func FromKgo(r *kgo.Record) Record {
 	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: r.Value, Headers: map[string]string{}}
 	for _, h := range r.Headers {
 		rec.Headers[h.Key] = string(h.Value)
+		rec.headers = append(rec.headers, event.Header{Key: h.Key, Value: string(h.Value)})
 	}
 	return rec
 }

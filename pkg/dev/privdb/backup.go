@@ -169,7 +169,8 @@ func (p *Postgres) NewTimeline() error {
 }
 
 // startRecovery starts the stopped cluster in archive recovery (recovery.signal) with the
-// recovery settings conf: it ends on a new timeline.
+// recovery settings conf, and waits until the recovery ended on a new timeline and the server
+// accepts writes (it accepts read-only connections before: hot standby).
 func (p *Postgres) startRecovery(conf string) error {
 	if err := appendFile(filepath.Join(p.data, "postgresql.conf"), "\n"+conf); err != nil {
 		return err
@@ -180,7 +181,28 @@ func (p *Postgres) startRecovery(conf string) error {
 	if err := chown(p.data, "postgres"); err != nil {
 		return err
 	}
-	return p.Start()
+	if err := p.Start(); err != nil {
+		return err
+	}
+	return p.waitPromoted()
+}
+
+// waitPromoted waits until the server is out of recovery.
+func (p *Postgres) waitPromoted() error {
+	ctx := context.Background()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		var recovering bool
+		if err := p.QueryRow(ctx, `SELECT pg_is_in_recovery()`, &recovering); err != nil {
+			return fmt.Errorf("wait for the end of recovery: %w", err)
+		}
+		if !recovering {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL on port %d still in recovery after 60s", p.Port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Dump is a logical dump (pg_dump, custom format) of one database.
@@ -235,12 +257,17 @@ func (p *Postgres) Reinit() error {
 	return p.Start()
 }
 
-// RestoreDump creates database db and restores dump d into it (pg_restore, stopping at the first
-// error).
-func (p *Postgres) RestoreDump(ctx context.Context, d *Dump, db string) error {
+// CreateDatabase creates database db.
+func (p *Postgres) CreateDatabase(ctx context.Context, db string) error {
 	if err := p.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		return fmt.Errorf("create database %s: %w", db, err)
 	}
+	return nil
+}
+
+// RestoreDump restores dump d into database db, which exists (pg_restore, stopping at the first
+// error).
+func (p *Postgres) RestoreDump(d *Dump, db string) error {
 	bin, err := pgBin("pg_restore")
 	if err != nil {
 		return err

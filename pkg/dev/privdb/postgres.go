@@ -135,7 +135,10 @@ func (p *Postgres) tlsQuery() url.Values {
 }
 
 // AdminURL is the superuser's URL on database postgres (testdb.NewAt).
-func (p *Postgres) AdminURL() string { return p.URL("postgres", p.opts.Password, "postgres") }
+func (p *Postgres) AdminURL() string { return p.SuperURL("postgres") }
+
+// SuperURL is the superuser's URL on database db.
+func (p *Postgres) SuperURL(db string) string { return p.URL("postgres", p.opts.Password, db) }
 
 // URL is user's URL on database db: sslmode=verify-full against the CA for a TLS cluster,
 // sslmode=disable otherwise.

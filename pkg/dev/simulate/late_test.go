@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,10 +78,9 @@ func TestModelFollowsLateRule(t *testing.T) {
 		stale := r.Stale
 		if all {
 			require.Equal(t, 1, r.Skipped, "message %d", c)
-			require.Len(t, r.SkipReasons, 1)
-			reason, ok := strings.CutPrefix(r.SkipReasons[0], flight.StaleLate+": ")
-			require.True(t, ok, "message %d: %s", c, r.SkipReasons[0])
-			stale = strings.Split(reason, ", ")
+			require.Len(t, r.Skips, 1)
+			require.NoError(t, r.Skips[0].Err, "message %d: stale as a whole", c)
+			stale = r.Skips[0].Stale
 		} else {
 			require.Equal(t, 1, r.Applied, "message %d", c)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -31,6 +31,26 @@ type Record struct {
 	Offset       int64
 	Value        []byte // nil for a tombstone
 	At           time.Time
+	// Malformed says why the record's headers do not follow docs/events.md (event.Parse); the
+	// header fields above are then zero. "" for a record of the contract.
+	Malformed string
+}
+
+// FromKgo is the Record of a consumed franz-go record read at at, its headers read through the
+// contract (event.Parse).
+func FromKgo(r *kgo.Record, at time.Time) Record {
+	rec := Record{Topic: r.Topic, FLID: string(r.Key), Partition: r.Partition, Offset: r.Offset, Value: r.Value, At: at}
+	hs := make([]event.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		hs[i] = event.Header{Key: h.Key, Value: string(h.Value)}
+	}
+	e, err := event.Parse(rec.FLID, r.Value, hs)
+	if err != nil {
+		rec.Malformed = err.Error()
+		return rec
+	}
+	rec.MsgID, rec.StateVersion, rec.EventID, rec.EventType, rec.Epoch = e.MsgID, e.StateVersion, e.EventID, e.Type, e.Epoch
+	return rec
 }
 
 // Consumer reads both topics from the beginning, as a downstream system would, and keeps
@@ -101,21 +121,7 @@ func (c *Consumer) loop() {
 		now := time.Now()
 		fetches.EachError(func(string, int32, error) {})
 		fetches.EachRecord(func(r *kgo.Record) {
-			rec := Record{Topic: r.Topic, FLID: string(r.Key), Partition: r.Partition, Offset: r.Offset, Value: r.Value, At: now}
-			for _, h := range r.Headers {
-				switch h.Key {
-				case "msg_id":
-					rec.MsgID, _ = strconv.ParseInt(string(h.Value), 10, 64)
-				case "state_version":
-					rec.StateVersion, _ = strconv.ParseInt(string(h.Value), 10, 64)
-				case "event_id":
-					rec.EventID, _ = strconv.ParseInt(string(h.Value), 10, 64)
-				case "event_type":
-					rec.EventType = string(h.Value)
-				case "epoch":
-					rec.Epoch, _ = strconv.ParseInt(string(h.Value), 10, 64)
-				}
-			}
+			rec := FromKgo(r, now)
 			c.mu.Lock()
 			c.records = append(c.records, rec)
 			c.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/msgx/msgx/pkg/dev/broker"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 )
 
@@ -261,7 +262,7 @@ func PGBenchCeiling(ctx context.Context, pgURL string, d time.Duration) (float64
 }
 
 // RawProduceRate sends n records of size bytes (keys spread over keys values, the headers the
-// dispatcher sets) to cfg.TopicChanges with a plain sarama producer (broker.DialPlain: the
+// dispatcher sets: event.Record) to cfg.TopicChanges with a plain sarama producer (broker.DialPlain: the
 // dispatcher's client library), in batches of batch, without transactions, and returns the acknowledged records per second: the broker
 // ceiling of the dispatcher.
 func RawProduceRate(ctx context.Context, cfg kafka.Config, n, batch, size, keys int) (float64, error) {
@@ -276,11 +277,13 @@ func RawProduceRate(ctx context.Context, cfg kafka.Config, n, batch, size, keys 
 	for i := 0; i < n; {
 		recs = recs[:0]
 		for ; len(recs) < batch && i < n; i++ {
-			key := strconv.Itoa(100001 + i%keys)
-			recs = append(recs, kafka.Record{Topic: cfg.TopicChanges, Key: key, Value: value, Headers: []kafka.Header{
-				{Key: "event_id", Value: strconv.Itoa(i + 1)}, {Key: "flid", Value: key},
-				{Key: "msg_id", Value: "0"}, {Key: "state_version", Value: strconv.Itoa(i/keys + 1)},
-			}})
+			r := event.Record(event.Claimed{EventID: int64(i + 1), Target: event.TargetMsg, FLID: strconv.Itoa(100001 + i%keys),
+				Type: event.Upsert, StateVersion: int64(i/keys + 1), MsgID: int64(i + 1), Payload: value, CreatedAt: start}, 1)
+			rec := kafka.Record{Topic: cfg.TopicChanges, Key: r.Key, Value: r.Value, Headers: make([]kafka.Header, len(r.Headers))}
+			for j, h := range r.Headers {
+				rec.Headers[j] = kafka.Header(h)
+			}
+			recs = append(recs, rec)
 		}
 		if err := errors.Join(p.Send(ctx, recs)...); err != nil {
 			return 0, err

@@ -92,8 +92,31 @@ func ApplyRoles(ctx context.Context, pgURL, mysqlDSN, prefix string) (Access, er
 	return a, nil
 }
 
+// ReapplyPG applies a's PostgreSQL roles again, with the passwords they have, over the public
+// schema of pgURL's database (an administrator login): what `msgxctl roles apply` does on a
+// cluster made anew, before a dump is restored into it (roles are cluster-wide, and the
+// binaries keep the logins they were given).
+func (a Access) ReapplyPG(ctx context.Context, pgURL string) error {
+	pw := map[roles.Role]string{}
+	for r, login := range a.PG {
+		u, err := url.Parse(login)
+		if err != nil {
+			return fmt.Errorf("%s's login: %w", r, err)
+		}
+		pw[r], _ = u.User.Password()
+	}
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		return fmt.Errorf("apply roles: %w", err)
+	}
+	defer conn.Close(context.Background())
+	_, err = roles.ApplyPG(ctx, conn, roles.PGOptions{Schema: "public", Prefix: a.Prefix, Passwords: pw})
+	return err
+}
+
 // RoleEnv is Options.RoleEnv: each binary's (and the console's) own PostgreSQL role and mailbox
-// user (the dispatcher and the console have no mailbox account).
+// user (the dispatcher and the console have no mailbox account), and msgxctl's: the operators'
+// role (roles.Admin), as the runbook's commands run.
 func (a Access) RoleEnv() map[string][]string {
 	env := map[string][]string{}
 	for _, b := range append(slices.Clone(Binaries), Console) {
@@ -103,6 +126,7 @@ func (a Access) RoleEnv() map[string][]string {
 			env[b] = append(env[b], "MSGX_MYSQL_DSN="+dsn)
 		}
 	}
+	env["msgxctl"] = []string{"MSGX_PG_URL=" + a.PG[roles.Admin]}
 	return env
 }
 

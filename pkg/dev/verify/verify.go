@@ -26,8 +26,10 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // The topics.
@@ -144,22 +146,23 @@ func lateProblem(day simulate.Day, i int, r procRow, ok bool) string {
 	for _, n := range names {
 		want[n] = true
 	}
-	subset := func(list string) bool {
-		for _, n := range strings.Split(list, ", ") {
+	subset := func(list []string) bool {
+		for _, n := range list {
 			if !want[n] {
 				return false
 			}
 		}
 		return true
 	}
-	const part, whole = flight.StaleLate + " (applied in part; not written): ", flight.StaleLate + ": "
+	part, partOK := procstate.ParseStaleNote(r.reason)
+	skip, err := procstate.ParseSkip(r.reason)
 	switch {
 	case r.status == "SUCCEEDED" && r.reason == "":
 		return ""
-	case r.status == "SUCCEEDED" && strings.HasPrefix(r.reason, part) && subset(strings.TrimPrefix(r.reason, part)):
+	case r.status == "SUCCEEDED" && partOK && subset(part):
 		return ""
-	case r.status == "SKIPPED" && all && strings.HasPrefix(r.reason, whole) && subset(strings.TrimPrefix(r.reason, whole)) &&
-		len(strings.Split(strings.TrimPrefix(r.reason, whole), ", ")) == len(names):
+	case r.status == "SKIPPED" && all && err == nil && skip.Kind == procstate.SkipStaleLate && subset(skip.Units) &&
+		len(skip.Units) == len(names):
 		return ""
 	}
 	return fmt.Sprintf("got %s %s %q; the model's overtaken units: %v (all: %v)", r.status, r.class, r.reason, names, all)
@@ -287,12 +290,12 @@ func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
 			continue
 		}
 		if s.Status == flight.Deleted {
-			if r.Value != nil || r.EventType != "TOMBSTONE" {
+			if r.Value != nil || r.EventType != event.Tombstone {
 				bad = append(bad, fmt.Sprintf("FLID %d: deleted, but the last record is %s with value %s", flid, r.EventType, r.Value))
 			}
 			continue
 		}
-		if r.EventType != "UPSERT" {
+		if r.EventType != event.Upsert {
 			bad = append(bad, fmt.Sprintf("FLID %d: ACTIVE, but the last record is a %s", flid, r.EventType))
 			continue
 		}
@@ -306,6 +309,17 @@ func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
 		}
 	}
 	sort.Strings(bad)
+	return bad
+}
+
+// Malformed lists the records whose headers do not follow docs/events.md (event.Parse).
+func Malformed(recs []stack.Record) []string {
+	var bad []string
+	for _, r := range recs {
+		if r.Malformed != "" {
+			bad = append(bad, fmt.Sprintf("%s/%d@%d: %s", r.Topic, r.Partition, r.Offset, r.Malformed))
+		}
+	}
 	return bad
 }
 
@@ -550,6 +564,7 @@ func Day(ctx context.Context, in Input) (Report, error) {
 	add("state topic caught up", Poll(ctx, 100*time.Millisecond, in.Wait, func() []string { return Consumed(in.Records(), states) }))
 	add("state topic = flights", StateTopic(in.Records(), states))
 	add("changes complete", Poll(ctx, 200*time.Millisecond, in.Wait, func() []string { return ChangesProblems(in.Records(), states) }))
+	add("records follow the contract", Malformed(in.Records()))
 	add("versions never decrease", VersionsNeverDecrease(in.Records()))
 	add("event ids name one record", EventIDsUnique(in.Records()))
 	sentBad, dups, lostTail, err := SentEvents(ctx, in.Pool, in.Records())

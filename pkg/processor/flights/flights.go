@@ -28,6 +28,7 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/request"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -106,20 +107,20 @@ func (s *Session) Apply(ctx context.Context, m processor.Message) (processor.Out
 	case sis.KindScheduleSnapshot, sis.KindScheduleAdd, sis.KindScheduleDelete:
 		return s.schedule(ctx, m)
 	}
-	return processor.Outcome{}, processor.Errorf(processor.ClassUnsupported, "flight processor: kind %s", m.Decoded.Kind)
+	return processor.Outcome{}, processor.Errorf(procstate.ClassUnsupported, "flight processor: kind %s", m.Decoded.Kind)
 }
 
 func (s *Session) flop(ctx context.Context, m processor.Message) (processor.Outcome, error) {
 	op := m.Decoded.Flop
 	if op == nil {
-		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "FLOP body missing")
+		return processor.Outcome{}, processor.Errorf(procstate.ClassProtocol, "FLOP body missing")
 	}
 	r, err := s.apply(ctx, m, []flight.Input{{Op: op}})
 	if err != nil {
 		return processor.Outcome{}, err
 	}
 	out := outcome(r)
-	if out.Skipped && out.Reason == flight.ErrNoFlight.Error() && s.requests != nil {
+	if out.Skipped && errors.Is(r.Skips[0].Err, flight.ErrNoFlight) && s.requests != nil {
 		// A FLOP for an unknown flight counts for its operation day (self-healing trigger).
 		if _, err := s.requests.UnknownFlightTx(ctx, s.tx, op.FFID, m.Now); err != nil {
 			return processor.Outcome{}, err
@@ -132,7 +133,7 @@ func (s *Session) flop(ctx context.Context, m processor.Message) (processor.Outc
 func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.Outcome, error) {
 	sch := m.Decoded.Schedule
 	if sch == nil {
-		return processor.Outcome{}, processor.Errorf(processor.ClassProtocol, "SCHD body missing")
+		return processor.Outcome{}, processor.Errorf(procstate.ClassProtocol, "SCHD body missing")
 	}
 	snapshot := m.Decoded.Kind == sis.KindScheduleSnapshot
 	del := m.Decoded.Kind == sis.KindScheduleDelete
@@ -182,7 +183,7 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 		s.logs = append(s.logs, flightstore.SnapshotLog{MsgID: m.ID, ScopeStart: sc.start, ScopeEnd: sc.end,
 			Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, At: m.Now})
 	}
-	if del || (r.Applied == 0 && len(r.SkipReasons) > 0) { // nothing applied: every record stale
+	if del || (r.Applied == 0 && len(r.Skips) > 0) { // nothing applied: every record stale
 		return outcome(r), nil
 	}
 	return processor.Outcome{Reason: join(answered.Note(), notes(r))}, nil
@@ -214,7 +215,7 @@ func validateSchedule(sch *sis.Schedule) (scope, error) {
 		r := &sch.Records[i]
 		day := flight.OperationDay(r.SODT.Value)
 		if d, ok := days[r.FLID.Value]; ok && d != day {
-			return sc, processor.Errorf(processor.ClassProtocol, "FLID %d occurs with operation days %s and %s in one package", r.FLID.Value, d, day)
+			return sc, processor.Errorf(procstate.ClassProtocol, "FLID %d occurs with operation days %s and %s in one package", r.FLID.Value, d, day)
 		}
 		days[r.FLID.Value] = day
 		if sc.start == nil || day < *sc.start {
@@ -238,7 +239,7 @@ func (s *Session) apply(ctx context.Context, m processor.Message, inputs []fligh
 	var v *flight.Violation
 	switch {
 	case errors.As(err, &v):
-		return r, processor.Errorf(processor.ClassProtocol, "%s", v.Reason)
+		return r, processor.Errorf(procstate.ClassProtocol, "%s", v.Reason)
 	case err != nil:
 		return r, err
 	}
@@ -249,12 +250,24 @@ func (s *Session) apply(ctx context.Context, m processor.Message, inputs []fligh
 	return r, nil
 }
 
-// outcome is SKIPPED with the first reason when nothing applied and something was skipped.
+// outcome is SKIPPED with the first skip's reason when nothing applied and something was
+// skipped.
 func outcome(r flight.Result) processor.Outcome {
-	if r.Applied == 0 && len(r.SkipReasons) > 0 {
-		return processor.Outcome{Skipped: true, Reason: r.SkipReasons[0]}
+	if r.Applied == 0 && len(r.Skips) > 0 {
+		return processor.Outcome{Skipped: true, Reason: skipReason(r.Skips[0]).String()}
 	}
 	return processor.Outcome{Reason: notes(r)}
+}
+
+// skipReason is the reason recorded for a skipped input.
+func skipReason(s flight.Skip) procstate.Skip {
+	switch {
+	case errors.Is(s.Err, flight.ErrNoFlight):
+		return procstate.NoMatch()
+	case errors.Is(s.Err, flight.ErrDeleted):
+		return procstate.NoMatchDeleted()
+	}
+	return procstate.StaleLate(s.Stale)
 }
 
 // notes are the applied inputs' remarks and, for a message applied in part, the units a
@@ -262,7 +275,7 @@ func outcome(r flight.Result) processor.Outcome {
 func notes(r flight.Result) string {
 	n := r.Notes
 	if len(r.Stale) > 0 {
-		n = append(n[:len(n):len(n)], flight.StaleLate+" (applied in part; not written): "+strings.Join(r.Stale, ", "))
+		n = append(n[:len(n):len(n)], procstate.StaleNote(r.Stale))
 	}
 	return strings.Join(n, "; ")
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/procstate"
 )
 
 // A FLOP for a flight not known yet ends SKIPPED no-match:FLID; replayed by id once the schedule
@@ -20,7 +20,7 @@ func TestReplayedNoMatchAppliesOnceItsFlightExists(t *testing.T) {
 	id := e.run(t, cncl)[0]
 	require.Equal(t, outcome{"SKIPPED", "", "no-match:FLID"}, e.outcome(t, id))
 
-	dry, err := processor.Replay(ctx, e.db.Pool, processor.ReplayRequest{IDs: []int64{id}, DryRun: true})
+	dry, err := procstate.Replay(ctx, e.db.Pool, procstate.ReplayRequest{IDs: []int64{id}, DryRun: true})
 	require.NoError(t, err)
 	require.Len(t, dry.Items, 1)
 	require.Equal(t, []int64{8}, dry.Items[0].FLIDs)
@@ -28,11 +28,11 @@ func TestReplayedNoMatchAppliesOnceItsFlightExists(t *testing.T) {
 
 	e.run(t, schd("ADFT", matrixBase(8)))
 	require.Equal(t, int64(1), e.state(t, 8).Version)
-	dry, err = processor.Replay(ctx, e.db.Pool, processor.ReplayRequest{IDs: []int64{id}, DryRun: true})
+	dry, err = procstate.Replay(ctx, e.db.Pool, procstate.ReplayRequest{IDs: []int64{id}, DryRun: true})
 	require.NoError(t, err)
 	require.Empty(t, dry.Items[0].UnknownFLIDs, "the flight exists now")
 
-	rep, err := processor.Replay(ctx, e.db.Pool, processor.ReplayRequest{IDs: []int64{id}, Actor: "ops", Reason: "schedule arrived", Now: t0})
+	rep, err := procstate.Replay(ctx, e.db.Pool, procstate.ReplayRequest{IDs: []int64{id}, Actor: "ops", Reason: "schedule arrived", Now: t0})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), rep.Requeued)
 	e.drain(t)
@@ -41,7 +41,7 @@ func TestReplayedNoMatchAppliesOnceItsFlightExists(t *testing.T) {
 	evs := e.events(t, 8)
 	require.Equal(t, id, evs[len(evs)-1].MsgID)
 
-	as, err := processor.Attempts(ctx, e.db.Pool, id)
+	as, err := procstate.Attempts(ctx, e.db.Pool, id)
 	require.NoError(t, err)
 	require.Len(t, as, 2)
 	require.Equal(t, "SKIPPED", as[0].Outcome)
@@ -54,8 +54,8 @@ func TestReplayedNoMatchAppliesOnceItsFlightExists(t *testing.T) {
 	// Other SKIPPED outcomes are not replayed: the request is refused.
 	dup := e.run(t, cncl)[0]
 	require.Equal(t, "SKIPPED", e.outcome(t, dup).Status)
-	_, err = processor.Replay(ctx, e.db.Pool, processor.ReplayRequest{IDs: []int64{dup}, DryRun: true})
-	require.ErrorIs(t, err, processor.ErrRefused)
+	_, err = procstate.Replay(ctx, e.db.Pool, procstate.ReplayRequest{IDs: []int64{dup}, DryRun: true})
+	require.ErrorIs(t, err, procstate.ErrRefused)
 	require.ErrorContains(t, err, "is not replayed (only SKIPPED no-match:*)")
 }
 
@@ -69,12 +69,12 @@ func TestAttemptsAsTheProcessorRole(t *testing.T) {
 	_, err := e.db.Pool.Exec(ctx, `UPDATE proc_state SET processing_started_at = $2, processing_through = $1 WHERE msg_id = $1`, ids[0], t0)
 	require.NoError(t, err)
 	e.drain(t)
-	as, err := processor.Attempts(ctx, e.db.Pool, ids[0])
+	as, err := procstate.Attempts(ctx, e.db.Pool, ids[0])
 	require.NoError(t, err)
 	require.Len(t, as, 2)
-	require.Equal(t, processor.AttemptDied, as[0].Outcome)
+	require.Equal(t, procstate.AttemptDied, as[0].Outcome)
 	require.Equal(t, "SUCCEEDED", as[1].Outcome)
-	as, err = processor.Attempts(ctx, e.db.Pool, ids[1])
+	as, err = procstate.Attempts(ctx, e.db.Pool, ids[1])
 	require.NoError(t, err)
 	require.Len(t, as, 1)
 	require.Equal(t, "DEAD", as[0].Outcome)

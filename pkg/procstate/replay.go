@@ -1,4 +1,4 @@
-package processor
+package procstate
 
 import (
 	"context"
@@ -15,34 +15,9 @@ import (
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// ReplayableClasses are the classes replay may requeue. MALFORMED and PROTOCOL are final: the
-// same bytes would fail the same way.
-var ReplayableClasses = []Class{ClassCodec, ClassUnsupported, ClassInfra, ClassExhausted}
-
-// NoMatchPrefix starts the reason of a message SKIPPED because its flight was not known
-// (no-match:FLID, no-match:deleted). Replay may requeue it by id: it applies once the flight
-// exists.
-const NoMatchPrefix = "no-match:"
-
 // ErrRefused is returned (wrapped) by Replay when it refuses the request or any message it
 // names; nothing is requeued then. msgxctl exits 1 on it.
 var ErrRefused = errors.New("replay refused")
-
-// Replayable is the replay rule for one message: FAILED or DEAD of a ReplayableClasses class, or
-// SKIPPED no-match:* (by id). It returns why not when it is not replayable.
-func Replayable(status Status, class Class, reason string) (bool, string) {
-	switch {
-	case status == StatusSkipped && strings.HasPrefix(reason, NoMatchPrefix):
-		return true, ""
-	case status == StatusSkipped:
-		return false, "SKIPPED " + reason + " is not replayed (only SKIPPED " + NoMatchPrefix + "*)"
-	case status != StatusFailed && status != StatusDead:
-		return false, "status " + string(status) + " is not FAILED, DEAD or SKIPPED " + NoMatchPrefix + "*"
-	case !slices.Contains(ReplayableClasses, class):
-		return false, "class " + string(class) + " is never replayed"
-	}
-	return true, ""
-}
 
 // ReplayRequest selects messages to requeue: by class, or by ids.
 type ReplayRequest struct {
@@ -159,7 +134,7 @@ type candidate struct {
 
 // candidates reads the messages the request selects and keeps the replayable ones.
 func candidates(ctx context.Context, tx pgx.Tx, req ReplayRequest) ([]candidate, error) {
-	rows, err := tx.Query(ctx, replayCandidatesSQL, string(req.Class), req.IDs, NoMatchPrefix+"%")
+	rows, err := tx.Query(ctx, replayCandidatesSQL, string(req.Class), req.IDs, NoMatchLike)
 	if err != nil {
 		return nil, fmt.Errorf("select replay candidates: %w", err)
 	}
@@ -211,7 +186,7 @@ func requeue(ctx context.Context, tx pgx.Tx, req ReplayRequest, ids []int64, err
 	for i, c := range ReplayableClasses {
 		classes[i] = string(c)
 	}
-	tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchPrefix+"%")
+	tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchLike)
 	if err != nil {
 		return 0, fmt.Errorf("requeue: %w", err)
 	}

@@ -1,16 +1,19 @@
-package processor
+// Package procstate is what every reader and writer of proc_state shares: the status of a
+// message, the error classes, the reasons a message ends SKIPPED with (each written by one
+// constructor and read by one parser), the replay rule and Replay itself, and the attempt
+// history. The processor stage writes these rows; the console, msgxctl and the status snapshot
+// read them and replay through this package, never through the processor's engine.
+package procstate
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/msgx/msgx/pkg/sis"
 )
 
-// Status is the status of a proc_state row (the state machine of doc.go).
+// Status is the status of a proc_state row (the state machine of pkg/processor's doc.go).
 type Status string
 
 // Statuses of a proc_state row.
@@ -18,7 +21,7 @@ const (
 	StatusPending   Status = "PENDING"   // waiting for the engine (new, or replayed)
 	StatusFailed    Status = "FAILED"    // retryable failure; holds the head until next_attempt_at
 	StatusSucceeded Status = "SUCCEEDED" // applied
-	StatusSkipped   Status = "SKIPPED"   // terminal without a change (duplicate, ignored, no match)
+	StatusSkipped   Status = "SKIPPED"   // terminal without a change (a Skip reason)
 	StatusDead      Status = "DEAD"      // terminal failure (permanent class, or exhausted)
 )
 
@@ -42,43 +45,31 @@ const (
 	ClassExhausted   Class = "EXHAUSTED"   // DEAD after max attempts or the head deadline, replayable
 )
 
-// permanent reports whether the class makes a message DEAD at once.
-func (c Class) permanent() bool { return c == ClassMalformed || c == ClassProtocol }
+// Classes are every error class (proc_state_error_class_check).
+var Classes = []Class{ClassMalformed, ClassProtocol, ClassCodec, ClassUnsupported, ClassInfra, ClassExhausted}
 
-// Error is a classified processing failure. Processors return it (with Errorf) for MALFORMED,
-// PROTOCOL, CODEC_ERROR or UNSUPPORTED; any other error counts as INFRA.
-type Error struct {
-	Class  Class
-	Reason string
-}
+// ReplayableClasses are the classes replay may requeue. MALFORMED and PROTOCOL are final: the
+// same bytes would fail the same way.
+var ReplayableClasses = []Class{ClassCodec, ClassUnsupported, ClassInfra, ClassExhausted}
 
-func (e *Error) Error() string { return string(e.Class) + ": " + e.Reason }
+// Permanent reports whether the class makes a message DEAD at once (and never replayed).
+func (c Class) Permanent() bool { return c == ClassMalformed || c == ClassProtocol }
 
-// Errorf returns a classified error.
-func Errorf(class Class, format string, args ...any) error {
-	return &Error{Class: class, Reason: fmt.Sprintf(format, args...)}
-}
-
-// classify maps any error to its class and reason; this is the one place errors are classified.
-func classify(err error) (Class, string) {
-	var pe *Error
-	if errors.As(err, &pe) {
-		return pe.Class, pe.Reason
+// Replayable is the replay rule for one message: FAILED or DEAD of a ReplayableClasses class, or
+// SKIPPED no-match (by id: it applies once its flight is live). It returns why not when it is
+// not replayable.
+func Replayable(status Status, class Class, reason string) (bool, string) {
+	switch {
+	case status == StatusSkipped && IsNoMatch(reason):
+		return true, ""
+	case status == StatusSkipped:
+		return false, "SKIPPED " + reason + " is not replayed (only SKIPPED " + string(SkipNoMatch) + ":*)"
+	case status != StatusFailed && status != StatusDead:
+		return false, "status " + string(status) + " is not FAILED, DEAD or SKIPPED " + string(SkipNoMatch) + ":*"
+	case !slices.Contains(ReplayableClasses, class):
+		return false, "class " + string(class) + " is never replayed"
 	}
-	var se *sis.Error
-	if errors.As(err, &se) {
-		return Class(se.Class), se.Error()
-	}
-	return ClassInfra, err.Error()
-}
-
-// status is the status an error of class c gives a message: DEAD for a permanent class, else
-// FAILED (retried).
-func (c Class) status() Status {
-	if c.permanent() {
-		return StatusDead
-	}
-	return StatusFailed
+	return true, ""
 }
 
 // Querier runs a query (a pool, a connection or a transaction).

@@ -1,4 +1,7 @@
-package console
+// Package consoleconf is the console's own settings (MSGX_CONSOLE_*), apart from its pages: the
+// console (cmd/console, pkg/console) and msgxctl's composition of every setting (pkg/config)
+// read them, and msgxctl links no page, template or handler of the console for it.
+package consoleconf
 
 import (
 	"net"
@@ -8,8 +11,8 @@ import (
 	"github.com/msgx/msgx/pkg/httpauth"
 )
 
-// Config are the console's own settings (cmd/console). The pages listen on Addr; /healthz,
-// /readyz and /metrics on MSGX_HTTP_ADDR, as for every binary.
+// Config are the console's own settings. The pages listen on Addr; /healthz, /readyz and
+// /metrics on MSGX_HTTP_ADDR, as for every binary.
 type Config struct {
 	Addr       string           `envconfig:"MSGX_CONSOLE_ADDR" default:"127.0.0.1:8092" desc:"console: listen address of the pages (login, pipeline, flights, messages, dead letters, requests); the ops endpoints stay on MSGX_HTTP_ADDR"`
 	Tokens     httpauth.Clients `envconfig:"MSGX_CONSOLE_TOKENS" default:"" doc:"(none)" desc:"console: the users' tokens as user:scope+scope:sha256hex, comma-separated (pkg/httpauth, as MSGX_API_TOKENS; scope read views, operate also acts; msgxctl token new makes one); none: nobody can log in"`
@@ -30,5 +33,19 @@ func (c Config) Validate() error {
 	}
 	p.Positive("MSGX_CONSOLE_SESSION_TTL", c.SessionTTL)
 	p.Positive("MSGX_CONSOLE_REFRESH", c.Refresh)
+	return p.Err()
+}
+
+// ProductionRefusals are the console settings production refuses: sessions signed by a random
+// per-process key (they would end at every restart and differ between replicas), and session
+// cookies not marked Secure (a browser would send them over plain HTTP).
+func (c Config) ProductionRefusals() error {
+	var p envconf.Problems
+	if c.SessionKey == "" {
+		p.Add("MSGX_CONSOLE_SESSION_KEY", "must be set in production (sessions signed by a per-process random key end at every restart and differ between replicas)")
+	}
+	if !c.TLS {
+		p.Add("MSGX_CONSOLE_TLS", "production requires the console behind HTTPS (a TLS-terminating ingress) with MSGX_CONSOLE_TLS=true: its session cookies are then marked Secure")
+	}
 	return p.Err()
 }

@@ -1,0 +1,443 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/clip"
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/leader"
+)
+
+// The dispatcher's side of the store: claims, outcomes, the backlog.
+
+// Policy is the retry policy (the same as processing: MSGX_MAX_ATTEMPTS, MSGX_BACKOFF_*).
+type Policy struct {
+	MaxAttempts int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+}
+
+// Validate checks the policy.
+func (p Policy) Validate() error {
+	if p.MaxAttempts < 1 || p.BackoffBase <= 0 || p.BackoffMax < p.BackoffBase {
+		return fmt.Errorf("outbox: bad retry policy %+v", p)
+	}
+	return nil
+}
+
+// Backoff is the wait after the n-th failed attempt (n ≥ 1): package backoff's rule.
+func (p Policy) Backoff(n int) time.Duration {
+	return backoff.Delay(n, p.BackoffBase, p.BackoffMax)
+}
+
+// delays is the wait after each attempt that can still fail (n = 1 … MaxAttempts), in
+// microseconds: markFailedSQL looks a row's delay up by its attempt number.
+func (p Policy) delays() []float64 {
+	out := make([]float64, p.MaxAttempts)
+	for i := range out {
+		out[i] = float64(p.Backoff(i + 1).Microseconds())
+	}
+	return out
+}
+
+// Store is the msg_event store.
+type Store struct {
+	pool   *pgxpool.Pool
+	policy Policy
+	delays []float64 // policy.delays()
+}
+
+// New returns a store.
+func New(pool *pgxpool.Pool, policy Policy) (*Store, error) {
+	if err := policy.Validate(); err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, policy: policy, delays: policy.delays()}, nil
+}
+
+// ConnConfig is the connection configuration of the store's pool (for a wake-up listener).
+func (s *Store) ConnConfig() *pgx.ConnConfig { return s.pool.Config().ConnConfig }
+
+// Claimed is an event taken for sending.
+type Claimed struct {
+	EventID      int64
+	Target       string
+	FLID         string
+	Type         string
+	StateVersion int64
+	MsgID        int64 // 0: none
+	Payload      []byte
+	Attempts     int
+	CreatedAt    time.Time // when the change committed (the event_time header)
+	// Represents are the event ids a failed attempt is counted against: this event.
+	Represents []int64
+}
+
+func scanClaimed(rows pgx.Rows, target string) ([]Claimed, error) {
+	defer rows.Close()
+	var out []Claimed
+	for rows.Next() {
+		c := Claimed{Target: target}
+		var msgID *int64
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt); err != nil {
+			return nil, err
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		c.Represents = []int64{c.EventID}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ClaimHeads returns up to limit due KAFKA:msg heads (at most one event per FLID: the FLID's
+// oldest unsent one), oldest first. The next event of a FLID is claimable only once its head is
+// SENT, so a record never overtakes an unacknowledged predecessor.
+//
+// It first reads a window of the oldest unsent events (cheap, and fair: oldest first); only when
+// that window is full yet yields fewer than limit due heads (held FLIDs with long backlogs fill
+// it) does it visit every FLID with unsent events. behind reports that a claimed FLID's next
+// event is already waiting (the window shows it), so the caller claims again once these are
+// sent instead of waiting for the next wake-up: a burst on one flight drains at the send rate.
+func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads []Claimed, behind bool, err error) {
+	heads, behind, _, err = s.ClaimHeadsFrom(ctx, now, limit, 0)
+	return heads, behind, err
+}
+
+// ClaimHeadsFrom is ClaimHeads for a caller that claims again and again (the dispatcher): from
+// is a lower bound of the unsent KAFKA:msg events' ids (0: none known), and next the bound for
+// the following claim, the smallest unsent id the window saw (from when it saw none). The
+// window's scan then starts at the oldest unsent event instead of walking the index entries of
+// every event sent since the last vacuum (4,000 index pages a claim in a 1,000,000-message
+// drain, docs/benchmarks.md).
+//
+// The bound holds because no unsent event ever appears below it: an event leaves the unsent set
+// only for good (SENT, SKIPPED; a replayed DEAD event was unsent all along), and every writer
+// takes PIPELINE_LOCK before its event ids (Enqueue), so an event committed after the claim read
+// its window has a larger id than every event the window could see. A bound is only good for
+// the database it was read from, and until the unsent events are renumbered: a caller starts
+// again from 0 after a failover or a restore (each leader term does, after SettleEpoch).
+func (s *Store) ClaimHeadsFrom(ctx context.Context, now time.Time, limit int, from int64) (heads []Claimed, behind bool, next int64, err error) {
+	window := max(4*limit, 1000)
+	rows, err := s.pool.Query(ctx, claimWindowSQL, now, limit, window, from)
+	if err != nil {
+		return nil, false, from, fmt.Errorf("claim heads: %w", err)
+	}
+	var out []Claimed
+	full := false
+	next = from
+	for rows.Next() {
+		c := Claimed{Target: event.TargetMsg}
+		var msgID *int64
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &full, &behind, &next); err != nil {
+			rows.Close()
+			return nil, false, from, fmt.Errorf("claim heads: %w", err)
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		c.Represents = []int64{c.EventID}
+		out = append(out, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, from, fmt.Errorf("claim heads: %w", err)
+	}
+	if len(out) == limit || (len(out) > 0 && !full) {
+		return out, behind, next, nil
+	}
+	if len(out) == 0 {
+		// Nothing due in the window: was it full? Ask cheaply before the full scan.
+		var n int
+		if err := s.pool.QueryRow(ctx, countWindowSQL, window, from).Scan(&n); err != nil {
+			return nil, false, from, fmt.Errorf("claim heads: %w", err)
+		}
+		if n < window {
+			return nil, false, from, nil
+		}
+	}
+	heads, err = s.claimAllHeads(ctx, now, limit)
+	return heads, false, next, err
+}
+
+// claimAllHeads is the complete claim: a skip scan over every FLID with unsent events.
+func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
+	rows, err := s.pool.Query(ctx, claimHeadsSQL, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim heads: %w", err)
+	}
+	out, err := scanClaimed(rows, event.TargetMsg)
+	if err != nil {
+		return nil, fmt.Errorf("claim heads: %w", err)
+	}
+	return out, nil
+}
+
+// StateClaims is what one KAFKA:schd flush visited.
+type StateClaims struct {
+	// Due are the newest events of the visited FLIDs whose newest event is due and newer than
+	// the version the state topic already holds: one record each.
+	Due []Claimed
+	// Stale are newest events at or below the version already sent (a replayed older dead
+	// letter, a duplicate): settled without sending (MarkStatesSent).
+	Stale []Claimed
+	// Visited is how many FLIDs the claim read (at most its limit).
+	Visited int
+	// Next is the cursor of the next flush: the last visited FLID when the limit stopped the
+	// visit, "" when it reached the end (the next flush starts over).
+	Next string
+	// From is a lower bound of the unsent KAFKA:schd event ids for the next claim and for
+	// MarkStatesSent: the smallest one at the claim (the claim's from when there was none).
+	// It holds for the reasons ClaimHeadsFrom's does.
+	From int64
+}
+
+// ClaimStates visits at most limit FLIDs with unsent KAFKA:schd events, in FLID order after the
+// cursor after ("": from the start), each by index: its cost does not grow with the backlog.
+// from is a lower bound of the unsent KAFKA:schd event ids (0: none known; StateClaims.From).
+func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after string, from int64) (StateClaims, error) {
+	out := StateClaims{From: from}
+	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit, after, from)
+	if err != nil {
+		return out, fmt.Errorf("claim states: %w", err)
+	}
+	defer rows.Close()
+	last := ""
+	for rows.Next() {
+		c := Claimed{Target: event.TargetSchd}
+		var msgID *int64
+		var due bool
+		var sent int64
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &due, &sent, &out.From); err != nil {
+			return out, fmt.Errorf("claim states: %w", err)
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		c.Represents = []int64{c.EventID}
+		out.Visited++
+		last = c.FLID
+		switch {
+		case c.StateVersion <= sent:
+			out.Stale = append(out.Stale, c)
+		case due:
+			out.Due = append(out.Due, c)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("claim states: %w", err)
+	}
+	if out.Visited >= limit {
+		out.Next = last
+	}
+	return out, nil
+}
+
+// MarkStatesSent records, under the lease, that the state topic holds each claimed state: it
+// raises each FLID's sent version and settles every unsent KAFKA:schd event of the FLID at or
+// below it as SENT (PENDING and DEAD alike). from is a lower bound of the unsent KAFKA:schd
+// event ids (StateClaims.From; 0: none known). It returns how many events it settled.
+func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time, from int64) (int64, error) {
+	if len(states) == 0 {
+		return 0, nil
+	}
+	keys, versions := make([]string, len(states)), make([]int64, len(states))
+	for i, c := range states {
+		keys[i], versions[i] = c.FLID, c.StateVersion
+	}
+	var n int64
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now, from)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mark states sent: %w", err)
+	}
+	return n, nil
+}
+
+// CheckLease fails (leader.ErrFenced) unless fence is still the role's current lease.
+func (s *Store) CheckLease(ctx context.Context, fence leader.Fence) error {
+	if err := leader.Fenced(ctx, s.pool, fence, func(pgx.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("check lease: %w", err)
+	}
+	return nil
+}
+
+// MarkSent marks the events SENT under lease, in one statement and one round trip (the lease
+// check is inside it: markSentSQL). It returns how many rows changed (an operator may have
+// skipped one meanwhile), leader.ErrFenced when lease is no longer the role's current term.
+func (s *Store) MarkSent(ctx context.Context, lease leader.Lease, ids []int64, now time.Time) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var epoch *int64
+	var n int64
+	if err := s.pool.QueryRow(ctx, markSentSQL, ids, now, lease.Role, lease.Epoch).Scan(&epoch, &n); err != nil {
+		return 0, fmt.Errorf("mark sent: %w", err)
+	}
+	if epoch == nil || *epoch != lease.Epoch {
+		return 0, fmt.Errorf("mark sent: %w", leader.ErrFenced)
+	}
+	return n, nil
+}
+
+// OriginTimes returns when ingest enqueued each of the messages (proc_state.enqueued_at), for
+// the end-to-end lag: one query for a batch. Messages not in proc_state are left out.
+func (s *Store) OriginTimes(ctx context.Context, msgIDs []int64) (map[int64]time.Time, error) {
+	out := make(map[int64]time.Time, len(msgIDs))
+	if len(msgIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, originTimesSQL, msgIDs)
+	if err != nil {
+		return nil, fmt.Errorf("origin times: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var at time.Time
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, fmt.Errorf("origin times: %w", err)
+		}
+		out[id] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("origin times: %w", err)
+	}
+	return out, nil
+}
+
+// Failure is one failed attempt of the events in IDs.
+type Failure struct {
+	IDs   []int64
+	Err   string
+	Fatal bool // non-retryable: DEAD at once
+}
+
+// StateFailure is one failed KAFKA:schd record: version Version of FLID.
+type StateFailure struct {
+	FLID    string
+	Version int64
+	Err     string
+	Fatal   bool
+}
+
+// Outcome is what a failure did to one event.
+type Outcome struct {
+	EventID       int64
+	Status        string // PENDING (will retry) or DEAD
+	Attempts      int
+	NextAttemptAt time.Time // zero when DEAD
+}
+
+// MarkFailed counts a failed attempt for every event of failures (one statement, under the
+// lease) and returns what became of each.
+func (s *Store) MarkFailed(ctx context.Context, fence leader.Fence, failures []Failure, now time.Time) ([]Outcome, error) {
+	var ids []int64
+	var msgs []string
+	var fatal []bool
+	for _, f := range failures {
+		for _, id := range f.IDs {
+			ids, msgs, fatal = append(ids, id), append(msgs, clip.String(f.Err, maxNote)), append(fatal, f.Fatal)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := s.markFailed(ctx, fence, markFailedSQL, ids, msgs, fatal, now)
+	if err != nil {
+		return nil, fmt.Errorf("mark failed: %w", err)
+	}
+	return out, nil
+}
+
+// markFailed runs one of the failure statements ($1..$3 the rows, $4 now, $5, $6 the policy,
+// extra from $7).
+func (s *Store) markFailed(ctx context.Context, fence leader.Fence, sql string, sel, msgs any, fatal []bool, now time.Time, extra ...any) ([]Outcome, error) {
+	var out []Outcome
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		args := append([]any{sel, msgs, fatal, now, s.policy.MaxAttempts, s.delays}, extra...)
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var o Outcome
+			var next *time.Time
+			if err := rows.Scan(&o.EventID, &o.Status, &o.Attempts, &next); err != nil {
+				return err
+			}
+			if next != nil {
+				o.NextAttemptAt = *next
+			}
+			out = append(out, o)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// MarkStatesFailed counts a failed attempt for every PENDING KAFKA:schd event each failed
+// record represents (its FLID's, at or below its version), under the lease.
+func (s *Store) MarkStatesFailed(ctx context.Context, fence leader.Fence, failures []StateFailure, now time.Time) ([]Outcome, error) {
+	if len(failures) == 0 {
+		return nil, nil
+	}
+	n := len(failures)
+	keys, msgs, fatal, versions := make([]string, n), make([]string, n), make([]bool, n), make([]int64, n)
+	for i, f := range failures {
+		keys[i], msgs[i], fatal[i], versions[i] = f.FLID, clip.String(f.Err, maxNote), f.Fatal, f.Version
+	}
+	out, err := s.markFailed(ctx, fence, markStatesFailedSQL, keys, msgs, fatal, now, versions)
+	if err != nil {
+		return nil, fmt.Errorf("mark states failed: %w", err)
+	}
+	return out, nil
+}
+
+// maxNote bounds, in characters, the free text an event's last_error keeps (a failure's error,
+// an operator's skip note).
+const maxNote = 2000
+
+// TargetStats is the backlog of one target.
+type TargetStats struct {
+	Target        string
+	Pending       int64
+	Dead          int64
+	OldestPending time.Time // zero when nothing is pending
+}
+
+// Stats returns the backlog per target (targets without unsent events are absent).
+func (s *Store) Stats(ctx context.Context) ([]TargetStats, error) {
+	rows, err := s.pool.Query(ctx, statsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
+	defer rows.Close()
+	var out []TargetStats
+	for rows.Next() {
+		var st TargetStats
+		var oldest *time.Time
+		if err := rows.Scan(&st.Target, &st.Pending, &st.Dead, &oldest); err != nil {
+			return nil, fmt.Errorf("outbox stats: %w", err)
+		}
+		if oldest != nil {
+			st.OldestPending = *oldest
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
+	return out, nil
+}

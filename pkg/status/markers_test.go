@@ -1,0 +1,50 @@
+package status_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/testdb"
+	"github.com/msgx/msgx/pkg/jobs"
+	"github.com/msgx/msgx/pkg/status"
+)
+
+// TestAbandonedMarkersLiveAndArchived: an abandoned marker awaits reconciliation (msgxctl backfill
+// list-abandoned, retry) whether its row is live or archived: the archive moves abandoned rows to
+// proc_state_hst after MSGX_PROC_STATE_RETENTION and keeps them there until they are retried. The
+// snapshot (msgxctl status, the console's verdict) counts them as the jobs stage lists them.
+func TestAbandonedMarkersLiveAndArchived(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	for _, q := range []string{`
+INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
+                        backfill_outcome, backfill_done_at, backfill_abandoned_at)
+VALUES (1, 'SUCCEEDED', 1, $1, $1, $1, 0, NULL, NULL, NULL),     -- owes its marker on its own
+       (2, 'SKIPPED', 1, $1, $1, $1, 9, 'OVERDUE', NULL, $1),     -- abandoned, live
+       (3, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MARKED', $1, NULL)`, // settled
+		`
+INSERT INTO proc_state_hst (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
+                            backfill_outcome, backfill_abandoned_at, archived_at)
+VALUES (4, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MISSING_ROW', $1, $1)`, // abandoned, archived
+	} {
+		_, err := db.Pool.Exec(ctx, q, at)
+		require.NoError(t, err)
+	}
+
+	s, err := status.Read(ctx, db.Pool, at.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.MarkersOwed)
+	listed, err := jobs.ListAbandoned(ctx, db.Pool, 100)
+	require.NoError(t, err)
+	require.Len(t, listed, 2)
+	require.Equal(t, int64(len(listed)), s.MarkersAbandoned, "the live and the archived abandoned marker, as msgxctl backfill list-abandoned lists them")
+
+	console, err := status.ReadWith(ctx, db.Pool, at.Add(time.Hour), status.Options{OpenOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, s.MarkersAbandoned, console.MarkersAbandoned)
+}
