@@ -612,6 +612,118 @@ CREATE TABLE public.leader_lease_member (
 
 
 --
+-- Name: proc_state; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.proc_state (
+    msg_id bigint NOT NULL,
+    raw text,
+    raw_sha256 bytea,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    error_class text,
+    reason text,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    identity_key text,
+    content_differs boolean DEFAULT false NOT NULL,
+    msg_type text,
+    msg_styp text,
+    received_at timestamp without time zone,
+    enqueued_at timestamp with time zone NOT NULL,
+    late boolean DEFAULT false NOT NULL,
+    processing_started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    backfill_next_at timestamp with time zone,
+    backfill_attempts integer DEFAULT 0 NOT NULL,
+    backfill_error text,
+    backfill_outcome text,
+    backfill_done_at timestamp with time zone,
+    backfill_abandoned_at timestamp with time zone,
+    processing_through bigint,
+    crashes integer DEFAULT 0 NOT NULL,
+    deaths integer DEFAULT 0 NOT NULL,
+    raw_bytes bytea,
+    outcome_epoch bigint,
+    CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
+    CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
+    CONSTRAINT proc_state_crashes_check CHECK ((crashes >= 0)),
+    CONSTRAINT proc_state_deaths_check CHECK ((deaths >= 0)),
+    CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
+    CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
+    CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
+    CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
+    CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
+);
+
+
+--
+-- Name: proc_state_hst; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.proc_state_hst (
+    msg_id bigint NOT NULL,
+    raw text,
+    raw_sha256 bytea,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    error_class text,
+    reason text,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    identity_key text,
+    content_differs boolean DEFAULT false NOT NULL,
+    msg_type text,
+    msg_styp text,
+    received_at timestamp without time zone,
+    enqueued_at timestamp with time zone NOT NULL,
+    late boolean DEFAULT false NOT NULL,
+    processing_started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    backfill_next_at timestamp with time zone,
+    backfill_attempts integer DEFAULT 0 NOT NULL,
+    backfill_error text,
+    backfill_outcome text,
+    backfill_done_at timestamp with time zone,
+    backfill_abandoned_at timestamp with time zone,
+    archived_at timestamp with time zone NOT NULL,
+    raw_cleared_at timestamp with time zone,
+    processing_through bigint,
+    crashes integer DEFAULT 0 NOT NULL,
+    deaths integer DEFAULT 0 NOT NULL,
+    raw_bytes bytea,
+    outcome_epoch bigint,
+    CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
+    CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
+    CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
+    CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
+    CONSTRAINT proc_state_hst_crashes_check CHECK ((crashes >= 0)),
+    CONSTRAINT proc_state_hst_deaths_check CHECK ((deaths >= 0)),
+    CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
+    CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
+    CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
+);
+
+
+--
+-- Name: marker_abandoned; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.marker_abandoned AS
+ SELECT proc_state.msg_id,
+    proc_state.backfill_abandoned_at AS abandoned_at,
+    false AS archived
+   FROM public.proc_state
+  WHERE ((proc_state.backfill_abandoned_at IS NOT NULL) AND (proc_state.backfill_done_at IS NULL))
+UNION ALL
+ SELECT proc_state_hst.msg_id,
+    proc_state_hst.backfill_abandoned_at AS abandoned_at,
+    true AS archived
+   FROM public.proc_state_hst
+  WHERE ((proc_state_hst.backfill_abandoned_at IS NOT NULL) AND (proc_state_hst.backfill_done_at IS NULL));
+
+
+--
 -- Name: marker_debt; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -635,6 +747,27 @@ ALTER TABLE public.marker_debt ALTER COLUMN debt_id ADD GENERATED ALWAYS AS IDEN
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: marker_owed; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.marker_owed AS
+ SELECT proc_state.msg_id,
+    proc_state.finished_at AS owed_since,
+    false AS in_batch
+   FROM public.proc_state
+  WHERE ((proc_state.backfill_next_at IS NOT NULL) AND (proc_state.backfill_done_at IS NULL) AND (proc_state.backfill_abandoned_at IS NULL))
+UNION ALL
+ SELECT p.msg_id,
+    min(d.finished_at) AS owed_since,
+    true AS in_batch
+   FROM ((public.marker_debt d
+     CROSS JOIN LATERAL unnest(d.ids) u(id))
+     JOIN public.proc_state p ON ((p.msg_id = u.id)))
+  WHERE ((p.status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) AND (p.backfill_next_at IS NULL) AND (p.backfill_done_at IS NULL) AND (p.backfill_abandoned_at IS NULL))
+  GROUP BY p.msg_id;
 
 
 --
@@ -754,100 +887,6 @@ CREATE TABLE public.msg_state_sent (
     state_version bigint NOT NULL,
     sent_at timestamp with time zone NOT NULL,
     CONSTRAINT msg_state_sent_state_version_check CHECK ((state_version > 0))
-);
-
-
---
--- Name: proc_state; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.proc_state (
-    msg_id bigint NOT NULL,
-    raw text,
-    raw_sha256 bytea,
-    status text DEFAULT 'PENDING'::text NOT NULL,
-    error_class text,
-    reason text,
-    attempts integer DEFAULT 0 NOT NULL,
-    next_attempt_at timestamp with time zone,
-    identity_key text,
-    content_differs boolean DEFAULT false NOT NULL,
-    msg_type text,
-    msg_styp text,
-    received_at timestamp without time zone,
-    enqueued_at timestamp with time zone NOT NULL,
-    late boolean DEFAULT false NOT NULL,
-    processing_started_at timestamp with time zone,
-    finished_at timestamp with time zone,
-    backfill_next_at timestamp with time zone,
-    backfill_attempts integer DEFAULT 0 NOT NULL,
-    backfill_error text,
-    backfill_outcome text,
-    backfill_done_at timestamp with time zone,
-    backfill_abandoned_at timestamp with time zone,
-    processing_through bigint,
-    crashes integer DEFAULT 0 NOT NULL,
-    deaths integer DEFAULT 0 NOT NULL,
-    raw_bytes bytea,
-    outcome_epoch bigint,
-    CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
-    CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
-    CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
-    CONSTRAINT proc_state_crashes_check CHECK ((crashes >= 0)),
-    CONSTRAINT proc_state_deaths_check CHECK ((deaths >= 0)),
-    CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
-    CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
-    CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
-    CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
-    CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
-);
-
-
---
--- Name: proc_state_hst; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.proc_state_hst (
-    msg_id bigint NOT NULL,
-    raw text,
-    raw_sha256 bytea,
-    status text DEFAULT 'PENDING'::text NOT NULL,
-    error_class text,
-    reason text,
-    attempts integer DEFAULT 0 NOT NULL,
-    next_attempt_at timestamp with time zone,
-    identity_key text,
-    content_differs boolean DEFAULT false NOT NULL,
-    msg_type text,
-    msg_styp text,
-    received_at timestamp without time zone,
-    enqueued_at timestamp with time zone NOT NULL,
-    late boolean DEFAULT false NOT NULL,
-    processing_started_at timestamp with time zone,
-    finished_at timestamp with time zone,
-    backfill_next_at timestamp with time zone,
-    backfill_attempts integer DEFAULT 0 NOT NULL,
-    backfill_error text,
-    backfill_outcome text,
-    backfill_done_at timestamp with time zone,
-    backfill_abandoned_at timestamp with time zone,
-    archived_at timestamp with time zone NOT NULL,
-    raw_cleared_at timestamp with time zone,
-    processing_through bigint,
-    crashes integer DEFAULT 0 NOT NULL,
-    deaths integer DEFAULT 0 NOT NULL,
-    raw_bytes bytea,
-    outcome_epoch bigint,
-    CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
-    CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
-    CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
-    CONSTRAINT proc_state_error_class_check CHECK ((error_class = ANY (ARRAY['MALFORMED'::text, 'PROTOCOL'::text, 'CODEC_ERROR'::text, 'UNSUPPORTED'::text, 'INFRA'::text, 'EXHAUSTED'::text]))),
-    CONSTRAINT proc_state_failed_due CHECK (((status <> 'FAILED'::text) OR (next_attempt_at IS NOT NULL))),
-    CONSTRAINT proc_state_hst_crashes_check CHECK ((crashes >= 0)),
-    CONSTRAINT proc_state_hst_deaths_check CHECK ((deaths >= 0)),
-    CONSTRAINT proc_state_marker_terminal CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) OR ((backfill_next_at IS NULL) AND (backfill_done_at IS NULL) AND (backfill_abandoned_at IS NULL)))),
-    CONSTRAINT proc_state_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'FAILED'::text, 'SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text]))),
-    CONSTRAINT proc_state_terminal_finished CHECK (((status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) = (finished_at IS NOT NULL)))
 );
 
 
@@ -1829,4 +1868,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261231120000'),
     ('20270101120000'),
     ('20270102120000'),
-    ('20270103120000');
+    ('20270103120000'),
+    ('20270104120000');

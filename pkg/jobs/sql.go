@@ -59,14 +59,10 @@ UPDATE proc_state p
   FROM unnest($1::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, outcome, err, next_at)
  WHERE p.msg_id = u.id AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL`
 
-	// backfillGaugesSQL: the oldest terminal row still owing its marker, on its own or in a batch
-	// debt (abandoned rows are counted apart), and the abandoned count over both tables.
+	// backfillGaugesSQL: the oldest marker owed and the abandoned count (the views marker_owed
+	// and marker_abandoned: their one definition).
 	backfillGaugesSQL = `
-SELECT LEAST((SELECT min(finished_at) FROM proc_state
-               WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL),
-             (SELECT min(finished_at) FROM marker_debt)),
-       (SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)
-     + (SELECT count(*) FROM proc_state_hst WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)`
+SELECT (SELECT min(owed_since) FROM marker_owed), (SELECT count(*) FROM marker_abandoned)`
 
 	// listAbandonedSQL lists abandoned markers of both tables for reconciliation.
 	listAbandonedSQL = `

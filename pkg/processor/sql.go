@@ -170,9 +170,6 @@ UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_ne
    AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL
    AND (p.backfill_next_at IS NOT NULL OR EXISTS (SELECT 1 FROM moved))`
 
-	// markerOwedSQL counts the markers owed: by rows on their own and by batch debts.
-	markerOwedSQL = `
-SELECT (SELECT count(*) FROM proc_state
-         WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL)
-     + (SELECT COALESCE(sum(cardinality(ids)), 0) FROM marker_debt)`
+	// markerOwedSQL counts the markers owed (the view marker_owed: their one definition).
+	markerOwedSQL = `SELECT count(*) FROM marker_owed`
 )

@@ -73,7 +73,7 @@ var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "db_epoch", "db_restore", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -121,6 +121,7 @@ var pgGrants = []pgGrant{
 	// processor: the marker debt of each batch (written with the terminal status, deleted by the
 	// immediate marker).
 	{Processor, "SELECT, INSERT, DELETE", []string{"marker_debt"}},
+	{Processor, "SELECT", []string{"marker_owed"}}, // the marker-owed gauge
 	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
 	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
@@ -148,6 +149,7 @@ var pgGrants = []pgGrant{
 	{Jobs, "SELECT, INSERT, UPDATE, DELETE", []string{"proc_state", "proc_state_hst"}},
 	// jobs: the backfill moves batch debts past their grace onto their rows.
 	{Jobs, "SELECT, DELETE", []string{"marker_debt"}},
+	{Jobs, "SELECT", []string{"marker_owed", "marker_abandoned"}}, // the backfill gauges
 	// jobs: a deleted proc_state_hst row takes its attempts along (the trigger msg_attempt_cascade).
 	{Jobs, "SELECT, DELETE", []string{"msg_attempt"}},
 	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},

@@ -48,3 +48,36 @@ VALUES (4, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MISSING_ROW', $1, $1)`, // abandoned,
 	require.NoError(t, err)
 	require.Equal(t, s.MarkersAbandoned, console.MarkersAbandoned)
 }
+
+// TestMarkersOwedOncePerRow: one row in every marker state (in proc_state; abandoned archived rows: TestAbandonedMarkersLiveAndArchived), and the count and age the snapshot
+// (msgxctl status, the console's verdict) reads through marker_owed, the rule's one definition:
+// a row owing on its own and a terminal row in a batch's debt owe one marker each, also when
+// the row sits in two debts (replayed and finished again: owed since its oldest debt); a row
+// replayed since its debt (open again) owes nothing, nor do settled, abandoned or open rows.
+func TestMarkersOwedOncePerRow(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	for _, q := range []string{`
+INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
+                        backfill_outcome, backfill_done_at, backfill_abandoned_at)
+VALUES (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, NULL, NULL), -- owes on its own
+       (2, 'SKIPPED', 1, $1, $1, NULL, 0, NULL, NULL, NULL),                    -- in one debt
+       (3, 'SKIPPED', 1, $1, $1, NULL, 0, NULL, NULL, NULL),                    -- in two debts
+       (4, 'PENDING', 1, $1, NULL, NULL, 0, NULL, NULL, NULL),                  -- replayed since its debt
+       (5, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MARKED', $1, NULL),                  -- settled
+       (6, 'SKIPPED', 1, $1, $1, $1, 9, 'OVERDUE', NULL, $1),                   -- abandoned
+       (7, 'PENDING', 0, $1, NULL, NULL, 0, NULL, NULL, NULL)`, // open, never finished
+		`INSERT INTO marker_debt (ids, finished_at) VALUES ('{2,3,4}', $1::timestamptz + interval '1 min'), ('{3}', $1::timestamptz + interval '2 min')`,
+	} {
+		_, err := db.Pool.Exec(ctx, q, at)
+		require.NoError(t, err)
+	}
+	s, err := status.Read(ctx, db.Pool, at.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), s.MarkersOwed, "rows 1, 2 and 3, once each")
+	require.NotNil(t, s.OldestOwed)
+	require.Equal(t, 59*60.0, *s.OldestOwed, "owed since the oldest debt naming a row still owing (row 2 and 3's, at +1 min)")
+	require.Equal(t, int64(1), s.MarkersAbandoned)
+}

@@ -10,20 +10,10 @@ SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, 
  WHERE status IN ('PENDING', 'FAILED') AND msg_id <= (SELECT watermark FROM inbox_cursor)
  ORDER BY msg_id LIMIT 1`
 	deadSQL = `SELECT error_class, count(*) FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`
-	// markersSQL and abandonedSQL read through partial indexes (proc_state_marker_owed,
-	// proc_state_marker_abandoned, proc_state_hst_marker_abandoned), so they cost the same with
-	// any history. The markers owed are those rows' and the batch debts' (marker_debt). An
-	// abandoned marker awaits reconciliation live or archived (the archive moves it to
-	// proc_state_hst and keeps it there until retried), so both tables count, as the jobs stage's
-	// gauge and list count them.
-	markersSQL = `
-SELECT r.n + d.n, LEAST(r.oldest, d.oldest)
-  FROM (SELECT count(*) AS n, min(finished_at) AS oldest FROM proc_state
-         WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL) r,
-       (SELECT COALESCE(sum(cardinality(ids)), 0) AS n, min(finished_at) AS oldest FROM marker_debt) d`
-	abandonedSQL = `
-SELECT (SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)
-     + (SELECT count(*) FROM proc_state_hst WHERE backfill_abandoned_at IS NOT NULL AND backfill_done_at IS NULL)`
+	// markersSQL and abandonedSQL read the markers owed and abandoned through their one
+	// definition (the views marker_owed and marker_abandoned; migration marker_views).
+	markersSQL   = `SELECT count(*), min(owed_since) FROM marker_owed`
+	abandonedSQL = `SELECT count(*) FROM marker_abandoned`
 	// openSQL counts the open messages through proc_state_open (Options.OpenOnly).
 	openSQL    = `SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
 	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
