@@ -18,10 +18,8 @@ import (
 // snapshot (msgxctl status, the console's verdict) counts them as the jobs stage lists them.
 func TestAbandonedMarkersLiveAndArchived(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
-	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	for _, q := range []string{`
+	db, ctx, at := testdb.New(t), context.Background(), markersAt
+	seed(t, db, at, []string{`
 INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
                         backfill_outcome, backfill_done_at, backfill_abandoned_at)
 VALUES (1, 'SUCCEEDED', 1, $1, $1, $1, 0, NULL, NULL, NULL),     -- owes its marker on its own
@@ -31,10 +29,7 @@ VALUES (1, 'SUCCEEDED', 1, $1, $1, $1, 0, NULL, NULL, NULL),     -- owes its mar
 INSERT INTO proc_state_hst (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
                             backfill_outcome, backfill_abandoned_at, archived_at)
 VALUES (4, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MISSING_ROW', $1, $1)`, // abandoned, archived
-	} {
-		_, err := db.Pool.Exec(ctx, q, at)
-		require.NoError(t, err)
-	}
+	})
 
 	s, err := status.Read(ctx, db.Pool, at.Add(time.Hour))
 	require.NoError(t, err)
@@ -49,17 +44,16 @@ VALUES (4, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MISSING_ROW', $1, $1)`, // abandoned,
 	require.Equal(t, s.MarkersAbandoned, console.MarkersAbandoned)
 }
 
-// TestMarkersOwedOncePerRow: one row in every marker state (in proc_state; abandoned archived rows: TestAbandonedMarkersLiveAndArchived), and the count and age the snapshot
-// (msgxctl status, the console's verdict) reads through marker_owed, the rule's one definition:
+// TestMarkersOwedOncePerRow: one row in every marker state of proc_state (archived ones:
+// TestAbandonedMarkersLiveAndArchived), and the count and age the snapshot (msgxctl status, the
+// console's verdict) reads through marker_owed, the rule's one definition:
 // a row owing on its own and a terminal row in a batch's debt owe one marker each, also when
 // the row sits in two debts (replayed and finished again: owed since its oldest debt); a row
 // replayed since its debt (open again) owes nothing, nor do settled, abandoned or open rows.
 func TestMarkersOwedOncePerRow(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
-	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	for _, q := range []string{`
+	db, ctx, at := testdb.New(t), context.Background(), markersAt
+	seed(t, db, at, []string{`
 INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
                         backfill_outcome, backfill_done_at, backfill_abandoned_at)
 VALUES (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, NULL, NULL), -- owes on its own
@@ -70,14 +64,22 @@ VALUES (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, 
        (6, 'SKIPPED', 1, $1, $1, $1, 9, 'OVERDUE', NULL, $1),                   -- abandoned
        (7, 'PENDING', 0, $1, NULL, NULL, 0, NULL, NULL, NULL)`, // open, never finished
 		`INSERT INTO marker_debt (ids, finished_at) VALUES ('{2,3,4}', $1::timestamptz + interval '1 min'), ('{3}', $1::timestamptz + interval '2 min')`,
-	} {
-		_, err := db.Pool.Exec(ctx, q, at)
-		require.NoError(t, err)
-	}
+	})
 	s, err := status.Read(ctx, db.Pool, at.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, int64(3), s.MarkersOwed, "rows 1, 2 and 3, once each")
 	require.NotNil(t, s.OldestOwed)
 	require.Equal(t, 59*60.0, *s.OldestOwed, "owed since the oldest debt naming a row still owing (row 2 and 3's, at +1 min)")
 	require.Equal(t, int64(1), s.MarkersAbandoned)
+}
+
+var markersAt = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+// seed runs the statements, each with $1 = at.
+func seed(t *testing.T, db *testdb.DB, at time.Time, stmts []string) {
+	t.Helper()
+	for _, q := range stmts {
+		_, err := db.Pool.Exec(context.Background(), q, at)
+		require.NoError(t, err)
+	}
 }
