@@ -17,7 +17,7 @@ type startMark struct {
 	write   bool      // false: the head's mark stays as it is
 	at      time.Time // processing_started_at
 	through int64     // the batch's last msg_id (set by Step once the batch is picked)
-	deaths  int
+	deaths  int       // silent deaths charged in a row so far (INV-23b), as the mark records them
 	// ended is the outcome recorded in msg_attempt for the previous attempt, which ended without
 	// one (DIED, INTERRUPTED; empty: none), with why.
 	ended, why string

@@ -25,14 +25,15 @@
 //	                                                      DEAD CODEC/UNSUPPORTED/INFRA┘
 //
 // Strict FIFO: a FAILED head whose next_attempt_at is in the future blocks every later
-// message; nothing overtakes it. A late row (ingested below W after its gap was skipped) is the
-// smallest open id, so it becomes the head at once: FIFO holds for everything still open.
+// message; nothing overtakes it. A late row (ingested below W after its gap was skipped) sorts
+// before every open row above its id, so it is taken before them (a batch read ahead is read
+// again: markStartedSQL): FIFO holds for everything still open.
 //
 // Batching: up to Batch consecutive head messages share one transaction, one savepoint each;
 // the batch stops at the first message that fails (FAILED), whose savepoint is rolled back.
 // Terminal rows of the batch are written by one statement that also writes the batch's marker
-// debt, one marker_debt row (INV-8c: the marker is owed exactly when the status is terminal). PIPELINE_LOCK and the leader
-// epoch check open every batch transaction.
+// debt, one marker_debt row (INV-8c: the marker is owed exactly when the status is terminal).
+// PIPELINE_LOCK and the leader epoch check open every batch transaction.
 //
 // Attempts (INV-23b, attemptMark): before a batch, the start mark of its first message
 // (processing_started_at and processing_through = the batch's last msg_id) is committed in its

@@ -110,9 +110,9 @@ func (p *Engine) write(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 	return debt, nil
 }
 
-// commit writes outcomes decided without applying anything (head deadline, a batch that could
-// not run) in their own protected transaction.
-// It returns the marker debt's id (write).
+// commit writes outcomes in a protected transaction of their own, outside a batch's: a message
+// alone whose batch transaction failed as a whole (failBatch: FAILED, or DEAD EXHAUSTED at the
+// limit). It returns the marker debt's id (write: a terminal outcome owes its marker).
 func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, terminal []result, failure *result) (int64, error) {
 	var debt int64
 	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
