@@ -60,7 +60,7 @@ func kafkaCmd(ctx context.Context, cfg config.Config, args []string, out io.Writ
 		return err
 	}
 	defer pool.Close()
-	r, err := kafkaverify.Verify(ctx, pool, cfg.Kafka)
+	r, err := kafkaverify.Verify(ctx, pool, cfg.Kafka, cfg.Location())
 	if errors.Is(err, kafka.ErrTopicMissing) {
 		return &cmdline.UsageError{Msg: "msgxctl kafka verify: " + err.Error(),
 			Fix: "set MSGX_KAFKA_TOPIC_CHANGES and MSGX_KAFKA_TOPIC_STATE to the topics msgx writes"}

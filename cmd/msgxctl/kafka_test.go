@@ -99,7 +99,7 @@ func checkKafkaVerify(t *testing.T, kcfg kafka.Config) {
 		return event.Claimed{EventID: id, Target: event.TargetSchd, FLID: flid, Type: typ, StateVersion: v, Payload: value, CreatedAt: at}
 	}
 	send(t, p, kcfg.TopicState, state(10, "100", 1, event.Upsert, []byte(`{"flid":100,"state_version":1}`)),
-		state(11, "100", 2, event.Upsert, f100.AppendJSON(nil)), state(12, "101", 1, event.Tombstone, nil))
+		state(11, "100", 2, event.Upsert, f100.AppendJSONIn(nil, cfg.Location())), state(12, "101", 1, event.Tombstone, nil))
 
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, cmdline.Exit(&errOut, "msgxctl", kafkaCmd(ctx, cfg, []string{"verify"}, &out)), errOut.String()+out.String())

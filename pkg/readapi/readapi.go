@@ -1,6 +1,6 @@
 // Package readapi serves ingest's read API (docs/spec.md §11): the current full state of a flight, and
 // of every flight of an operation day, as the JSON msgx publishes on msgx.flight.state (package
-// flight's State.AppendJSON, MAFL included). It reads PostgreSQL only, in read-only
+// flight's State.AppendJSONIn, MAFL and instants included). It reads PostgreSQL only, in read-only
 // transactions, so it runs on every ingest replica, leader or standby.
 //
 //	GET /flights/{flid}            200 the state (ETag "<state_version>"), 304, 400, 404
@@ -43,6 +43,9 @@ const DefaultChunk = 500
 type Config struct {
 	DBTimeout time.Duration // bounds each request's database work (MSGX_DB_TIMEOUT)
 	Chunk     int           // flights per flightstore.Load in a day listing (DefaultChunk)
+	// Location is the airport's zone (MSGX_AIRPORT_TZ), in which the states' wall-clock times
+	// name the instants served beside them; UTC when nil.
+	Location *time.Location
 }
 
 // DB is what the read API needs from PostgreSQL (a *pgxpool.Pool). Every request reads in one
@@ -63,6 +66,9 @@ func New(cfg Config, db DB, log zerolog.Logger) *Handler {
 	}
 	if cfg.Chunk <= 0 {
 		cfg.Chunk = DefaultChunk
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
 	}
 	return &Handler{cfg: cfg, db: db, log: log.With().Str("stage", "readapi").Logger()}
 }
@@ -103,7 +109,7 @@ func (h *Handler) flight(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeJSON(w, s.AppendJSON(make([]byte, 0, 4096)))
+	writeJSON(w, s.AppendJSONIn(make([]byte, 0, 4096), h.cfg.Location))
 }
 
 // day serves GET /all/flights?day=YYYY-MM-DD: the day's FLIDs in one statement, their states
@@ -143,7 +149,7 @@ func (h *Handler) day(w http.ResponseWriter, r *http.Request) {
 				if n > 0 {
 					buf = append(buf, ',')
 				}
-				buf = s.AppendJSON(buf)
+				buf = s.AppendJSONIn(buf, h.cfg.Location)
 				n++
 			}
 			if !started {

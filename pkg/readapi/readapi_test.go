@@ -52,24 +52,31 @@ type bundle struct {
 	client *http.Client
 }
 
+// airport is the airport's zone, the processor's and the read API's.
+var airport = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := testdb.New(t)
 	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
-	loc, err := time.LoadLocation("Asia/Shanghai")
-	require.NoError(t, err)
 	proc := flights.Handler{}
 	p := processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
-		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: loc,
+		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: airport,
 	}, db.Pool, map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate: proc, sis.KindFlightDelete: proc,
 		sis.KindScheduleSnapshot: proc, sis.KindScheduleAdd: proc, sis.KindScheduleDelete: proc,
 	}, nil, clock.NewFake(t0), nil, zerolog.Nop())
 
 	// Chunk 2: a day listing of a few flights already takes several Load calls.
-	srv := serve(t, readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2}, db.Pool, zerolog.Nop()))
+	srv := serve(t, readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2, Location: airport}, db.Pool, zerolog.Nop()))
 	return &bundle{db: db, pump: p, lease: leader.Lease{Role: "processor", Epoch: 1}, base: srv.URL, client: srv.Client()}
 }
 
@@ -133,7 +140,7 @@ func (b *bundle) stored(t *testing.T, flid int64) string {
 	require.NoError(t, pgx.BeginFunc(context.Background(), b.db.Pool, func(tx pgx.Tx) error {
 		l, err := flightstore.Load(context.Background(), tx, []int64{flid})
 		if s := l.States[flid]; s != nil {
-			out = string(s.AppendJSON(nil))
+			out = string(s.AppendJSONIn(nil, airport))
 		}
 		return err
 	}))
@@ -442,7 +449,7 @@ func TestDayStreamed(t *testing.T) {
 	require.Len(t, all, 5)
 
 	var fail atomic.Bool
-	h := readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2}, failingDB{pool: b.db.Pool, fail: &fail}, zerolog.Nop())
+	h := readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2, Location: airport}, failingDB{pool: b.db.Pool, fail: &fail}, zerolog.Nop())
 	mux := http.NewServeMux()
 	mux.Handle(readapi.DayPattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(writeSpy{ResponseWriter: w, fail: &fail}, r)
