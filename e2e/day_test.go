@@ -183,6 +183,9 @@ func checkStateTopic(t *testing.T, c *stack.Consumer, states map[int64]*flight.S
 	instants, n := verify.Instants(c.Records(), airport(t))
 	noProblems(t, instants, "instants that are not the wall-clock times in the airport's zone")
 	require.Positive(t, n.Named, "the records carry instants")
+	invalid, validated := verify.Contract(c.Records())
+	noProblems(t, invalid, "records that do not validate against docs/contract's JSON Schemas")
+	require.Positive(t, validated)
 	noProblems(t, verify.VersionsNeverDecrease(c.Records()), "a FLID's state_version went down on a topic")
 }
 

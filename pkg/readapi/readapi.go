@@ -5,6 +5,7 @@
 //
 //	GET /flights/{flid}            200 the state (ETag "<state_version>"), 304, 400, 404
 //	GET /all/flights?day=YYYY-MM-DD 200 a JSON array of the day's states by FLID (streamed), 400
+//	GET /contract/{name}            200 a document of the consumer contract (docs/contract), 404
 //
 // A DELETED flight is still served (200, "state":"DELETED") until the history sweep purges it;
 // after the purge it is unknown (404). docs/api.md has examples.
@@ -15,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,17 +27,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/docs"
 	"github.com/msgx/msgx/pkg/flightstore"
 )
 
 // The routes the Handler serves (obs.Server.Handle); mount it at each of Patterns.
 const (
-	FlightPattern = "GET /flights/{flid}"
-	DayPattern    = "GET /all/flights"
+	FlightPattern   = "GET /flights/{flid}"
+	DayPattern      = "GET /all/flights"
+	ContractPattern = "GET /contract/{name...}"
 )
 
 // Patterns lists every route of the read API.
-var Patterns = []string{FlightPattern, DayPattern}
+var Patterns = []string{FlightPattern, DayPattern, ContractPattern}
 
 // DefaultChunk is how many flights a day listing loads per statement.
 const DefaultChunk = 500
@@ -79,6 +84,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.flight(w, r)
 	case DayPattern:
 		h.day(w, r)
+	case ContractPattern:
+		contract(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -110,6 +117,19 @@ func (h *Handler) flight(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, s.AppendJSONIn(make([]byte, 0, 4096), h.cfg.Location))
+}
+
+// contract serves GET /contract/{name}: a JSON Schema, the AsyncAPI document or an example
+// value of docs/contract, as committed (docs/events.md, "Machine-readable").
+func contract(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	b, err := fs.ReadFile(docs.Contract, path.Join("contract", name))
+	if err != nil || !fs.ValidPath(name) || !strings.HasSuffix(name, ".json") {
+		plain(w, http.StatusNotFound, fmt.Sprintf("no contract document %q (asyncapi.json, msgx.flight.state.value.schema.json, …)", name))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	writeJSON(w, b)
 }
 
 // day serves GET /all/flights?day=YYYY-MM-DD: the day's FLIDs in one statement, their states

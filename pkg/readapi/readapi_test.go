@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/msgx/msgx/docs"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/dev/testdb"
@@ -464,4 +466,30 @@ func TestDayStreamed(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.True(t, strings.HasPrefix(string(body), "["))
 	require.Error(t, json.Unmarshal(body, &all), "what arrived is not a valid array: %s", body)
+}
+
+// TestContractDocuments: the read API serves the committed contract documents (JSON Schemas,
+// AsyncAPI, examples) and nothing else under /contract/.
+func TestContractDocuments(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, readapi.New(readapi.Config{}, nil, zerolog.Nop()))
+	get := func(path string) (int, string) {
+		resp, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	for _, name := range []string{"asyncapi.json", "msgx.flight.state.value.schema.json", "msgx.record.headers.schema.json", "examples/msgx.flight.state.value.json"} {
+		want, err := fs.ReadFile(docs.Contract, "contract/"+name)
+		require.NoError(t, err)
+		code, body := get("/contract/" + name)
+		require.Equal(t, http.StatusOK, code, name)
+		require.Equal(t, string(want), body, name)
+	}
+	for _, bad := range []string{"/contract/nothing.json", "/contract/../embed.go", "/contract/examples", "/contract/"} {
+		code, _ := get(bad)
+		require.Equal(t, http.StatusNotFound, code, bad)
+	}
 }

@@ -556,6 +556,8 @@ func Day(ctx context.Context, in Input) (Report, error) {
 	add("state topic = flights", StateTopic(in.Records(), states, in.Day.Config.Location))
 	instants, _ := Instants(in.Records(), in.Day.Config.Location)
 	add("instants name the wall-clock times", instants)
+	schemaBad, _ := Contract(in.Records())
+	add("records validate against the JSON Schemas", schemaBad)
 	add("changes complete", Poll(ctx, 200*time.Millisecond, in.Wait, func() []string { return ChangesProblems(in.Records(), states) }))
 	add("records follow the contract", Malformed(in.Records()))
 	add("versions never decrease", VersionsNeverDecrease(in.Records()))
