@@ -4,8 +4,9 @@ import "github.com/msgx/msgx/pkg/event"
 
 // Default topic names (MSGX_KAFKA_TOPIC_*; a deployment may rename them).
 const (
-	TopicChanges = "msgx.flight.changes"
-	TopicState   = "msgx.flight.state"
+	TopicChanges   = "msgx.flight.changes"
+	TopicState     = "msgx.flight.state"
+	TopicHeartbeat = "msgx.heartbeat"
 )
 
 const kafkaBinding = "0.5.0"
@@ -27,6 +28,7 @@ func asyncAPI() obj {
 	headers := d.headers()
 	d.all["flight.change"] = d.changes()
 	state := d.state()
+	beat := d.beat()
 	msgKey := obj{"$ref": d.ref("record.key")}
 	kafkaMsg := obj{"kafka": obj{"key": msgKey, "bindingVersion": kafkaBinding}}
 	channel := func(address, policy, desc, msg string) obj {
@@ -61,18 +63,33 @@ func asyncAPI() obj {
 				"One record per business change of a flight (retention: the consumers' replay window).", "flightChange"),
 			"flightState": channel(TopicState, "compact",
 				"A flight's latest full state; after compaction one record per FLID. A TOMBSTONE (deleted or purged flight) has a null value.", "flightState"),
+			"heartbeat": channel(TopicHeartbeat, "delete",
+				"The dispatcher's heartbeat, every period_seconds while a leader runs: no heartbeat for three periods means msgx sends nothing (stopped, or cut off from Kafka).", "heartbeat"),
 		},
 		"operations": obj{
 			"sendFlightChanges": send("flightChanges", "flightChange",
 				"The dispatcher sends a flight's change only after the broker acknowledged its previous one."),
 			"sendFlightState": send("flightState", "flightState",
 				"At most one record per FLID per flush period; the topic never goes back to an older state_version."),
+			"sendHeartbeat": obj{
+				"action": "send", "channel": obj{"$ref": "#/channels/heartbeat"},
+				"messages": []any{obj{"$ref": "#/channels/heartbeat/messages/heartbeat"}},
+				"description": "Every MSGX_HEARTBEAT_PERIOD, read under the dispatcher's lease and sent in a transaction of its own by the leader's producer (fenced as the event topics' are). " + readCommitted +
+					" Quiet: heartbeats arrive and oldest_unsent_event_id is null on both topics. Stalled: no heartbeat for three periods, or the same oldest_unsent_event_id over many.",
+			},
 		},
 		"components": obj{
 			"messages": obj{
 				"flightChange": obj{
 					"name": "flightChange", "title": "A flight change", "contentType": "application/json",
 					"headers": headers, "payload": obj{"$ref": d.ref("flight.change")}, "bindings": kafkaMsg,
+				},
+				"heartbeat": obj{
+					"name": "heartbeat", "title": "The dispatcher's heartbeat", "contentType": "application/json",
+					"headers": obj{"type": "object", "required": []string{event.HeaderSchemaVersion, event.HeaderEpoch},
+						"properties": obj{event.HeaderSchemaVersion: obj{"const": event.SchemaVersion}, event.HeaderEpoch: obj{"type": "string", "pattern": posPat}}},
+					"payload":  beat,
+					"bindings": obj{"kafka": obj{"key": obj{"type": "string", "description": "the deployment's MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX"}, "bindingVersion": kafkaBinding}},
 				},
 				"flightState": obj{
 					"name": "flightState", "title": "A flight's latest state", "contentType": "application/json",

@@ -23,11 +23,12 @@ const (
 	HeadersSchema = "msgx.record.headers.schema.json"
 	ChangesSchema = "msgx.flight.changes.value.schema.json"
 	StateSchema   = "msgx.flight.state.value.schema.json"
+	BeatSchema    = "msgx.heartbeat.value.schema.json"
 	AsyncAPI      = "asyncapi.json"
 )
 
 // Schemas lists the schema documents.
-var Schemas = []string{KeySchema, HeadersSchema, ChangesSchema, StateSchema}
+var Schemas = []string{KeySchema, HeadersSchema, ChangesSchema, StateSchema, BeatSchema}
 
 // obj is one JSON object of a document; encoding/json writes its keys sorted.
 type obj = map[string]any
@@ -191,6 +192,33 @@ func (d *defs) changes() obj {
 	return obj{"oneOf": []any{byMessage, childPurged, purged}}
 }
 
+// beat is the schema of a heartbeat's value (event.HeartbeatRecord).
+func (d *defs) beat() obj {
+	id := obj{"type": []string{"integer", "null"}, "minimum": 1}
+	topic := d.use("heartbeat.topic", obj{"type": "object", "required": []string{"topic", "last_sent_event_id", "oldest_unsent_event_id"},
+		"properties": obj{
+			"topic":                  obj{"type": "string"},
+			"last_sent_event_id":     withDesc(id, "the highest event id the dispatcher leader's term has had acknowledged on the topic; null: none yet this term"),
+			"oldest_unsent_event_id": withDesc(id, "the oldest event waiting to be sent (pending or a dead letter); null: nothing waits"),
+		}})
+	return d.use("heartbeat", obj{"type": "object", "required": []string{"time", "period_seconds", "epoch", "watermark", "changes", "state"},
+		"properties": obj{
+			"time":           obj{"type": "string", "format": "date-time", "description": "when the dispatcher wrote it, RFC 3339 UTC"},
+			"period_seconds": obj{"type": "number", "exclusiveMinimum": 0, "description": "the next one is due this much later"},
+			"epoch":          obj{"type": "integer", "minimum": 1, "description": "the dispatcher leader's epoch"},
+			"watermark":      obj{"type": "integer", "minimum": 0, "description": "ingest's watermark: every mailbox id up to it is discovered"},
+			"changes":        topic,
+			"state":          topic,
+		},
+		"description": "the dispatcher's heartbeat: it is alive under its lease and how far it is"})
+}
+
+func withDesc(s obj, desc string) obj {
+	out := maps.Clone(s)
+	out["description"] = desc
+	return out
+}
+
 func key() obj {
 	return obj{"type": "string", "pattern": posPat, "description": "the FLID as a decimal string"}
 }
@@ -234,6 +262,7 @@ func Documents() map[string][]byte {
 		HeadersSchema: schemaFile("msgx record headers (both topics)", (*defs).headers),
 		ChangesSchema: schemaFile("msgx.flight.changes record value", (*defs).changes),
 		StateSchema:   schemaFile("msgx.flight.state record value (UPSERT; a TOMBSTONE has a null value)", (*defs).state),
+		BeatSchema:    schemaFile("msgx.heartbeat record value", (*defs).beat),
 		AsyncAPI:      asyncAPI(),
 	}
 	out := examples()

@@ -65,6 +65,7 @@ func TestExamplesValidate(t *testing.T) {
 	for name, schema := range map[string]string{
 		contract.ExampleState: contract.StateSchema, contract.ExampleChange: contract.ChangesSchema,
 		contract.ExamplePurged: contract.ChangesSchema, contract.ExampleChildPurged: contract.ChangesSchema,
+		contract.ExampleHeartbeat: contract.BeatSchema,
 	} {
 		b, err := fs.ReadFile(docs.Contract, "contract/"+name)
 		require.NoError(t, err)
@@ -86,6 +87,9 @@ func TestExamplesValidate(t *testing.T) {
 		schema := contract.ChangesSchema
 		if _, ok := top["mafl"]; ok {
 			schema = contract.StateSchema
+		}
+		if _, ok := top["period_seconds"]; ok {
+			schema = contract.BeatSchema
 		}
 		require.NoError(t, v.Value(schema, []byte(body)), "docs/events.md example:\n%s", body)
 		full++
@@ -110,6 +114,10 @@ func TestRecordsThatBreakTheContractFail(t *testing.T) {
 	}
 	require.NoError(t, v.Record(contract.TopicState, "20261202001234", headers(), state))
 	require.NoError(t, v.Record(contract.TopicChanges, "20261202001234", headers(event.Header{Key: event.HeaderMsgID, Value: "884211"}), changeValue))
+	beat, err := fs.ReadFile(docs.Contract, "contract/"+contract.ExampleHeartbeat)
+	require.NoError(t, err)
+	beatHeaders := []event.Header{{Key: event.HeaderSchemaVersion, Value: "1"}, {Key: event.HeaderEpoch, Value: "3"}}
+	require.NoError(t, v.Record(contract.TopicHeartbeat, "msgx-dispatcher", beatHeaders, beat))
 
 	for name, c := range map[string]struct {
 		topic, key string
@@ -132,6 +140,9 @@ func TestRecordsThatBreakTheContractFail(t *testing.T) {
 		"an UPSERT's null state":  {contract.TopicState, "20261202001234", headers(), nil},
 		"a change without msg_id": {contract.TopicChanges, "20261202001234", headers(), bytes.Replace(changeValue, []byte(`"msg_id"`), []byte(`"message"`), 1)},
 		"an unknown topic":        {"msgx.flight.other", "20261202001234", headers(), changeValue},
+		"a heartbeat without its time": {contract.TopicHeartbeat, "msgx-dispatcher", beatHeaders,
+			bytes.Replace(beat, []byte(`"time"`), []byte(`"at"`), 1)},
+		"a heartbeat of schema version 2": {contract.TopicHeartbeat, "msgx-dispatcher", beatHeaders[1:], beat},
 	} {
 		require.Error(t, v.Record(c.topic, c.key, c.headers, c.value), name)
 	}

@@ -16,6 +16,7 @@ const (
 	ExampleChange      = "examples/msgx.flight.changes.value.json"
 	ExamplePurged      = "examples/msgx.flight.changes.purged.value.json"
 	ExampleChildPurged = "examples/msgx.flight.changes.child-purged.value.json"
+	ExampleHeartbeat   = "examples/msgx.heartbeat.value.json"
 )
 
 // exampleZone is the example airport's zone: Asia/Shanghai, which has no daylight saving time.
@@ -51,6 +52,11 @@ func examples() map[string][]byte {
 		ExampleState:       evs[1].AppendBody(nil),
 		ExampleChildPurged: evs[2].Payload,
 		ExamplePurged:      evs[4].Payload,
+		ExampleHeartbeat: event.HeartbeatRecord("msgx-dispatcher", event.Beat{
+			Time: time.Date(2026, 12, 2, 2, 41, 10, 0, time.UTC), Period: 10 * time.Second, Epoch: 3, Watermark: 884230,
+			Changes: event.BeatTopic{Topic: TopicChanges, LastSent: 1099511715783},
+			State:   event.BeatTopic{Topic: TopicState, LastSent: 1099511715775, OldestUnsent: 1099511715790},
+		}).Value,
 	}
 	for name, b := range out {
 		var buf bytes.Buffer

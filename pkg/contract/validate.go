@@ -59,20 +59,30 @@ func (v *Validator) Value(name string, value []byte) error {
 	return s.Validate(inst)
 }
 
-// Record checks a record of topic (TopicChanges or TopicState, the default names) against the
-// schemas: its key, its headers (each once) and its value. A null value is a state TOMBSTONE's;
-// on the changes topic older msgx versions wrote one too.
+// Record checks a record of topic (TopicChanges, TopicState or TopicHeartbeat, the default
+// names) against the schemas: an event's key, headers (each once) and value; a heartbeat's
+// schema_version and value. A null value is a state TOMBSTONE's; on the changes topic older msgx
+// versions wrote one too.
 func (v *Validator) Record(topic, key string, headers []event.Header, value []byte) error {
 	var errs []error
-	if err := v.Value(KeySchema, []byte(fmt.Sprintf("%q", key))); err != nil {
-		errs = append(errs, fmt.Errorf("key: %w", err))
-	}
 	h := map[string]any{}
 	for _, x := range headers {
 		if _, ok := h[x.Key]; ok {
 			errs = append(errs, fmt.Errorf("header %s: repeated", x.Key))
 		}
 		h[x.Key] = x.Value
+	}
+	if topic == TopicHeartbeat {
+		if h[event.HeaderSchemaVersion] != event.SchemaVersion {
+			errs = append(errs, fmt.Errorf("header %s: %v, not %s", event.HeaderSchemaVersion, h[event.HeaderSchemaVersion], event.SchemaVersion))
+		}
+		if err := v.Value(BeatSchema, value); err != nil {
+			errs = append(errs, fmt.Errorf("value: %w", err))
+		}
+		return errors.Join(errs...)
+	}
+	if err := v.Value(KeySchema, []byte(fmt.Sprintf("%q", key))); err != nil {
+		errs = append(errs, fmt.Errorf("key: %w", err))
 	}
 	if s := v.schemas[HeadersSchema]; s != nil {
 		if err := s.Validate(h); err != nil {

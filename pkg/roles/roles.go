@@ -126,6 +126,7 @@ var pgGrants = []pgGrant{
 	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
 	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_sent"}},
+	{Dispatcher, "SELECT (watermark)", []string{"inbox_cursor"}}, // the heartbeat
 	// dispatcher: the timelines it ran on (a promotion), and the change records the changes
 	// topic holds beyond what the database knew as sent (read at the start of each term).
 	{Dispatcher, "SELECT, INSERT", []string{"db_timeline"}},
