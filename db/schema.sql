@@ -879,7 +879,7 @@ CREATE TABLE public.replay_audit (
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
     errors text[],
-    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text])))
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text, 'kafka-reseed'::text])))
 );
 
 
@@ -1829,4 +1829,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20261231120000'),
     ('20270101120000'),
     ('20270102120000'),
-    ('20270103120000');
+    ('20270103120000'),
+    ('20270104120000');

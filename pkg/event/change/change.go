@@ -42,13 +42,19 @@ func Append(evs []event.Event, loc *time.Location, src event.Source, old, next *
 	b = append(b, `","changed":`...)
 	b = flight.DiffIn(old, next, loc).AppendJSON(b)
 	b = append(b, '}')
-	var body event.Body
-	if typ == event.Upsert {
-		body = zoned{next, loc} // rendered when written; next is not changed again
-	}
 	return append(evs,
 		event.Event{Target: event.TargetMsg, FLID: next.FLID, Type: typ, StateVersion: next.Version, MsgID: src.MsgID, Payload: b},
-		event.StateEvent(next.FLID, typ, next.Version, src.MsgID, body))
+		StateOf(next, src.MsgID, loc))
+}
+
+// StateOf is the KAFKA:schd event of state s at its version, caused by message msgID (0: none):
+// an UPSERT whose payload is s rendered with its instants in loc when written (s is not changed
+// again), or a TOMBSTONE without payload for a deleted flight.
+func StateOf(s *flight.State, msgID int64, loc *time.Location) event.Event {
+	if s.Status == flight.Deleted {
+		return event.StateEvent(s.FLID, event.Tombstone, s.Version, msgID, nil)
+	}
+	return event.StateEvent(s.FLID, event.Upsert, s.Version, msgID, zoned{s, loc})
 }
 
 // zoned is a full state rendered with its instants in the airport's zone.
