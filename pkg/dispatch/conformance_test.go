@@ -49,6 +49,7 @@ var conformanceCases = []struct {
 	{"CompactedStateEqualsPostgreSQL", confCompactedStateEqualsPostgreSQL},
 	{"LZ4RoundTrip", confLZ4RoundTrip},
 	{"SCRAMOverTLS", confSCRAMOverTLS},
+	{"ReferenceConsumer", confReferenceConsumer},
 }
 
 func TestConformance(t *testing.T) {
