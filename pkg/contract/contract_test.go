@@ -17,6 +17,7 @@ import (
 	"github.com/msgx/msgx/docs"
 	"github.com/msgx/msgx/pkg/contract"
 	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/flight"
 )
 
 var update = flag.Bool("update", false, "write docs/contract from the flight model and the record format")
@@ -173,4 +174,43 @@ func TestAsyncAPIParses(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, bytes.Replace(b, []byte(`"action": "send"`), []byte(`"action": "publish"`), 1), 0o644))
 	out, err = exec.Command(node, filepath.Join(tools, "check.mjs"), bad).CombinedOutput()
 	require.Error(t, err, "the parser must refuse a document AsyncAPI 3 does not allow:\n%s", out)
+}
+
+// TestTermsListEveryField: docs/terms.md has a row for every field of the published state and
+// every column of its collections, and none for a field msgx does not publish.
+func TestTermsListEveryField(t *testing.T) {
+	t.Parallel()
+	text, err := os.ReadFile("../../docs/terms.md")
+	require.NoError(t, err)
+	listed := map[string]bool{}
+	quoted := regexp.MustCompile("`([^`]+)`")
+	for _, line := range strings.Split(string(text), "\n") {
+		cells := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cells) < 5 {
+			continue
+		}
+		coll := ""
+		for _, m := range quoted.FindAllStringSubmatch(cells[0], -1) {
+			name := m[1]
+			if c, col, ok := strings.Cut(name, "[]."); ok {
+				coll, name = c, col
+			}
+			if coll != "" {
+				name = coll + "[]." + name
+			}
+			require.False(t, listed[name], "docs/terms.md lists %s twice", name)
+			listed[name] = true
+		}
+	}
+	want := map[string]bool{"flid": true, "state": true, "state_version": true, "operation_day": true,
+		"mafl[].flid": true, "mafl[].flno": true}
+	for _, f := range flight.Fields {
+		want[f.Name] = true
+	}
+	for _, c := range flight.Collections {
+		for _, col := range c.Cols {
+			want[c.Name+"[]."+col.Name] = true
+		}
+	}
+	require.Equal(t, want, listed, "docs/terms.md: one row per published field")
 }
