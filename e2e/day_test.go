@@ -126,7 +126,7 @@ func checkReadAPI(t *testing.T, b *bundle, states map[int64]*flight.State) {
 				FLID int64 `json:"flid"`
 			}
 			require.NoError(t, json.Unmarshal(raw, &id))
-			require.JSONEq(t, string(states[id.FLID].AppendJSON(nil)), string(raw), "flight %d", id.FLID)
+			require.JSONEq(t, string(states[id.FLID].AppendJSONIn(nil, airport(t))), string(raw), "flight %d", id.FLID)
 			served++
 		}
 	}
@@ -178,8 +178,14 @@ func checkStateTopic(t *testing.T, c *stack.Consumer, states map[int64]*flight.S
 	t.Helper()
 	behind := verify.Poll(context.Background(), 100*time.Millisecond, 30*time.Second, func() []string { return verify.Consumed(c.Records(), states) })
 	noProblems(t, behind, "msgx.flight.state has not delivered the stored version of %d FLIDs within 30s", len(behind))
-	noProblems(t, verify.StateTopic(c.Records(), states), "msgx.flight.state differs from PostgreSQL (FLID key: want = PostgreSQL, got = Kafka)")
+	noProblems(t, verify.StateTopic(c.Records(), states, airport(t)), "msgx.flight.state differs from PostgreSQL (FLID key: want = PostgreSQL, got = Kafka)")
 	noProblems(t, verify.Malformed(c.Records()), "records whose headers do not follow docs/events.md")
+	instants, n := verify.Instants(c.Records(), airport(t))
+	noProblems(t, instants, "instants that are not the wall-clock times in the airport's zone")
+	require.Positive(t, n.Named, "the records carry instants")
+	invalid, validated := verify.Contract(c.Records())
+	noProblems(t, invalid, "records that do not validate against docs/contract's JSON Schemas")
+	require.Positive(t, validated)
 	noProblems(t, verify.VersionsNeverDecrease(c.Records()), "a FLID's state_version went down on a topic")
 }
 

@@ -192,10 +192,16 @@ func (b *bundle) waitDrained(t *testing.T, maxID int64, timeout time.Duration) {
 // schema (after 03:30 airport time), and it would purge a day older than MSGX_HISTORY_RETENTION.
 func airportToday(t *testing.T) time.Time {
 	t.Helper()
+	y, m, d := time.Now().In(airport(t)).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// airport is the binaries' default airport zone (MSGX_AIRPORT_TZ), the simulator's too.
+func airport(t *testing.T) *time.Location {
+	t.Helper()
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
-	y, m, d := time.Now().In(loc).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return loc
 }
 
 // maxOf returns the largest id.

@@ -210,8 +210,9 @@ func startApacheKafka(ctx context.Context, dir string, out io.Writer) (*apacheka
 		return nil, fmt.Errorf("apache kafka (%s prepares the machine): %w", apachekafka.EnsureScript, err)
 	}
 	for topic, configs := range map[string]map[string]string{
-		verify.TopicChanges: nil,
-		verify.TopicState:   {"cleanup.policy": "compact"},
+		verify.TopicChanges:   nil,
+		verify.TopicState:     {"cleanup.policy": "compact"},
+		broker.TopicHeartbeat: nil,
 	} {
 		if err := cluster.CreateTopic(ctx, topic, broker.Partitions, configs); err != nil {
 			return nil, errors.Join(fmt.Errorf("create %s: %w", topic, err), cluster.Close())

@@ -33,6 +33,7 @@ func (c Config) Validate() error {
 func (c Config) dispatchConfig() dispatch.Config {
 	dc := c.Dispatch
 	dc.TopicChanges, dc.TopicState = c.Kafka.TopicChanges, c.Kafka.TopicState
+	dc.TopicHeartbeat, dc.HeartbeatKey = c.Kafka.TopicHeartbeat, c.Kafka.TxnIDPrefix
 	dc.ErrorWait = c.BackoffMax
 	kc := c.Kafka
 	// Every term starts by reading what the topics took since the last commit the database kept.

@@ -44,12 +44,14 @@ func TestNoTopicIsCreated(t *testing.T) {
 	metrics := get(t, srv, "/metrics")
 	require.Contains(t, metrics, `msgx_kafka_topic_unusable{topic="`+cfg.Kafka.TopicState+`"} 1`)
 	require.Contains(t, metrics, `msgx_kafka_topic_unusable{topic="`+cfg.Kafka.TopicChanges+`"} 1`)
-	require.Empty(t, existingTopics(t, admin, cfg.Kafka.TopicChanges, cfg.Kafka.TopicState), "no msgx client creates a topic")
+	require.Contains(t, metrics, `msgx_kafka_topic_unusable{topic="`+cfg.Kafka.TopicHeartbeat+`"} 1`)
+	require.Empty(t, existingTopics(t, admin, cfg.Kafka.TopicChanges, cfg.Kafka.TopicState, cfg.Kafka.TopicHeartbeat), "no msgx client creates a topic")
 	require.Zero(t, sentCount(t, db))
 
 	ctx := context.Background()
 	require.NoError(t, c.CreateTopic(ctx, cfg.Kafka.TopicChanges, kafkatest.Partitions, nil))
 	require.NoError(t, c.CreateTopic(ctx, cfg.Kafka.TopicState, kafkatest.Partitions, map[string]string{"cleanup.policy": "compact"}))
+	require.NoError(t, c.CreateTopic(ctx, cfg.Kafka.TopicHeartbeat, 1, nil))
 	require.Eventually(t, func() bool { return sentCount(t, db) == n }, time.Minute, 50*time.Millisecond, "sends once the topics exist")
 	require.Contains(t, get(t, srv, "/metrics"), `msgx_kafka_topic_unusable{topic="`+cfg.Kafka.TopicState+`"} 0`)
 	cancel()
@@ -68,6 +70,7 @@ func TestStateTopicNotCompacted(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, c.CreateTopic(ctx, cfg.Kafka.TopicChanges, kafkatest.Partitions, nil))
 	require.NoError(t, c.CreateTopic(ctx, cfg.Kafka.TopicState, kafkatest.Partitions, map[string]string{"cleanup.policy": "delete"}))
+	require.NoError(t, c.CreateTopic(ctx, cfg.Kafka.TopicHeartbeat, 1, nil))
 	n := enqueue(t, db, 5, 2)
 	require.NoError(t, outbox.Enqueue(ctx, db.Pool, t0,
 		event.Event{Target: event.TargetSchd, FLID: 1, Type: event.Upsert, StateVersion: 2, Payload: json.RawMessage(`{"flid":1}`)}))
@@ -92,7 +95,7 @@ func TestStateTopicNotCompacted(t *testing.T) {
 func topicTestConfig(t *testing.T, db *testdb.DB, c *apachekafka.Cluster, prefix string) Config {
 	t.Helper()
 	cfg := testConfig(t, db, c.Addrs())
-	cfg.Kafka.TopicChanges, cfg.Kafka.TopicState = prefix+".changes", prefix+".state"
+	cfg.Kafka.TopicChanges, cfg.Kafka.TopicState, cfg.Kafka.TopicHeartbeat = prefix+".changes", prefix+".state", prefix+".heartbeat"
 	cfg.Kafka.TxnIDPrefix = "msgx-" + prefix
 	return cfg
 }

@@ -83,7 +83,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	compat := ingest.NewCompat(cfg.compatConfig(), mb, apiPool, clk, metrics, log)
 	// The read API only reads PostgreSQL: it serves on every replica, leader or standby, and
 	// while the mailbox is down.
-	read := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout}, apiPool, log)
+	read := readapi.New(readapi.Config{DBTimeout: cfg.DBTimeout, Location: cfg.Location()}, apiPool, log)
 	if cfg.Mailbox.Shadow {
 		log.Warn().Msg("shadow mode: the compat entry answers 503 and nothing is written to the mailbox")
 	}

@@ -19,13 +19,14 @@ import (
 
 func init() {
 	register("kafka", command{
-		summary: "the Kafka topics: kafka verify (compare them with PostgreSQL)",
+		summary: "the Kafka topics: kafka verify (compare them with PostgreSQL) | kafka reseed (republish the flights' states)",
 		run:     kafkaCmd,
 	})
 }
 
 const kafkaUsage = `The Kafka topics:
   msgxctl kafka verify [--timeout D] [--json]
+  msgxctl kafka reseed (--flids F1,F2,… | --all) [--dry-run] [--reason R] [--actor A] [--timeout D] [--json]
 
 verify reads PostgreSQL (one snapshot), then both topics (MSGX_KAFKA_TOPIC_CHANGES and
 MSGX_KAFKA_TOPIC_STATE) as a read_committed consumer from the start to the high-water mark, and
@@ -35,23 +36,57 @@ topics, and that the last record of each flight on the state topic is its stored
 tombstone for a deleted or purged flight). It prints what it compared and what it could not
 (changes whose events MSGX_EVENT_RETENTION deleted, states not sent yet or sent after the
 snapshot, tombstones compaction removed), then every difference. Exit 0: Kafka agrees with
-PostgreSQL; 1: differences (listed) or a failure; 2: a bad command line or configuration.`
+PostgreSQL; 1: differences (listed) or a failure; 2: a bad command line or configuration.
+
+reseed republishes the current state of each selected flight to the state topic (a tombstone for
+a deleted or purged one) when the topic lacks its current version, e.g. after the topic was
+deleted and created again (docs/runbook.md). It reads the state topic first (read_committed);
+then, per 500 flights in one transaction, it enqueues the state events the dispatcher sends
+(fenced and transactional, in order with the flights' other states; never a version older than
+the topic holds) and writes an audit row (replay_audit, kafka-reseed). Safe while msgx runs; a
+flight whose current version the topic holds is left as it is. --dry-run reports and changes
+nothing. Exit 0: done (then kafka verify once the dispatcher has sent them); 1: a failure
+(nothing changed when the topic cannot be read); 2: a bad command line or configuration.`
+
+var kafkaSynopsis = map[string]string{
+	"verify": "[--timeout D] [--json]",
+	"reseed": "(--flids F1,F2,… | --all) [--dry-run] [--reason R] [--actor A] [--timeout D] [--json]",
+}
+
+// kafkaFailure is the error of kafka sub when Kafka failed: a missing topic is the command
+// line's or configuration's (exit 2, fixed as topicFix says), anything else names the brokers.
+func kafkaFailure(sub string, cfg config.Config, err error, topicFix string) error {
+	if errors.Is(err, kafka.ErrTopicMissing) {
+		return &cmdline.UsageError{Msg: "msgxctl kafka " + sub + ": " + err.Error(), Fix: topicFix}
+	}
+	return cmdline.WithHint(fmt.Errorf("kafka %s: %w", sub, err),
+		fmt.Sprintf("check that a broker answers at MSGX_KAFKA_BROKERS (%s) with the MSGX_KAFKA_TLS/SASL settings", strings.Join(cfg.Kafka.Brokers, ",")))
+}
 
 func kafkaCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	sub, args, err := subcommand("kafka", kafkaUsage, []string{"verify"}, args, out)
+	sub, args, err := subcommand("kafka", kafkaUsage, []string{"verify", "reseed"}, args, out)
 	if err != nil {
 		return err
 	}
-	fs, asJSON := flags("kafka "+sub, "[--timeout D] [--json]", kafkaUsage, out)
+	fs, asJSON := flags("kafka "+sub, kafkaSynopsis[sub], kafkaUsage, out)
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up reading after this long")
+	var reseed *reseedFlags
+	if sub == "reseed" {
+		reseed = newReseedFlags(fs)
+	}
 	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
 	if *timeout <= 0 {
 		return fs.Usagef("--timeout must be positive, got %s", *timeout)
 	}
+	if reseed != nil {
+		if err := reseed.check(fs); err != nil {
+			return err
+		}
+	}
 	if err := cfg.KafkaRefusals(); err != nil {
-		return badConfiguration("kafka verify", err)
+		return badConfiguration("kafka "+sub, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -60,14 +95,12 @@ func kafkaCmd(ctx context.Context, cfg config.Config, args []string, out io.Writ
 		return err
 	}
 	defer pool.Close()
-	r, err := kafkaverify.Verify(ctx, pool, cfg.Kafka)
-	if errors.Is(err, kafka.ErrTopicMissing) {
-		return &cmdline.UsageError{Msg: "msgxctl kafka verify: " + err.Error(),
-			Fix: "set MSGX_KAFKA_TOPIC_CHANGES and MSGX_KAFKA_TOPIC_STATE to the topics msgx writes"}
+	if reseed != nil {
+		return reseed.run(ctx, cfg, pool, *asJSON, out)
 	}
+	r, err := kafkaverify.Verify(ctx, pool, cfg.Kafka, cfg.Location())
 	if err != nil {
-		return cmdline.WithHint(fmt.Errorf("kafka verify: %w", err),
-			fmt.Sprintf("check that a broker answers at MSGX_KAFKA_BROKERS (%s) with the MSGX_KAFKA_TLS/SASL settings", strings.Join(cfg.Kafka.Brokers, ",")))
+		return kafkaFailure("verify", cfg, err, "set MSGX_KAFKA_TOPIC_CHANGES and MSGX_KAFKA_TOPIC_STATE to the topics msgx writes")
 	}
 	if *asJSON {
 		err = writeJSON(out, cfg.Location(), r)

@@ -30,12 +30,20 @@ func TestKafkaVerify(t *testing.T) {
 	checkKafkaVerify(t, kcfg)
 }
 
-func TestRealBrokerKafkaVerify(t *testing.T) {
+// kafka verify and kafka reseed against a real broker (one, for both).
+func TestRealBrokerKafkaVerifyAndReseed(t *testing.T) {
 	t.Parallel()
 	c := apachekafka.Start(t, apachekafka.Options{})
-	kcfg := kafkatest.Config(c.Addrs())
-	require.NoError(t, kafka.EnsureTopics(kcfg, kafkatest.Partitions))
-	checkKafkaVerify(t, kcfg)
+	t.Run("verify", func(t *testing.T) {
+		t.Parallel()
+		kcfg := kafkatest.Config(c.Addrs())
+		require.NoError(t, kafka.EnsureTopics(kcfg, kafkatest.Partitions))
+		checkKafkaVerify(t, kcfg)
+	})
+	t.Run("reseed", func(t *testing.T) {
+		t.Parallel()
+		checkKafkaReseed(t, c)
+	})
 }
 
 // verifyDB is flight 100 (version 2, both changes and its state sent) and flight 101 (deleted
@@ -79,6 +87,18 @@ func send(t *testing.T, p *kafka.Producer, topic string, cs ...event.Claimed) {
 	}
 }
 
+// sentAt is the event time of verifyDB's records.
+var sentAt = time.Date(2021, 1, 23, 0, 10, 0, 0, time.UTC)
+
+// changeRec and stateRec are claimed events of the changes and the state topic.
+func changeRec(id int64, flid string, v int64, typ, body string) event.Claimed {
+	return event.Claimed{EventID: id, Target: event.TargetMsg, FLID: flid, Type: typ, StateVersion: v, MsgID: 6 + id, Payload: []byte(body), CreatedAt: sentAt}
+}
+
+func stateRec(id int64, flid string, v int64, typ string, value []byte) event.Claimed {
+	return event.Claimed{EventID: id, Target: event.TargetSchd, FLID: flid, Type: typ, StateVersion: v, Payload: value, CreatedAt: sentAt}
+}
+
 func checkKafkaVerify(t *testing.T, kcfg kafka.Config) {
 	t.Helper()
 	ctx := context.Background()
@@ -86,20 +106,14 @@ func checkKafkaVerify(t *testing.T, kcfg kafka.Config) {
 	p, err := kafka.Dial(kcfg)
 	require.NoError(t, err)
 	defer p.Close()
-	at := time.Date(2021, 1, 23, 0, 10, 0, 0, time.UTC)
-	change := func(id int64, flid string, v int64, typ, body string) event.Claimed {
-		return event.Claimed{EventID: id, Target: event.TargetMsg, FLID: flid, Type: typ, StateVersion: v, MsgID: 6 + id, Payload: []byte(body), CreatedAt: at}
-	}
+	change, state := changeRec, stateRec
 	send(t, p, kcfg.TopicChanges, change(1, "100", 1, event.Upsert, `{"flid":100,"state_version":1}`),
 		change(2, "100", 2, event.Upsert, `{"flid":100,"state_version":2}`))
 	send(t, p, kcfg.TopicChanges, change(3, "101", 1, event.Tombstone, `{"flid":101,"state_version":1}`))
 	f100, err := flightstore.Read(ctx, db.Pool, 100)
 	require.NoError(t, err)
-	state := func(id int64, flid string, v int64, typ string, value []byte) event.Claimed {
-		return event.Claimed{EventID: id, Target: event.TargetSchd, FLID: flid, Type: typ, StateVersion: v, Payload: value, CreatedAt: at}
-	}
 	send(t, p, kcfg.TopicState, state(10, "100", 1, event.Upsert, []byte(`{"flid":100,"state_version":1}`)),
-		state(11, "100", 2, event.Upsert, f100.AppendJSON(nil)), state(12, "101", 1, event.Tombstone, nil))
+		state(11, "100", 2, event.Upsert, f100.AppendJSONIn(nil, cfg.Location())), state(12, "101", 1, event.Tombstone, nil))
 
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, cmdline.Exit(&errOut, "msgxctl", kafkaCmd(ctx, cfg, []string{"verify"}, &out)), errOut.String()+out.String())

@@ -17,6 +17,11 @@ type Config struct {
 	FlushLimit   int           `envconfig:"MSGX_SCHD_FLUSH_LIMIT" default:"500" desc:"dispatcher: FLIDs per KAFKA:schd flush"`
 	TopicChanges string        // topic of KAFKA:msg
 	TopicState   string        // topic of KAFKA:schd
+	// TopicHeartbeat is the heartbeat's topic ("": no heartbeat) and HeartbeatKey its records'
+	// key, the deployment's transactional id prefix.
+	TopicHeartbeat  string
+	HeartbeatKey    string
+	HeartbeatPeriod time.Duration `envconfig:"MSGX_HEARTBEAT_PERIOD" default:"10s" desc:"dispatcher: a heartbeat record on MSGX_KAFKA_TOPIC_HEARTBEAT every this long (docs/events.md, \"Heartbeat\"): consumers tell a quiet msgx from a stalled one by it"`
 	// Idle is the KAFKA:msg loop's wait after a batch that was not full.
 	Idle time.Duration `default:"100ms"`
 	// StatsPeriod is how often the backlog gauges are refreshed.
@@ -44,11 +49,12 @@ func (c Config) Validate() error {
 	p.Positive("MSGX_SCHD_FLUSH_PERIOD", c.FlushPeriod)
 	p.Between("MSGX_SCHD_FLUSH_LIMIT", int64(c.FlushLimit), 1, 10000)
 	p.Positive("MSGX_DISPATCH_SEND_WARN", c.SendWarn)
+	p.Positive("MSGX_HEARTBEAT_PERIOD", c.HeartbeatPeriod)
 	return p.Err()
 }
 
 func (c *Config) defaults() error {
-	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait, &c.SendWarn, &c.TailMargin} {
+	for _, d := range []*time.Duration{&c.Idle, &c.StatsPeriod, &c.ErrorWait, &c.SendWarn, &c.TailMargin, &c.HeartbeatPeriod} {
 		*d = max(*d, 0)
 	}
 	envconf.FillZero(c)

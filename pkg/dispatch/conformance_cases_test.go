@@ -277,7 +277,7 @@ func confCompactedStateEqualsPostgreSQL(t *testing.T, b *confBroker) {
 	for _, r := range rebuilt {
 		last = append(last, r)
 	}
-	require.Empty(t, verify.StateTopic(asStack(t, verify.TopicState, last), stored))
+	require.Empty(t, verify.StateTopic(asStack(t, verify.TopicState, last), stored, time.UTC))
 }
 
 // writeFlights stores version v of each flight (new at v = 1, a new stand after) with its
@@ -299,7 +299,7 @@ func writeFlights(t *testing.T, db *testdb.DB, states map[int64]*flight.State, f
 		s.F[flight.FLNO] = flight.Text(fmt.Sprintf("CA%04d", flid))
 		s.F[flight.STND] = flight.Text(fmt.Sprintf("S%d", v))
 		changes = append(changes, flight.Transition{Old: old, Next: s})
-		evs = change.Append(evs, event.Source{MsgID: s.LastMsgID, Type: "UFIS", Styp: "U"}, old, s)
+		evs = change.Append(evs, time.UTC, event.Source{MsgID: s.LastMsgID, Type: "UFIS", Styp: "U"}, old, s)
 		next[flid] = s
 	}
 	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {

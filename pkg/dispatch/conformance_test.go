@@ -49,6 +49,7 @@ var conformanceCases = []struct {
 	{"CompactedStateEqualsPostgreSQL", confCompactedStateEqualsPostgreSQL},
 	{"LZ4RoundTrip", confLZ4RoundTrip},
 	{"SCRAMOverTLS", confSCRAMOverTLS},
+	{"ReferenceConsumer", confReferenceConsumer},
 }
 
 func TestConformance(t *testing.T) {
@@ -154,12 +155,13 @@ func secured(cfg kafka.Config, ca *tlsenv.CA) kafka.Config {
 	return cfg
 }
 
-// topics creates a case's two topics (named after it; the state topic compacted, with extra
-// configuration state) and returns the settings using them, with the case's transactional ids.
+// topics creates a case's topics (named after it; the state topic compacted, with extra
+// configuration state; the heartbeat's) and returns the settings using them, with the case's transactional ids.
 func (b *confBroker) topics(t *testing.T, name string, changes, state map[string]string) kafka.Config {
 	t.Helper()
 	cfg := b.cfg
 	cfg.TopicChanges, cfg.TopicState = "conformance."+name+".changes", "conformance."+name+".state"
+	cfg.TopicHeartbeat = "conformance." + name + ".heartbeat"
 	cfg.TxnIDPrefix = "conformance." + name
 	b.createTopics(t, cfg, changes, state)
 	return cfg
@@ -171,6 +173,9 @@ func (b *confBroker) createTopics(t *testing.T, cfg kafka.Config, changes, state
 	maps.Copy(compacted, state)
 	require.NoError(t, b.create(cfg.TopicChanges, kafkatest.Partitions, changes))
 	require.NoError(t, b.create(cfg.TopicState, kafkatest.Partitions, compacted))
+	if cfg.TopicHeartbeat != "" {
+		require.NoError(t, b.create(cfg.TopicHeartbeat, kafkatest.Partitions, nil))
+	}
 }
 
 // read reads every record topic holds now, read_committed unless opts say otherwise.

@@ -51,6 +51,11 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	res := Result{Claimed: len(claimed)}
 	now := d.clock.Now()
 	d.observeLag(ctx, target, a.sentStates, now)
+	for _, c := range a.sentStates { // acknowledged: on the topic, whatever the outbox update does
+		if last := d.lastSent[target]; c.EventID > last.Load() {
+			last.Store(c.EventID)
+		}
+	}
 	if err := d.markSent(ctx, lease, target, a, now, &res); err != nil {
 		return res, err
 	}

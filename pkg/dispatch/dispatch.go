@@ -50,6 +50,10 @@ type Dispatcher struct {
 
 	// tailErr is why this term's tail read keeps failing (nil: read, or no term): Ready.
 	tailErr atomic.Pointer[error]
+
+	// lastSent is, per target, the highest event id whose record the broker acknowledged in
+	// this term (the heartbeat reports it; 0: none yet).
+	lastSent map[string]*atomic.Int64
 }
 
 // Ready fails while the leader's term cannot read the topics' tail, so it sends nothing (the
@@ -66,7 +70,8 @@ func New(cfg Config, store *outbox.Store, sender Sender, clk clock.Clock, reg pr
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, store: store, sender: sender, clock: clk, log: log, inflight: map[int64]time.Time{}}
+	d := &Dispatcher{cfg: cfg, store: store, sender: sender, clock: clk, log: log, inflight: map[int64]time.Time{},
+		lastSent: map[string]*atomic.Int64{event.TargetMsg: {}, event.TargetSchd: {}}}
 	m, err := newMetrics(reg, d.oldestUnacked)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)

@@ -1,5 +1,5 @@
 // Package dispatch is the dispatcher stage: it drains the msg_event outbox to Kafka while this
-// instance leads the dispatcher role. Two loops run side by side:
+// instance leads the dispatcher role. Two loops run side by side, and a heartbeat beside them:
 //
 // KAFKA:msg → topic msgx.flight.changes (StepMsg, in a loop)
 //
@@ -40,6 +40,16 @@
 // A version at or below the highest already sent is never produced, and a sent newer state
 // settles the older dead letters it represents: a retry, a replay or a restart can never put an
 // older state after a newer one on the compacted topic.
+//
+// Heartbeat → topic msgx.heartbeat (Heartbeat, every MSGX_HEARTBEAT_PERIOD on the dispatcher's
+// clock, the first at the term's start; none when the topic is unset)
+//
+//	read under the lease: watermark, oldest unsent event per target ──▶ one record (key: the
+//	transactional id prefix) with them and the highest event ids this term had acknowledged,
+//	in a transaction of the heartbeat topic's producer
+//
+// A beat that fails is logged and the next comes at its time; fencing or a broken producer ends
+// the loop like the others. Consumers watch for its absence (docs/events.md, "Heartbeat").
 //
 // Every batch (and every flush) is one Kafka transaction of the topic's transactional producer
 // (pkg/kafka: transactional.id <prefix>.<topic>), committed before the events are marked SENT.

@@ -15,6 +15,7 @@ type metrics struct {
 	retried   *prometheus.CounterVec
 	dead      *prometheus.CounterVec
 	outages   prometheus.Counter
+	beats     prometheus.Counter
 	batchSize *prometheus.HistogramVec
 	latency   *prometheus.HistogramVec
 	lag       *prometheus.HistogramVec
@@ -51,6 +52,9 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 		}, target),
 		outages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_dispatch_outage_total", Help: "Batches that failed whole while no broker answered (no attempt counted).",
+		}),
+		beats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msgx_dispatch_heartbeats_total", Help: "Heartbeat records the broker acknowledged (docs/events.md, \"Heartbeat\").",
 		}),
 		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "msgx_dispatch_batch_records", Help: "Records per produce batch.",
@@ -91,7 +95,7 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 		Name: "msgx_dispatch_oldest_unacked_send_age_seconds",
 		Help: "Age of the oldest send still waiting for the broker's answer (0 when none): grows while a broker hangs.",
 	}, oldestUnacked)
-	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency, m.lag,
+	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.beats, m.batchSize, m.latency, m.lag,
 		m.timeline, m.timelineChanges, m.lostTail, m.heldSkipped, m.heldConflicts, m.epoch, m.restores} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

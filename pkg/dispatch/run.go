@@ -18,7 +18,7 @@ import (
 )
 
 // Run reads the topics' tail (until it succeeds: nothing is sent before), then runs the KAFKA:msg
-// and KAFKA:schd loops and the backlog gauges until ctx ends (nil), a newer leader fenced the
+// and KAFKA:schd loops, the heartbeat (when it has a topic) and the backlog gauges until ctx ends (nil), a newer leader fenced the
 // lease (leader.ErrFenced) or the Kafka producer broke (kafka.ErrBroken: the term's caller dials
 // a new one, link.go).
 func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
@@ -27,6 +27,9 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 		Msg("dispatcher: loops start")
 	// A bound read in another term may come from another server (a failover).
 	d.claimFrom, d.stateFrom = 0, 0
+	for _, last := range d.lastSent {
+		last.Store(0)
+	}
 	if !d.readTailUntilDone(ctx, lease) {
 		return nil
 	}
@@ -47,6 +50,12 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 			return d.FlushStates(ctx, lease)
 		})
 	})
+	if d.cfg.TopicHeartbeat != "" {
+		g.Go(func() error {
+			defer lease.Stopped(heartbeatLoop)
+			return d.heartbeats(gctx, lease)
+		})
+	}
 	g.Go(func() error {
 		defer lease.Stopped("stats")
 		obs.RefreshGauges(gctx, d.cfg.StatsPeriod, func() { lease.Tick("stats") }, d.RefreshStats, func(err error) {

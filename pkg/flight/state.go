@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Lifecycle states of a flight.
@@ -69,13 +70,18 @@ func (s *State) fork() State {
 // cloneColl gives s its own copy of collection c before a change in place (fork shares it).
 func (s *State) cloneColl(c C) { s.C[c] = slices.Clone(s.C[c]) }
 
-// MarshalJSON writes the full state: identity and lifecycle, every scalar field (null when
-// unset), every collection as an array of row objects in input order, and "mafl". This is the
-// KAFKA:schd payload.
+// MarshalJSON writes the full state without instants (AppendJSON).
 func (s State) MarshalJSON() ([]byte, error) { return s.AppendJSON(make([]byte, 0, 2048)), nil }
 
-// AppendJSON appends the JSON of MarshalJSON to b.
-func (s *State) AppendJSON(b []byte) []byte {
+// AppendJSON appends the full state with its wall-clock times only, no instants: for views that
+// show the airport's clock. What msgx publishes is AppendJSONIn's.
+func (s *State) AppendJSON(b []byte) []byte { return s.AppendJSONIn(b, nil) }
+
+// AppendJSONIn appends the full state (the KAFKA:schd payload and the read API's answer):
+// identity and lifecycle, every scalar field (null when unset), every collection as an array of
+// row objects in input order, and "mafl". With loc set, every time field and column X has X_instant
+// beside it: the instant its wall-clock time names in loc, the airport's zone (appendInstant).
+func (s *State) AppendJSONIn(b []byte, loc *time.Location) []byte {
 	b = append(b, `{"flid":`...)
 	b = strconv.AppendInt(b, s.FLID, 10)
 	b = append(b, `,"state":`...)
@@ -89,23 +95,37 @@ func (s *State) AppendJSON(b []byte) []byte {
 		b = appendString(b, s.OperationDay)
 	}
 	for f := range NumFields {
-		b = append(b, ',', '"')
-		b = append(b, Fields[f].Name...)
-		b = append(b, '"', ':')
-		b = s.F[f].appendJSON(b, Fields[f].Kind)
+		b = appendMember(append(b, ','), Fields[f], s.F[f], loc)
 	}
 	for c := range NumColls {
 		b = append(b, ',', '"')
 		b = append(b, Collections[c].Name...)
 		b = append(b, '"', ':')
-		b = appendRows(b, c, s.C[c])
+		b = appendRows(b, c, s.C[c], loc)
 	}
 	b = append(b, `,"mafl":`...)
 	b = appendMAFL(b, s.MAFL)
 	return append(b, '}')
 }
 
-func appendRows(b []byte, c C, rows []Row) []byte {
+// appendMember appends `"name":value` for column col, and for a time with loc set
+// `,"name_instant":instant`.
+func appendMember(b []byte, col Column, v Value, loc *time.Location) []byte {
+	b = append(b, '"')
+	b = append(b, col.Name...)
+	b = append(b, '"', ':')
+	b = v.appendJSON(b, col.Kind)
+	if col.Kind == KindTime && loc != nil {
+		b = append(b, ',', '"')
+		b = append(b, col.Name...)
+		b = append(b, InstantSuffix...)
+		b = append(b, '"', ':')
+		b = v.appendInstant(b, loc)
+	}
+	return b
+}
+
+func appendRows(b []byte, c C, rows []Row, loc *time.Location) []byte {
 	cols := Collections[c].Cols
 	b = append(b, '[')
 	for i, r := range rows {
@@ -117,10 +137,7 @@ func appendRows(b []byte, c C, rows []Row) []byte {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, '"')
-			b = append(b, col.Name...)
-			b = append(b, '"', ':')
-			b = r[j].appendJSON(b, col.Kind)
+			b = appendMember(b, col, r[j], loc)
 		}
 		b = append(b, '}')
 	}
@@ -142,11 +159,15 @@ func appendMAFL(b []byte, m []Child) []byte {
 	return append(b, ']')
 }
 
-// Change is one changed field, collection, "state" or "mafl" with its old and new JSON values.
+// Change is one changed field, collection, "state" or "mafl" with its old and new JSON values;
+// for a time field diffed with a zone (DiffIn) also the instants they name.
 type Change struct {
 	Name string
 	Old  json.RawMessage
 	New  json.RawMessage
+	// OldInstant and NewInstant are nil unless the change is of a time field and the diff had
+	// a zone.
+	OldInstant, NewInstant json.RawMessage
 }
 
 // Changes is what a message changed on one flight.
@@ -166,7 +187,8 @@ type Changes struct {
 func (c Changes) Empty() bool { return len(c.Fields) == 0 }
 
 // AppendJSON appends {name: {"old": …, "new": …}} in field order to b (the "changed" object of
-// a KAFKA:msg payload, package event).
+// a KAFKA:msg payload, package event); a time field diffed with a zone also has "old_instant"
+// and "new_instant".
 func (c Changes) AppendJSON(b []byte) []byte {
 	b = append(b, '{')
 	for i, ch := range c.Fields {
@@ -178,15 +200,25 @@ func (c Changes) AppendJSON(b []byte) []byte {
 		b = append(b, ch.Old...)
 		b = append(b, `,"new":`...)
 		b = append(b, ch.New...)
+		if ch.OldInstant != nil {
+			b = append(b, `,"old_instant":`...)
+			b = append(b, ch.OldInstant...)
+			b = append(b, `,"new_instant":`...)
+			b = append(b, ch.NewInstant...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')
 }
 
-// Diff lists what differs between old and next: "state", every scalar field, every collection
+// Diff is DiffIn without a zone: no instants.
+func Diff(old *State, next *State) Changes { return DiffIn(old, next, nil) }
+
+// DiffIn lists what differs between old and next: "state", every scalar field, every collection
 // (whole collection as old/new arrays) and "mafl". A missing old flight (nil or not stored)
-// counts as all-null.
-func Diff(old *State, next *State) Changes {
+// counts as all-null. With loc set, the values carry their instants in loc as AppendJSONIn
+// writes them.
+func DiffIn(old *State, next *State, loc *time.Location) Changes {
 	var o State
 	if old.Exists() {
 		o = *old
@@ -197,24 +229,28 @@ func Diff(old *State, next *State) Changes {
 		if o.Status != "" {
 			oldStatus = appendString(nil, o.Status)
 		}
-		ch.Fields = append(ch.Fields, Change{"state", oldStatus, appendString(nil, next.Status)})
+		ch.Fields = append(ch.Fields, Change{Name: "state", Old: oldStatus, New: appendString(nil, next.Status)})
 	}
 	if o.OperationDay != next.OperationDay {
-		ch.Fields = append(ch.Fields, Change{"operation_day", dayJSON(o.OperationDay), dayJSON(next.OperationDay)})
+		ch.Fields = append(ch.Fields, Change{Name: "operation_day", Old: dayJSON(o.OperationDay), New: dayJSON(next.OperationDay)})
 	}
 	for f := range NumFields {
 		if o.F[f] != next.F[f] {
 			k := Fields[f].Kind
-			ch.Fields = append(ch.Fields, Change{Fields[f].Name, o.F[f].jsonOf(k), next.F[f].jsonOf(k)})
+			c := Change{Name: Fields[f].Name, Old: o.F[f].jsonOf(k), New: next.F[f].jsonOf(k)}
+			if k == KindTime && loc != nil {
+				c.OldInstant, c.NewInstant = o.F[f].appendInstant(nil, loc), next.F[f].appendInstant(nil, loc)
+			}
+			ch.Fields = append(ch.Fields, c)
 		}
 	}
 	for c := range NumColls {
 		if !slices.Equal(o.C[c], next.C[c]) {
-			ch.Fields = append(ch.Fields, Change{Collections[c].Name, appendRows(nil, c, o.C[c]), appendRows(nil, c, next.C[c])})
+			ch.Fields = append(ch.Fields, Change{Name: Collections[c].Name, Old: appendRows(nil, c, o.C[c], loc), New: appendRows(nil, c, next.C[c], loc)})
 		}
 	}
 	if !slices.Equal(o.MAFL, next.MAFL) {
-		ch.Fields = append(ch.Fields, Change{"mafl", appendMAFL(nil, o.MAFL), appendMAFL(nil, next.MAFL)})
+		ch.Fields = append(ch.Fields, Change{Name: "mafl", Old: appendMAFL(nil, o.MAFL), New: appendMAFL(nil, next.MAFL)})
 	}
 	return ch
 }

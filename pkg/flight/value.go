@@ -23,6 +23,14 @@ const (
 // TimeLayout is how wall-clock times appear in JSON (no zone: local airport time).
 const TimeLayout = "2006-01-02T15:04:05"
 
+// InstantLayout is how the instant beside a wall-clock time appears in JSON: RFC 3339 with the
+// airport's UTC offset at that wall time.
+const InstantLayout = time.RFC3339
+
+// InstantSuffix names the instant beside a wall-clock time in JSON: "sodt" has "sodt_instant",
+// a change's "old" and "new" have "old_instant" and "new_instant".
+const InstantSuffix = "_instant"
+
 // Value is one nullable value of a flight field or collection column. It is comparable with ==.
 // A time is kept as its wall clock (Wall) in Unix microseconds, the precision of the flight
 // tables' timestamps: a Value is 32 bytes, and a flight state holds about 60 of them and its
@@ -68,6 +76,58 @@ func JSON(s string) Value { return Value{Valid: true, S: s} }
 // times and the flight tables store them as zone-less timestamps.
 func Wall(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+// Instant returns the instant that the wall-clock time w (labelled UTC, as Wall gives it) names
+// in loc, and false when it names none or two: a wall time inside the hour the clocks skip when
+// daylight saving time starts, or inside the hour they repeat when it ends. msgx does not choose
+// for the AODB which of two instants it meant, nor move a skipped time.
+func Instant(w time.Time, loc *time.Location) (time.Time, bool) {
+	t := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc)
+	if !Wall(t).Equal(w) { // normalised past a gap: the wall time does not exist
+		return time.Time{}, false
+	}
+	start, end := t.ZoneBounds()
+	// The same wall time in the zone period before or after t's names a second instant when
+	// that instant lies inside that period.
+	if !start.IsZero() {
+		if other := at(w, start.Add(-time.Nanosecond)); other.Before(start) && offset(other, loc) == offset(start.Add(-time.Nanosecond), loc) {
+			return time.Time{}, false
+		}
+	}
+	if !end.IsZero() {
+		if other := at(w, end); !other.Before(end) && offset(other, loc) == offset(end, loc) {
+			return time.Time{}, false
+		}
+	}
+	return t, true
+}
+
+// at is the instant at which a clock with the UTC offset in force at ref shows w.
+func at(w, ref time.Time) time.Time {
+	_, off := ref.Zone()
+	return w.Add(-time.Duration(off) * time.Second)
+}
+
+// offset is the UTC offset of loc at instant t, in seconds.
+func offset(t time.Time, loc *time.Location) int {
+	_, off := t.In(loc).Zone()
+	return off
+}
+
+// appendInstant appends the instant of time value v in loc as JSON: null for a null value and
+// for a wall time that names no single instant (Instant).
+func (v Value) appendInstant(b []byte, loc *time.Location) []byte {
+	if !v.Valid {
+		return append(b, "null"...)
+	}
+	t, ok := Instant(v.T(), loc)
+	if !ok {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, InstantLayout)
+	return append(b, '"')
 }
 
 // appendJSON appends v as JSON for a column of kind k.

@@ -82,7 +82,7 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 	var purged []confirmed
 	err := leader.Fenced(ctx, j.pool, lease, func(tx pgx.Tx) error {
 		var err error
-		purged, err = purgeTx(ctx, tx, now, cands, dayCutoff, quietCutoff)
+		purged, err = purgeTx(ctx, tx, now, j.cfg.Location, cands, dayCutoff, quietCutoff)
 		return err
 	})
 	if err != nil {
@@ -108,7 +108,7 @@ func (j *Jobs) purge(ctx context.Context, lease leader.Lease, now time.Time, can
 // documents are built before PIPELINE_LOCK, so the lock is held only for the re-check and the
 // delete. A document stays only for a flight the re-check finds at the very state_version (and
 // updated_at) it was built from.
-func purgeTx(ctx context.Context, tx pgx.Tx, now time.Time, cands []candidate, dayCutoff, quietCutoff time.Time) ([]confirmed, error) {
+func purgeTx(ctx context.Context, tx pgx.Tx, now time.Time, loc *time.Location, cands []candidate, dayCutoff, quietCutoff time.Time) ([]confirmed, error) {
 	n := len(cands)
 	flids, versions, updated := make([]int64, n), make([]int64, n), make([]time.Time, n)
 	for i, c := range cands {
@@ -146,7 +146,7 @@ func purgeTx(ctx context.Context, tx pgx.Tx, now time.Time, cands []candidate, d
 	if documents != len(purged) {
 		return nil, fmt.Errorf("purge: %d history documents for %d flights", documents, len(purged))
 	}
-	return purged, removePurged(ctx, tx, now, purged)
+	return purged, removePurged(ctx, tx, now, loc, purged)
 }
 
 // dropStaleHistory deletes the history documents written for flights the re-check did not
@@ -172,7 +172,7 @@ func dropStaleHistory(ctx context.Context, tx pgx.Tx, written []historyRow, purg
 
 // removePurged enqueues the TOMBSTONE pairs of the purged flights not deleted before, takes
 // the purged children out of their masters' MAFL, and deletes the purged flights.
-func removePurged(ctx context.Context, tx pgx.Tx, now time.Time, purged []confirmed) error {
+func removePurged(ctx context.Context, tx pgx.Tx, now time.Time, loc *time.Location, purged []confirmed) error {
 	ids := make([]int64, len(purged))
 	gone := make([]*flight.State, len(purged))
 	var events []event.Event
@@ -196,7 +196,7 @@ func removePurged(ctx context.Context, tx pgx.Tx, now time.Time, purged []confir
 		return fmt.Errorf("purge: bump the masters: %w", err)
 	}
 	for _, m := range masters {
-		events = change.Append(events, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
+		events = change.Append(events, loc, event.Source{Reason: event.ReasonChildPurged}, m.Old, m.Next)
 	}
 	if err := outbox.Enqueue(ctx, tx, now, events...); err != nil {
 		return err

@@ -82,7 +82,7 @@ func checkTopics(admin sarama.ClusterAdmin, c Config) ([]TopicInfo, error) {
 	var errs []error
 	for _, tm := range meta {
 		if errors.Is(tm.Err, sarama.ErrUnknownTopicOrPartition) {
-			errs = append(errs, &TopicError{tm.Name, fmt.Errorf("%w: %s (create it as docs/kafka.md says, or set MSGX_KAFKA_TOPIC_CHANGES / MSGX_KAFKA_TOPIC_STATE)", ErrTopicMissing, tm.Name)})
+			errs = append(errs, &TopicError{tm.Name, fmt.Errorf("%w: %s (create it as docs/kafka.md says, or set MSGX_KAFKA_TOPIC_CHANGES / MSGX_KAFKA_TOPIC_STATE / MSGX_KAFKA_TOPIC_HEARTBEAT)", ErrTopicMissing, tm.Name)})
 			continue
 		}
 		if tm.Err != sarama.ErrNoError {
@@ -129,8 +129,8 @@ func cleanupPolicy(admin sarama.ClusterAdmin, topic string) (string, error) {
 	return "", fmt.Errorf("%w: %s: the broker did not return cleanup.policy", ErrTopicNotCompacted, topic)
 }
 
-// EnsureTopics is the admin step of development and tests: it creates the two topics when
-// missing (the state topic compacted) with the given partition count. Production topics are
+// EnsureTopics is the admin step of development and tests: it creates the topics when missing
+// (the state topic compacted) with the given partition count. Production topics are
 // created by the platform team and only checked.
 func EnsureTopics(c Config, partitions int32) error {
 	sc, err := newSaramaConfig(c)
@@ -143,16 +143,14 @@ func EnsureTopics(c Config, partitions int32) error {
 	}
 	defer admin.Close()
 	compact := "compact"
-	for _, t := range []struct {
-		name    string
-		configs map[string]*string
-	}{
-		{c.TopicChanges, nil},
-		{c.TopicState, map[string]*string{"cleanup.policy": &compact}},
-	} {
-		err := admin.CreateTopic(t.name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: t.configs}, false)
+	for _, name := range c.Topics() {
+		var configs map[string]*string
+		if name == c.TopicState {
+			configs = map[string]*string{"cleanup.policy": &compact}
+		}
+		err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: configs}, false)
 		if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-			return &Error{Op: "create topic " + t.name, Err: err}
+			return &Error{Op: "create topic " + name, Err: err}
 		}
 	}
 	return nil

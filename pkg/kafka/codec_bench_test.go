@@ -15,6 +15,15 @@ import (
 	"github.com/msgx/msgx/pkg/flight"
 )
 
+// airport is the zone whose instants the records carry beside their wall-clock times.
+var airport = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
 // realisticBatch is one produce batch of n records of the given kind, as the encoders of
 // pkg/event write them for flights of a busy day: state records (the full state, most scalar
 // fields null, a route, stands, gates, check-in rows) or change records (a few changed
@@ -42,13 +51,13 @@ func realisticBatch(kind string, n int) []byte {
 		s.C[flight.GTDT] = []flight.Row{{flight.Int(1), flight.Text(fmt.Sprintf("B%d", rng.IntN(60))), flight.Time(at.Add(-50 * time.Minute)), flight.Time(at.Add(-15 * time.Minute))}}
 		s.C[flight.CKDT] = []flight.Row{{flight.Int(1), flight.Text(fmt.Sprintf("C%02d", rng.IntN(80))), flight.Text("Y"), flight.Time(at.Add(-3 * time.Hour)), flight.Time(at.Add(-45 * time.Minute))}}
 		if kind == "state" {
-			out.Write(s.AppendJSON(nil))
+			out.Write(s.AppendJSONIn(nil, airport))
 			continue
 		}
 		old := s.Clone()
 		old.F[flight.ESTT] = flight.Time(at)
 		old.F[flight.STND] = flight.Text(fmt.Sprint(100 + rng.IntN(150)))
-		evs := change.Append(nil, event.Source{MsgID: int64(880000 + i), Type: "FLOP", Styp: "ESTT"}, &old, &s)
+		evs := change.Append(nil, airport, event.Source{MsgID: int64(880000 + i), Type: "FLOP", Styp: "ESTT"}, &old, &s)
 		out.Write(evs[0].Payload)
 	}
 	return out.Bytes()

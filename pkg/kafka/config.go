@@ -28,6 +28,7 @@ type Config struct {
 	Version        string        `envconfig:"MSGX_KAFKA_VERSION" default:"2.8.0" desc:"dispatcher: Kafka protocol version sarama speaks (at least 2.1.0: Kafka 4 brokers refuse older request versions)"`
 	TopicChanges   string        `envconfig:"MSGX_KAFKA_TOPIC_CHANGES" default:"msgx.flight.changes" desc:"dispatcher: topic of KAFKA:msg (one event per flight change)"`
 	TopicState     string        `envconfig:"MSGX_KAFKA_TOPIC_STATE" default:"msgx.flight.state" desc:"dispatcher: compacted topic of KAFKA:schd (latest full state per FLID)"`
+	TopicHeartbeat string        `envconfig:"MSGX_KAFKA_TOPIC_HEARTBEAT" default:"msgx.heartbeat" desc:"dispatcher: topic of the heartbeat (every MSGX_HEARTBEAT_PERIOD: the watermark and the newest event ids sent; docs/events.md); empty: no heartbeat"`
 	DialTimeout    time.Duration `envconfig:"MSGX_KAFKA_DIAL_TIMEOUT" default:"10s" desc:"dispatcher: broker dial timeout (bounded, D3b)"`
 	IOTimeout      time.Duration `envconfig:"MSGX_KAFKA_IO_TIMEOUT" default:"15s" desc:"dispatcher: broker read and write timeout (bounded, D3b; above MSGX_KAFKA_PRODUCE_TIMEOUT, which a produce request may wait on the broker)"`
 	ProduceTimeout time.Duration `envconfig:"MSGX_KAFKA_PRODUCE_TIMEOUT" default:"10s" desc:"dispatcher: produce request timeout (bounded, D3b)"`
@@ -52,6 +53,9 @@ func (c Config) Validate() error {
 	}
 	if c.TopicChanges == "" || c.TopicState == "" || c.TopicChanges == c.TopicState {
 		p.Add("MSGX_KAFKA_TOPIC_CHANGES", "and MSGX_KAFKA_TOPIC_STATE must be set and differ")
+	}
+	if c.TopicHeartbeat != "" && (c.TopicHeartbeat == c.TopicChanges || c.TopicHeartbeat == c.TopicState) {
+		p.Add("MSGX_KAFKA_TOPIC_HEARTBEAT", "must differ from MSGX_KAFKA_TOPIC_CHANGES and MSGX_KAFKA_TOPIC_STATE, got %q", c.TopicHeartbeat)
 	}
 	if v, err := sarama.ParseKafkaVersion(c.Version); err != nil {
 		p.Add("MSGX_KAFKA_VERSION", "%v", err)
@@ -104,8 +108,14 @@ func (c Config) compression() (sarama.CompressionCodec, error) {
 // TransactionalID is the transactional.id of the producer of topic (D3b).
 func (c Config) TransactionalID(topic string) string { return c.TxnIDPrefix + "." + topic }
 
-// Topics returns the two topic names.
-func (c Config) Topics() []string { return []string{c.TopicChanges, c.TopicState} }
+// Topics returns the topics the dispatcher produces to: the two event topics and, when set, the
+// heartbeat's.
+func (c Config) Topics() []string {
+	if c.TopicHeartbeat == "" {
+		return []string{c.TopicChanges, c.TopicState}
+	}
+	return []string{c.TopicChanges, c.TopicState, c.TopicHeartbeat}
+}
 
 // ProductionRefusals are the Kafka settings production refuses: a connection without TLS, and
 // above all a SASL PLAIN password sent in clear (docs/security.md).

@@ -191,7 +191,7 @@ func TestSendCheckTopicsAndClassify(t *testing.T) {
 
 	infos, err := p.CheckTopics(ctx)
 	require.NoError(t, err)
-	require.Len(t, infos, 2)
+	require.Len(t, infos, 3, "the two event topics and the heartbeat's")
 	for _, in := range infos {
 		require.Equal(t, kafkatest.Partitions, in.Partitions)
 		if in.Name == cfg.TopicState {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
@@ -24,6 +25,8 @@ type Stored struct {
 	Held      map[string]map[int64]outbox.Held
 	Timelines []int64
 	Timeline  int64
+	// Loc is the airport's zone: a state record's value carries its times' instants in it.
+	Loc *time.Location
 }
 
 // Report is the outcome: what was compared, what could not be, and every difference.
@@ -214,7 +217,7 @@ func compareStates(t *Topics, s Stored, sum *StateSummary) []Difference {
 			f = s.Flights[id]
 		}
 		last, ok := t.states[flid]
-		c := stateCase{topic: t.StateTopic, flid: flid, sent: s.States.Sent[flid], unsent: s.States.Unsent[flid], f: f}
+		c := stateCase{topic: t.StateTopic, flid: flid, sent: s.States.Sent[flid], unsent: s.States.Unsent[flid], f: f, loc: s.Loc}
 		var d *Difference
 		if ok {
 			d = c.compareLast(last, sum)
@@ -234,6 +237,7 @@ type stateCase struct {
 	flid         string
 	sent, unsent int64         // the version sent (msg_state_sent), the newest unsent one (0: none)
 	f            *flight.State // nil: not stored (purged, or never)
+	loc          *time.Location
 }
 
 func (c stateCase) diff(kind Kind, version int64, format string, args ...any) *Difference {
@@ -285,7 +289,7 @@ func (c stateCase) compareLast(last stateRec, sum *StateSummary) *Difference {
 	case !wantTombstone && last.value == nil:
 		return at(c.diff(StateDiffers, last.version, "the flight is %s: the last record is a tombstone", c.f.Status))
 	case !wantTombstone:
-		if want := c.f.AppendJSON(nil); !bytes.Equal(last.value, want) {
+		if want := c.f.AppendJSONIn(nil, c.loc); !bytes.Equal(last.value, want) {
 			return at(c.diff(StateDiffers, last.version, "the value is not the stored state (first difference at byte %d)", firstDiff(last.value, want)))
 		}
 	}

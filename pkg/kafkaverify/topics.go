@@ -138,6 +138,22 @@ func identity(r kafka.ConsumedRecord) [32]byte {
 	return out
 }
 
+// Held is what the state topic holds of a FLID: the version of its last record, and whether that
+// is a tombstone (a null value).
+type Held struct {
+	Version   int64
+	Tombstone bool
+}
+
+// HeldStates returns the last record of each FLID the state topic read holds, by FLID.
+func (t *Topics) HeldStates() map[string]Held {
+	out := make(map[string]Held, len(t.states))
+	for k, r := range t.states {
+		out[k] = Held{Version: r.version, Tombstone: r.value == nil}
+	}
+	return out
+}
+
 // AddState records one record of the state topic: the last of each FLID is kept.
 func (t *Topics) AddState(r kafka.ConsumedRecord) {
 	t.StateRecords++

@@ -3,6 +3,7 @@ package kafkaverify
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,11 +39,12 @@ func ReadStored(ctx context.Context, db flightstore.Beginner) (Stored, error) {
 // high-water mark), and compares them. PostgreSQL is read first: every event it shows SENT was
 // committed to Kafka before, so it is below the high-water marks read after; what was sent in
 // between is counted as not compared, not reported as a difference.
-func Verify(ctx context.Context, db flightstore.Beginner, c kafka.Config) (Report, error) {
+func Verify(ctx context.Context, db flightstore.Beginner, c kafka.Config, loc *time.Location) (Report, error) {
 	stored, err := ReadStored(ctx, db)
 	if err != nil {
 		return Report{}, fmt.Errorf("read PostgreSQL: %w", err)
 	}
+	stored.Loc = loc
 	t := NewTopics(c.TopicChanges, c.TopicState)
 	for _, read := range []struct {
 		topic string

@@ -137,11 +137,7 @@ func (s *Store) admin(ctx context.Context, who Admin, action, selector string, n
 		}
 		slices.Sort(ids)
 		if len(ids) > 0 {
-			reason := who.Reason
-			if reason == "" {
-				reason = "(none given)"
-			}
-			if _, err := tx.Exec(ctx, auditSQL, action, who.Actor, reason, selector, ids, now); err != nil {
+			if err := Audit(ctx, tx, action, who, selector, ids, now); err != nil {
 				return err
 			}
 		}
@@ -154,6 +150,19 @@ func (s *Store) admin(ctx context.Context, who Admin, action, selector string, n
 		return nil, fmt.Errorf("%s: %w", action, err)
 	}
 	return ids, nil
+}
+
+// Audit writes the replay_audit row of an operator action in tx: what (action), who and why,
+// the selector as given and the ids it acted on.
+func Audit(ctx context.Context, tx pgx.Tx, action string, who Admin, selector string, ids []int64, now time.Time) error {
+	reason := who.Reason
+	if reason == "" {
+		reason = "(none given)"
+	}
+	if _, err := tx.Exec(ctx, auditSQL, action, who.Actor, reason, selector, ids, now); err != nil {
+		return fmt.Errorf("audit %s: %w", action, err)
+	}
+	return nil
 }
 
 func nonNil(ids []int64) []int64 {

@@ -196,6 +196,18 @@ UPDATE msg_event e
  WHERE e.target = 'KAFKA:schd' AND e.status = 'PENDING' AND e.partition_key = f.k AND e.state_version <= f.v
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
+// progressSQL reads what the dispatcher's heartbeat reports, fenced as markSentSQL is (role $1):
+// the lease's epoch (NULL: no row), ingest's watermark and the oldest unsent event of each target
+// (the partial index msg_event_unsent_order).
+const progressSQL = `
+WITH lease AS (
+    SELECT epoch FROM leader_lease WHERE role = $1 FOR SHARE
+)
+SELECT (SELECT epoch FROM lease),
+       coalesce((SELECT watermark FROM inbox_cursor), 0),
+       coalesce((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')), 0),
+       coalesce((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')), 0)`
+
 // statsSQL feeds the backlog gauges.
 const statsSQL = `
 SELECT target,

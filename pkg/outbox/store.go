@@ -290,6 +290,29 @@ func (s *Store) MarkSent(ctx context.Context, lease leader.Lease, ids []int64, n
 	return n, nil
 }
 
+// Progress is the pipeline's progress a heartbeat reports: ingest's watermark and, per target,
+// the oldest event not sent yet (0: none).
+type Progress struct {
+	Watermark    int64
+	OldestUnsent map[string]int64
+}
+
+// Progress reads the heartbeat's progress under lease: leader.ErrFenced when the lease is no
+// longer this leader's, so a deposed leader reports nothing.
+func (s *Store) Progress(ctx context.Context, lease leader.Lease) (Progress, error) {
+	var epoch *int64
+	var msg, schd int64
+	p := Progress{}
+	if err := s.pool.QueryRow(ctx, progressSQL, lease.Role).Scan(&epoch, &p.Watermark, &msg, &schd); err != nil {
+		return Progress{}, fmt.Errorf("read progress: %w", err)
+	}
+	if epoch == nil || *epoch != lease.Epoch {
+		return Progress{}, fmt.Errorf("read progress: %w", leader.ErrFenced)
+	}
+	p.OldestUnsent = map[string]int64{event.TargetMsg: msg, event.TargetSchd: schd}
+	return p, nil
+}
+
 // OriginTimes returns when ingest enqueued each of the messages (proc_state.enqueued_at), for
 // the end-to-end lag: one query for a batch. Messages not in proc_state are left out.
 func (s *Store) OriginTimes(ctx context.Context, msgIDs []int64) (map[int64]time.Time, error) {

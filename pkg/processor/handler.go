@@ -23,6 +23,9 @@ type Message struct {
 	Identity string
 	Now      time.Time // the engine clock's time for this batch: use it for every timestamp
 	Lease    leader.Lease
+	// Location is the airport's zone (Config.Location): the message's wall-clock times are its
+	// local times, and the events give the instants they name in it.
+	Location *time.Location
 }
 
 // Outcome is a handler's successful result. The zero Outcome is SUCCEEDED.

@@ -1,10 +1,11 @@
 // Package readapi serves ingest's read API (docs/spec.md §11): the current full state of a flight, and
 // of every flight of an operation day, as the JSON msgx publishes on msgx.flight.state (package
-// flight's State.AppendJSON, MAFL included). It reads PostgreSQL only, in read-only
+// flight's State.AppendJSONIn, MAFL and instants included). It reads PostgreSQL only, in read-only
 // transactions, so it runs on every ingest replica, leader or standby.
 //
 //	GET /flights/{flid}            200 the state (ETag "<state_version>"), 304, 400, 404
 //	GET /all/flights?day=YYYY-MM-DD 200 a JSON array of the day's states by FLID (streamed), 400
+//	GET /contract/{name}            200 a document of the consumer contract (docs/contract), 404
 //
 // A DELETED flight is still served (200, "state":"DELETED") until the history sweep purges it;
 // after the purge it is unknown (404). docs/api.md has examples.
@@ -15,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,17 +27,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/docs"
 	"github.com/msgx/msgx/pkg/flightstore"
 )
 
 // The routes the Handler serves (obs.Server.Handle); mount it at each of Patterns.
 const (
-	FlightPattern = "GET /flights/{flid}"
-	DayPattern    = "GET /all/flights"
+	FlightPattern   = "GET /flights/{flid}"
+	DayPattern      = "GET /all/flights"
+	ContractPattern = "GET /contract/{name...}"
 )
 
 // Patterns lists every route of the read API.
-var Patterns = []string{FlightPattern, DayPattern}
+var Patterns = []string{FlightPattern, DayPattern, ContractPattern}
 
 // DefaultChunk is how many flights a day listing loads per statement.
 const DefaultChunk = 500
@@ -43,6 +48,9 @@ const DefaultChunk = 500
 type Config struct {
 	DBTimeout time.Duration // bounds each request's database work (MSGX_DB_TIMEOUT)
 	Chunk     int           // flights per flightstore.Load in a day listing (DefaultChunk)
+	// Location is the airport's zone (MSGX_AIRPORT_TZ), in which the states' wall-clock times
+	// name the instants served beside them; UTC when nil.
+	Location *time.Location
 }
 
 // DB is what the read API needs from PostgreSQL (a *pgxpool.Pool). Every request reads in one
@@ -64,6 +72,9 @@ func New(cfg Config, db DB, log zerolog.Logger) *Handler {
 	if cfg.Chunk <= 0 {
 		cfg.Chunk = DefaultChunk
 	}
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
 	return &Handler{cfg: cfg, db: db, log: log.With().Str("stage", "readapi").Logger()}
 }
 
@@ -73,6 +84,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.flight(w, r)
 	case DayPattern:
 		h.day(w, r)
+	case ContractPattern:
+		contract(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -103,7 +116,20 @@ func (h *Handler) flight(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeJSON(w, s.AppendJSON(make([]byte, 0, 4096)))
+	writeJSON(w, s.AppendJSONIn(make([]byte, 0, 4096), h.cfg.Location))
+}
+
+// contract serves GET /contract/{name}: a JSON Schema, the AsyncAPI document or an example
+// value of docs/contract, as committed (docs/events.md, "Machine-readable").
+func contract(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	b, err := fs.ReadFile(docs.Contract, path.Join("contract", name))
+	if err != nil || !fs.ValidPath(name) || !strings.HasSuffix(name, ".json") {
+		plain(w, http.StatusNotFound, fmt.Sprintf("no contract document %q (asyncapi.json, msgx.flight.state.value.schema.json, …)", name))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	writeJSON(w, b)
 }
 
 // day serves GET /all/flights?day=YYYY-MM-DD: the day's FLIDs in one statement, their states
@@ -143,7 +169,7 @@ func (h *Handler) day(w http.ResponseWriter, r *http.Request) {
 				if n > 0 {
 					buf = append(buf, ',')
 				}
-				buf = s.AppendJSON(buf)
+				buf = s.AppendJSONIn(buf, h.cfg.Location)
 				n++
 			}
 			if !started {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/msgx/msgx/docs"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/dev/testdb"
@@ -52,24 +54,31 @@ type bundle struct {
 	client *http.Client
 }
 
+// airport is the airport's zone, the processor's and the read API's.
+var airport = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	db := testdb.New(t)
 	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
-	loc, err := time.LoadLocation("Asia/Shanghai")
-	require.NoError(t, err)
 	proc := flights.Handler{}
 	p := processor.New(processor.Config{
 		Batch: 10, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
-		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: loc,
+		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond, Location: airport,
 	}, db.Pool, map[sis.Kind]processor.Handler{
 		sis.KindFlightUpdate: proc, sis.KindFlightDelete: proc,
 		sis.KindScheduleSnapshot: proc, sis.KindScheduleAdd: proc, sis.KindScheduleDelete: proc,
 	}, nil, clock.NewFake(t0), nil, zerolog.Nop())
 
 	// Chunk 2: a day listing of a few flights already takes several Load calls.
-	srv := serve(t, readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2}, db.Pool, zerolog.Nop()))
+	srv := serve(t, readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2, Location: airport}, db.Pool, zerolog.Nop()))
 	return &bundle{db: db, pump: p, lease: leader.Lease{Role: "processor", Epoch: 1}, base: srv.URL, client: srv.Client()}
 }
 
@@ -133,7 +142,7 @@ func (b *bundle) stored(t *testing.T, flid int64) string {
 	require.NoError(t, pgx.BeginFunc(context.Background(), b.db.Pool, func(tx pgx.Tx) error {
 		l, err := flightstore.Load(context.Background(), tx, []int64{flid})
 		if s := l.States[flid]; s != nil {
-			out = string(s.AppendJSON(nil))
+			out = string(s.AppendJSONIn(nil, airport))
 		}
 		return err
 	}))
@@ -442,7 +451,7 @@ func TestDayStreamed(t *testing.T) {
 	require.Len(t, all, 5)
 
 	var fail atomic.Bool
-	h := readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2}, failingDB{pool: b.db.Pool, fail: &fail}, zerolog.Nop())
+	h := readapi.New(readapi.Config{DBTimeout: 10 * time.Second, Chunk: 2, Location: airport}, failingDB{pool: b.db.Pool, fail: &fail}, zerolog.Nop())
 	mux := http.NewServeMux()
 	mux.Handle(readapi.DayPattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(writeSpy{ResponseWriter: w, fail: &fail}, r)
@@ -457,4 +466,30 @@ func TestDayStreamed(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.True(t, strings.HasPrefix(string(body), "["))
 	require.Error(t, json.Unmarshal(body, &all), "what arrived is not a valid array: %s", body)
+}
+
+// TestContractDocuments: the read API serves the committed contract documents (JSON Schemas,
+// AsyncAPI, examples) and nothing else under /contract/.
+func TestContractDocuments(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, readapi.New(readapi.Config{}, nil, zerolog.Nop()))
+	get := func(path string) (int, string) {
+		resp, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	for _, name := range []string{"asyncapi.json", "msgx.flight.state.value.schema.json", "msgx.record.headers.schema.json", "examples/msgx.flight.state.value.json"} {
+		want, err := fs.ReadFile(docs.Contract, "contract/"+name)
+		require.NoError(t, err)
+		code, body := get("/contract/" + name)
+		require.Equal(t, http.StatusOK, code, name)
+		require.Equal(t, string(want), body, name)
+	}
+	for _, bad := range []string{"/contract/nothing.json", "/contract/../embed.go", "/contract/examples", "/contract/"} {
+		code, _ := get(bad)
+		require.Equal(t, http.StatusNotFound, code, bad)
+	}
 }

@@ -127,6 +127,7 @@ var pgGrants = []pgGrant{
 	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
 	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_sent"}},
+	{Dispatcher, "SELECT (watermark)", []string{"inbox_cursor"}}, // the heartbeat
 	// dispatcher: the timelines it ran on (a promotion), and the change records the changes
 	// topic holds beyond what the database knew as sent (read at the start of each term).
 	{Dispatcher, "SELECT, INSERT", []string{"db_timeline"}},
@@ -179,8 +180,10 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
 	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
-	{Admin, "INSERT, UPDATE", []string{"req_open_day"}}, // a registration takes its days
-	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
+	{Admin, "INSERT, UPDATE", []string{"req_open_day"}},   // a registration takes its days
+	{Admin, "INSERT", []string{"msg_event"}},              // msgxctl kafka reseed enqueues state events
+	{Admin, "UPDATE, DELETE", []string{"msg_state_sent"}}, // and lowers the record of what the state topic holds
+	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq", "msg_event_event_id_seq"}},
 	// msgxctl db restored: an operator's confirmation of a restore, nothing else of db_epoch.
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
 

@@ -142,7 +142,21 @@ func ParseDate(s string, loc *time.Location) (time.Time, bool) {
 	if !ok1 || !ok2 || !ok3 || day < 1 || day > daysIn(mon, 2000+yy) {
 		return time.Time{}, false
 	}
-	return time.Date(2000+yy, mon, day, 0, 0, 0, 0, loc), true
+	return wallTime(2000+yy, mon, day, 0, 0, 0, loc), true
+}
+
+// wallTime is the time whose wall clock in loc reads the given date and clock. A wall time the
+// clocks skip when daylight saving time starts exists in no zone period of loc: it keeps its
+// wall clock, at the offset in force before the change, where time.Date would move it by the
+// length of the gap (the flight's instant beside it is then none: flight.Instant).
+func wallTime(year int, mon time.Month, day, h, m, sec int, loc *time.Location) time.Time {
+	t := time.Date(year, mon, day, h, m, sec, 0, loc)
+	if t.Day() == day && t.Hour() == h && t.Minute() == m {
+		return t
+	}
+	start, _ := t.ZoneBounds()
+	name, off := start.Add(-time.Nanosecond).Zone()
+	return time.Date(year, mon, day, h, m, sec, 0, time.FixedZone(name, off))
 }
 
 // ParseClock parses HHMM (00-23, 00-59).
@@ -171,7 +185,7 @@ func ParseDateTime(s string, loc *time.Location) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return time.Date(d.Year(), d.Month(), d.Day(), c.Hour, c.Minute, 0, 0, loc), true
+	return wallTime(d.Year(), d.Month(), d.Day(), c.Hour, c.Minute, 0, loc), true
 }
 
 // ParseStamp parses the META DTTM form yyyyMMddHHmmss in loc.
@@ -193,7 +207,7 @@ func ParseStamp(s string, loc *time.Location) (time.Time, bool) {
 	if mon < 1 || mon > 12 || day < 1 || day > daysIn(time.Month(mon), year) || h > 23 || m > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	return time.Date(year, time.Month(mon), day, h, m, sec, 0, loc), true
+	return wallTime(year, time.Month(mon), day, h, m, sec, loc), true
 }
 
 // FormatDateTime formats t as DDMONYYHHMM in its own location.

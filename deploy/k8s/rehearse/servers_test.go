@@ -22,6 +22,7 @@ import (
 const (
 	topicChanges = "msgx.flight.changes"
 	topicState   = "msgx.flight.state"
+	topicBeat    = "msgx.heartbeat"
 )
 
 // servers are the real servers, set up as production expects them.
@@ -104,15 +105,16 @@ func (s *servers) platformKafka(t *testing.T, txnPrefix string) {
 	ctx := context.Background()
 	require.NoError(t, s.kafka.CreateTopic(ctx, topicChanges, 6, nil))
 	require.NoError(t, s.kafka.CreateTopic(ctx, topicState, 6, map[string]string{"cleanup.policy": "compact"}))
+	require.NoError(t, s.kafka.CreateTopic(ctx, topicBeat, 1, nil))
 	acls := docACLs(t, "User:"+s.dispatcher.User, txnPrefix)
-	for _, topic := range []string{topicChanges, topicState} {
+	for _, topic := range []string{topicChanges, topicState, topicBeat} {
 		for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe} {
 			acls = append(acls, apachekafka.ACL{Principal: "User:" + s.reader.User, Resource: kmsg.ACLResourceTypeTopic,
 				Name: topic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op})
 		}
 	}
 	require.NoError(t, s.kafka.CreateACLs(ctx, acls...))
-	t.Logf("install step 4: topics %s and %s (compacted); ACLs: %v", topicChanges, topicState, acls)
+	t.Logf("install step 4: topics %s, %s (compacted) and %s; ACLs: %v", topicChanges, topicState, topicBeat, acls)
 }
 
 // docACLs reads the table "ACLs for the dispatcher's principal" of docs/kafka.md: each row's

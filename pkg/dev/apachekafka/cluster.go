@@ -266,3 +266,38 @@ func (c *Cluster) CreateTopic(ctx context.Context, name string, partitions int32
 	}
 	return nil
 }
+
+// DeleteTopic deletes a topic and waits until the cluster no longer lists it, so that a topic of
+// the same name can be created again at once.
+func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	t := kmsg.NewDeleteTopicsRequestTopic()
+	t.Topic = kmsg.StringPtr(name)
+	req.Topics, req.TopicNames = append(req.Topics, t), append(req.TopicNames, name)
+	req.TimeoutMillis = 30_000
+	kresp, err := c.admin.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	for _, rt := range kresp.(*kmsg.DeleteTopicsResponse).Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			return fmt.Errorf("delete topic %s: %w", name, err)
+		}
+	}
+	return poll(ctx, "topic "+name+" gone", func(ctx context.Context) error {
+		req := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, mt)
+		kresp, err := c.admin.Request(ctx, req)
+		if err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+		for _, rt := range kresp.(*kmsg.MetadataResponse).Topics {
+			if !errors.Is(kerr.ErrorForCode(rt.ErrorCode), kerr.UnknownTopicOrPartition) {
+				return fmt.Errorf("topic %s still listed", name)
+			}
+		}
+		return nil
+	})
+}

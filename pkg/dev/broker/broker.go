@@ -20,8 +20,9 @@ import (
 // The topics of a development cluster: the defaults of MSGX_KAFKA_TOPIC_CHANGES and
 // MSGX_KAFKA_TOPIC_STATE.
 const (
-	TopicChanges = "msgx.flight.changes"
-	TopicState   = "msgx.flight.state"
+	TopicChanges   = "msgx.flight.changes"
+	TopicState     = "msgx.flight.state"
+	TopicHeartbeat = "msgx.heartbeat"
 )
 
 // Partitions is the partition count of the topics a development broker creates.
@@ -44,16 +45,18 @@ func ClientConfig(brokers []string) kafka.Config {
 		Compression:    "lz4",
 		TopicChanges:   TopicChanges,
 		TopicState:     TopicState,
+		TopicHeartbeat: TopicHeartbeat,
 	}
 }
 
-// CreateTopics creates the two topics (the state topic compacted) unless they exist. It runs
+// CreateTopics creates the two event topics (the state topic compacted) and the heartbeat's
+// (TopicHeartbeat) unless they exist. It runs
 // inside the cluster, not over the network, so it works before the advertised address resolves.
 func (b *InProcess) CreateTopics(changes, state string, partitions int32) error {
 	for _, t := range []struct {
 		name    string
 		configs map[string]string
-	}{{changes, nil}, {state, map[string]string{"cleanup.policy": "compact"}}} {
+	}{{changes, nil}, {state, map[string]string{"cleanup.policy": "compact"}}, {TopicHeartbeat, nil}} {
 		if b.cluster.TopicInfo(t.name) != nil {
 			continue
 		}

@@ -33,7 +33,7 @@ func TestAdvertisedAddress(t *testing.T) {
 	defer p.Close()
 	infos, err := p.CheckTopics(context.Background())
 	require.NoError(t, err)
-	require.Len(t, infos, 2)
+	require.Len(t, infos, 3, "the two event topics and the heartbeat's")
 	for _, err := range p.Send(context.Background(), []kafka.Record{{Topic: broker.TopicChanges, Key: "1", Value: []byte("v")}}) {
 		require.NoError(t, err)
 	}

@@ -125,7 +125,7 @@ func (k *RealKafka) recreateTopics(ctx context.Context) error {
 	defer cl.Close()
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.TimeoutMillis = 30_000
-	for _, name := range []string{verify.TopicChanges, verify.TopicState} {
+	for _, name := range []string{verify.TopicChanges, verify.TopicState, broker.TopicHeartbeat} {
 		t := kmsg.NewDeleteTopicsRequestTopic()
 		t.Topic = kmsg.StringPtr(name)
 		req.Topics = append(req.Topics, t)
@@ -147,6 +147,7 @@ func (k *RealKafka) recreateTopics(ctx context.Context) error {
 	}{
 		{verify.TopicChanges, map[string]string{"min.insync.replicas": isr}},
 		{verify.TopicState, map[string]string{"min.insync.replicas": isr, "cleanup.policy": "compact"}},
+		{broker.TopicHeartbeat, map[string]string{"min.insync.replicas": isr}},
 	} {
 		err := poll(ctx, time.Minute, func() error { return k.c.CreateTopic(ctx, t.name, broker.Partitions, t.configs) },
 			func(err error) bool { return errors.Is(err, kerr.TopicAlreadyExists) })

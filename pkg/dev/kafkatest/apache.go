@@ -38,12 +38,12 @@ func Apache(t *testing.T) *apachekafka.Cluster {
 }
 
 // ApacheConfig is the adapter's configuration for the shared real broker with topics of its own
-// (prefix.changes, prefix.state) and their transactional ids, the topics created.
+// (prefix.changes, prefix.state, prefix.heartbeat) and their transactional ids, the topics created.
 func ApacheConfig(t *testing.T, prefix string) (*apachekafka.Cluster, kafka.Config) {
 	t.Helper()
 	c := Apache(t)
 	cfg := Config(c.Addrs())
-	cfg.TopicChanges, cfg.TopicState = prefix+".changes", prefix+".state"
+	cfg.TopicChanges, cfg.TopicState, cfg.TopicHeartbeat = prefix+".changes", prefix+".state", prefix+".heartbeat"
 	cfg.TxnIDPrefix = "msgx-" + prefix
 	require.NoError(t, kafka.EnsureTopics(cfg, Partitions))
 	return c, cfg

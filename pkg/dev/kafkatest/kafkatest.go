@@ -71,6 +71,15 @@ func (r Record) Event(t testing.TB) event.Received {
 	return e
 }
 
+// Heartbeat reads the record as a heartbeat (event.ParseHeartbeat); the test fails if it is not
+// one.
+func (r Record) Heartbeat(t testing.TB) event.Beat {
+	t.Helper()
+	b, err := event.ParseHeartbeat(r.Value, r.headers)
+	require.NoError(t, err, "%s/%d@%d", r.Topic, r.Partition, r.Offset)
+	return b
+}
+
 // Consume reads topic from the start as docs/events.md tells consumers to
 // (isolation.level=read_committed: records of aborted or open transactions are never returned)
 // until it has at least n records, or fails the test after timeout. Records of one partition

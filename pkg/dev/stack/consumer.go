@@ -34,6 +34,8 @@ type Record struct {
 	// Malformed says why the record's headers do not follow docs/events.md (event.Parse); the
 	// header fields above are then zero. "" for a record of the contract.
 	Malformed string
+	// Headers are the record's headers as sent (verify.Contract checks them against the schema).
+	Headers []event.Header
 }
 
 // FromKgo is the Record of a consumed franz-go record read at at, its headers read through the
@@ -44,6 +46,7 @@ func FromKgo(r *kgo.Record, at time.Time) Record {
 	for i, h := range r.Headers {
 		hs[i] = event.Header{Key: h.Key, Value: string(h.Value)}
 	}
+	rec.Headers = hs
 	e, err := event.Parse(rec.FLID, r.Value, hs)
 	if err != nil {
 		rec.Malformed = err.Error()

@@ -25,7 +25,7 @@ func TestFromKgoReadsTheContract(t *testing.T) {
 	}
 	got := stack.FromKgo(kr, at)
 	require.Equal(t, stack.Record{Topic: verify.TopicChanges, FLID: "42", MsgID: 2010, StateVersion: 3, EventID: 11,
-		EventType: event.Tombstone, Epoch: 7, Partition: 2, Offset: 5, Value: []byte(`{}`), At: at}, got)
+		EventType: event.Tombstone, Epoch: 7, Partition: 2, Offset: 5, Value: []byte(`{}`), At: at, Headers: r.Headers}, got)
 	require.Empty(t, verify.Malformed([]stack.Record{got}))
 
 	kr.Headers = kr.Headers[1:] // schema_version gone

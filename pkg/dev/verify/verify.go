@@ -277,10 +277,11 @@ func Consumed(recs []stack.Record, states map[int64]*flight.State) []string {
 }
 
 // StateTopic checks that the last msgx.flight.state record per FLID is the flight's stored
-// state, as flight.State.AppendJSON writes it, or a tombstone (nil value) for a deleted flight.
+// state, as flight.State.AppendJSONIn writes it in loc (the airport's zone), or a tombstone (nil
+// value) for a deleted flight.
 // The outbox payload is jsonb, so the record's JSON is compared as JSON (key order and spacing
 // differ). Wait for Consumed to be empty first.
-func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
+func StateTopic(recs []stack.Record, states map[int64]*flight.State, loc *time.Location) []string {
 	last := LastPerFLID(recs, TopicState)
 	var bad []string
 	for flid, s := range states {
@@ -299,7 +300,7 @@ func StateTopic(recs []stack.Record, states map[int64]*flight.State) []string {
 			bad = append(bad, fmt.Sprintf("FLID %d: ACTIVE, but the last record is a %s", flid, r.EventType))
 			continue
 		}
-		for _, d := range jsonDiff(s.AppendJSON(nil), r.Value) {
+		for _, d := range jsonDiff(s.AppendJSONIn(nil, loc), r.Value) {
 			bad = append(bad, fmt.Sprintf("FLID %d: %s", flid, d))
 		}
 	}
@@ -562,7 +563,11 @@ func Day(ctx context.Context, in Input) (Report, error) {
 	}
 	add("flights = model", Flights(in.Day.Expected, states))
 	add("state topic caught up", Poll(ctx, 100*time.Millisecond, in.Wait, func() []string { return Consumed(in.Records(), states) }))
-	add("state topic = flights", StateTopic(in.Records(), states))
+	add("state topic = flights", StateTopic(in.Records(), states, in.Day.Config.Location))
+	instants, _ := Instants(in.Records(), in.Day.Config.Location)
+	add("instants name the wall-clock times", instants)
+	schemaBad, _ := Contract(in.Records())
+	add("records validate against the JSON Schemas", schemaBad)
 	add("changes complete", Poll(ctx, 200*time.Millisecond, in.Wait, func() []string { return ChangesProblems(in.Records(), states) }))
 	add("records follow the contract", Malformed(in.Records()))
 	add("versions never decrease", VersionsNeverDecrease(in.Records()))

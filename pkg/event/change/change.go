@@ -6,6 +6,7 @@ package change
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
@@ -13,8 +14,9 @@ import (
 
 // Append appends the two events of one flight change from old (nil: new flight) to next
 // (Version and status already set): KAFKA:msg with the changed fields, KAFKA:schd with the full
-// state (no payload for a TOMBSTONE, a deleted flight).
-func Append(evs []event.Event, src event.Source, old, next *flight.State) []event.Event {
+// state (no payload for a TOMBSTONE, a deleted flight). loc is the airport's zone, in which the
+// payloads' wall-clock times name the instants written beside them.
+func Append(evs []event.Event, loc *time.Location, src event.Source, old, next *flight.State) []event.Event {
 	typ := event.Upsert
 	if next.Status == flight.Deleted {
 		typ = event.Tombstone
@@ -38,28 +40,43 @@ func Append(evs []event.Event, src event.Source, old, next *flight.State) []even
 	b = append(b, `,"event":"`...)
 	b = append(b, typ...)
 	b = append(b, `","changed":`...)
-	b = flight.Diff(old, next).AppendJSON(b)
+	b = flight.DiffIn(old, next, loc).AppendJSON(b)
 	b = append(b, '}')
-	var body event.Body
-	if typ == event.Upsert {
-		body = next // rendered when written; next is not changed again
-	}
 	return append(evs,
 		event.Event{Target: event.TargetMsg, FLID: next.FLID, Type: typ, StateVersion: next.Version, MsgID: src.MsgID, Payload: b},
-		event.StateEvent(next.FLID, typ, next.Version, src.MsgID, body))
+		StateOf(next, src.MsgID, loc))
 }
+
+// StateOf is the KAFKA:schd event of state s at its version, caused by message msgID (0: none):
+// an UPSERT whose payload is s rendered with its instants in loc when written (s is not changed
+// again), or a TOMBSTONE without payload for a deleted flight.
+func StateOf(s *flight.State, msgID int64, loc *time.Location) event.Event {
+	if s.Status == flight.Deleted {
+		return event.StateEvent(s.FLID, event.Tombstone, s.Version, msgID, nil)
+	}
+	return event.StateEvent(s.FLID, event.Upsert, s.Version, msgID, zoned{s, loc})
+}
+
+// zoned is a full state rendered with its instants in the airport's zone.
+type zoned struct {
+	s   *flight.State
+	loc *time.Location
+}
+
+func (z zoned) AppendJSON(b []byte) []byte { return z.s.AppendJSONIn(b, z.loc) }
 
 // Log gathers one transaction's events in order (Changed), applying event.Latest's rule as they
 // come: a flight's KAFKA:schd event that a newer one supersedes lets go of its state at once, so
 // a batch that changes a flight many times keeps one full state of it, not one per change.
 type Log struct {
+	Loc    *time.Location // the airport's zone (Append)
 	Events []event.Event
 	state  map[int64]int // FLID → index in Events of its newest KAFKA:schd event
 }
 
 // Changed adds the events of one flight going from old to next (Append).
 func (l *Log) Changed(src event.Source, old, next *flight.State) {
-	l.Events = Append(l.Events, src, old, next)
+	l.Events = Append(l.Events, l.Loc, src, old, next)
 	if l.state == nil {
 		l.state = map[int64]int{}
 	}

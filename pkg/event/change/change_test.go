@@ -2,6 +2,7 @@ package change_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +17,7 @@ func TestChangedPayloads(t *testing.T) {
 	t.Parallel()
 	next := &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2021-01-23"}
 	next.F[flight.FLNO] = flight.Text("CA101")
-	evs := change.Append(nil, event.Source{MsgID: 42, Type: "SCHD", Styp: "DNLD"}, nil, next)
+	evs := change.Append(nil, nil, event.Source{MsgID: 42, Type: "SCHD", Styp: "DNLD"}, nil, next)
 	require.Len(t, evs, 2)
 	require.Equal(t, event.Event{Target: event.TargetMsg, FLID: 7, Type: event.Upsert, StateVersion: 1, MsgID: 42, Payload: evs[0].Payload}, evs[0])
 	require.Equal(t, `{"flid":7,"msg_id":42,"type":"SCHD","styp":"DNLD","state_version":1,"event":"UPSERT","changed":{"state":{"old":null,"new":"ACTIVE"},"operation_day":{"old":null,"new":"2021-01-23"},"flno":{"old":null,"new":"CA101"}}}`,
@@ -27,7 +28,7 @@ func TestChangedPayloads(t *testing.T) {
 
 	del := next.Clone()
 	del.Status, del.Version = flight.Deleted, 2
-	evs = change.Append(nil, event.Source{MsgID: 43, Type: "FLOP", Styp: "FDEL"}, next, &del)
+	evs = change.Append(nil, nil, event.Source{MsgID: 43, Type: "FLOP", Styp: "FDEL"}, next, &del)
 	require.Equal(t, `{"flid":7,"msg_id":43,"type":"FLOP","styp":"FDEL","state_version":2,"event":"TOMBSTONE","changed":{"state":{"old":"ACTIVE","new":"DELETED"}}}`,
 		string(evs[0].Payload))
 	require.Equal(t, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Tombstone, StateVersion: 2, MsgID: 43}, evs[1], "a deleted flight's state is a null tombstone")
@@ -50,9 +51,9 @@ func TestLatestKeepsTheNewestStatePerFlight(t *testing.T) {
 	v3 := v2.Clone()
 	v3.Status, v3.Version = flight.Deleted, 3
 	src := event.Source{MsgID: 1, Type: "FLOP", Styp: "STND"}
-	evs := change.Append(nil, src, nil, v1)
-	evs = change.Append(evs, src, nil, other)
-	evs = change.Append(evs, src, v1, &v2)
+	evs := change.Append(nil, nil, src, nil, v1)
+	evs = change.Append(evs, nil, src, nil, other)
+	evs = change.Append(evs, nil, src, v1, &v2)
 
 	got := event.Latest(evs)
 	require.Len(t, got, 5, "three changes, two flights' states")
@@ -69,7 +70,7 @@ func TestLatestKeepsTheNewestStatePerFlight(t *testing.T) {
 	require.Equal(t, string(got[3].Payload), string(got[3].AppendBody([]byte("x"))[1:]), "a change's body is its payload")
 
 	// A deletion after the change: the newest state is the tombstone (a null value).
-	got = event.Latest(change.Append(evs, src, &v2, &v3))
+	got = event.Latest(change.Append(evs, nil, src, &v2, &v3))
 	last := got[len(got)-1]
 	require.Equal(t, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Tombstone, StateVersion: 3, MsgID: 1}, last)
 	for _, e := range got[:len(got)-1] {
@@ -89,7 +90,7 @@ func TestLogKeepsOneStatePerFlight(t *testing.T) {
 	var plain []event.Event
 	var log change.Log
 	for _, c := range []struct{ old, next *flight.State }{{nil, v1}, {nil, other}, {v1, &v2}, {&v2, &v3}} {
-		plain = change.Append(plain, src, c.old, c.next)
+		plain = change.Append(plain, nil, src, c.old, c.next)
 		log.Changed(src, c.old, c.next)
 	}
 	require.Len(t, log.Events, 8)
@@ -107,4 +108,26 @@ func TestLogKeepsOneStatePerFlight(t *testing.T) {
 		require.Equal(t, string(want[i].AppendBody(nil)), string(got[i].AppendBody(nil)), "event %d", i)
 	}
 	require.Empty(t, log.Events, "Take empties the log")
+}
+
+// TestChangedPayloadsCarryInstants: in a zone, a changed time has the instants of its old and
+// new wall times beside them, a changed collection's rows their columns' instants, and the
+// state its fields'.
+func TestChangedPayloadsCarryInstants(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	old := &flight.State{FLID: 7, Status: flight.Active, Version: 1, OperationDay: "2026-03-29"}
+	old.F[flight.ESTT] = flight.Time(time.Date(2026, 3, 29, 1, 40, 0, 0, time.UTC))
+	next := old.Clone()
+	next.Version = 2
+	next.F[flight.ESTT] = flight.Time(time.Date(2026, 3, 29, 3, 10, 0, 0, time.UTC))
+	next.C[flight.GTDT] = []flight.Row{{flight.Int(1), flight.Text("B14"), flight.Time(time.Date(2026, 3, 29, 2, 30, 0, 0, time.UTC))}}
+	evs := change.Append(nil, berlin, event.Source{MsgID: 44, Type: "FLOP", Styp: "ESTT"}, old, &next)
+	require.Equal(t, `{"flid":7,"msg_id":44,"type":"FLOP","styp":"ESTT","state_version":2,"event":"UPSERT","changed":{`+
+		`"estt":{"old":"2026-03-29T01:40:00","new":"2026-03-29T03:10:00","old_instant":"2026-03-29T01:40:00+01:00","new_instant":"2026-03-29T03:10:00+02:00"},`+
+		`"gtdt":{"old":[],"new":[{"gtno":1,"gate":"B14","pgot":"2026-03-29T02:30:00","pgot_instant":null,"pgct":null,"pgct_instant":null,`+
+		`"gotm":null,"gotm_instant":null,"gctm":null,"gctm_instant":null,"gtyp":null}]}}}`, string(evs[0].Payload),
+		"02:30 does not exist in Berlin that night")
+	require.Equal(t, string(next.AppendJSONIn(nil, berlin)), string(evs[1].AppendBody(nil)), "KAFKA:schd carries the state with its instants")
 }

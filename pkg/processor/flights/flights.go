@@ -53,7 +53,7 @@ var (
 
 // Apply applies one message in its own session.
 func (h Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
-	s := h.session(tx, m.Now)
+	s := h.session(tx, m)
 	out, err := s.Apply(ctx, m)
 	if err != nil {
 		return out, err
@@ -64,9 +64,9 @@ func (h Handler) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (pro
 // Begin starts the session of a batch and loads every flight its messages name.
 func (h Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message) (processor.Session, error) {
 	if len(msgs) == 0 {
-		return h.session(tx, time.Time{}), nil
+		return h.session(tx, processor.Message{}), nil
 	}
-	s := h.session(tx, msgs[0].Now)
+	s := h.session(tx, msgs[0])
 	var flids []int64
 	for _, m := range msgs {
 		flids = append(flids, m.Decoded.FLIDs()...)
@@ -74,9 +74,12 @@ func (h Handler) Begin(ctx context.Context, tx pgx.Tx, msgs []processor.Message)
 	return s, s.batch.Preload(ctx, flids)
 }
 
-func (h Handler) session(tx pgx.Tx, now time.Time) *Session {
-	s := newSession(flightstore.Loader{Tx: tx, Cache: h.Cache}, now)
+// session starts the session of a batch whose first message is m: its time and zone are the
+// batch's.
+func (h Handler) session(tx pgx.Tx, m processor.Message) *Session {
+	s := newSession(flightstore.Loader{Tx: tx, Cache: h.Cache}, m.Now)
 	s.requests = h.Requests
+	s.events.Loc = m.Location
 	return s
 }
 

@@ -64,7 +64,7 @@ type env struct {
 func setup(t testing.TB, batch int) *env {
 	t.Helper()
 	db := testdb.New(t)
-	return setupOn(t, db, db.Pool, db.Pool, batch)
+	return setupOn(t, db, db.Pool, db.Pool, batch, airport)
 }
 
 // setupProduction is setup the way production connects: the private TLS cluster (sslmode
@@ -73,10 +73,11 @@ func setupProduction(t testing.TB, batch int) *env {
 	t.Helper()
 	db := tlsenv.PG(t).NewDB(t)
 	r := db.Roles(t)
-	return setupOn(t, db, r.Pool(t, roles.Processor), r.Pool(t, roles.Ingest), batch)
+	return setupOn(t, db, r.Pool(t, roles.Processor), r.Pool(t, roles.Ingest), batch, airport)
 }
 
-func setupOn(t testing.TB, db *testdb.DB, pumpPool, queue *pgxpool.Pool, batch int) *env {
+// setupOn is setup on db for an airport in zone loc.
+func setupOn(t testing.TB, db *testdb.DB, pumpPool, queue *pgxpool.Pool, batch int, loc *time.Location) *env {
 	t.Helper()
 	_, err := db.Pool.Exec(context.Background(), `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
@@ -85,7 +86,7 @@ func setupOn(t testing.TB, db *testdb.DB, pumpPool, queue *pgxpool.Pool, batch i
 	e.pump = processor.New(processor.Config{
 		Batch: batch, MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
-		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: airport,
+		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
 	}, pumpPool, processors(e.cache), nil, e.clock, nil, zerolog.Nop())
 	return e
 }
@@ -164,11 +165,21 @@ func (e *env) state(t testing.TB, flid int64) *flight.State {
 	return s
 }
 
-// stateJSON is the state as a generic JSON object.
+// stateJSON is the state as a generic JSON object, its wall-clock times without instants.
 func stateJSON(t testing.TB, s *flight.State) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(s)
-	require.NoError(t, err)
+	return jsonObject(t, s.AppendJSON(nil))
+}
+
+// publishedJSON is the state as msgx publishes it (instants in the airport's zone), as a
+// generic JSON object.
+func publishedJSON(t testing.TB, s *flight.State) map[string]any {
+	t.Helper()
+	return jsonObject(t, s.AppendJSONIn(nil, airport))
+}
+
+func jsonObject(t testing.TB, b []byte) map[string]any {
+	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
 	return m

@@ -336,7 +336,7 @@ func applyForm(t *testing.T, e *env, styp string, flid int64, f form) {
 	require.NotEmpty(t, keys)
 	require.Equal(t, "FLOP", evs[0].Payload["type"])
 	require.Equal(t, styp, evs[0].Payload["styp"])
-	require.Equal(t, got, evs[1].Payload, "KAFKA:schd carries the full state")
+	require.Equal(t, publishedJSON(t, after), evs[1].Payload, "KAFKA:schd carries the full state")
 
 	// INV-20: the same message again changes nothing (a new mailbox row, a new SEQN).
 	again := strings.Replace(raw, "<SEQN>", "<SEQN>9", 1)

@@ -1,0 +1,81 @@
+package dispatch_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/contract"
+	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
+)
+
+// TestHeartbeatAtItsPeriodUntilTheDispatcherStops: a running dispatcher sends a heartbeat at
+// once and then one each period of its clock, each telling the watermark, the newest event id
+// sent and what waits; once Run has returned (the dispatcher stopped) none follows, however much
+// time passes.
+func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	const period = 10 * time.Second
+	ctx := context.Background()
+	_, err := b.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = 41`)
+	require.NoError(t, err)
+	disp, err := dispatch.New(dispatch.Config{
+		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500, TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+		TopicHeartbeat: b.kcfg.TopicHeartbeat, HeartbeatKey: b.kcfg.TxnIDPrefix, HeartbeatPeriod: period,
+	}, b.store, b.sender, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- disp.Run(runCtx, b.lease) }()
+
+	schemas, err := contract.NewValidator()
+	require.NoError(t, err)
+	beats := func(n int) []event.Beat {
+		t.Helper()
+		var out []event.Beat
+		for _, r := range kafkatest.Consume(t, b.broker.Addrs(), b.kcfg.TopicHeartbeat, n, 30*time.Second) {
+			require.Equal(t, b.kcfg.TxnIDPrefix, r.Key)
+			var hs []event.Header
+			for k, v := range r.Headers {
+				hs = append(hs, event.Header{Key: k, Value: v})
+			}
+			require.NoError(t, schemas.Record(contract.TopicHeartbeat, r.Key, hs, r.Value), "the heartbeat follows its schema")
+			out = append(out, r.Heartbeat(t))
+		}
+		return out
+	}
+	first := beats(1)[0]
+	require.Equal(t, event.Beat{Time: t0, Period: period, Epoch: b.lease.Epoch, Watermark: 41,
+		Changes: event.BeatTopic{Topic: b.kcfg.TopicChanges}, State: event.BeatTopic{Topic: b.kcfg.TopicState}}, first,
+		"the first heartbeat at once: nothing sent, nothing waiting")
+
+	// A change committed and sent between two heartbeats is in the next one.
+	enqueueEach(t, b, event.Event{Target: event.TargetMsg, FLID: 100, Type: event.Upsert, StateVersion: 1, MsgID: 5, Payload: []byte(`{"flid":100}`)})
+	sentID := kafkatest.Consume(t, b.broker.Addrs(), b.kcfg.TopicChanges, 1, 30*time.Second)[0].Event(t).EventID
+	require.Eventually(t, func() bool {
+		var sent bool
+		return b.db.Pool.QueryRow(ctx, `SELECT status = 'SENT' FROM msg_event WHERE event_id = $1`, sentID).Scan(&sent) == nil && sent
+	}, 30*time.Second, 5*time.Millisecond, "the change is recorded as sent")
+	for i := 1; i <= 3; i++ {
+		require.Eventually(t, b.clock.Waiting, 30*time.Second, 5*time.Millisecond, "the heartbeat waits for its period")
+		b.clock.Advance(period)
+		got := beats(i + 1)
+		require.Len(t, got, i+1, "one heartbeat per period")
+		require.Equal(t, t0.Add(time.Duration(i)*period), got[i].Time, "heartbeat %d at its period", i)
+		require.Equal(t, sentID, got[i].Changes.LastSent, "the newest event id sent on the changes topic")
+		require.Zero(t, got[i].Changes.OldestUnsent, "nothing waits")
+	}
+
+	stop()
+	require.NoError(t, <-done)
+	b.clock.Advance(10 * period)
+	require.Len(t, kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicHeartbeat, 30*time.Second), 4,
+		"no heartbeat once the dispatcher stopped")
+}

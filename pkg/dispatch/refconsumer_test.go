@@ -1,0 +1,160 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/verify"
+	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/kafka"
+)
+
+// refConsumer is the reference consumer's interpreter and script (tools/refconsumer), in the
+// environment scripts/ensure-refconsumer.sh makes (make setup runs it).
+func refConsumer(t *testing.T) (python, script string) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the reference consumer does not run (apt-get install python3 python3-venv; then scripts/ensure-refconsumer.sh)")
+	}
+	root, err := stack.Root()
+	require.NoError(t, err)
+	dir := filepath.Join(root, "tools", "refconsumer")
+	python = filepath.Join(dir, ".venv", "bin", "python")
+	_, err = os.Stat(python)
+	require.NoError(t, err, "the reference consumer's environment is missing: run scripts/ensure-refconsumer.sh (make setup does)")
+	return python, filepath.Join(dir, "consumer.py")
+}
+
+// refConsumed is what the reference consumer prints.
+type refConsumed struct {
+	Flights map[string]json.RawMessage `json:"flights"`
+	Counts  struct {
+		StateRecords   int `json:"state_records"`
+		StateDropped   int `json:"state_dropped"`
+		ChangesRecords int `json:"changes_records"`
+		ChangesDropped int `json:"changes_dropped"`
+		Heartbeats     int `json:"heartbeats"`
+	} `json:"counts"`
+	LastHeartbeat *struct {
+		Changes struct {
+			LastSent     *int64 `json:"last_sent_event_id"`
+			OldestUnsent *int64 `json:"oldest_unsent_event_id"`
+		} `json:"changes"`
+		State struct {
+			OldestUnsent *int64 `json:"oldest_unsent_event_id"`
+		} `json:"state"`
+	} `json:"last_heartbeat"`
+}
+
+// A consumer nobody here wrote (tools/refconsumer: Python, librdkafka through confluent-kafka,
+// jsonschema) reads what a running dispatcher published, read_committed, over the broker's TLS
+// and SCRAM, as docs/events.md tells consumers to. It validates every record against
+// docs/contract, drops the duplicates a re-send makes by the documented rule, and rebuilds the
+// flight table from the state topic: it equals PostgreSQL. It sees the heartbeats, the last
+// saying that nothing waits.
+func confReferenceConsumer(t *testing.T, b *confBroker) {
+	python, script := refConsumer(t)
+	cfg := b.topics(t, "refconsumer", nil, nil)
+	st := newConfStage(t, cfg, dispatch.Config{Batch: 500, FlushPeriod: 200 * time.Millisecond, FlushLimit: 500,
+		TopicHeartbeat: cfg.TopicHeartbeat, HeartbeatKey: cfg.TxnIDPrefix, HeartbeatPeriod: 200 * time.Millisecond})
+	states := map[int64]*flight.State{}
+	flids := make([]int64, 30)
+	for i := range flids {
+		flids[i] = int64(i + 1)
+	}
+	for v := int64(1); v <= 3; v++ {
+		writeFlights(t, st.db, states, flids, v)
+	}
+	purgeFlights(t, st.db, states, flids[:5])
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.disp.Run(ctx, st.lease) }()
+	waitUntil(t, time.Minute, 50*time.Millisecond, "the outbox drained", func() bool { return st.unsent(t) == 0 })
+	drained := len(b.read(t, cfg.TopicHeartbeat))
+	waitUntil(t, time.Minute, 50*time.Millisecond, "a heartbeat after the drain", func() bool {
+		return len(b.read(t, cfg.TopicHeartbeat)) >= drained+2
+	})
+	cancel()
+	require.NoError(t, <-done)
+
+	// A re-send after a lost acknowledgement: the last state record and a change, identical.
+	p := dialConf(t, cfg)
+	var again []kafka.Record
+	for _, topic := range []string{cfg.TopicState, cfg.TopicChanges} {
+		recs := b.read(t, topic)
+		r := recs[len(recs)-1]
+		k := kafka.Record{Topic: topic, Key: r.Key, Value: r.Value}
+		for name, v := range r.Headers {
+			k.Headers = append(k.Headers, kafka.Header{Key: name, Value: v})
+		}
+		again = append(again, k)
+	}
+	for _, err := range p.Send(context.Background(), again) {
+		require.NoError(t, err)
+	}
+
+	root, err := stack.Root()
+	require.NoError(t, err)
+	consume := func() *exec.Cmd {
+		return exec.Command(python, script, "--brokers", strings.Join(cfg.Brokers, ","), "--schemas", filepath.Join(root, "docs", "contract"),
+			"--changes-topic", cfg.TopicChanges, "--state-topic", cfg.TopicState, "--heartbeat-topic", cfg.TopicHeartbeat,
+			"--ca-file", cfg.TLSCAFile, "--sasl-mechanism", cfg.SASLMechanism, "--sasl-user", cfg.SASLUser, "--sasl-password-env", "MSGX_REF_PASSWORD")
+	}
+	cmd := consume()
+	cmd.Env = append(os.Environ(), "MSGX_REF_PASSWORD="+cfg.SASLPassword)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	require.NoError(t, cmd.Run(), "the reference consumer: %s", stderr.String())
+	var got refConsumed
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	t.Logf("reference consumer (%s): %+v", time.Since(began).Round(time.Millisecond), got.Counts)
+
+	stored, err := verify.LoadStates(context.Background(), st.db.Pool)
+	require.NoError(t, err)
+	require.Len(t, got.Flights, len(stored), "the rebuilt table has PostgreSQL's flights")
+	for flid, s := range stored {
+		v, ok := got.Flights[strconv.FormatInt(flid, 10)]
+		require.True(t, ok, "flight %d rebuilt", flid)
+		require.JSONEq(t, string(s.AppendJSONIn(nil, time.UTC)), string(v), "flight %d", flid)
+	}
+	require.Positive(t, got.Counts.StateDropped, "the state topic's duplicate was dropped")
+	require.Positive(t, got.Counts.ChangesDropped, "the changes topic's duplicate was dropped")
+	require.GreaterOrEqual(t, got.Counts.Heartbeats, 2)
+	require.NotNil(t, got.LastHeartbeat)
+	require.NotNil(t, got.LastHeartbeat.Changes.LastSent, "the term sent changes")
+	require.Nil(t, got.LastHeartbeat.Changes.OldestUnsent, "nothing waits")
+	require.Nil(t, got.LastHeartbeat.State.OldestUnsent, "nothing waits")
+
+	// A state record that breaks the contract (a time without its instant) stops it.
+	bad := again[0]
+	bad.Value = bytes.Replace(bad.Value, []byte(`"sodt_instant"`), []byte(`"sodt_moment"`), 1)
+	for i, h := range bad.Headers {
+		if h.Key == "state_version" {
+			bad.Headers[i].Value = "99"
+		}
+	}
+	for _, err := range p.Send(context.Background(), []kafka.Record{bad}) {
+		require.NoError(t, err)
+	}
+	cmd = consume()
+	cmd.Env = append(os.Environ(), "MSGX_REF_PASSWORD="+cfg.SASLPassword)
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	require.Error(t, cmd.Run(), "a record that breaks the contract")
+	require.Equal(t, 1, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "contract broken")
+}
