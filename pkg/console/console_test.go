@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -70,11 +72,23 @@ type world struct {
 // own database role.
 func setup(t testing.TB) *world {
 	t.Helper()
-	db := testdb.New(t)
+	return setupDay(t, simulate.Generate(simulate.Config{Flights: 15, Additions: 1, BadShare: 0, Location: airport(t)}))
+}
+
+// airport is the simulated airport's zone.
+func airport(t testing.TB) *time.Location {
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
-	day := simulate.Generate(simulate.Config{Flights: 15, Additions: 1, BadShare: 0, Location: loc})
+	return loc
+}
+
+// setupDay is setup over a given day (generated in the zone airport returns).
+func setupDay(t testing.TB, day simulate.Day) *world {
+	t.Helper()
+	db := testdb.New(t)
+	loc := day.Config.Location
 	t0 := day.Messages[0].At
+	var err error
 	clk := clock.NewFake(t0)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
@@ -86,11 +100,21 @@ func setup(t testing.TB) *world {
 	n := firstID + int64(len(day.Messages)) - 1
 	_, err = db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
 	require.NoError(t, err)
+	// The processor as cmd/processor composes it: the request rules (the RESP guard) and a
+	// flight cache.
+	rcfg := request.Config{Location: loc}
+	envconf.Defaults(&rcfg)
+	pstore, err := request.NewStore(db.Pool, rcfg)
+	require.NoError(t, err)
+	tcfg := request.DefaultTriggerConfig()
+	tcfg.Location = loc
+	hooks, err := request.NewHooks(pstore, tcfg, request.NewProcessorMetrics(prometheus.NewRegistry()), zerolog.Nop())
+	require.NoError(t, err)
 	eng := processor.New(processor.Config{
 		Batch: 200, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
-	}, db.Pool, plugins.Handlers(nil, nil), nil, clk, nil, zerolog.Nop())
+	}, db.Pool, plugins.Handlers(hooks, flightstore.NewCache(1000)), nil, clk, nil, zerolog.Nop())
 	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk}
 	w.drain(t)
 	// A message the processor gave up on (as after a codec bug), older than the day's messages
@@ -117,8 +141,6 @@ func setup(t testing.TB) *world {
 	pool := db.Roles(t).Pool(t, roles.Console)
 	ob, err := outbox.New(pool, outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute})
 	require.NoError(t, err)
-	rcfg := request.Config{Location: loc}
-	envconf.Defaults(&rcfg)
 	reqs, err := request.NewStore(pool, rcfg)
 	require.NoError(t, err)
 	var tokens httpauth.Clients

@@ -50,6 +50,9 @@ func (s *Server) requests(w http.ResponseWriter, r *http.Request) error {
 	}
 	if id, err := strconv.ParseInt(r.URL.Query().Get("registered"), 10, 64); err == nil {
 		req, err := s.d.Requests.Get(r.Context(), id)
+		if errors.Is(err, request.ErrNotFound) {
+			return errNotFound
+		}
 		if err != nil {
 			return fmt.Errorf("read request %d: %w", id, err)
 		}

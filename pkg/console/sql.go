@@ -9,14 +9,15 @@ const (
 	// flightPurgedSQL is a purged flight's final state.
 	flightPurgedSQL = `SELECT final_state, purge_reason, purged_at FROM flight_history WHERE flid = $1 ORDER BY state_version DESC LIMIT 1`
 
-	// flightSearchSQL finds flights whose flight number (with or without the airline code)
-	// contains $1, or whose registration or stand is $1, on operation day $2 (any day when null;
-	// every flight of the day when $1 is empty).
+	// flightSearchSQL finds flights whose number as the console shows it (flightNumber: the
+	// airline code once) contains $1, or whose registration or stand is $1, on operation day $2
+	// (any day when null; every flight of the day when $1 is empty).
 	flightSearchSQL = `
 SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operation_day, state, state_version, sodt,
        COALESCE(reno, ''), COALESCE(stnd, '')
   FROM flight
- WHERE ($1 = '' OR strpos(upper(COALESCE(alcd, '') || COALESCE(flno, '')), upper($1)) > 0
+ WHERE ($1 = '' OR strpos(upper(CASE WHEN starts_with(COALESCE(flno, ''), COALESCE(alcd, '')) THEN COALESCE(flno, '')
+                                     ELSE COALESCE(alcd, '') || COALESCE(flno, '') END), upper($1)) > 0
         OR upper(reno) = upper($1) OR upper(stnd) = upper($1))
    AND ($2::date IS NULL OR operation_day = $2)
  ORDER BY operation_day DESC NULLS LAST, sodt NULLS LAST, flid LIMIT $3`
