@@ -28,6 +28,7 @@ import (
 	"github.com/msgx/msgx/pkg/envconf"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/httpauth"
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -110,11 +111,13 @@ func setupDay(t testing.TB, day simulate.Day) *world {
 	tcfg.Location = loc
 	hooks, err := request.NewHooks(pstore, tcfg, request.NewProcessorMetrics(prometheus.NewRegistry()), zerolog.Nop())
 	require.NoError(t, err)
-	eng := processor.New(processor.Config{
+	pcfg := processor.Config{
 		Batch: 200, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
-		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
-	}, db.Pool, plugins.Handlers(hooks, flightstore.NewCache(1000)), nil, clk, nil, zerolog.Nop())
+		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc, IdentityWindow: 7 * 24 * time.Hour,
+	}
+	require.NoError(t, identity.Ensure(ctx, db.Pool, pcfg.Rule(), "processor", t0), "stored at its start, as cmd/processor does")
+	eng := processor.New(pcfg, db.Pool, plugins.Handlers(hooks, flightstore.NewCache(1000)), nil, clk, nil, zerolog.Nop())
 	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk}
 	w.drain(t)
 	// A message the processor gave up on (as after a codec bug), older than the day's messages

@@ -243,6 +243,7 @@ type replayedPage struct {
 	IDs     string
 	Class   string
 	Reason  string
+	Force   bool // forced (INV-24b): later-created values are overwritten
 }
 
 // replay is procstate.Replay (msgxctl replay): dry run, or for real with a reason (audited).
@@ -256,6 +257,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		class = ""
 	}
 	dry := r.PostFormValue("mode") != "replay"
+	force := r.PostFormValue("force") != ""
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if !dry && reason == "" {
 		return userError{"A replay needs a reason (it is written to the audit)."}
@@ -264,22 +266,23 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		return userError{"Tick messages or choose a class."}
 	}
 	rep, err := procstate.Replay(r.Context(), s.d.Pool, procstate.ReplayRequest{
-		Class: class, IDs: ids, Actor: actor(r), Reason: reason, DryRun: dry, Now: s.d.Now(),
+		Class: class, IDs: ids, Actor: actor(r), Reason: reason, DryRun: dry, Force: force, Now: s.d.Now(), Location: s.d.Location,
 	})
 	if err != nil && !(dry && errors.Is(err, procstate.ErrRefused)) {
 		return userError{err.Error()} // a refused replay requeues nothing
 	}
-	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
-	p := replayedPage{Report: rep, NoMatch: noMatchFlights(rep.Items), IDs: joinIDs(ids), Class: string(class), Reason: reason}
+	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Bool("forced", force).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
+	p := replayedPage{Report: rep, NoMatch: noMatchFlights(rep.Items), IDs: joinIDs(ids), Class: string(class), Reason: reason, Force: force}
 	s.render(w, r, http.StatusOK, "replayed", "Replay", p)
 	return nil
 }
 
-// noMatchCheck is whether the flight of a SKIPPED no-match message exists now: replaying it
-// before the flight exists skips it again.
+// noMatchCheck is whether the flight of a SKIPPED no-match message exists now (replaying it
+// before the flight exists skips it again), and what its replay would end as.
 type noMatchCheck struct {
 	MsgID, FLID int64
 	Exists      bool
+	Predicted   *procstate.Prediction
 }
 
 // noMatchFlights checks the flights the no-match messages of a replay name (in their text: the
@@ -291,7 +294,7 @@ func noMatchFlights(items []procstate.ReplayItem) []noMatchCheck {
 			continue
 		}
 		for _, flid := range it.FLIDs {
-			out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid, Exists: !slices.Contains(it.UnknownFLIDs, flid)})
+			out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid, Exists: !slices.Contains(it.UnknownFLIDs, flid), Predicted: it.Predicted})
 		}
 	}
 	return out
@@ -360,4 +363,39 @@ func (s *Server) deadEvents(w http.ResponseWriter, r *http.Request) error {
 	s.d.Log.Info().Str("user", sessionOf(r).User).Str("mode", p.Mode).Bool("dry_run", p.Dry).Ints64("events", p.Done).Msg("console dead events")
 	s.render(w, r, http.StatusOK, "events_done", "Dead events", p)
 	return nil
+}
+
+// advice says in a sentence what a replay's predicted outcome means for the operator; forced:
+// the replay overwrites what later-created messages set.
+func advice(p *procstate.Prediction, forced bool) string {
+	switch {
+	case p == nil || p.Status == "":
+		return "What it would do is not predicted here: its kind's handler decides (reference data, a schedule snapshot or answer)."
+	case p.Status == procstate.StatusSucceeded && len(p.Newer) > 0 && forced:
+		return "It would apply, overwriting what later-created messages set."
+	case p.Status == procstate.StatusSucceeded && len(p.Newer) > 0:
+		return "It would apply in part: what later-created messages set stays unless the replay is forced."
+	case p.Status == procstate.StatusSucceeded:
+		return "It would apply."
+	case p.Status == procstate.StatusSkipped:
+		return skipAdvice(p.Reason)
+	case p.Class == procstate.ClassUnsupported:
+		return "It would fail again: no processor serves its kind."
+	}
+	return "It would fail again (" + string(p.Class) + "): fix the cause first."
+}
+
+func skipAdvice(reason string) string {
+	sk, err := procstate.ParseSkip(reason)
+	switch {
+	case err != nil:
+		return "It would be skipped."
+	case sk.Kind == procstate.SkipNoMatch && sk.Deleted:
+		return "Its flight is DELETED: it would be skipped again."
+	case sk.Kind == procstate.SkipNoMatch:
+		return "Its flight is still not stored: it would be skipped again; ask the AODB for its day's schedule first."
+	case sk.Kind == procstate.SkipStaleLate:
+		return "Later-created messages set everything it carries: it would be skipped unless the replay is forced."
+	}
+	return "It would be skipped."
 }

@@ -47,6 +47,7 @@ func (s *Server) funcs() template.FuncMap {
 			return v.Format("2006-01-02 15:04")
 		},
 		"age":     s.age,
+		"advice":  advice,
 		"classes": func() []procstate.Class { return procstate.ReplayableClasses },
 		"join":    joinIDs,
 		"add":     func(a, b int) int { return a + b },

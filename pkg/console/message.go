@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,7 +30,8 @@ type messagePage struct {
 	BoundAt    time.Time
 	Events     []msgEvent
 	Replayable bool
-	FLID       string // the flight the message's text names
+	Predicted  *procstate.Prediction // what a replay would do now (replayable messages)
+	FLID       string                // the flight the message's text names
 	Notes      []note
 	FormID     string // the one-time id of the schedule request form
 }
@@ -114,6 +116,11 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	}
 	ok, _ := procstate.Replayable(procstate.Status(m.Status), procstate.Class(m.Class), m.Reason)
 	p.Replayable = ok && !m.Archived // replay reads proc_state only
+	if p.Replayable {
+		if p.Predicted, err = s.predict(ctx, id); err != nil {
+			return err
+		}
+	}
 	p.FLID, p.FormID = namedFlight(raw), newFormID()
 	if p.Notes, err = collect[note](s, r, messageNotesSQL, id); err != nil {
 		return fmt.Errorf("read notes: %w", err)
@@ -146,4 +153,16 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, err = w.Write([]byte(*m.Raw))
 	return err
+}
+
+// predict is what a replay of message id would do now: procstate.Replay's dry run.
+func (s *Server) predict(ctx context.Context, id int64) (*procstate.Prediction, error) {
+	rep, err := procstate.Replay(ctx, s.d.Pool, procstate.ReplayRequest{IDs: []int64{id}, DryRun: true, Now: s.d.Now(), Location: s.d.Location})
+	if err != nil {
+		return nil, fmt.Errorf("predict the replay of %d: %w", id, err)
+	}
+	if len(rep.Items) != 1 {
+		return nil, nil
+	}
+	return rep.Items[0].Predicted, nil
 }

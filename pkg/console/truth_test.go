@@ -28,25 +28,28 @@ import (
 
 // story is what setupStory made the pipeline live through, by message id.
 type story struct {
-	early       int64 // a FLOP that came before the schedule that added its flight: SKIPPED no-match
-	late        int64 // a copy of an older FLOP that reached the head after newer ones: SKIPPED stale:late
-	unsupported int64 // a message of a kind no processor serves: DEAD EXHAUSTED
-	answer      int64 // the AODB's answer to a schedule request: applied, its request DONE
-	request     int64 // that request
+	early       []int64 // FLOPs that came before the schedule that added their flight: SKIPPED no-match
+	late        int64   // a copy of an older FLOP that reached the head after newer ones: SKIPPED stale:late
+	unsupported int64   // a message of a kind no processor serves: DEAD EXHAUSTED
+	answer      int64   // the AODB's answer to a schedule request: applied, its request DONE
+	request     int64   // that request
 }
 
 // setupStory runs a simulated day with bad messages (malformed, PROTOCOL, duplicates) through
-// the real processor, with a FLOP moved before the schedule that adds its flight, then a late
-// row, a message of an unsupported kind, and a schedule request sent to the simulated AODB
-// (through the mailbox, as the jobs stage sends it) whose answer the processor applies.
+// the real processor, with two FLOPs moved before the schedule that adds their flight (each
+// followed by a later FLOP of the same kind), then a late row, a message of an unsupported kind,
+// and a schedule request sent to the simulated AODB (through the mailbox, as the jobs stage
+// sends it) whose answer the processor applies.
 func setupStory(t *testing.T) (*world, story) {
 	t.Helper()
 	day := simulate.Generate(simulate.Config{Seed: 11, Flights: 30, Additions: 4, BadShare: 0.08, Location: airport(t)})
 	var st story
-	early := moveBeforeItsFlight(t, &day)
+	early := moveBeforeTheirFlights(t, &day, 2)
 	w := setupDay(t, day)
-	st.early = firstID + int64(early)
-	require.Equal(t, "SKIPPED", w.status(t, st.early), "a FLOP before its flight")
+	for _, i := range early {
+		st.early = append(st.early, firstID+int64(i))
+		require.Equal(t, "SKIPPED", w.status(t, firstID+int64(i)), "a FLOP before its flight")
+	}
 
 	// The late row: an older FLOP of a flight, sent again under a fresh SEQN, found by the
 	// re-probe below the watermark after a newer one of the same subtype applied.
@@ -66,25 +69,36 @@ func setupStory(t *testing.T) (*world, story) {
 	return w, st
 }
 
-// moveBeforeItsFlight moves the first FLOP of a flight added during the day (SCHD ADFT) before
-// that ADFT; it returns its new index.
-func moveBeforeItsFlight(t *testing.T, day *simulate.Day) int {
+// moveBeforeTheirFlights moves, for n flights added during the day (SCHD ADFT), the first FLOP
+// that a later FLOP of the same subtype follows before that ADFT; it returns their new indexes.
+func moveBeforeTheirFlights(t *testing.T, day *simulate.Day, n int) []int {
 	t.Helper()
-	for a, m := range day.Messages {
+	var moved []int
+	done := map[int64]bool{}
+	for a := 0; a < len(day.Messages) && len(moved) < n; a++ {
+		m := day.Messages[a]
 		if m.Type != "SCHD" || m.Subtype != "ADFT" || m.Outcome != simulate.OutcomeApplied {
 			continue
 		}
 		for f := a + 1; f < len(day.Messages); f++ {
 			op := day.Messages[f]
-			if op.Type == "FLOP" && op.Outcome == simulate.OutcomeApplied && slices.ContainsFunc(m.Records, func(r simulate.Flight) bool { return r.FLID == op.FLID }) {
+			if op.Type != "FLOP" || op.Outcome != simulate.OutcomeApplied || done[op.FLID] ||
+				!slices.ContainsFunc(m.Records, func(r simulate.Flight) bool { return r.FLID == op.FLID }) {
+				continue
+			}
+			if slices.ContainsFunc(day.Messages[f+1:], func(l simulate.Message) bool {
+				return l.FLID == op.FLID && l.Subtype == op.Subtype && l.Outcome == simulate.OutcomeApplied
+			}) {
 				msgs := slices.Delete(slices.Clone(day.Messages), f, f+1)
 				day.Messages = slices.Insert(msgs, a, op)
-				return a
+				moved, done[op.FLID] = append(moved, a), true
+				a++ // the ADFT moved one on
 			}
+			break
 		}
 	}
-	t.Fatal("no FLOP of a flight added during the day")
-	return 0
+	require.Len(t, moved, n, "FLOPs of flights added during the day, each followed by another of its kind")
+	return moved
 }
 
 // samePair is two applied FLOPs of one flight and subtype, older first.

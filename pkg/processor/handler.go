@@ -23,6 +23,8 @@ type Message struct {
 	Identity string
 	Now      time.Time // the engine clock's time for this batch: use it for every timestamp
 	Lease    leader.Lease
+	// Forced: an operator forced its replay over what later-created messages set (INV-24b).
+	Forced bool
 }
 
 // Outcome is a handler's successful result. The zero Outcome is SUCCEEDED.
