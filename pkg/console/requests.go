@@ -41,6 +41,49 @@ type closedRequest struct {
 	RegisteredAt                       time.Time
 	ClosedAt                           *time.Time
 	CloseReason                        string
+	answer
+}
+
+// answer is the message that answered a request (0: none yet) and, for a schedule answer, the
+// flights it created, changed and left unchanged (schd_snap_log).
+type answer struct {
+	AnswerID                    int64
+	Schedule                    bool
+	Created, Changed, Unchanged int64
+}
+
+// requestPage is one request with its answer.
+type requestPage struct {
+	R       request.Request
+	A       answer
+	Deleted int64 // flights the answer left DELETED (a schedule answer never deletes)
+}
+
+// requestDetail is one request: what was asked and sent, and its answer; an unknown id is a 404.
+func (s *Server) requestDetail(w http.ResponseWriter, r *http.Request) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return errNotFound
+	}
+	var p requestPage
+	p.R, err = s.d.Requests.Get(r.Context(), id)
+	if errors.Is(err, request.ErrNotFound) {
+		return errNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("read request %d: %w", id, err)
+	}
+	a := &p.A
+	if err := s.d.Pool.QueryRow(r.Context(), requestAnswerSQL, id).Scan(&a.AnswerID, &a.Schedule, &a.Created, &a.Changed, &a.Unchanged); err != nil {
+		return fmt.Errorf("read the answer of request %d: %w", id, err)
+	}
+	if a.AnswerID != 0 {
+		if err := s.d.Pool.QueryRow(r.Context(), answerDeletedSQL, a.AnswerID).Scan(&p.Deleted); err != nil {
+			return fmt.Errorf("count the flights answer %d deleted: %w", a.AnswerID, err)
+		}
+	}
+	s.render(w, r, http.StatusOK, "request", fmt.Sprintf("Request %d", id), p)
+	return nil
 }
 
 func (s *Server) requests(w http.ResponseWriter, r *http.Request) error {

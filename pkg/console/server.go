@@ -121,6 +121,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
 	mux.Handle("POST /dead/note", s.act(s.note, true))
 	mux.Handle("GET /requests", s.view(s.requests))
+	mux.Handle("GET /requests/{id}", s.view(s.requestDetail))
 	mux.Handle("POST /requests", s.act(s.sendRequest, true))
 	mux.Handle("POST /requests/flight", s.act(s.flightSchedule, true))
 	return secureHeaders(saneInput(mux))

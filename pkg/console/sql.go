@@ -42,19 +42,40 @@ SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 A
 	// identityOwnerSQL is the message an identity is bound to.
 	identityOwnerSQL = `SELECT msg_id, bound_at FROM msg_identity WHERE identity_key = $1`
 
-	// messageEventsSQL are the events a message caused.
+	// messageEventsSQL are one page of the events a message caused: $2 of them after the first $3.
 	messageEventsSQL = `
 SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, COALESCE(last_error, '')
-  FROM msg_event WHERE msg_id = $1 ORDER BY event_id`
+  FROM msg_event WHERE msg_id = $1 ORDER BY event_id LIMIT $2 OFFSET $3`
+
+	// messageEventCountSQL is how many events a message caused.
+	messageEventCountSQL = `SELECT count(*) FROM msg_event WHERE msg_id = $1`
 
 	// recentAuditSQL is the latest audit rows (the dead letters page shows what was done).
 	recentAuditSQL = `SELECT action, actor, reason, selector, ids, at FROM replay_audit ORDER BY audit_id DESC LIMIT $1`
 
-	// closedRequestsSQL are the latest closed requests.
+	// closedRequestsSQL are the latest closed requests, each with its answer (the message the
+	// processor applied under it) and what the answer did to flights (answerCols).
 	closedRequestsSQL = `
-SELECT req_id, req_type, scope, status, origin, COALESCE(actor, ''), COALESCE(reason, ''), registered_at, closed_at,
-       COALESCE(close_reason, '')
-  FROM req_track WHERE closed_at IS NOT NULL ORDER BY req_id DESC LIMIT $1`
+SELECT r.req_id, r.req_type, r.scope, r.status, r.origin, COALESCE(r.actor, ''), COALESCE(r.reason, ''), r.registered_at, r.closed_at,
+       COALESCE(r.close_reason, ''), ` + answerCols + `
+  FROM req_track r ` + answerJoin + `
+ WHERE r.closed_at IS NOT NULL ORDER BY r.req_id DESC LIMIT $1`
+
+	// requestAnswerSQL is one request's answer and what it did to flights.
+	requestAnswerSQL = `SELECT ` + answerCols + ` FROM req_track r ` + answerJoin + ` WHERE r.req_id = $1`
+
+	// answerCols are a request's answer message (0: none) and, from the schedule snapshot log the
+	// processor writes with a schedule answer, the flights it created, changed and left as they
+	// were (a reference list answer has no log row: not a schedule).
+	answerCols = `COALESCE(r.response_msg_id, 0), s.msg_id IS NOT NULL, COALESCE(s.inserted, 0), COALESCE(s.updated, 0), COALESCE(s.unchanged, 0)`
+	answerJoin = `LEFT JOIN LATERAL (SELECT msg_id, inserted, updated, unchanged FROM schd_snap_log l
+                   WHERE l.msg_id = r.response_msg_id ORDER BY snap_id LIMIT 1) s ON true`
+
+	// answerDeletedSQL counts the flights a message left DELETED (its change records' state);
+	// a schedule answer never deletes (INV-15), so this is the proof rather than a figure.
+	answerDeletedSQL = `
+SELECT count(DISTINCT partition_key) FROM msg_event
+ WHERE msg_id = $1 AND target = 'KAFKA:msg' AND COALESCE(body, payload::text)::jsonb #>> '{changed,state,new}' = 'DELETED'`
 )
 
 // The console's sessions (console_session): the cookie's id is stored as its SHA-256 only.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -65,7 +66,7 @@ func setupStory(t *testing.T) (*world, story) {
 	st.unsupported = w.process(t, strings.Replace(string(older.Raw), "<TYPE>FLOP</TYPE>", "<TYPE>ZZZZ</TYPE>", 1))[0]
 	require.Equal(t, "DEAD", w.status(t, st.unsupported))
 
-	st.request, st.answer = w.scheduleRequest(t, day)
+	st.request, st.answer = w.scheduleRequest(t, day.AODBModel(), day.Config.Date)
 	return w, st
 }
 
@@ -119,19 +120,18 @@ func samePair(t *testing.T, day simulate.Day) (older, newer simulate.Message) {
 	return
 }
 
-// scheduleRequest registers an RQFD of the day as an operator would, sends it through the
-// mailbox as the jobs stage does, lets the simulated AODB answer and processes the answer; it
+// scheduleRequest registers an RQFD of date as an operator would, sends it through the mailbox
+// as the jobs stage does, lets the simulated AODB answer from model and processes the answer; it
 // returns the request and the answer's message id.
-func (w *world) scheduleRequest(t *testing.T, day simulate.Day) (int64, int64) {
+func (w *world) scheduleRequest(t *testing.T, model simulate.AODBModel, date time.Time) (int64, int64) {
 	t.Helper()
-	date := day.Config.Date
 	reg, err := w.deps.Requests.RegisterAudited(ctx, request.Spec{Kind: request.Schedule, From: date, To: date,
 		Origin: request.Operator, Actor: "console:op", Reason: "schedule check"}, "console:op", "schedule check", w.clk.Now())
 	require.NoError(t, err)
 	sender, _, mb := w.jobsSender(t, w.clk)
 	_, err = sender.Send(ctx, reg.Request.ID)
 	require.NoError(t, err)
-	aodb := simulate.NewAODB(mb.SQL, day.AODBModel(), simulate.AODBConfig{Now: w.clk.Now})
+	aodb := simulate.NewAODB(mb.SQL, model, simulate.AODBConfig{Now: w.clk.Now})
 	answers, err := aodb.Poll(ctx)
 	require.NoError(t, err)
 	require.Len(t, answers, 1)
@@ -504,6 +504,16 @@ func hasAttr(key string) func(*html.Node) bool {
 	}
 }
 
+func hasAttrValue(key, value string) func(*html.Node) bool {
+	return func(n *html.Node) bool { return n.Type == html.ElementNode && attr(n, key) == value }
+}
+
+func hasClass(class string) func(*html.Node) bool {
+	return func(n *html.Node) bool {
+		return n.Type == html.ElementNode && slices.Contains(strings.Fields(attr(n, "class")), class)
+	}
+}
+
 func attr(n *html.Node, key string) string {
 	for _, a := range n.Attr {
 		if a.Key == key {
@@ -549,6 +559,17 @@ func text(n *html.Node) string {
 		}
 	}
 	return strings.TrimSpace(spaces.ReplaceAllString(b.String(), " "))
+}
+
+// textContent is an element's text as it is.
+func textContent(n *html.Node) string {
+	var b strings.Builder
+	for c := range n.Descendants() {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
 }
 
 // lines is an element's text cut at its <br> elements.
