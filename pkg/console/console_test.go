@@ -202,12 +202,19 @@ var hosts atomic.Int32
 // shared browser's cookies of one test never reach another's console.
 func (w *world) serve(t testing.TB, d console.Deps) *httptest.Server {
 	t.Helper()
+	return w.serveThrough(t, d, func(h http.Handler) http.Handler { return h })
+}
+
+// serveThrough is serve with the console's handler wrapped (a test's stand-in for a frozen
+// process).
+func (w *world) serveThrough(t testing.TB, d console.Deps, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
 	c, err := console.New(d)
 	require.NoError(t, err)
 	n := hosts.Add(1)
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.%d:0", n/250, 2+n%250))
 	require.NoError(t, err)
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: c.Handler()}}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: wrap(c.Handler())}}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv

@@ -193,7 +193,11 @@ func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Han
 			return
 		}
 		if !ok {
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			to := "/login?next=" + url.QueryEscape(r.URL.RequestURI())
+			if _, err := r.Cookie(cookieName); err == nil {
+				to += "&ended=1" // a session cookie the console no longer honours: say so
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
