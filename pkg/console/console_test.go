@@ -67,6 +67,7 @@ type world struct {
 	deps   console.Deps // the console's, for a second console over the same database (a restart)
 	eng    *processor.Engine
 	clk    *clock.Fake
+	engine func(batch int) *processor.Engine // another engine like eng, of another batch size
 }
 
 // setup processes a small simulated day with the real processor and serves the console as its
@@ -117,8 +118,14 @@ func setupDay(t testing.TB, day simulate.Day) *world {
 		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc, IdentityWindow: 7 * 24 * time.Hour,
 	}
 	require.NoError(t, identity.Ensure(ctx, db.Pool, pcfg.Rule(), "processor", t0), "stored at its start, as cmd/processor does")
-	eng := processor.New(pcfg, db.Pool, plugins.Handlers(hooks, flightstore.NewCache(1000)), nil, clk, nil, zerolog.Nop())
-	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk}
+	handlers := plugins.Handlers(hooks, flightstore.NewCache(1000))
+	eng := processor.New(pcfg, db.Pool, handlers, nil, clk, nil, zerolog.Nop())
+	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk,
+		engine: func(batch int) *processor.Engine {
+			c := pcfg
+			c.Batch = batch
+			return processor.New(c, db.Pool, handlers, nil, clk, nil, zerolog.Nop())
+		}}
 	w.drain(t)
 	// A message the processor gave up on (as after a codec bug), older than the day's messages
 	// so that they all came later, about a flight of the day, with hostile text in it.

@@ -58,7 +58,6 @@ type Server struct {
 	d        Deps
 	sess     *sessions
 	throttle *loginThrottle
-	rates    rates
 	pages    map[string]*template.Template
 }
 

@@ -146,3 +146,24 @@ const (
 
 // messageNotesSQL are a message's notes and acknowledgements, newest first.
 const messageNotesSQL = `SELECT note, actor, acknowledged, at FROM console_note WHERE msg_id = $1 ORDER BY note_id DESC LIMIT 50`
+
+// rateSQL counts the messages finished in ($1, $2] by outcome (a terminal status), and as
+// "ingested" the messages enqueued in it: each is either finished since (so among the finished)
+// or still open. Every finished row is in exactly one of two partial indexes, so no scan of
+// proc_state: proc_state_settled (finished_at; its marker written, abandoned, or owed with its
+// batch) and proc_state_marker_owed (its marker owed on the row; few). A window longer than
+// MSGX_PROC_STATE_RETENTION misses the rows archived since.
+const rateSQL = `
+WITH f AS (
+  SELECT status, enqueued_at FROM proc_state
+   WHERE finished_at > $1 AND finished_at <= $2
+     AND (backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL OR (backfill_next_at IS NULL AND finished_at IS NOT NULL))
+  UNION ALL
+  SELECT status, enqueued_at FROM proc_state
+   WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL
+     AND finished_at > $1 AND finished_at <= $2
+)
+SELECT status, count(*) FROM f WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD') GROUP BY status
+UNION ALL
+SELECT 'ingested', (SELECT count(*) FROM f WHERE enqueued_at > $1)
+     + (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND enqueued_at > $1 AND enqueued_at <= $2)`
