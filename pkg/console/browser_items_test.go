@@ -204,13 +204,27 @@ func TestBrowserTriage72DeadLetters(t *testing.T) {
 	require.Equal(t, 40, boxes)
 	require.Zero(t, replayButtons, "a PROTOCOL group offers no replay")
 
-	var acked int64
+	// Acknowledging the whole group asks to confirm first; confirmed, it is recorded on each
+	// message and audited with the group; acknowledged messages are then hidden unless asked for.
+	var confirm string
 	run(navigating(chromedp.Click(`#dead-groups tr.current .group-ack`, chromedp.ByQuery)),
-		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID))
-	acked = w.count(t, `SELECT count(*) FROM console_note WHERE acknowledged AND actor = 'console:op'`)
-	require.Equal(t, int64(40), acked, "the whole group acknowledged, by whom")
+		chromedp.WaitVisible(`#confirm`, chromedp.ByID),
+		chromedp.Text(`#confirm-what`, &confirm, chromedp.ByID))
+	require.Contains(t, confirm, "Acknowledge all 40 message(s)")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM console_note`), "nothing before the confirmation")
+	run(navigating(chromedp.Click(`#confirm`, chromedp.ByID)),
+		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID),
+		chromedp.Text(`#dead-total`, &total, chromedp.ByID))
+	require.Equal(t, int64(40), w.count(t, `SELECT count(*) FROM console_note WHERE acknowledged AND actor = 'console:op'`), "the whole group acknowledged, by whom")
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE action = 'acknowledge' AND actor = 'console:op' AND cardinality(ids) = 40
+		AND selector LIKE 'dead letters: %group=PROTOCOL%'`))
+	require.Equal(t, "0", total, "acknowledged: hidden")
 	var notes string
-	run(chromedp.Text(`#dead-messages`, &notes, chromedp.ByID))
+	run(chromedp.Click(`#acked`, chromedp.ByID), navigating(chromedp.Submit(`#acked`, chromedp.ByID)),
+		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID),
+		chromedp.Text(`#dead-total`, &total, chromedp.ByID),
+		chromedp.Text(`#dead-messages`, &notes, chromedp.ByID))
+	require.Equal(t, "40", total, "shown when asked for")
 	require.Equal(t, 40, strings.Count(notes, "acknowledged"))
 }
 

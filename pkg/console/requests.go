@@ -244,8 +244,16 @@ func requestSpec(r *http.Request) (request.Spec, error) {
 	return spec, nil
 }
 
-// flightSchedule registers an RQFD of one flight's operation day (the dead letters' one-click
-// "request this flight's schedule") and redirects to it.
+// scheduleConfirm asks to confirm the schedule request of a flight's day: what would be sent.
+type scheduleConfirm struct {
+	FLID        int64
+	Msg, FormID string
+	Back        string
+	Preview     request.Registration
+}
+
+// flightSchedule registers an RQFD of one flight's operation day (the dead letters' "request this
+// flight's schedule") after the operator confirmed what it sends, and redirects to it.
 func (s *Server) flightSchedule(w http.ResponseWriter, r *http.Request) error {
 	flid, err := strconv.ParseInt(r.PostFormValue("flid"), 10, 64)
 	if err != nil {
@@ -266,6 +274,15 @@ func (s *Server) flightSchedule(w http.ResponseWriter, r *http.Request) error {
 		reason = fmt.Sprintf("schedule of flight %d (dead letter %s)", flid, m)
 	}
 	spec := request.Spec{Kind: request.Schedule, From: day, To: day, Origin: request.Operator, Actor: actor(r), Reason: reason}
+	if r.PostFormValue("confirm") == "" { // nothing goes to the AODB before the operator confirms what
+		prev, err := s.d.Requests.Preview(r.Context(), spec, s.d.Now())
+		if err != nil {
+			return userError{err.Error()}
+		}
+		s.render(w, r, http.StatusOK, "schedule_confirm", "Confirm", scheduleConfirm{FLID: flid, Msg: r.PostFormValue("msg"),
+			FormID: r.PostFormValue("form_id"), Back: safeNext(r.PostFormValue("back")), Preview: prev})
+		return nil
+	}
 	id, err := s.registerOnce(r.Context(), r.PostFormValue("form_id"), spec, s.d.Now())
 	if err != nil {
 		return err

@@ -92,22 +92,25 @@ VALUES ($1, $2, $3, $4, $5, $6)`
 // their flight exists), each part through its partial index (proc_state_dead, proc_state_open,
 // proc_state_no_match, whose pattern is procstate.NoMatchLike), filtered by $1 class (” all;
 // NO-MATCH for the skipped), $2 type, $3 reason text, $4 FLID (in the message's text), $5/$6
-// time range and $7 group. A group is the class and the reason with its numbers replaced by N.
+// time range, $7 group and, unless $8, without the acknowledged ones. A group is the class and
+// the reason without its offending value ($9: sis.ValuePattern) and with its numbers as N.
 const deadFilteredSQL = `
 WITH d AS (
   SELECT msg_id, status, COALESCE(error_class, '` + noMatchClass + `') AS class, COALESCE(reason, '') AS reason, attempts,
-         COALESCE(msg_type, '') AS msg_type, COALESCE(msg_styp, '') AS msg_styp, COALESCE(finished_at, enqueued_at) AS at, raw
+         COALESCE(msg_type, '') AS msg_type, COALESCE(msg_styp, '') AS msg_styp, COALESCE(finished_at, enqueued_at) AS at, raw,
+         EXISTS (SELECT 1 FROM console_note c WHERE c.msg_id = proc_state.msg_id AND c.acknowledged) AS acked
     FROM proc_state
    WHERE status = 'DEAD' OR (status IN ('PENDING', 'FAILED') AND status = 'FAILED')
       OR (status = 'SKIPPED' AND reason LIKE '` + procstate.NoMatchLike + `')
-), f AS (
-  SELECT d.*, d.class || ': ' || regexp_replace(left(d.reason, 160), '[0-9]+', 'N', 'g') AS grp
+), a AS (
+  SELECT d.*, d.class || ': ' || regexp_replace(left(regexp_replace(d.reason, $9, '', 'g'), 160), '[0-9]+', 'N', 'g') AS grp
     FROM d
    WHERE ($1 = '' OR d.class = $1) AND ($2 = '' OR d.msg_type = $2)
      AND ($3 = '' OR strpos(lower(d.reason), lower($3)) > 0)
      AND ($4 = '' OR strpos(d.raw, '<FLID>' || $4 || '</FLID>') > 0)
      AND ($5::timestamptz IS NULL OR d.at >= $5) AND ($6::timestamptz IS NULL OR d.at < $6)
-), g AS (SELECT * FROM f WHERE $7 = '' OR f.grp = $7)
+), f AS (SELECT * FROM a WHERE $8 OR NOT a.acked),
+g AS (SELECT * FROM f WHERE $7 = '' OR f.grp = $7)
 `
 
 const (
@@ -115,22 +118,28 @@ const (
 	deadGroupsSQL = deadFilteredSQL + `
 SELECT grp, min(class), count(*), max(at) FROM f GROUP BY grp ORDER BY count(*) DESC, grp LIMIT 100`
 
+	// deadAckedSQL counts the acknowledged messages of the filter, shown or hidden.
+	deadAckedSQL = deadFilteredSQL + `SELECT count(*) FROM a WHERE a.acked AND ($7 = '' OR a.grp = $7)`
+
 	// deadPageSQL is one page of the filtered messages, newest first, each with the flight its
-	// text names, its latest note and the total.
+	// text names, whether it is acknowledged, and the total.
 	deadPageSQL = deadFilteredSQL + `
 SELECT g.msg_id, g.status, g.class, g.reason, g.attempts, g.msg_type, g.msg_styp, g.at, g.grp,
-       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), ''),
-       COALESCE(n.note, ''), COALESCE(n.actor, ''), COALESCE(n.acknowledged, false), n.at,
-       (SELECT count(*) FROM g)
-  FROM g LEFT JOIN LATERAL (SELECT note, actor, acknowledged, at FROM console_note c WHERE c.msg_id = g.msg_id
-                             ORDER BY note_id DESC LIMIT 1) n ON true
- ORDER BY g.msg_id DESC LIMIT $8 OFFSET $9`
+       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), ''), g.acked, (SELECT count(*) FROM g)
+  FROM g ORDER BY g.msg_id DESC LIMIT $10 OFFSET $11`
 
-	// deadIDsSQL are the ids of the filtered messages (a whole group's, for one action).
-	deadIDsSQL = deadFilteredSQL + `SELECT msg_id FROM g ORDER BY msg_id LIMIT $8`
+	// deadIDsSQL are the ids of the filtered messages (a whole group's or filter's, for one
+	// action): at most $10.
+	deadIDsSQL = deadFilteredSQL + `SELECT msg_id FROM g ORDER BY msg_id LIMIT $10`
+
+	// notesOfSQL are the notes and acknowledgements of messages, oldest first.
+	notesOfSQL = `SELECT msg_id, note, actor, acknowledged, at FROM console_note WHERE msg_id = ANY($1::bigint[]) ORDER BY msg_id, note_id`
 
 	// noteInsertSQL adds an operator's note (and acknowledgement) to messages.
 	noteInsertSQL = `INSERT INTO console_note (msg_id, actor, note, acknowledged, at) SELECT unnest($1::bigint[]), $2, $3, $4, $5`
+
+	// triageAuditSQL audits an action on a whole group or filter ($1 acknowledge or note).
+	triageAuditSQL = `INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ($1, $2, $3, $4, $5, $6)`
 
 	// flightDaySQL is a flight's operation day (for a schedule request about it).
 	flightDaySQL = `SELECT operation_day FROM flight WHERE flid = $1 AND operation_day IS NOT NULL`
