@@ -644,6 +644,7 @@ CREATE TABLE public.proc_state (
     deaths integer DEFAULT 0 NOT NULL,
     raw_bytes bytea,
     outcome_epoch bigint,
+    replay_forced boolean DEFAULT false NOT NULL,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
@@ -918,7 +919,7 @@ CREATE TABLE public.replay_audit (
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
     errors text[],
-    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text, 'kafka-reseed'::text])))
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'replay-forced'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text, 'acknowledge'::text, 'note'::text])))
 );
 
 
@@ -1869,4 +1870,7 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270101120000'),
     ('20270102120000'),
     ('20270103120000'),
-    ('20270104120000');
+    ('20270104120000'),
+    ('20270105120000'),
+    ('20270110120000'),
+    ('20270110130000');

@@ -21,7 +21,7 @@ import (
 // PostgreSQL equals the simulator's expected state field by field, and (3) the last record per
 // FLID on msgx.flight.state is that state (a tombstone for a deleted flight). A few good FLOPs
 // commit late (held past MSGX_MAX_COMMIT_DELAY, found by ingest's re-probe after later messages
-// of their flights were applied): the state still equals the model (INV-24), and they end as the
+// of their flights were applied): the state still equals the model (INV-24b), and they end as the
 // model says (verify.Outcomes).
 func TestSimulatedDayEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -79,7 +79,7 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 }
 
 // waitLate waits until the late rows (found by ingest's re-probe, every 10 s) are processed, and
-// checks that at least one of them met a later message's value (INV-24 exercised, not only
+// checks that at least one of them met a later message's value (INV-24b exercised, not only
 // allowed).
 func (b *bundle) waitLate(t *testing.T, wr simulate.Written, timeout time.Duration) {
 	t.Helper()

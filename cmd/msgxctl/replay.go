@@ -18,10 +18,11 @@ func init() {
 }
 
 func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	fs, asJSON := flags("replay", "(--class C | --ids 1,2,…) [--dry-run] [--reason R] [--actor A] [--json]",
-		"Requeues FAILED/DEAD messages as PENDING with a fresh attempt budget and an audit row. Run it with --dry-run first: it shows which later messages already changed the same flights.", out)
+	fs, asJSON := flags("replay", "(--class C | --ids 1,2,…) [--dry-run] [--force] [--reason R] [--actor A] [--json]",
+		"Requeues FAILED/DEAD messages as PENDING with a fresh attempt budget and an audit row. Run it with --dry-run first: it shows which later messages already changed the same flights, what each replay would end as, and what later-created messages set that it leaves alone unless --force.", out)
 	class := fs.String("class", "", fmt.Sprintf("replay every FAILED/DEAD message of this class (%s)", classList(procstate.ReplayableClasses)))
 	dry := fs.Bool("dry-run", false, "only report what would be requeued and which later messages touched the same flights")
+	force := fs.Bool("force", false, "the replayed messages overwrite what later-created messages set (audited as replay-forced)")
 	change := newChangeFlags(fs, "comma-separated msg_ids", "why (audit; required unless --dry-run)")
 	reason, actor := change.reason, change.actor
 	ids, err := change.parse(args)
@@ -47,7 +48,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 	}
 	defer pool.Close()
 	rep, err := procstate.Replay(ctx, pool, procstate.ReplayRequest{
-		Class: c, IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Now: time.Now(),
+		Class: c, IDs: ids, Actor: *actor, Reason: *reason, DryRun: *dry, Force: *force, Now: time.Now(), Location: cfg.Location(),
 	})
 	if err != nil && !errors.Is(err, procstate.ErrRefused) {
 		return err
@@ -72,6 +73,7 @@ func replayCmd(ctx context.Context, cfg config.Config, args []string, out io.Wri
 		if len(it.LaterTouches) > 0 {
 			fmt.Fprintf(out, "    later messages already changed these flights: %v\n", it.LaterTouches)
 		}
+		printPrediction(out, it.Predicted, *force)
 	}
 	for _, r := range rep.Refused {
 		fmt.Fprintf(out, "  refused %d: %s\n", r.MsgID, r.Why)
@@ -91,4 +93,24 @@ func classList(cs []procstate.Class) string {
 		s[i] = string(c)
 	}
 	return strings.Join(s, ", ")
+}
+
+// printPrediction prints what a dry run predicts a replay ends as, and what later-created
+// messages set that it leaves alone (or, forced, overwrites).
+func printPrediction(out io.Writer, p *procstate.Prediction, force bool) {
+	if p == nil {
+		return
+	}
+	if p.Status == "" {
+		fmt.Fprintf(out, "    would end: not predicted (its kind's handler decides)\n")
+	} else {
+		fmt.Fprintf(out, "    would end: %s %s %s\n", p.Status, p.Class, p.Reason)
+	}
+	verb := "kept (set by later-created messages; --force overwrites)"
+	if force {
+		verb = "overwritten (forced)"
+	}
+	for _, n := range p.Newer {
+		fmt.Fprintf(out, "    %s of flight %d, set by message %d: %s\n", n.Unit, n.FLID, n.MsgID, verb)
+	}
 }

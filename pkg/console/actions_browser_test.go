@@ -8,11 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/dev/mailboxtest"
-	"github.com/msgx/msgx/pkg/envconf"
-	"github.com/msgx/msgx/pkg/mailbox"
-	"github.com/msgx/msgx/pkg/request"
-	"github.com/msgx/msgx/pkg/roles"
 )
 
 // TestBrowserSendsRequests: an operator previews an RQRD (dry run: nothing registered), sends it
@@ -64,16 +59,7 @@ func TestBrowserSendsRequests(t *testing.T) {
 	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE action = 'request' AND actor = 'console:op' AND reason = 'schedule check'`))
 
 	// The jobs stage sends them: its role, its mailbox user, the test MariaDB.
-	mb := mailboxtest.New(t)
-	box, err := mailbox.Open(mb.Users(t).DSN(roles.Jobs))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, box.Close()) })
-	rcfg := request.Config{Location: w.loc}
-	envconf.Defaults(&rcfg)
-	store, err := request.NewStore(w.db.Roles(t).Pool(t, roles.Jobs), rcfg)
-	require.NoError(t, err)
-	sender, err := request.NewSender(store, box, clock.NewFake(w.day.Messages[0].At), false)
-	require.NoError(t, err)
+	sender, store, mb := w.jobsSender(t, clock.NewFake(w.day.Messages[0].At))
 	open, err := store.ListOpen(ctx)
 	require.NoError(t, err)
 	require.Len(t, open, 2)

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,13 +204,27 @@ func TestBrowserTriage72DeadLetters(t *testing.T) {
 	require.Equal(t, 40, boxes)
 	require.Zero(t, replayButtons, "a PROTOCOL group offers no replay")
 
-	var acked int64
+	// Acknowledging the whole group asks to confirm first; confirmed, it is recorded on each
+	// message and audited with the group; acknowledged messages are then hidden unless asked for.
+	var confirm string
 	run(navigating(chromedp.Click(`#dead-groups tr.current .group-ack`, chromedp.ByQuery)),
-		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID))
-	acked = w.count(t, `SELECT count(*) FROM console_note WHERE acknowledged AND actor = 'console:op'`)
-	require.Equal(t, int64(40), acked, "the whole group acknowledged, by whom")
+		chromedp.WaitVisible(`#confirm`, chromedp.ByID),
+		chromedp.Text(`#confirm-what`, &confirm, chromedp.ByID))
+	require.Contains(t, confirm, "Acknowledge all 40 message(s)")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM console_note`), "nothing before the confirmation")
+	run(navigating(chromedp.Click(`#confirm`, chromedp.ByID)),
+		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID),
+		chromedp.Text(`#dead-total`, &total, chromedp.ByID))
+	require.Equal(t, int64(40), w.count(t, `SELECT count(*) FROM console_note WHERE acknowledged AND actor = 'console:op'`), "the whole group acknowledged, by whom")
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE action = 'acknowledge' AND actor = 'console:op' AND cardinality(ids) = 40
+		AND selector LIKE 'dead letters: %group=PROTOCOL%'`))
+	require.Equal(t, "0", total, "acknowledged: hidden")
 	var notes string
-	run(chromedp.Text(`#dead-messages`, &notes, chromedp.ByID))
+	run(chromedp.Click(`#acked`, chromedp.ByID), navigating(chromedp.Submit(`#acked`, chromedp.ByID)),
+		chromedp.WaitVisible(`#dead-messages`, chromedp.ByID),
+		chromedp.Text(`#dead-total`, &total, chromedp.ByID),
+		chromedp.Text(`#dead-messages`, &notes, chromedp.ByID))
+	require.Equal(t, "40", total, "shown when asked for")
 	require.Equal(t, 40, strings.Count(notes, "acknowledged"))
 }
 
@@ -320,4 +336,64 @@ func TestRawMailboxBytes(t *testing.T) {
 	code, body = get(t, op, w.srv.URL+"/messages/601")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "not valid UTF-8")
+}
+
+// TestBrowserVerdictKnowsItsAge: the live pipeline page says how old its verdict is; with the
+// console's handler frozen (every request held until the browser gives up on it), the verdict
+// turns "unknown: the console cannot reach its data" once no answer came for its bound (three
+// refresh periods), and not before; it comes back by itself when the console answers again; a
+// session ended meanwhile (revoked) says so instead of showing the last verdict.
+func TestBrowserVerdictKnowsItsAge(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	var frozen atomic.Bool
+	d := w.deps
+	d.Config.Refresh = time.Second
+	srv := w.serveThrough(t, d, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if frozen.Load() {
+				<-r.Context().Done() // held until the client gives up: a frozen process
+				return
+			}
+			h.ServeHTTP(rw, r)
+		})
+	})
+
+	run := browser(t)
+	var state, bound, age string
+	run(loginAs(srv.URL, operatorToken),
+		chromedp.TextContent(`#verdict-state`, &state, chromedp.ByID),
+		chromedp.AttributeValue(`#live`, "data-unknown-after", &bound, nil, chromedp.ByID),
+		chromedp.WaitVisible(`#verdict-age`, chromedp.ByID))
+	require.NotEqual(t, "unknown", state)
+	require.Equal(t, "3", bound, "three refresh periods of 1 s")
+
+	frozen.Store(true)
+	froze := time.Now()
+	var reasons string
+	run(chromedp.WaitVisible(`.verdict.unknown`, chromedp.ByQuery),
+		chromedp.Text(`#verdict-reasons`, &reasons, chromedp.ByID),
+		chromedp.TextContent(`#verdict-age`, &age, chromedp.ByID),
+		shot(t, "pipeline-unknown"))
+	took := time.Since(froze)
+	require.Contains(t, reasons, "unknown: the console cannot reach its data: no answer for")
+	secs, err := strconv.Atoi(strings.TrimSuffix(age, " s"))
+	require.NoError(t, err, age)
+	require.GreaterOrEqual(t, secs, 3, "not before its bound")
+	require.Less(t, took, 3*time.Second+20*time.Second, "within its bound (and a generous margin for a loaded machine)")
+
+	frozen.Store(false)
+	run(chromedp.WaitNotPresent(`.verdict.unknown`, chromedp.ByQuery),
+		chromedp.TextContent(`#verdict-state`, &state, chromedp.ByID))
+	require.NotEqual(t, "unknown", state, "the console answers again: a verdict again")
+
+	_, err = w.db.Pool.Exec(ctx, `UPDATE console_session SET revoked_at = now() WHERE revoked_at IS NULL`)
+	require.NoError(t, err)
+	run(chromedp.WaitVisible(`.verdict.unknown`, chromedp.ByQuery),
+		chromedp.Text(`#verdict-reasons`, &reasons, chromedp.ByID))
+	require.Contains(t, reasons, "your session has ended")
+	var login string
+	run(chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(`#session-ended`, chromedp.ByID),
+		chromedp.Text(`#session-ended`, &login, chromedp.ByID))
+	require.Contains(t, login, "Your session has ended")
 }

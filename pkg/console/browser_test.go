@@ -128,14 +128,14 @@ func TestBrowserOperator(t *testing.T) {
 
 	// A flight of the day, by flight number and operation day.
 	var flid int64
-	var alcd, flno, day, stand string
+	var flno, day, stand string
 	var version int64
-	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT flid, alcd, flno, operation_day::text, state_version, COALESCE(stnd, '')
-		FROM flight WHERE state = 'ACTIVE' AND stnd IS NOT NULL ORDER BY state_version DESC, flid LIMIT 1`).Scan(&flid, &alcd, &flno, &day, &version, &stand))
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT flid, flno, operation_day::text, state_version, COALESCE(stnd, '')
+		FROM flight WHERE state = 'ACTIVE' AND stnd IS NOT NULL ORDER BY state_version DESC, flid LIMIT 1`).Scan(&flid, &flno, &day, &version, &stand))
 	var gotFLID, gotVersion, gotStand, versionsText string
 	run(
 		chromedp.Navigate(base+"/flights"),
-		chromedp.SendKeys(`#q`, alcd+flno, chromedp.ByID),
+		chromedp.SendKeys(`#q`, flno, chromedp.ByID), // the AODB's FLNO carries the airline code
 		chromedp.SetValue(`#day`, day, chromedp.ByID),
 		chromedp.Submit(`#q`, chromedp.ByID),
 		chromedp.WaitVisible(`#flid`, chromedp.ByID),

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +26,9 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/httpauth"
+	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -64,17 +67,30 @@ type world struct {
 	deps   console.Deps // the console's, for a second console over the same database (a restart)
 	eng    *processor.Engine
 	clk    *clock.Fake
+	engine func(batch int) *processor.Engine // another engine like eng, of another batch size
 }
 
 // setup processes a small simulated day with the real processor and serves the console as its
 // own database role.
 func setup(t testing.TB) *world {
 	t.Helper()
-	db := testdb.New(t)
+	return setupDay(t, simulate.Generate(simulate.Config{Flights: 15, Additions: 1, BadShare: 0, Location: airport(t)}))
+}
+
+// airport is the simulated airport's zone.
+func airport(t testing.TB) *time.Location {
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
-	day := simulate.Generate(simulate.Config{Flights: 15, Additions: 1, BadShare: 0, Location: loc})
+	return loc
+}
+
+// setupDay is setup over a given day (generated in the zone airport returns).
+func setupDay(t testing.TB, day simulate.Day) *world {
+	t.Helper()
+	db := testdb.New(t)
+	loc := day.Config.Location
 	t0 := day.Messages[0].At
+	var err error
 	clk := clock.NewFake(t0)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO leader_lease VALUES ('processor', 1, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
@@ -86,12 +102,30 @@ func setup(t testing.TB) *world {
 	n := firstID + int64(len(day.Messages)) - 1
 	_, err = db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = $1`, n)
 	require.NoError(t, err)
-	eng := processor.New(processor.Config{
+	// The processor as cmd/processor composes it: the request rules (the RESP guard) and a
+	// flight cache.
+	rcfg := request.Config{Location: loc}
+	envconf.Defaults(&rcfg)
+	pstore, err := request.NewStore(db.Pool, rcfg)
+	require.NoError(t, err)
+	tcfg := request.DefaultTriggerConfig()
+	tcfg.Location = loc
+	hooks, err := request.NewHooks(pstore, tcfg, request.NewProcessorMetrics(prometheus.NewRegistry()), zerolog.Nop())
+	require.NoError(t, err)
+	pcfg := processor.Config{
 		Batch: 200, MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: time.Second,
 		HeadDeadline: 10 * time.Minute, IdlePoll: 10 * time.Millisecond,
-		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc,
-	}, db.Pool, plugins.Handlers(nil, nil), nil, clk, nil, zerolog.Nop())
-	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk}
+		IgnoreTypes: []string{"LDM", "REGN", "RSTA", "EROR"}, Location: loc, IdentityWindow: 7 * 24 * time.Hour,
+	}
+	require.NoError(t, identity.Ensure(ctx, db.Pool, pcfg.Rule(), "processor", t0), "stored at its start, as cmd/processor does")
+	handlers := plugins.Handlers(hooks, flightstore.NewCache(1000))
+	eng := processor.New(pcfg, db.Pool, handlers, nil, clk, nil, zerolog.Nop())
+	w := &world{db: db, day: day, loc: loc, lastID: n, eng: eng, clk: clk,
+		engine: func(batch int) *processor.Engine {
+			c := pcfg
+			c.Batch = batch
+			return processor.New(c, db.Pool, handlers, nil, clk, nil, zerolog.Nop())
+		}}
 	w.drain(t)
 	// A message the processor gave up on (as after a codec bug), older than the day's messages
 	// so that they all came later, about a flight of the day, with hostile text in it.
@@ -117,8 +151,6 @@ func setup(t testing.TB) *world {
 	pool := db.Roles(t).Pool(t, roles.Console)
 	ob, err := outbox.New(pool, outbox.Policy{MaxAttempts: 5, BackoffBase: time.Second, BackoffMax: time.Minute})
 	require.NoError(t, err)
-	rcfg := request.Config{Location: loc}
-	envconf.Defaults(&rcfg)
 	reqs, err := request.NewStore(pool, rcfg)
 	require.NoError(t, err)
 	var tokens httpauth.Clients
@@ -177,12 +209,19 @@ var hosts atomic.Int32
 // shared browser's cookies of one test never reach another's console.
 func (w *world) serve(t testing.TB, d console.Deps) *httptest.Server {
 	t.Helper()
+	return w.serveThrough(t, d, func(h http.Handler) http.Handler { return h })
+}
+
+// serveThrough is serve with the console's handler wrapped (a test's stand-in for a frozen
+// process).
+func (w *world) serveThrough(t testing.TB, d console.Deps, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
 	c, err := console.New(d)
 	require.NoError(t, err)
 	n := hosts.Add(1)
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.%d:0", n/250, 2+n%250))
 	require.NoError(t, err)
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: c.Handler()}}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: wrap(c.Handler())}}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv

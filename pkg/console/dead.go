@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/procstate"
+	"github.com/msgx/msgx/pkg/sis"
 )
 
 // deadPage is the dead letters' triage: the filtered messages by group with counts, one page of
@@ -24,6 +26,7 @@ type deadPage struct {
 	Groups     []deadGroup
 	Messages   []deadMessage
 	Total      int64
+	Acked      int64  // acknowledged messages of the filter (hidden unless F.ShowAcked)
 	Page, Last int    // 1-based
 	Query      string // the filter as a query string (for the pages' links)
 	FormID     string // the one-time id of the page's form (a flight's schedule request)
@@ -38,6 +41,7 @@ type deadFilter struct {
 	Class, Type, Reason, FLID string
 	From, To                  string // datetime-local values in airport time
 	Group                     string
+	ShowAcked                 bool // acknowledged messages too (hidden by default)
 	from, to                  *time.Time
 }
 
@@ -56,10 +60,9 @@ type deadMessage struct {
 	At            time.Time
 	Group         string
 	FLID          string
-	Note, NoteBy  string
 	Acked         bool
-	NoteAt        *time.Time
 	Total         int64
+	Notes         []note `db:"-"` // every note, oldest first
 }
 
 // Replayable reports whether replay may take the message (procstate.Replayable's rule).
@@ -97,6 +100,7 @@ func (s *Server) readDeadFilter(v url.Values) (deadFilter, error) {
 		Class: strings.ToUpper(strings.TrimSpace(v.Get("class"))), Type: strings.ToUpper(strings.TrimSpace(v.Get("type"))),
 		Reason: strings.TrimSpace(v.Get("reason_text")), FLID: strings.TrimSpace(v.Get("flid")),
 		From: strings.TrimSpace(v.Get("from")), To: strings.TrimSpace(v.Get("to")), Group: v.Get("group"),
+		ShowAcked: v.Get("acked") != "",
 	}
 	if f.Class != "" && !slices.Contains(allClasses, f.Class) {
 		return f, userError{"Unknown class."}
@@ -127,18 +131,31 @@ func (s *Server) localTime(v string) (*time.Time, error) {
 }
 
 func (f deadFilter) args() []any {
-	return []any{f.Class, f.Type, f.Reason, f.FLID, f.from, f.to, f.Group}
+	return []any{f.Class, f.Type, f.Reason, f.FLID, f.from, f.to, f.Group, f.ShowAcked, sis.ValuePattern}
 }
 
 // query is the filter as a query string.
 func (f deadFilter) query() string {
 	v := url.Values{}
-	for k, x := range map[string]string{"class": f.Class, "type": f.Type, "reason_text": f.Reason, "flid": f.FLID, "from": f.From, "to": f.To, "group": f.Group} {
+	acked := ""
+	if f.ShowAcked {
+		acked = "1"
+	}
+	for k, x := range map[string]string{"class": f.Class, "type": f.Type, "reason_text": f.Reason, "flid": f.FLID, "from": f.From, "to": f.To,
+		"group": f.Group, "acked": acked} {
 		if x != "" {
 			v.Set(k, x)
 		}
 	}
 	return v.Encode()
+}
+
+// String is the filter as an audit row's selector names it.
+func (f deadFilter) String() string {
+	if q := f.query(); q != "" {
+		return "dead letters: " + q
+	}
+	return "dead letters: all"
 }
 
 func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
@@ -166,6 +183,12 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		p.Total = groupTotal(p.Groups, f.Group)
 	}
+	if err := s.withNotes(r.Context(), p.Messages); err != nil {
+		return err
+	}
+	if err := s.d.Pool.QueryRow(r.Context(), deadAckedSQL, f.args()...).Scan(&p.Acked); err != nil {
+		return fmt.Errorf("count acknowledged dead messages: %w", err)
+	}
 	p.Last = max(1, int((p.Total+deadPageSize-1)/deadPageSize))
 	if p.Events, err = s.d.Outbox.ListDead(r.Context(), outbox.DeadFilter{Target: p.Target, Limit: deadEvents}); err != nil {
 		return err
@@ -174,6 +197,32 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("read audit: %w", err)
 	}
 	s.render(w, r, http.StatusOK, "dead", "Dead letters", p)
+	return nil
+}
+
+// withNotes gives each message every note on it.
+func (s *Server) withNotes(ctx context.Context, ms []deadMessage) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(ms))
+	at := make(map[int64]int, len(ms))
+	for i, m := range ms {
+		ids[i], at[m.MsgID] = m.MsgID, i
+	}
+	rows, err := s.d.Pool.Query(ctx, notesOfSQL, ids)
+	if err != nil {
+		return fmt.Errorf("read notes: %w", err)
+	}
+	var id int64
+	var n note
+	_, err = pgx.ForEachRow(rows, []any{&id, &n.Text, &n.Actor, &n.Acked, &n.At}, func() error {
+		ms[at[id]].Notes = append(ms[at[id]].Notes, n)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read notes: %w", err)
+	}
 	return nil
 }
 
@@ -189,27 +238,27 @@ func groupTotal(gs []deadGroup, group string) int64 {
 }
 
 // selectedIDs are an action's messages: the ticked ids, or (none ticked) every message of the
-// form's filter and group, at most maxIDs.
-func (s *Server) selectedIDs(r *http.Request) ([]int64, error) {
-	ids, err := formIDs(r, "id")
-	if err != nil || len(ids) > 0 || r.PostFormValue("group") == "" {
-		return ids, err
+// form's filter and group (a group's action, or scope=filtered: the whole filtered set), at
+// most maxIDs; whole says it was a group or the filter, which f names.
+func (s *Server) selectedIDs(r *http.Request) (ids []int64, whole bool, f deadFilter, err error) {
+	ids, err = formIDs(r, "id")
+	if err != nil || len(ids) > 0 || (r.PostFormValue("group") == "" && r.PostFormValue("scope") != "filtered") {
+		return ids, false, f, err
 	}
-	f, err := s.readDeadFilter(r.PostForm)
-	if err != nil {
-		return nil, err
+	if f, err = s.readDeadFilter(r.PostForm); err != nil {
+		return nil, false, f, err
 	}
 	rows, err := s.d.Pool.Query(r.Context(), deadIDsSQL, append(f.args(), maxIDs+1)...)
 	if err != nil {
-		return nil, fmt.Errorf("select group: %w", err)
+		return nil, false, f, fmt.Errorf("select group: %w", err)
 	}
 	if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
-		return nil, fmt.Errorf("select group: %w", err)
+		return nil, false, f, fmt.Errorf("select group: %w", err)
 	}
 	if len(ids) > maxIDs {
-		return nil, userError{fmt.Sprintf("The group has more than %d messages: narrow it (time range), or use msgxctl replay.", maxIDs)}
+		return nil, false, f, userError{fmt.Sprintf("More than %d messages: narrow the filter (a time range), or use msgxctl replay.", maxIDs)}
 	}
-	return ids, nil
+	return ids, true, f, nil
 }
 
 // maxIDs is the most ids one action takes: a page of a group; larger sets are msgxctl's.
@@ -243,11 +292,12 @@ type replayedPage struct {
 	IDs     string
 	Class   string
 	Reason  string
+	Force   bool // forced (INV-24b): later-created values are overwritten
 }
 
 // replay is procstate.Replay (msgxctl replay): dry run, or for real with a reason (audited).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
-	ids, err := s.selectedIDs(r)
+	ids, _, _, err := s.selectedIDs(r)
 	if err != nil {
 		return err
 	}
@@ -256,6 +306,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		class = ""
 	}
 	dry := r.PostFormValue("mode") != "replay"
+	force := r.PostFormValue("force") != ""
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if !dry && reason == "" {
 		return userError{"A replay needs a reason (it is written to the audit)."}
@@ -264,22 +315,23 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 		return userError{"Tick messages or choose a class."}
 	}
 	rep, err := procstate.Replay(r.Context(), s.d.Pool, procstate.ReplayRequest{
-		Class: class, IDs: ids, Actor: actor(r), Reason: reason, DryRun: dry, Now: s.d.Now(),
+		Class: class, IDs: ids, Actor: actor(r), Reason: reason, DryRun: dry, Force: force, Now: s.d.Now(), Location: s.d.Location,
 	})
 	if err != nil && !(dry && errors.Is(err, procstate.ErrRefused)) {
 		return userError{err.Error()} // a refused replay requeues nothing
 	}
-	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
-	p := replayedPage{Report: rep, NoMatch: noMatchFlights(rep.Items), IDs: joinIDs(ids), Class: string(class), Reason: reason}
+	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("dry_run", dry).Bool("forced", force).Int64("requeued", rep.Requeued).Str("reason", reason).Msg("console replay")
+	p := replayedPage{Report: rep, NoMatch: noMatchFlights(rep.Items), IDs: joinIDs(ids), Class: string(class), Reason: reason, Force: force}
 	s.render(w, r, http.StatusOK, "replayed", "Replay", p)
 	return nil
 }
 
-// noMatchCheck is whether the flight of a SKIPPED no-match message exists now: replaying it
-// before the flight exists skips it again.
+// noMatchCheck is whether the flight of a SKIPPED no-match message exists now (replaying it
+// before the flight exists skips it again), and what its replay would end as.
 type noMatchCheck struct {
 	MsgID, FLID int64
 	Exists      bool
+	Predicted   *procstate.Prediction
 }
 
 // noMatchFlights checks the flights the no-match messages of a replay name (in their text: the
@@ -291,15 +343,27 @@ func noMatchFlights(items []procstate.ReplayItem) []noMatchCheck {
 			continue
 		}
 		for _, flid := range it.FLIDs {
-			out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid, Exists: !slices.Contains(it.UnknownFLIDs, flid)})
+			out = append(out, noMatchCheck{MsgID: it.MsgID, FLID: flid, Exists: !slices.Contains(it.UnknownFLIDs, flid), Predicted: it.Predicted})
 		}
 	}
 	return out
 }
 
-// note records an operator's note or acknowledgement on messages (console_note: who, when).
+// confirmPage asks to confirm an action on a whole group or filter: what, on how many, and the
+// form to post again with confirm=1.
+type confirmPage struct {
+	Action, Note string
+	Ack          bool
+	Count        int
+	IDs          string // the messages counted: the confirmation acts on these
+	F            deadFilter
+	Scope, Back  string
+}
+
+// note records an operator's note or acknowledgement on messages (console_note: who, when). On
+// a whole group or filter it first asks to confirm, and audits the action (replay_audit).
 func (s *Server) note(w http.ResponseWriter, r *http.Request) error {
-	ids, err := s.selectedIDs(r)
+	ids, whole, f, err := s.selectedIDs(r)
 	if err != nil {
 		return err
 	}
@@ -314,11 +378,38 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request) error {
 	if len(text) > 2000 {
 		return userError{"A note has at most 2000 characters."}
 	}
-	if _, err := s.d.Pool.Exec(r.Context(), noteInsertSQL, ids, actor(r), text, ack, s.d.Now()); err != nil {
-		return fmt.Errorf("write note: %w", err)
+	action := "note"
+	if ack {
+		action = "acknowledge"
 	}
-	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("ack", ack).Ints64("messages", ids).Msg("console note")
 	back := safeNext(r.PostFormValue("back"))
+	if whole && r.PostFormValue("confirm") == "" {
+		s.render(w, r, http.StatusOK, "confirm", "Confirm", confirmPage{Action: action, Note: text, Ack: ack, Count: len(ids), IDs: joinIDs(ids),
+			F: f, Scope: r.PostFormValue("scope"), Back: back})
+		return nil
+	}
+	if whole { // confirmed: the messages that were counted, not those the filter selects now
+		if ids, err = formIDs(r, "confirm_ids"); err != nil || len(ids) == 0 {
+			return userError{"This confirmation names no message: start again from the dead letters."}
+		}
+	}
+	err = pgx.BeginFunc(r.Context(), s.d.Pool, func(tx pgx.Tx) error {
+		now := s.d.Now()
+		if _, err := tx.Exec(r.Context(), noteInsertSQL, ids, actor(r), text, ack, now); err != nil {
+			return fmt.Errorf("write note: %w", err)
+		}
+		if !whole {
+			return nil
+		}
+		if _, err := tx.Exec(r.Context(), triageAuditSQL, action, actor(r), text, f.String(), ids, now); err != nil {
+			return fmt.Errorf("audit the %s of %d messages: %w", action, len(ids), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.d.Log.Info().Str("user", sessionOf(r).User).Bool("ack", ack).Bool("whole", whole).Ints64("messages", ids).Msg("console note")
 	http.Redirect(w, r, back, http.StatusSeeOther)
 	return nil
 }
@@ -360,4 +451,39 @@ func (s *Server) deadEvents(w http.ResponseWriter, r *http.Request) error {
 	s.d.Log.Info().Str("user", sessionOf(r).User).Str("mode", p.Mode).Bool("dry_run", p.Dry).Ints64("events", p.Done).Msg("console dead events")
 	s.render(w, r, http.StatusOK, "events_done", "Dead events", p)
 	return nil
+}
+
+// advice says in a sentence what a replay's predicted outcome means for the operator; forced:
+// the replay overwrites what later-created messages set.
+func advice(p *procstate.Prediction, forced bool) string {
+	switch {
+	case p == nil || p.Status == "":
+		return "What it would do is not predicted here: its kind's handler decides (reference data, a schedule snapshot or answer)."
+	case p.Status == procstate.StatusSucceeded && len(p.Newer) > 0 && forced:
+		return "It would apply, overwriting what later-created messages set."
+	case p.Status == procstate.StatusSucceeded && len(p.Newer) > 0:
+		return "It would apply in part: what later-created messages set stays unless the replay is forced."
+	case p.Status == procstate.StatusSucceeded:
+		return "It would apply."
+	case p.Status == procstate.StatusSkipped:
+		return skipAdvice(p.Reason)
+	case p.Class == procstate.ClassUnsupported:
+		return "It would fail again: no processor serves its kind."
+	}
+	return "It would fail again (" + string(p.Class) + "): fix the cause first."
+}
+
+func skipAdvice(reason string) string {
+	sk, err := procstate.ParseSkip(reason)
+	switch {
+	case err != nil:
+		return "It would be skipped."
+	case sk.Kind == procstate.SkipNoMatch && sk.Deleted:
+		return "Its flight is DELETED: it would be skipped again."
+	case sk.Kind == procstate.SkipNoMatch:
+		return "Its flight is still not stored: it would be skipped again; ask the AODB for its day's schedule first."
+	case sk.Kind == procstate.SkipStaleLate:
+		return "Later-created messages set everything it carries: it would be skipped unless the replay is forced."
+	}
+	return "It would be skipped."
 }

@@ -37,6 +37,18 @@ type flightHit struct {
 	Reg, Stand   string
 }
 
+// Number is the flight's number as the console shows it (flightNumber).
+func (h flightHit) Number() string { return flightNumber(h.ALCD, h.FLNO) }
+
+// flightNumber is a flight's number with its airline code once: the AODB's FLNO usually starts
+// with the code (CX4773), and when it does not, the code goes in front.
+func flightNumber(alcd, flno string) string {
+	if strings.HasPrefix(flno, alcd) {
+		return flno
+	}
+	return alcd + flno
+}
+
 const searchLimit = 300
 
 // flightSearch finds flights by a part of the flight number, a registration or a stand, on a day
@@ -184,10 +196,7 @@ func (s *Server) purgedFlight(ctx context.Context, flid int64) (map[string]any, 
 // describe fills the page's header and fields from a flight's JSON.
 func (p *flightPage) describe(doc map[string]any) {
 	p.Fields, p.Summary = fields(doc), summarize(doc)
-	p.Title = str(doc["flno"])
-	if alcd := str(doc["alcd"]); !strings.HasPrefix(p.Title, alcd) {
-		p.Title = alcd + p.Title // the flight number without its airline code
-	}
+	p.Title = flightNumber(str(doc["alcd"]), str(doc["flno"]))
 	p.State, p.Version, p.Day = str(doc["state"]), str(doc["state_version"]), str(doc["operation_day"])
 	p.Master, _ = strconv.ParseInt(str(doc["maid"]), 10, 64)
 }

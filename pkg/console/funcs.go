@@ -46,7 +46,15 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return v.Format("2006-01-02 15:04")
 		},
-		"age":     s.age,
+		"age":    s.age,
+		"advice": advice,
+		// minutes names a rate window: "5 min", "1 h".
+		"minutes": func(d time.Duration) string {
+			if d >= time.Hour && d%time.Hour == 0 {
+				return strconv.Itoa(int(d.Hours())) + " h"
+			}
+			return strconv.Itoa(int(d.Minutes())) + " min"
+		},
 		"classes": func() []procstate.Class { return procstate.ReplayableClasses },
 		"join":    joinIDs,
 		"add":     func(a, b int) int { return a + b },

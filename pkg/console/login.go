@@ -9,13 +9,15 @@ import (
 	"time"
 )
 
-// loginView is the login page: where to go after, and why the last try was refused.
+// loginView is the login page: where to go after, why the last try was refused, and whether a
+// session just ended.
 type loginView struct {
 	Next, Error string
+	Ended       bool
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "login", "Log in", loginView{Next: safeNext(r.URL.Query().Get("next"))})
+	s.render(w, r, http.StatusOK, "login", "Log in", loginView{Next: safeNext(r.URL.Query().Get("next")), Ended: r.URL.Query().Get("ended") != ""})
 }
 
 // safeNext keeps a redirect inside the console.

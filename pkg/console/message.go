@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,17 +21,21 @@ import (
 // whether it may be replayed from here.
 type messagePage struct {
 	M          status.Message
-	Raw        string         // the text byte-exact as stored
+	Raw        string         // the text byte-exact as stored (its first rawShown bytes)
+	RawSize    int            // the whole text's size in bytes
 	BytesOnly  bool           // no text copy: Raw shows the mailbox bytes, invalid UTF-8 replaced
-	Decoded    []decodedField // its leaf elements and attributes
+	Decoded    []decodedField // one page of its leaf elements and attributes
+	Fields     pager          // which page of them
 	Attempts   []procstate.Attempt
 	Audit      []status.Audit
 	Duplicates []duplicate
 	Owner      int64 // the message its identity is bound to; 0: none
 	BoundAt    time.Time
-	Events     []msgEvent
+	Events     []msgEvent // one page of the events it caused
+	EventPage  pager
 	Replayable bool
-	FLID       string // the flight the message's text names
+	Predicted  *procstate.Prediction // what a replay would do now (replayable messages)
+	FLID       string                // the flight the message's text names
 	Notes      []note
 	FormID     string // the one-time id of the schedule request form
 }
@@ -95,10 +101,12 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 	if m.Raw != nil {
 		raw = *m.Raw
 	}
-	p := messagePage{M: m, Raw: raw, Decoded: decodedFields(raw), Attempts: st.Attempts, Audit: st.Audit}
+	p := messagePage{M: m, Raw: raw, Attempts: st.Attempts, Audit: st.Audit}
+	p.Decoded, p.Fields = fieldsOf(raw, r.URL.Query().Get("fields"))
 	if m.Raw == nil && m.RawBytes != nil {
 		p.Raw, p.BytesOnly = strings.ToValidUTF8(string(m.RawBytes), "\uFFFD"), true
 	}
+	p.RawSize, p.Raw = len(p.Raw), prefix(p.Raw, rawShown)
 	if m.IdentityKey != "" {
 		if p.Duplicates, err = collect[duplicate](s, r, duplicatesSQL, m.IdentityKey, id); err != nil {
 			return fmt.Errorf("read duplicates: %w", err)
@@ -109,16 +117,90 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("read identity: %w", err)
 		}
 	}
-	if p.Events, err = collect[msgEvent](s, r, messageEventsSQL, id); err != nil {
-		return fmt.Errorf("read events: %w", err)
+	if err := s.messageEvents(r, id, &p); err != nil {
+		return err
 	}
 	ok, _ := procstate.Replayable(procstate.Status(m.Status), procstate.Class(m.Class), m.Reason)
 	p.Replayable = ok && !m.Archived // replay reads proc_state only
+	if p.Replayable {
+		if p.Predicted, err = s.predict(ctx, id); err != nil {
+			return err
+		}
+	}
 	p.FLID, p.FormID = namedFlight(raw), newFormID()
 	if p.Notes, err = collect[note](s, r, messageNotesSQL, id); err != nil {
 		return fmt.Errorf("read notes: %w", err)
 	}
 	s.render(w, r, http.StatusOK, "message", fmt.Sprintf("Message %d", id), p)
+	return nil
+}
+
+// A message page shows fieldsPage of its fields and eventsPage of its events at a time and the
+// first rawShown bytes of its text (the whole text is its file): a day's schedule answer is
+// megabytes, thousands of fields and two events per flight.
+const (
+	fieldsPage = 200
+	eventsPage = 200
+	rawShown   = 64 << 10
+)
+
+// prefix is s cut to at most n bytes, at a character's start.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// fieldsOf is page q of a message's fields (a page past the end is the last).
+func fieldsOf(raw, q string) ([]decodedField, pager) {
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	rows, total := decodedFields(raw, (n-1)*fieldsPage, fieldsPage)
+	p := newPager(total, fieldsPage, q)
+	if p.Page != n { // past the end
+		rows, _ = decodedFields(raw, (p.Page-1)*fieldsPage, fieldsPage)
+	}
+	return rows, p
+}
+
+// pager is one page of a list: its 1-based first and last item, the page and the last page.
+type pager struct {
+	Total, From, To int
+	Page, Last      int
+}
+
+// newPager is page q (a 1-based number; anything else is the first page, and a page past the
+// end is the last) of total items, size a page.
+func newPager(total, size int, q string) pager {
+	p := pager{Total: total, Page: 1, Last: max(1, (total+size-1)/size)}
+	if n, err := strconv.Atoi(q); err == nil && n > 1 {
+		p.Page = min(n, p.Last)
+	}
+	p.From, p.To = (p.Page-1)*size+1, min(p.Page*size, total)
+	if total == 0 {
+		p.From = 1
+	}
+	return p
+}
+
+// messageEvents reads the page of the events message id caused that the query asks for
+// (?events=N, eventsPage a page): a schedule answer causes two per flight.
+func (s *Server) messageEvents(r *http.Request, id int64, p *messagePage) error {
+	var n int
+	if err := s.d.Pool.QueryRow(r.Context(), messageEventCountSQL, id).Scan(&n); err != nil {
+		return fmt.Errorf("count events: %w", err)
+	}
+	p.EventPage = newPager(n, eventsPage, r.URL.Query().Get("events"))
+	var err error
+	if p.Events, err = collect[msgEvent](s, r, messageEventsSQL, id, eventsPage, p.EventPage.From-1); err != nil {
+		return fmt.Errorf("read events: %w", err)
+	}
 	return nil
 }
 
@@ -146,4 +228,16 @@ func (s *Server) messageRaw(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, err = w.Write([]byte(*m.Raw))
 	return err
+}
+
+// predict is what a replay of message id would do now: procstate.Replay's dry run.
+func (s *Server) predict(ctx context.Context, id int64) (*procstate.Prediction, error) {
+	rep, err := procstate.Replay(ctx, s.d.Pool, procstate.ReplayRequest{IDs: []int64{id}, DryRun: true, Now: s.d.Now(), Location: s.d.Location})
+	if err != nil {
+		return nil, fmt.Errorf("predict the replay of %d: %w", id, err)
+	}
+	if len(rep.Items) != 1 {
+		return nil, nil
+	}
+	return rep.Items[0].Predicted, nil
 }

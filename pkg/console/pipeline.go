@@ -11,13 +11,19 @@ import (
 // pipelinePage is the pipeline at a glance: the status snapshot (leaders included), its counts
 // sorted by name, and the open requests.
 type pipelinePage struct {
-	Verdict  Verdict
-	Rate     Rate
-	Status   status.Snapshot
-	Open     []request.Request
-	Statuses []kv
-	Dead     []kv
+	Verdict       Verdict
+	UnknownAfter  int // seconds without an answer after which the page's verdict is unknown
+	Rate          Rate
+	PendingEvents int64 // unsent events, every target
+	Status        status.Snapshot
+	Open          []request.Request
+	Statuses      []kv
+	Dead          []kv
 }
+
+// unknownAfter is how many refresh periods without an answer turn the live verdict unknown: one
+// update may fail (a fetch is given a period before it is aborted), a second is a pattern.
+const unknownAfter = 3
 
 type kv struct {
 	K string
@@ -43,8 +49,22 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rate, err := s.rates(ctx, snap.At, rateWindow(r.URL.Query()))
+	if err != nil {
+		return err
+	}
 	s.render(w, r, http.StatusOK, "pipeline", "Pipeline", pipelinePage{
-		Verdict: verdict(snap, s.d.LeaseTimeout), Rate: s.rates.observe(snap), Status: snap, Open: open, Statuses: sortedKV(snap.ByStatus), Dead: sortedKV(snap.DeadByClass),
+		Verdict: verdict(snap, s.d.LeaseTimeout), UnknownAfter: unknownAfter * max(1, int(s.d.Config.Refresh.Seconds())), Rate: rate,
+		PendingEvents: pendingEvents(snap), Status: snap, Open: open, Statuses: sortedKV(snap.ByStatus), Dead: sortedKV(snap.DeadByClass),
 	})
 	return nil
+}
+
+// pendingEvents are the unsent events of every target.
+func pendingEvents(s status.Snapshot) int64 {
+	var n int64
+	for _, t := range s.Outbox {
+		n += t.Pending
+	}
+	return n
 }

@@ -41,6 +41,49 @@ type closedRequest struct {
 	RegisteredAt                       time.Time
 	ClosedAt                           *time.Time
 	CloseReason                        string
+	answer
+}
+
+// answer is the message that answered a request (0: none yet) and, for a schedule answer, the
+// flights it created, changed and left unchanged (schd_snap_log).
+type answer struct {
+	AnswerID                    int64
+	Schedule                    bool
+	Created, Changed, Unchanged int64
+}
+
+// requestPage is one request with its answer.
+type requestPage struct {
+	R       request.Request
+	A       answer
+	Deleted int64 // flights the answer left DELETED (a schedule answer never deletes)
+}
+
+// requestDetail is one request: what was asked and sent, and its answer; an unknown id is a 404.
+func (s *Server) requestDetail(w http.ResponseWriter, r *http.Request) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return errNotFound
+	}
+	var p requestPage
+	p.R, err = s.d.Requests.Get(r.Context(), id)
+	if errors.Is(err, request.ErrNotFound) {
+		return errNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("read request %d: %w", id, err)
+	}
+	a := &p.A
+	if err := s.d.Pool.QueryRow(r.Context(), requestAnswerSQL, id).Scan(&a.AnswerID, &a.Schedule, &a.Created, &a.Changed, &a.Unchanged); err != nil {
+		return fmt.Errorf("read the answer of request %d: %w", id, err)
+	}
+	if a.AnswerID != 0 {
+		if err := s.d.Pool.QueryRow(r.Context(), answerDeletedSQL, a.AnswerID).Scan(&p.Deleted); err != nil {
+			return fmt.Errorf("count the flights answer %d deleted: %w", a.AnswerID, err)
+		}
+	}
+	s.render(w, r, http.StatusOK, "request", fmt.Sprintf("Request %d", id), p)
+	return nil
 }
 
 func (s *Server) requests(w http.ResponseWriter, r *http.Request) error {
@@ -50,6 +93,9 @@ func (s *Server) requests(w http.ResponseWriter, r *http.Request) error {
 	}
 	if id, err := strconv.ParseInt(r.URL.Query().Get("registered"), 10, 64); err == nil {
 		req, err := s.d.Requests.Get(r.Context(), id)
+		if errors.Is(err, request.ErrNotFound) {
+			return errNotFound
+		}
 		if err != nil {
 			return fmt.Errorf("read request %d: %w", id, err)
 		}
@@ -198,8 +244,16 @@ func requestSpec(r *http.Request) (request.Spec, error) {
 	return spec, nil
 }
 
-// flightSchedule registers an RQFD of one flight's operation day (the dead letters' one-click
-// "request this flight's schedule") and redirects to it.
+// scheduleConfirm asks to confirm the schedule request of a flight's day: what would be sent.
+type scheduleConfirm struct {
+	FLID        int64
+	Msg, FormID string
+	Back        string
+	Preview     request.Registration
+}
+
+// flightSchedule registers an RQFD of one flight's operation day (the dead letters' "request this
+// flight's schedule") after the operator confirmed what it sends, and redirects to it.
 func (s *Server) flightSchedule(w http.ResponseWriter, r *http.Request) error {
 	flid, err := strconv.ParseInt(r.PostFormValue("flid"), 10, 64)
 	if err != nil {
@@ -220,6 +274,15 @@ func (s *Server) flightSchedule(w http.ResponseWriter, r *http.Request) error {
 		reason = fmt.Sprintf("schedule of flight %d (dead letter %s)", flid, m)
 	}
 	spec := request.Spec{Kind: request.Schedule, From: day, To: day, Origin: request.Operator, Actor: actor(r), Reason: reason}
+	if r.PostFormValue("confirm") == "" { // nothing goes to the AODB before the operator confirms what
+		prev, err := s.d.Requests.Preview(r.Context(), spec, s.d.Now())
+		if err != nil {
+			return userError{err.Error()}
+		}
+		s.render(w, r, http.StatusOK, "schedule_confirm", "Confirm", scheduleConfirm{FLID: flid, Msg: r.PostFormValue("msg"),
+			FormID: r.PostFormValue("form_id"), Back: safeNext(r.PostFormValue("back")), Preview: prev})
+		return nil
+	}
 	id, err := s.registerOnce(r.Context(), r.PostFormValue("form_id"), spec, s.d.Now())
 	if err != nil {
 		return err

@@ -143,8 +143,9 @@ func TestIDsPerActionCapped(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }
 
-// The dead letters' one-click schedule request registers an RQFD of the flight's day, once per
-// form, and redirects to it.
+// The dead letters' schedule request shows what it would send and registers nothing until
+// confirmed; confirmed, it registers an RQFD of the flight's day, once per form, and redirects to
+// it.
 func TestFlightScheduleFromDeadLetters(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
@@ -154,8 +155,18 @@ func TestFlightScheduleFromDeadLetters(t *testing.T) {
 	require.Contains(t, body, `name="flid" value="`+itoa(w.deadFL)+`" class="request-schedule"`)
 	formID := regexp.MustCompile(`name="form_id" value="([0-9a-f]{32})"`).FindStringSubmatch(body)
 	require.NotNil(t, formID)
+	// The button asks to confirm what goes to the AODB; nothing is registered before.
+	resp, err := op.PostForm(w.srv.URL+"/requests/flight", url.Values{"csrf": {csrfOf(t, body)}, "flid": {itoa(w.deadFL)}, "form_id": {formID[1]}})
+	require.NoError(t, err)
+	confirm, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(confirm), `id="confirm-schedule"`)
+	require.Contains(t, string(confirm), `name="form_id" value="`+formID[1]+`"`, "the confirmation carries the form's one-time id")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM req_track`), "nothing registered before the confirmation")
 	for range 2 {
-		resp, err := op.PostForm(w.srv.URL+"/requests/flight", url.Values{"csrf": {csrfOf(t, body)}, "flid": {itoa(w.deadFL)}, "form_id": {formID[1]}})
+		resp, err := op.PostForm(w.srv.URL+"/requests/flight", url.Values{"csrf": {csrfOf(t, body)}, "flid": {itoa(w.deadFL)}, "form_id": {formID[1]}, "confirm": {"1"}})
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)

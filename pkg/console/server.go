@@ -58,7 +58,6 @@ type Server struct {
 	d        Deps
 	sess     *sessions
 	throttle *loginThrottle
-	rates    rates
 	pages    map[string]*template.Template
 }
 
@@ -121,6 +120,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /dead/events", s.act(s.deadEvents, true))
 	mux.Handle("POST /dead/note", s.act(s.note, true))
 	mux.Handle("GET /requests", s.view(s.requests))
+	mux.Handle("GET /requests/{id}", s.view(s.requestDetail))
 	mux.Handle("POST /requests", s.act(s.sendRequest, true))
 	mux.Handle("POST /requests/flight", s.act(s.flightSchedule, true))
 	return secureHeaders(saneInput(mux))
@@ -192,7 +192,11 @@ func (s *Server) view(h func(http.ResponseWriter, *http.Request) error) http.Han
 			return
 		}
 		if !ok {
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			to := "/login?next=" + url.QueryEscape(r.URL.RequestURI())
+			if _, err := r.Cookie(cookieName); err == nil {
+				to += "&ended=1" // a session cookie the console no longer honours: say so
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))

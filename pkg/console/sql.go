@@ -9,14 +9,15 @@ const (
 	// flightPurgedSQL is a purged flight's final state.
 	flightPurgedSQL = `SELECT final_state, purge_reason, purged_at FROM flight_history WHERE flid = $1 ORDER BY state_version DESC LIMIT 1`
 
-	// flightSearchSQL finds flights whose flight number (with or without the airline code)
-	// contains $1, or whose registration or stand is $1, on operation day $2 (any day when null;
-	// every flight of the day when $1 is empty).
+	// flightSearchSQL finds flights whose number as the console shows it (flightNumber: the
+	// airline code once) contains $1, or whose registration or stand is $1, on operation day $2
+	// (any day when null; every flight of the day when $1 is empty).
 	flightSearchSQL = `
 SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operation_day, state, state_version, sodt,
        COALESCE(reno, ''), COALESCE(stnd, '')
   FROM flight
- WHERE ($1 = '' OR strpos(upper(COALESCE(alcd, '') || COALESCE(flno, '')), upper($1)) > 0
+ WHERE ($1 = '' OR strpos(upper(CASE WHEN starts_with(COALESCE(flno, ''), COALESCE(alcd, '')) THEN COALESCE(flno, '')
+                                     ELSE COALESCE(alcd, '') || COALESCE(flno, '') END), upper($1)) > 0
         OR upper(reno) = upper($1) OR upper(stnd) = upper($1))
    AND ($2::date IS NULL OR operation_day = $2)
  ORDER BY operation_day DESC NULLS LAST, sodt NULLS LAST, flid LIMIT $3`
@@ -41,19 +42,40 @@ SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 A
 	// identityOwnerSQL is the message an identity is bound to.
 	identityOwnerSQL = `SELECT msg_id, bound_at FROM msg_identity WHERE identity_key = $1`
 
-	// messageEventsSQL are the events a message caused.
+	// messageEventsSQL are one page of the events a message caused: $2 of them after the first $3.
 	messageEventsSQL = `
 SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, COALESCE(last_error, '')
-  FROM msg_event WHERE msg_id = $1 ORDER BY event_id`
+  FROM msg_event WHERE msg_id = $1 ORDER BY event_id LIMIT $2 OFFSET $3`
+
+	// messageEventCountSQL is how many events a message caused.
+	messageEventCountSQL = `SELECT count(*) FROM msg_event WHERE msg_id = $1`
 
 	// recentAuditSQL is the latest audit rows (the dead letters page shows what was done).
 	recentAuditSQL = `SELECT action, actor, reason, selector, ids, at FROM replay_audit ORDER BY audit_id DESC LIMIT $1`
 
-	// closedRequestsSQL are the latest closed requests.
+	// closedRequestsSQL are the latest closed requests, each with its answer (the message the
+	// processor applied under it) and what the answer did to flights (answerCols).
 	closedRequestsSQL = `
-SELECT req_id, req_type, scope, status, origin, COALESCE(actor, ''), COALESCE(reason, ''), registered_at, closed_at,
-       COALESCE(close_reason, '')
-  FROM req_track WHERE closed_at IS NOT NULL ORDER BY req_id DESC LIMIT $1`
+SELECT r.req_id, r.req_type, r.scope, r.status, r.origin, COALESCE(r.actor, ''), COALESCE(r.reason, ''), r.registered_at, r.closed_at,
+       COALESCE(r.close_reason, ''), ` + answerCols + `
+  FROM req_track r ` + answerJoin + `
+ WHERE r.closed_at IS NOT NULL ORDER BY r.req_id DESC LIMIT $1`
+
+	// requestAnswerSQL is one request's answer and what it did to flights.
+	requestAnswerSQL = `SELECT ` + answerCols + ` FROM req_track r ` + answerJoin + ` WHERE r.req_id = $1`
+
+	// answerCols are a request's answer message (0: none) and, from the schedule snapshot log the
+	// processor writes with a schedule answer, the flights it created, changed and left as they
+	// were (a reference list answer has no log row: not a schedule).
+	answerCols = `COALESCE(r.response_msg_id, 0), s.msg_id IS NOT NULL, COALESCE(s.inserted, 0), COALESCE(s.updated, 0), COALESCE(s.unchanged, 0)`
+	answerJoin = `LEFT JOIN LATERAL (SELECT msg_id, inserted, updated, unchanged FROM schd_snap_log l
+                   WHERE l.msg_id = r.response_msg_id ORDER BY snap_id LIMIT 1) s ON true`
+
+	// answerDeletedSQL counts the flights a message left DELETED (its change records' state);
+	// a schedule answer never deletes (INV-15), so this is the proof rather than a figure.
+	answerDeletedSQL = `
+SELECT count(DISTINCT partition_key) FROM msg_event
+ WHERE msg_id = $1 AND target = 'KAFKA:msg' AND COALESCE(body, payload::text)::jsonb #>> '{changed,state,new}' = 'DELETED'`
 )
 
 // The console's sessions (console_session): the cookie's id is stored as its SHA-256 only.
@@ -70,22 +92,25 @@ VALUES ($1, $2, $3, $4, $5, $6)`
 // their flight exists), each part through its partial index (proc_state_dead, proc_state_open,
 // proc_state_no_match, whose pattern is procstate.NoMatchLike), filtered by $1 class (” all;
 // NO-MATCH for the skipped), $2 type, $3 reason text, $4 FLID (in the message's text), $5/$6
-// time range and $7 group. A group is the class and the reason with its numbers replaced by N.
+// time range, $7 group and, unless $8, without the acknowledged ones. A group is the class and
+// the reason without its offending value ($9: sis.ValuePattern) and with its numbers as N.
 const deadFilteredSQL = `
 WITH d AS (
   SELECT msg_id, status, COALESCE(error_class, '` + noMatchClass + `') AS class, COALESCE(reason, '') AS reason, attempts,
-         COALESCE(msg_type, '') AS msg_type, COALESCE(msg_styp, '') AS msg_styp, COALESCE(finished_at, enqueued_at) AS at, raw
+         COALESCE(msg_type, '') AS msg_type, COALESCE(msg_styp, '') AS msg_styp, COALESCE(finished_at, enqueued_at) AS at, raw,
+         EXISTS (SELECT 1 FROM console_note c WHERE c.msg_id = proc_state.msg_id AND c.acknowledged) AS acked
     FROM proc_state
    WHERE status = 'DEAD' OR (status IN ('PENDING', 'FAILED') AND status = 'FAILED')
       OR (status = 'SKIPPED' AND reason LIKE '` + procstate.NoMatchLike + `')
-), f AS (
-  SELECT d.*, d.class || ': ' || regexp_replace(left(d.reason, 160), '[0-9]+', 'N', 'g') AS grp
+), a AS (
+  SELECT d.*, d.class || ': ' || regexp_replace(left(regexp_replace(d.reason, $9, '', 'g'), 160), '[0-9]+', 'N', 'g') AS grp
     FROM d
    WHERE ($1 = '' OR d.class = $1) AND ($2 = '' OR d.msg_type = $2)
      AND ($3 = '' OR strpos(lower(d.reason), lower($3)) > 0)
      AND ($4 = '' OR strpos(d.raw, '<FLID>' || $4 || '</FLID>') > 0)
      AND ($5::timestamptz IS NULL OR d.at >= $5) AND ($6::timestamptz IS NULL OR d.at < $6)
-), g AS (SELECT * FROM f WHERE $7 = '' OR f.grp = $7)
+), f AS (SELECT * FROM a WHERE $8 OR NOT a.acked),
+g AS (SELECT * FROM f WHERE $7 = '' OR f.grp = $7)
 `
 
 const (
@@ -93,22 +118,28 @@ const (
 	deadGroupsSQL = deadFilteredSQL + `
 SELECT grp, min(class), count(*), max(at) FROM f GROUP BY grp ORDER BY count(*) DESC, grp LIMIT 100`
 
+	// deadAckedSQL counts the acknowledged messages of the filter, shown or hidden.
+	deadAckedSQL = deadFilteredSQL + `SELECT count(*) FROM a WHERE a.acked AND ($7 = '' OR a.grp = $7)`
+
 	// deadPageSQL is one page of the filtered messages, newest first, each with the flight its
-	// text names, its latest note and the total.
+	// text names, whether it is acknowledged, and the total.
 	deadPageSQL = deadFilteredSQL + `
 SELECT g.msg_id, g.status, g.class, g.reason, g.attempts, g.msg_type, g.msg_styp, g.at, g.grp,
-       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), ''),
-       COALESCE(n.note, ''), COALESCE(n.actor, ''), COALESCE(n.acknowledged, false), n.at,
-       (SELECT count(*) FROM g)
-  FROM g LEFT JOIN LATERAL (SELECT note, actor, acknowledged, at FROM console_note c WHERE c.msg_id = g.msg_id
-                             ORDER BY note_id DESC LIMIT 1) n ON true
- ORDER BY g.msg_id DESC LIMIT $8 OFFSET $9`
+       COALESCE(substring(g.raw from '<FLID>\s*([0-9]+)\s*</FLID>'), ''), g.acked, (SELECT count(*) FROM g)
+  FROM g ORDER BY g.msg_id DESC LIMIT $10 OFFSET $11`
 
-	// deadIDsSQL are the ids of the filtered messages (a whole group's, for one action).
-	deadIDsSQL = deadFilteredSQL + `SELECT msg_id FROM g ORDER BY msg_id LIMIT $8`
+	// deadIDsSQL are the ids of the filtered messages (a whole group's or filter's, for one
+	// action): at most $10.
+	deadIDsSQL = deadFilteredSQL + `SELECT msg_id FROM g ORDER BY msg_id LIMIT $10`
+
+	// notesOfSQL are the notes and acknowledgements of messages, oldest first.
+	notesOfSQL = `SELECT msg_id, note, actor, acknowledged, at FROM console_note WHERE msg_id = ANY($1::bigint[]) ORDER BY msg_id, note_id`
 
 	// noteInsertSQL adds an operator's note (and acknowledgement) to messages.
 	noteInsertSQL = `INSERT INTO console_note (msg_id, actor, note, acknowledged, at) SELECT unnest($1::bigint[]), $2, $3, $4, $5`
+
+	// triageAuditSQL audits an action on a whole group or filter ($1 acknowledge or note).
+	triageAuditSQL = `INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ($1, $2, $3, $4, $5, $6)`
 
 	// flightDaySQL is a flight's operation day (for a schedule request about it).
 	flightDaySQL = `SELECT operation_day FROM flight WHERE flid = $1 AND operation_day IS NOT NULL`
@@ -124,3 +155,24 @@ const (
 
 // messageNotesSQL are a message's notes and acknowledgements, newest first.
 const messageNotesSQL = `SELECT note, actor, acknowledged, at FROM console_note WHERE msg_id = $1 ORDER BY note_id DESC LIMIT 50`
+
+// rateSQL counts the messages finished in ($1, $2] by outcome (a terminal status), and as
+// "ingested" the messages enqueued in it: each is either finished since (so among the finished)
+// or still open. Every finished row is in exactly one of two partial indexes, so no scan of
+// proc_state: proc_state_settled (finished_at; its marker written, abandoned, or owed with its
+// batch) and proc_state_marker_owed (its marker owed on the row; few). A window longer than
+// MSGX_PROC_STATE_RETENTION misses the rows archived since.
+const rateSQL = `
+WITH f AS (
+  SELECT status, enqueued_at FROM proc_state
+   WHERE finished_at > $1 AND finished_at <= $2
+     AND (backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL OR (backfill_next_at IS NULL AND finished_at IS NOT NULL))
+  UNION ALL
+  SELECT status, enqueued_at FROM proc_state
+   WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL
+     AND finished_at > $1 AND finished_at <= $2
+)
+SELECT status, count(*) FROM f WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD') GROUP BY status
+UNION ALL
+SELECT 'ingested', (SELECT count(*) FROM f WHERE enqueued_at > $1)
+     + (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND enqueued_at > $1 AND enqueued_at <= $2)`

@@ -86,13 +86,21 @@ func envelopeChanges(payload []byte) []fieldChange {
 	return out
 }
 
-// lines shows a JSON value as lines: a scalar as one, a list one line per item, an object as
-// its fields.
+// lines shows a JSON value as lines (valueLines).
 func lines(raw json.RawMessage) []string {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if len(raw) == 0 || dec.Decode(&v) != nil || v == nil {
+	if len(raw) == 0 || dec.Decode(&v) != nil {
+		return nil
+	}
+	return valueLines(v)
+}
+
+// valueLines is how the console shows a stored value (the timeline, the current state, the
+// card): a scalar as one line, a list one line per item, an object as its fields; null as none.
+func valueLines(v any) []string {
+	if v == nil {
 		return nil
 	}
 	if list, ok := v.([]any); ok {
@@ -128,14 +136,20 @@ func item(v any) string {
 	return str(v)
 }
 
-var wallRE = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:00)?$`)
+// wallRE is a timestamp-without-zone value as the flight state writes it (flight.TimeLayout).
+var wallRE = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2})$`)
 
-// wallTime shows a timestamp-without-zone value (airport time) without the T and zero seconds.
+// wallTime shows a timestamp-without-zone value (airport time) as "YYYY-MM-DD hh:mm", its
+// seconds only when they are not zero; any other text (a stand "T12", "ACTIVE") as itself.
 func wallTime(s string) string {
-	if m := wallRE.FindStringSubmatch(s); m != nil {
+	m := wallRE.FindStringSubmatch(s)
+	switch {
+	case m == nil:
+		return s
+	case m[3] == ":00":
 		return m[1] + " " + m[2]
 	}
-	return strings.Replace(s, "T", " ", 1)
+	return m[1] + " " + m[2] + m[3]
 }
 
 // summary is a flight's card: its times, stand, gates, belts and status, in airport time.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/msgx/msgx/pkg/status"
@@ -18,12 +17,10 @@ type Verdict struct {
 
 // Thresholds of the verdict: beyond them the pipeline is degraded (a stale lease stops it).
 const (
-	headAgeLimit    = time.Minute // the head message waits longer
-	outboxAgeLimit  = time.Minute // the oldest unsent event waits longer
-	markerAgeLimit  = 10 * time.Minute
-	stoppingRoles   = "ingest processor dispatcher" // without them nothing moves; jobs only degrades
-	rateWindow      = 5 * time.Minute
-	rateSampleEvery = 5 * time.Second
+	headAgeLimit   = time.Minute // the head message waits longer
+	outboxAgeLimit = time.Minute // the oldest unsent event waits longer
+	markerAgeLimit = 10 * time.Minute
+	stoppingRoles  = "ingest processor dispatcher" // without them nothing moves; jobs only degrades
 )
 
 // verdict judges a snapshot: a stale or missing leader of a pipeline role stops it; an aging
@@ -87,53 +84,3 @@ func prefixed(p, s string) string {
 }
 
 func containsWord(list, w string) bool { return slices.Contains(strings.Fields(list), w) }
-
-// rates keeps samples of the snapshot (this console process's, taken as pages are read) to
-// show rates over the last minutes.
-type rates struct {
-	mu      sync.Mutex
-	samples []sample
-}
-
-type sample struct {
-	at        time.Time
-	watermark int64
-	finished  int64 // SUCCEEDED + SKIPPED + DEAD
-	pending   int64 // unsent events
-}
-
-// Rate is what moved between the oldest sample in the window and now.
-type Rate struct {
-	Over               time.Duration // 0: not enough samples yet
-	Ingested, Finished float64       // per minute
-	PendingEvents      int64
-	PendingDelta       int64 // change of the unsent events over the window
-}
-
-func (r *rates) observe(s status.Snapshot) Rate {
-	cur := sample{at: s.At, watermark: s.Watermark}
-	for _, k := range []string{"SUCCEEDED", "SKIPPED", "DEAD"} {
-		cur.finished += s.ByStatus[k]
-	}
-	for _, t := range s.Outbox {
-		cur.pending += t.Pending
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for len(r.samples) > 0 && cur.at.Sub(r.samples[0].at) > rateWindow {
-		r.samples = r.samples[1:]
-	}
-	if n := len(r.samples); n == 0 || cur.at.Sub(r.samples[n-1].at) >= rateSampleEvery {
-		r.samples = append(r.samples, cur)
-	}
-	out := Rate{PendingEvents: cur.pending}
-	first := r.samples[0]
-	if d := cur.at.Sub(first.at); d >= rateSampleEvery {
-		m := d.Minutes()
-		out.Over = d.Round(time.Second)
-		out.Ingested = float64(cur.watermark-first.watermark) / m
-		out.Finished = float64(cur.finished-first.finished) / m
-		out.PendingDelta = cur.pending - first.pending
-	}
-	return out
-}

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// field is one value of a flight's state.
+// field is one value of a flight's state, shown as the timeline shows a value (valueLines).
 type field struct {
 	Name  string
-	Value string
+	Lines []string
 }
 
 // fields lists a state's non-empty fields in name order.
@@ -20,7 +20,7 @@ func fields(doc map[string]any) []field {
 		if v == nil || v == "" {
 			continue
 		}
-		out = append(out, field{k, str(v)})
+		out = append(out, field{k, valueLines(v)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

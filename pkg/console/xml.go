@@ -11,19 +11,27 @@ type decodedField struct {
 	Path, Value string
 }
 
-// decodedFields lists a message's leaf elements with their text, in document order (the
-// message catalogue's fields, whatever the message type).
-func decodedFields(raw string) []decodedField {
+// decodedFields lists a message's leaf elements with their text and its attributes, in document
+// order (the message catalogue's fields, whatever the message type): the n fields from the
+// skip-th (0-based), and how many it has.
+func decodedFields(raw string, skip, n int) ([]decodedField, int) {
 	dec := xml.NewDecoder(strings.NewReader(raw))
 	dec.Strict = false
 	var path []string
 	var text strings.Builder
 	var out []decodedField
+	total := 0
+	add := func(path, value string) {
+		if total >= skip && total < skip+n {
+			out = append(out, decodedField{path, value})
+		}
+		total++
+	}
 	leaf := false
 	for {
 		tok, err := dec.RawToken() // prefixes as written, not resolved to namespace URLs
 		if err != nil {
-			return out
+			return out, total
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -31,20 +39,19 @@ func decodedFields(raw string) []decodedField {
 			text.Reset()
 			leaf = true
 			for _, a := range t.Attr {
-				out = append(out, decodedField{strings.Join(path, "/") + "@" + attrName(a.Name), a.Value})
+				add(strings.Join(path, "/")+"@"+attrName(a.Name), a.Value)
 			}
 		case xml.CharData:
-			text.Write(t)
+			if leaf {
+				text.Write(t)
+			}
 		case xml.EndElement:
 			if leaf && len(path) > 0 {
-				out = append(out, decodedField{strings.Join(path, "/"), strings.TrimSpace(text.String())})
+				add(strings.Join(path, "/"), strings.TrimSpace(text.String()))
 			}
 			leaf = false
 			if len(path) > 0 {
 				path = path[:len(path)-1]
-			}
-			if len(out) >= 500 {
-				return out
 			}
 		}
 	}

@@ -38,6 +38,25 @@ type Input struct {
 	// At is the stamp of the message (StampOf); the zero Stamp applies without provenance
 	// (every write is fresh and nothing is stamped).
 	At Stamp
+	// Force makes every write of a stamped input fresh: an operator forced the replay of an
+	// older message over what later-created messages set (INV-24b).
+	Force bool
+}
+
+// Inputs are what a decoded flight message applies, unstamped: a FLOP's operation, or each
+// schedule record (each a delete for SCHD DEL); none for any other message.
+func Inputs(m *sis.Message) []Input {
+	switch {
+	case m.Flop != nil:
+		return []Input{{Op: m.Flop}}
+	case m.Schedule != nil:
+		inputs := make([]Input, len(m.Schedule.Records))
+		for i := range m.Schedule.Records {
+			inputs[i] = Input{Record: &m.Schedule.Records[i], Delete: m.Kind == sis.KindScheduleDelete}
+		}
+		return inputs
+	}
+	return nil
 }
 
 // FLID returns the flight the input is about.
@@ -55,7 +74,7 @@ func (in Input) FLID() int64 {
 func Apply(cur *State, in Input) (State, Changes, error) {
 	var w *writer
 	if in.At != (Stamp{}) {
-		w = &writer{at: in.At}
+		w = &writer{at: in.At, force: in.Force}
 	}
 	next, ch, err := apply(cur, in, w)
 	next.w = nil
@@ -98,7 +117,7 @@ func apply(cur *State, in Input, w *writer) (State, Changes, error) {
 		}
 		next.w = w
 		next.setStatus(Active)
-		if next.Status == Deleted { // a later-created delete overtook this record (INV-24)
+		if next.Status == Deleted { // a later-created delete overtook this record (INV-24b)
 			return *cur, Changes{}, nil
 		}
 		notes, err = applyRecord(&next, in.Record)
@@ -482,7 +501,7 @@ func mergeByKey(s *State, c C, rows []Row, clearAll bool) {
 	}
 	var cur []Row // changed in place below: never the state's own rows, which a fork shares
 	if clearAll {
-		cur = s.takeWhole(c) // keeps the entries a later-created message set (INV-24)
+		cur = s.takeWhole(c) // keeps the entries a later-created message set (INV-24b)
 		for _, r := range cur {
 			s.w.mark(entryName(c, r[0]))
 		}

@@ -54,7 +54,7 @@ type Result struct {
 	Skips                        []Skip   // each skipped input, in input order
 	Notes                        []string // non-fatal remarks of the applied inputs
 	// Stale names what the inputs did not write because a later-created message had set it
-	// (INV-24), prefixed "FLID " when the message has more than one input (the inputs stale as a
+	// (INV-24b), prefixed "FLID " when the message has more than one input (the inputs stale as a
 	// whole are also skipped: Skip.Stale).
 	Stale []string
 	// Changed are the flights the message changed, by FLID, from their state before the message.
@@ -62,7 +62,7 @@ type Result struct {
 }
 
 // Skip is why an input was skipped: Err is ErrNoFlight or ErrDeleted, or nil when later-created
-// messages had set everything it carries (INV-24), which Stale names.
+// messages had set everything it carries (INV-24b), which Stale names.
 type Skip struct {
 	Err   error
 	Stale []string
@@ -293,7 +293,7 @@ func (b *Batch) bump(msgID int64, flids []int64, work map[int64]*State, r *Resul
 			if old.Exists() && slices.Contains(flids, id) {
 				r.Unchanged++
 			}
-			if old.Exists() && !next.P.Equal(&old.P) { // provenance only: saved, no version (INV-24)
+			if old.Exists() && !next.P.Equal(&old.P) { // provenance only: saved, no version (INV-24b)
 				next.Version, next.LastMsgID = old.Version, old.LastMsgID
 				b.cur[id] = next
 				b.touched[id] = true

@@ -12,7 +12,7 @@
 // no-match:deleted; the reasons are pkg/procstate's), *Violation (DEAD PROTOCOL). Apply is idempotent: applying the same input
 // to its own result changes nothing (INV-20). An input stamped with its message (Input.At) keeps
 // the provenance of every unit it writes and does not write what a later-created message set
-// when it arrives out of mailbox order (INV-24, prov.go; Changes.Stale, Batch: Skip.Stale).
+// when it arrives out of mailbox order (INV-24b, prov.go; Changes.Stale, Batch: Skip.Stale).
 //
 // Values are comparable (Value, Row), so a State diff is plain ==; times are the local airport
 // wall clock labelled UTC (Wall), the form the zone-less timestamp columns hold.

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Provenance (INV-24): which message last set each field, the lifecycle state, each collection
+// Provenance (INV-24b): which message last set each field, the lifecycle state, each collection
 // as a whole (a complete list or a clear-all) and each collection entry (a keyed merge or a
 // patch), so that a message reaching the head out of the mailbox's order — a late row found by
 // the re-probe, a message replayed after later ones — never overwrites what a later-created
@@ -21,7 +21,8 @@ import (
 // last set by a message S that is later in the mailbox (S.MsgID > L.MsgID, so L is out of order)
 // and was created no earlier (S.DTTM >= L.DTTM). A message in mailbox order (its id above every
 // stamp it meets) is never stale, whatever its DTTM: an AODB clock step backwards cannot make
-// fresh messages stale.
+// fresh messages stale. An operator's forced replay (Input.Force) is never stale either: each of
+// its writes is made and stamps its unit.
 
 // Stamp names the message that last set a unit: its DTTM (airport wall clock, Unix seconds of the
 // UTC-labelled wall time) and its msg_id. The zero Stamp is "no message" (never newer).
@@ -68,6 +69,7 @@ func (p Prov) clone() Prov {
 // to it only while Apply runs.
 type writer struct {
 	at      Stamp
+	force   bool // an operator's forced replay: nothing is stale
 	stale   []string
 	written int  // units written (fresh), changed or not
 	ownE    bool // the state's entry stamps are its own copy (ownEntries)
@@ -84,6 +86,9 @@ func (s *State) ownEntries() {
 	}
 }
 
+// overtaken reports whether the input's write of a unit last set by s is stale.
+func (w *writer) overtaken(s Stamp) bool { return !w.force && w.at.OvertakenBy(s) }
+
 func (w *writer) mark(name string) {
 	if !slices.Contains(w.stale, name) {
 		w.stale = append(w.stale, name)
@@ -93,7 +98,7 @@ func (w *writer) mark(name string) {
 // set writes field f unless the write is stale, and stamps it.
 func (s *State) set(f F, v Value) {
 	if w := s.w; w != nil {
-		if w.at.OvertakenBy(s.P.F[f]) {
+		if w.overtaken(s.P.F[f]) {
 			w.mark(Fields[f].Name)
 			return
 		}
@@ -108,7 +113,7 @@ func (s *State) set(f F, v Value) {
 // setStatus writes the lifecycle state unless the write is stale, and stamps it.
 func (s *State) setStatus(v string) {
 	if w := s.w; w != nil {
-		if w.at.OvertakenBy(s.P.Status) {
+		if w.overtaken(s.P.Status) {
 			w.mark("state")
 			return
 		}
@@ -124,7 +129,7 @@ func (s *State) entryStale(c C, k Value) bool {
 	if w == nil {
 		return false
 	}
-	if w.at.OvertakenBy(s.P.W[c]) || w.at.OvertakenBy(s.P.E[EntryKey{c, k}]) {
+	if w.overtaken(s.P.W[c]) || w.overtaken(s.P.E[EntryKey{c, k}]) {
 		w.mark(entryName(c, k))
 		return true
 	}
@@ -149,7 +154,7 @@ func (s *State) stampEntry(c C, k Value) {
 // stale as a whole: a later-created message already sent the complete list.
 func (s *State) wholeStale(c C) bool {
 	w := s.w
-	if w != nil && w.at.OvertakenBy(s.P.W[c]) {
+	if w != nil && w.overtaken(s.P.W[c]) {
 		w.mark(Collections[c].Name)
 		return true
 	}
@@ -166,7 +171,7 @@ func (s *State) takeWhole(c C) []Row {
 	}
 	var newer []Row
 	for _, r := range s.C[c] {
-		if w.at.OvertakenBy(s.P.E[EntryKey{c, r[0]}]) {
+		if w.overtaken(s.P.E[EntryKey{c, r[0]}]) {
 			newer = append(newer, r)
 		}
 	}
@@ -174,7 +179,7 @@ func (s *State) takeWhole(c C) []Row {
 		s.ownEntries()
 	}
 	for k, st := range s.P.E {
-		if k.C == c && !w.at.OvertakenBy(st) {
+		if k.C == c && !w.overtaken(st) {
 			delete(s.P.E, k)
 		}
 	}
@@ -305,24 +310,50 @@ func UnmarshalProv(text string) (Prov, error) {
 				*u(&p) = st
 				continue
 			}
-			coll, key, ok := strings.Cut(name, "/")
-			c, known := collByName[coll]
-			if !ok || !known {
-				return p, fmt.Errorf("decode provenance: unknown unit %q", name)
-			}
-			k := Text(key)
-			if Collections[c].Cols[0].Kind == KindInt {
-				n, err := strconv.ParseInt(key, 10, 64)
-				if err != nil {
-					return p, fmt.Errorf("decode provenance: unit %q: %w", name, err)
-				}
-				k = Int(n)
+			k, err := entryOf(name)
+			if err != nil {
+				return p, fmt.Errorf("decode provenance: %w", err)
 			}
 			if p.E == nil {
 				p.E = map[EntryKey]Stamp{}
 			}
-			p.E[EntryKey{c, k}] = st
+			p.E[k] = st
 		}
 	}
 	return p, nil
+}
+
+// entryOf reads an entry's unit name ("collection/key", entryName).
+func entryOf(name string) (EntryKey, error) {
+	coll, key, ok := strings.Cut(name, "/")
+	c, known := collByName[coll]
+	if !ok || !known {
+		return EntryKey{}, fmt.Errorf("unknown unit %q", name)
+	}
+	k := Text(key)
+	if Collections[c].Cols[0].Kind == KindInt {
+		n, err := strconv.ParseInt(key, 10, 64)
+		if err != nil {
+			return EntryKey{}, fmt.Errorf("unit %q: %w", name, err)
+		}
+		k = Int(n)
+	}
+	return EntryKey{c, k}, nil
+}
+
+// Of is the stamp of the message that last set a unit, named as Changes.Stale and MarshalProv
+// name it (a field, "state", a collection, "collection/key"): an entry set by no merge since its
+// collection's complete list has that list's stamp. The zero Stamp for an unknown name.
+func (p *Prov) Of(unit string) Stamp {
+	if u, ok := unitByName[unit]; ok {
+		return *u(p)
+	}
+	k, err := entryOf(unit)
+	if err != nil {
+		return Stamp{}
+	}
+	if st, ok := p.E[k]; ok {
+		return st
+	}
+	return p.W[k.C]
 }

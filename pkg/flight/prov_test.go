@@ -48,7 +48,7 @@ func codes(rows []flight.Row) []string {
 	return out
 }
 
-// TestLateRowNeverRegresses is INV-24 on one flight: the issue's reproduction (an ESTT sent at
+// TestLateRowNeverRegresses is INV-24b on one flight: the issue's reproduction (an ESTT sent at
 // 09:11 reaching the head after one sent at 10:22) and the partial, collection and lifecycle cases.
 func TestLateRowNeverRegresses(t *testing.T) {
 	t.Parallel()
@@ -179,4 +179,31 @@ func TestProvRoundTrip(t *testing.T) {
 	require.True(t, empty.Equal(&flight.Prov{}))
 	_, err = flight.UnmarshalProv(`[[1,2,"nope"]]`)
 	require.Error(t, err)
+}
+
+// TestForcedReplayOverwritesNewer is INV-24b: an operator's forced replay of an older message
+// writes what later-created messages set (a field, an entry, a complete list) and stamps it; the
+// units it overwrites are the ones its unforced apply names stale, each with its setter (Prov.Of).
+func TestForcedReplayOverwritesNewer(t *testing.T) {
+	t.Parallel()
+	s := *base()
+	cur, _ := apply(t, s, stamped(estt(10, 40), 200, 10, 22))
+	cur, _ = apply(t, cur, stamped(delays(false, "BB"), 201, 10, 23))
+	cur, _ = apply(t, cur, stamped(gates("G1"), 202, 10, 24))
+	for _, in := range []flight.Input{estt(9, 30), delays(true), gates("G7", "G8")} {
+		_, ch := apply(t, cur, stamped(in, 150, 9, 11))
+		require.Len(t, ch.Stale, 1)
+		setter := cur.P.Of(ch.Stale[0])
+		require.Greater(t, setter.MsgID, int64(150), "%s: set by a later message", ch.Stale[0])
+
+		in = stamped(in, 150, 9, 11)
+		in.Force = true
+		next, ch := apply(t, cur, in)
+		require.Empty(t, ch.Stale, "forced: nothing is stale")
+		require.Positive(t, ch.Written)
+		require.NotEmpty(t, ch.Fields, "forced: the older value is written")
+		require.Equal(t, flight.StampOf(150, at(9, 11)), next.P.Of(names(ch)[0]), "and stamped with the forced message")
+	}
+	require.Equal(t, flight.Stamp{}, cur.P.Of("no-such-unit"))
+	require.Equal(t, cur.P.W[flight.DELY], cur.P.Of("dely/AA"), "an entry not merged since its list: the list's stamp")
 }

@@ -39,7 +39,7 @@ type State struct {
 	// MAFL is the derived code-share projection: the ACTIVE flights whose MAID is this FLID,
 	// sorted by FLID, without self-reference. It is never stored.
 	MAFL []Child
-	// P is the provenance of the fields, the state and the collections (INV-24, prov.go).
+	// P is the provenance of the fields, the state and the collections (INV-24b, prov.go).
 	P Prov
 	w *writer // the input being applied (Apply only)
 }
@@ -176,7 +176,7 @@ type Changes struct {
 	// Notes are non-fatal remarks worth recording (e.g. a PSHT for a stand not allocated).
 	Notes []string
 	// Stale names the units the input did not write because a later-created message had set
-	// them (INV-24): field names, "state", collection names, "collection/key" entries.
+	// them (INV-24b): field names, "state", collection names, "collection/key" entries.
 	Stale []string
 	// Written counts the units the input wrote (changed or not); with Stale non-empty and
 	// Written 0 the input was stale as a whole.

@@ -185,7 +185,7 @@ const (
 	// historyVersionSQL is the last version of each FLID purged into the history store.
 	historyVersionSQL = `SELECT flid, max(state_version) FROM flight_history WHERE flid = ANY($1::bigint[]) GROUP BY flid`
 
-	// provOnlySQL saves the provenance of flights whose values did not change (INV-24): no
+	// provOnlySQL saves the provenance of flights whose values did not change (INV-24b): no
 	// version, no updated_at.
 	provOnlySQL = `UPDATE flight f SET prov = u.prov FROM unnest($1::bigint[], $2::text[]) AS u(flid, prov) WHERE f.flid = u.flid`
 

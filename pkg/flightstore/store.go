@@ -418,7 +418,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 	var provOnly lifecycle
 	for _, ch := range changes {
 		s := ch.Next
-		if ch.Old.Exists() && ch.Old.Version == s.Version { // provenance only (INV-24)
+		if ch.Old.Exists() && ch.Old.Version == s.Version { // provenance only (INV-24b)
 			provOnly.add(s)
 			continue
 		}

@@ -68,7 +68,7 @@
 // so a late row, being below W, becomes the head at once and is processed before anything not yet
 // processed. FIFO therefore holds for everything still open; messages that were already
 // processed before the late row appeared went ahead of it, but what they set (when created no
-// earlier than the late row) is not overwritten by it (INV-24, package flight: SKIPPED
+// earlier than the late row) is not overwritten by it (INV-24b, package flight: SKIPPED
 // stale:late or applied in part). The late flag tells operators and the processor's logs why an
 // old id was processed out of sequence.
 //

@@ -105,7 +105,7 @@ func (p *Engine) begin(ctx context.Context, tx pgx.Tx, now time.Time, lease lead
 		if _, seen := msgs[b]; !seen {
 			order = append(order, b)
 		}
-		msgs[b] = append(msgs[b], Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease, Location: p.cfg.Location})
+		msgs[b] = append(msgs[b], Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease, Location: p.cfg.Location, Forced: w.row.forced})
 	}
 	sessions := make(map[Batcher]Session, len(order))
 	for _, b := range order {
@@ -146,10 +146,10 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 	h, ok := p.handlers[w.msg.Kind]
 	if !ok {
 		r.status, r.class = procstate.StatusFailed, procstate.ClassUnsupported
-		r.reason = fmt.Sprintf("no processor for %s %s/%s", w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
+		r.reason = procstate.NoProcessor(w.msg.Kind, w.msg.Meta.TYPE, w.msg.Meta.STYP)
 		return r
 	}
-	m := Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease, Location: p.cfg.Location}
+	m := Message{ID: w.row.id, Raw: *w.row.raw, Decoded: w.msg, Identity: w.identity, Now: now, Lease: lease, Location: p.cfg.Location, Forced: w.row.forced}
 	if b, ok := h.(Batcher); ok && sessions[b] != nil {
 		// In memory: a failed Apply leaves no trace, so no savepoint is needed.
 		out, err := p.applyOne(ctx, m, func() (Outcome, error) { return sessions[b].Apply(ctx, m) })

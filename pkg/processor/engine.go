@@ -101,6 +101,7 @@ type headRow struct {
 	crashes    int
 	deaths     int
 	enqueuedAt time.Time
+	forced     bool // an operator forced its replay (INV-24b)
 }
 
 // work is one message of a batch with its decode result.
@@ -232,7 +233,7 @@ func (p *Engine) loadRun(ctx context.Context, limit int, after int64) ([]headRow
 	var run int
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (headRow, error) {
 		var h headRow
-		err := r.Scan(&h.id, &h.raw, &h.rawBytes, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt, &run)
+		err := r.Scan(&h.id, &h.raw, &h.rawBytes, &h.status, &h.attempts, &h.nextAt, &h.startedAt, &h.through, &h.crashes, &h.deaths, &h.enqueuedAt, &h.forced, &run)
 		return h, err
 	})
 	if err != nil {

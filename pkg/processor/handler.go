@@ -26,6 +26,8 @@ type Message struct {
 	// Location is the airport's zone (Config.Location): the message's wall-clock times are its
 	// local times, and the events give the instants they name in it.
 	Location *time.Location
+	// Forced: an operator forced its replay over what later-created messages set (INV-24b).
+	Forced bool
 }
 
 // Outcome is a handler's successful result. The zero Outcome is SUCCEEDED.

@@ -12,12 +12,13 @@ const (
 	// one the bound cut, says more open rows are waiting.
 	//
 	// $3 is the msg_id the run starts after: 0 for the head itself, the last msg_id of the batch
-	// in flight for the lookahead (engine.go).
+	// in flight for the lookahead (engine.go). replay_forced: an operator forced its replay.
 	headSQL = `
-SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at, run
+SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at,
+       replay_forced, run
   FROM (SELECT *, count(*) OVER () AS run
           FROM (SELECT msg_id, raw, CASE WHEN raw IS NULL THEN raw_bytes END AS raw_bytes, status, attempts, next_attempt_at,
-                       processing_started_at, processing_through, crashes, deaths, enqueued_at,
+                       processing_started_at, processing_through, crashes, deaths, enqueued_at, replay_forced,
                        sum(COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0)) OVER (ORDER BY msg_id)
                          - COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0) AS before
                   FROM proc_state

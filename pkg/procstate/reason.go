@@ -16,7 +16,7 @@ const (
 	SkipDuplicate     SkipKind = "duplicate-of"    // duplicate-of:<msg_id>[ content-differs]: its identity is bound to that message
 	SkipIgnored       SkipKind = "ignored"         // ignored:<TYPE>: a TYPE MSGX_IGNORE_TYPES names
 	SkipNoMatch       SkipKind = "no-match"        // no-match:FLID (its flight is not stored), no-match:deleted (DELETED): replayable by id
-	SkipStaleLate     SkipKind = "stale:late"      // stale:late: <units>: later-created messages had set all it carries (INV-24)
+	SkipStaleLate     SkipKind = "stale:late"      // stale:late: <units>: later-created messages had set all it carries (INV-24b)
 	SkipNoOpenRequest SkipKind = "no-open-request" // no-open-request[:<refusal>]: an answer no open request matches
 )
 
@@ -131,7 +131,7 @@ func IsNoMatch(reason string) bool {
 }
 
 // staleNote starts the note a SUCCEEDED message carries when later-created messages had set some
-// of its units (INV-24); the units follow.
+// of its units (INV-24b); the units follow.
 const staleNote = string(SkipStaleLate) + " (applied in part; not written): "
 
 // StaleNote is the note of a message applied in part: units are what it did not write.

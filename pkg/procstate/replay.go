@@ -26,7 +26,12 @@ type ReplayRequest struct {
 	Actor  string
 	Reason string
 	DryRun bool
-	Now    time.Time
+	// Force lets the replayed messages overwrite what later-created messages set (INV-24b);
+	// its audit row's action is replay-forced.
+	Force bool
+	Now   time.Time
+	// Location is the airport zone the processor decodes in (MSGX_AIRPORT_TZ; nil: UTC).
+	Location *time.Location
 }
 
 // ReplayItem is one message the request selected.
@@ -42,6 +47,8 @@ type ReplayItem struct {
 	// LaterTouches are later messages that already changed the same flights: replaying this
 	// one applies it on top of their effects.
 	LaterTouches []int64 `json:"later_touches,omitempty"`
+	// Predicted is what its replay would do now (a dry run's only).
+	Predicted *Prediction `json:"predicted,omitempty"`
 }
 
 // ReplayRefusal is a requested id that cannot be replayed, with why.
@@ -83,13 +90,21 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 		}
 		var ids []int64
 		var errs []string // the error text each replayed message had (replay_audit.errors)
+		opt := sis.Options{Location: req.Location}
 		for _, c := range cands {
 			item := c.item
 			if c.raw != nil {
-				item.FLIDs = flidsOf(*c.raw)
+				item.FLIDs = flidsOf(*c.raw, opt)
 			}
 			if err := touches(ctx, tx, &item); err != nil {
 				return err
+			}
+			if req.DryRun {
+				p, err := predict(ctx, tx, item.MsgID, c.raw, opt, req.Force)
+				if err != nil {
+					return err
+				}
+				item.Predicted = &p
 			}
 			rep.Items = append(rep.Items, item)
 			ids = append(ids, item.MsgID)
@@ -186,7 +201,7 @@ func requeue(ctx context.Context, tx pgx.Tx, req ReplayRequest, ids []int64, err
 	for i, c := range ReplayableClasses {
 		classes[i] = string(c)
 	}
-	tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchLike)
+	tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchLike, req.Force)
 	if err != nil {
 		return 0, fmt.Errorf("requeue: %w", err)
 	}
@@ -194,7 +209,11 @@ func requeue(ctx context.Context, tx pgx.Tx, req ReplayRequest, ids []int64, err
 	if len(req.IDs) > 0 {
 		selector = fmt.Sprintf("ids=%v", req.IDs)
 	}
-	if _, err := tx.Exec(ctx, auditSQL, req.Actor, req.Reason, selector, ids, req.Now, errs); err != nil {
+	action := "replay"
+	if req.Force {
+		action = "replay-forced"
+	}
+	if _, err := tx.Exec(ctx, auditSQL, action, req.Actor, req.Reason, selector, ids, req.Now, errs); err != nil {
 		return tag.RowsAffected(), fmt.Errorf("write replay audit: %w", err)
 	}
 	return tag.RowsAffected(), nil
@@ -230,8 +249,8 @@ func refusals(ctx context.Context, tx pgx.Tx, ids []int64) ([]ReplayRefusal, err
 }
 
 // flidsOf lists the flights a message names (best effort: undecodable text names none).
-func flidsOf(raw string) []int64 {
-	m, err := sis.Decode([]byte(raw), sis.Options{})
+func flidsOf(raw string, opt sis.Options) []int64 {
+	m, err := sis.Decode([]byte(raw), opt)
 	if err != nil {
 		return nil
 	}

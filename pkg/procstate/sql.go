@@ -34,6 +34,9 @@ SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), raw
 
 	replayExistingSQL = `SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, '') FROM proc_state WHERE msg_id = ANY($1::bigint[])`
 
+	// identityBindingSQL is the message an identity key is bound to (a replay's dry run).
+	identityBindingSQL = `SELECT msg_id, raw_sha256, dttm FROM msg_identity WHERE identity_key = $1`
+
 	// unknownFlightsSQL lists the given FLIDs that are not stored.
 	unknownFlightsSQL = `
 SELECT u.flid FROM unnest($1::bigint[]) AS u(flid)
@@ -48,7 +51,8 @@ ORDER BY 1`
 	// requeueSQL keeps identity_key, error_class and reason until the next outcome (the attempt
 	// history in msg_attempt keeps them for good) and clears what makes a row terminal or
 	// blocked: attempts, due time, head-deadline start and the marker state. The guard repeats
-	// the replay rule (Replayable): classes $2, SKIPPED reasons like $3.
+	// the replay rule (Replayable): classes $2, SKIPPED reasons like $3. $4: the replay is
+	// forced (INV-24b), which the processor reads with the row.
 	//
 	// The attempt a row keeps on itself (outcome_epoch: a SKIPPED no-match) is written to
 	// msg_attempt first, so the history keeps it.
@@ -61,7 +65,7 @@ WITH kept AS (
      AND ((status IN ('FAILED', 'DEAD') AND error_class = ANY($2::text[]))
           OR (status = 'SKIPPED' AND reason LIKE $3)))
 UPDATE proc_state
-   SET status = 'PENDING', attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
+   SET status = 'PENDING', replay_forced = $4, attempts = 0, next_attempt_at = NULL, processing_started_at = NULL,
        processing_through = NULL, crashes = 0, deaths = 0,
        finished_at = NULL, backfill_next_at = NULL, backfill_attempts = 0, backfill_error = NULL,
        backfill_outcome = NULL, backfill_done_at = NULL, backfill_abandoned_at = NULL, outcome_epoch = NULL
@@ -69,7 +73,8 @@ UPDATE proc_state
    AND ((status IN ('FAILED', 'DEAD') AND error_class = ANY($2::text[]))
         OR (status = 'SKIPPED' AND reason LIKE $3))`
 
-	// auditSQL writes the replay's audit row with the error text each message had ($6).
+	// auditSQL writes the replay's audit row ($1: replay or replay-forced) with the error text
+	// each message had ($7).
 	auditSQL = `
-INSERT INTO replay_audit (action, actor, reason, selector, ids, at, errors) VALUES ('replay', $1, $2, $3, $4, $5, $6)`
+INSERT INTO replay_audit (action, actor, reason, selector, ids, at, errors) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 )

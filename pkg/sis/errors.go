@@ -39,6 +39,11 @@ func (e *Error) Error() string {
 	return string(e.Class) + " at " + e.Path + ": " + e.Msg + " (value " + strconv.Quote(e.Value) + ")"
 }
 
+// ValuePattern is a regular expression (RE2 and POSIX alike: Go and PostgreSQL) matching the
+// offending value an Error's text carries, ` (value "…")` Go-quoted: readers of stored reasons
+// group errors by what went wrong without it.
+const ValuePattern = ` \(value "([^"\\]|\\.)*"\)`
+
 const maxErrValue = 64
 
 func newErr(c Class, path, value, msg string) *Error {

@@ -45,7 +45,7 @@ SELECT ` + messageColumns + `, false, true, archived_at, raw_cleared_at FROM pro
 
 	// messageAuditSQL are the audit rows naming a message (dlq-* rows name event ids instead).
 	messageAuditSQL = `SELECT action, actor, reason, at FROM replay_audit
- WHERE $1 = ANY(ids) AND action IN ('replay', 'backfill-retry', 'gap-skip') ORDER BY at`
+ WHERE $1 = ANY(ids) AND action IN ('replay', 'replay-forced', 'backfill-retry', 'gap-skip') ORDER BY at`
 )
 
 // messageFlightsSQL are the flights a message changed and the version it gave each, as the

@@ -17,7 +17,7 @@ type noStore struct{}
 func (noStore) Load(context.Context, []int64) (flight.Stored, error) { return flight.Stored{}, nil }
 
 // foldDay applies the day's good messages with the batch rules of package flight in the given
-// order, each stamped with its own index as msg_id and its DTTM (INV-24), and returns the final
+// order, each stamped with its own index as msg_id and its DTTM (INV-24b), and returns the final
 // states and the result of message late.
 func foldDay(t *testing.T, d Day, order []int, late int) (map[int64]flight.State, flight.Result) {
 	t.Helper()

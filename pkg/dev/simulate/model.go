@@ -361,12 +361,12 @@ func (f *Flight) apply(c Change) {
 	}
 }
 
-// --- late rows (INV-24) -------------------------------------------------------
+// --- late rows (INV-24b) -------------------------------------------------------
 
 // The model is the day's messages applied in send (DTTM) order. msgx reaches the same state when
 // a row commits late (after its id was skipped as a gap) and is processed after messages sent
 // later: a unit (field, collection, collection entry) a later message sets again is not written
-// by the late row (docs/spec.md INV-24), every other unit it writes is written with the value
+// by the late row (docs/spec.md INV-24b), every other unit it writes is written with the value
 // the model has for it anyway. So Expected does not change; what a late row ends as does:
 // Overtaken names the units that make it stale.
 
@@ -454,7 +454,7 @@ func isCollection(u string) bool {
 // LateCandidates returns up to n good FLOPs, spread over the day, that a test may commit late
 // (WriterConfig.Late): their flight is never deleted afterwards (a late FLOP after the delete
 // ends SKIPPED no-match:deleted and the deleted flight keeps the older values), and a later
-// message of the flight sets one of their units again (the late row meets INV-24).
+// message of the flight sets one of their units again (the late row meets INV-24b).
 func (d Day) LateCandidates(n int) []int {
 	deletedAfter := func(i int) bool {
 		for _, o := range d.Messages[i+1:] {

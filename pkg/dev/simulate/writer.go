@@ -71,7 +71,7 @@ type WriterConfig struct {
 	// Late lists the indexes of messages whose transactions stay open for LateFor (wall clock)
 	// after their insert (see Day.LateCandidates). With LateFor above ingest's
 	// MSGX_MAX_COMMIT_DELAY their ids are skipped as gaps and the rows are found later by the
-	// re-probe: late rows, processed after messages the AODB sent later (INV-24).
+	// re-probe: late rows, processed after messages the AODB sent later (INV-24b).
 	Late    []int
 	LateFor time.Duration
 	// RollbackShare is the share of inserts that are first attempted in a

@@ -9,7 +9,7 @@
 // every version of every FLID once duplicates are dropped, in order; no topic shows a FLID's
 // state_version going down; the records on Kafka are exactly the events marked SENT. A row
 // committed late (found by ingest's re-probe) is still compared with the model: the state must
-// not change (INV-24), and its outcome is what simulate.Day.Overtaken says.
+// not change (INV-24b), and its outcome is what simulate.Day.Overtaken says.
 package verify
 
 import (
@@ -75,7 +75,7 @@ type procRow struct {
 // (hostile rows a scenario added, by id) has exactly its intended proc_state row, and that
 // proc_state holds no other row. The reason is compared for duplicates only: it is free text for
 // the other outcomes. A good message committed late (wr.Late, or found by the re-probe) may end
-// stale as the model says (INV-24, lateProblem).
+// stale as the model says (INV-24b, lateProblem).
 func Outcomes(ctx context.Context, pool *pgxpool.Pool, day simulate.Day, wr simulate.Written, extra map[int64]Want) ([]string, error) {
 	rows, err := pool.Query(ctx, `SELECT msg_id, status, COALESCE(error_class, ''), COALESCE(reason, ''), late FROM proc_state`)
 	if err != nil {
@@ -133,7 +133,7 @@ func Outcomes(ctx context.Context, pool *pgxpool.Pool, day simulate.Day, wr simu
 	return bad, nil
 }
 
-// lateProblem checks the row of good message i committed late (INV-24): processed before the
+// lateProblem checks the row of good message i committed late (INV-24b): processed before the
 // later messages of its flight it is SUCCEEDED; after them, the units they set again
 // (Day.Overtaken) are stale: SKIPPED "stale:late: <units>" when that is all of it, else
 // SUCCEEDED naming no other unit as stale. It returns what is wrong ("" when nothing).

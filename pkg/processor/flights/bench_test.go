@@ -28,7 +28,7 @@ func BenchmarkSnapshot2000(b *testing.B) {
 }
 
 // BenchmarkSnapshot2000Again applies the same 2,000-flight DNLD a second time (a daily re-send):
-// no value changes, so no version and no event, but every carried unit is re-stamped (INV-24),
+// no value changes, so no version and no event, but every carried unit is re-stamped (INV-24b),
 // so each flight's provenance is saved (one UPDATE of flight.prov for the whole message).
 func BenchmarkSnapshot2000Again(b *testing.B) {
 	d := genDay(2000, 1)

@@ -10,8 +10,9 @@
 // Flush writes each changed flight once with every event in message order.
 //
 // Every input is stamped with its message (msg_id, META DTTM): a message reaching the head out of
-// mailbox order does not overwrite what a later-created message set (INV-24). Stale as a whole →
-// SKIPPED "stale:late: <units>"; in part → SUCCEEDED, the reason naming the units not written.
+// mailbox order does not overwrite what a later-created message set (INV-24b), unless an operator
+// forced its replay (INV-24b). Stale as a whole → SKIPPED "stale:late: <units>"; in part →
+// SUCCEEDED, the reason naming the units not written.
 package flights
 
 import (
@@ -118,7 +119,7 @@ func (s *Session) flop(ctx context.Context, m processor.Message) (processor.Outc
 	if op == nil {
 		return processor.Outcome{}, processor.Errorf(procstate.ClassProtocol, "FLOP body missing")
 	}
-	r, err := s.apply(ctx, m, []flight.Input{{Op: op}})
+	r, err := s.apply(ctx, m, flight.Inputs(m.Decoded))
 	if err != nil {
 		return processor.Outcome{}, err
 	}
@@ -157,10 +158,7 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 			return processor.Outcome{}, err
 		}
 	}
-	inputs := make([]flight.Input, len(sch.Records))
-	for i := range sch.Records {
-		inputs[i] = flight.Input{Record: &sch.Records[i], Delete: del}
-	}
+	inputs := flight.Inputs(m.Decoded)
 	var r flight.Result
 	apply := func() error {
 		var err error
@@ -189,7 +187,7 @@ func (s *Session) schedule(ctx context.Context, m processor.Message) (processor.
 	if del || (r.Applied == 0 && len(r.Skips) > 0) { // nothing applied: every record stale
 		return outcome(r), nil
 	}
-	return processor.Outcome{Reason: join(answered.Note(), notes(r))}, nil
+	return processor.Outcome{Reason: join(answered.Note(), procstate.FlightNotes(r))}, nil
 }
 
 // join joins the non-empty parts of an outcome reason.
@@ -234,9 +232,9 @@ func validateSchedule(sch *sis.Schedule) (scope, error) {
 // apply runs the batch rules for one message and keeps its events for Flush. A rule violation
 // is DEAD PROTOCOL.
 func (s *Session) apply(ctx context.Context, m processor.Message, inputs []flight.Input) (flight.Result, error) {
-	at := flight.StampOf(m.ID, m.Decoded.Meta.DTTM) // INV-24: what a later-created message set stays
+	at := flight.StampOf(m.ID, m.Decoded.Meta.DTTM) // INV-24b: what a later-created message set stays
 	for i := range inputs {
-		inputs[i].At = at
+		inputs[i].At, inputs[i].Force = at, m.Forced // unless an operator forced the replay (INV-24b)
 	}
 	r, err := s.batch.Apply(ctx, m.ID, inputs)
 	var v *flight.Violation
@@ -253,34 +251,10 @@ func (s *Session) apply(ctx context.Context, m processor.Message, inputs []fligh
 	return r, nil
 }
 
-// outcome is SKIPPED with the first skip's reason when nothing applied and something was
-// skipped.
+// outcome is the message's outcome as procstate.FlightOutcome decides it.
 func outcome(r flight.Result) processor.Outcome {
-	if r.Applied == 0 && len(r.Skips) > 0 {
-		return processor.Outcome{Skipped: true, Reason: skipReason(r.Skips[0]).String()}
-	}
-	return processor.Outcome{Reason: notes(r)}
-}
-
-// skipReason is the reason recorded for a skipped input.
-func skipReason(s flight.Skip) procstate.Skip {
-	switch {
-	case errors.Is(s.Err, flight.ErrNoFlight):
-		return procstate.NoMatch()
-	case errors.Is(s.Err, flight.ErrDeleted):
-		return procstate.NoMatchDeleted()
-	}
-	return procstate.StaleLate(s.Stale)
-}
-
-// notes are the applied inputs' remarks and, for a message applied in part, the units a
-// later-created message had set (INV-24).
-func notes(r flight.Result) string {
-	n := r.Notes
-	if len(r.Stale) > 0 {
-		n = append(n[:len(n):len(n)], procstate.StaleNote(r.Stale))
-	}
-	return strings.Join(n, "; ")
+	st, reason := procstate.FlightOutcome(r)
+	return processor.Outcome{Skipped: st == procstate.StatusSkipped, Reason: reason}
 }
 
 // Flush writes every flight the session changed (once, from its stored to its final state), the

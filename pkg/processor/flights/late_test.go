@@ -51,7 +51,7 @@ func (e *env) msgEvents(t testing.TB, flid int64) []event {
 	return out
 }
 
-// TestLateRowNeverRegresses reproduces a late row (INV-24): a departure estimate sent at
+// TestLateRowNeverRegresses reproduces a late row (INV-24b): a departure estimate sent at
 // 09:11 whose row committed after its gap window (found by the re-probe) reaches the head after
 // one sent at 10:22 was applied. The 10:22 value stays, the late message is SKIPPED stale:late
 // naming the field, and no event regresses the field.
