@@ -513,7 +513,7 @@ func lateRow() Scenario {
 	return Scenario{
 		Name:     "late-row",
 		Did:      fmt.Sprintf("a stale copy of an applied update inserted in a transaction committed %d s later (after ingest skipped its id as a gap at MSGX_MAX_COMMIT_DELAY %d s; a later update of the same field of the flight committed meanwhile)", int(hold.Seconds()), int(ingest.MinMaxCommitDelay.Seconds())),
-		Expected: "the late row ends terminal (SKIPPED stale:late when the later update was processed first) and does not regress the flight (INV-24): " + allHold,
+		Expected: "the late row ends terminal (SKIPPED stale:late when the later update was processed first) and does not regress the flight (INV-24b): " + allHold,
 		Fault: func(ctx context.Context, r *Run) error {
 			pick, later := lateRowPick(r.Day)
 			if pick < 0 {
@@ -578,7 +578,7 @@ func checkLate(ctx context.Context, r *Run, id int64) {
 // 8–30 % of the day later. The late row is inserted 3 % of the feed after the original (so
 // nothing in mailbox order between the original and the late row's id sets the unit) and held
 // lateRowHold (longer than the default feed), so the later message commits and is processed
-// first: without INV-24 the copy would bring the older value back. It returns both indexes, or -1.
+// first: without INV-24b the copy would bring the older value back. It returns both indexes, or -1.
 func lateRowPick(day simulate.Day) (int, int) {
 	n := len(day.Messages)
 	single := map[string]bool{"ESTT": true, "ACTT": true, "CNCL": true, "BOTM": true, "LACL": true, "EOBT": true,

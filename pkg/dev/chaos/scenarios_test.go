@@ -12,7 +12,7 @@ import (
 // TestLateRowPick: on the days the suite generates (any seed), the late-row scenario finds a
 // message whose unit a later message of the same subtype sets again, far enough after it for
 // the late row's insert to fall in between and nothing else setting it in between, so the
-// scenario proves INV-24 instead of passing by luck.
+// scenario proves INV-24b instead of passing by luck.
 func TestLateRowPick(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 20; seed++ {
