@@ -4,7 +4,7 @@
 -- console's triage) is audited with the filter it took, beside each message's console_note row.
 ALTER TABLE replay_audit DROP CONSTRAINT replay_audit_action_check;
 ALTER TABLE replay_audit ADD CONSTRAINT replay_audit_action_check
-    CHECK (action IN ('replay', 'replay-forced', 'dlq-replay', 'dlq-skip', 'backfill-retry', 'gap-skip', 'request', 'identity-set', 'db-restored',
+    CHECK (action IN ('replay', 'replay-forced', 'dlq-replay', 'dlq-skip', 'backfill-retry', 'gap-skip', 'request', 'identity-set', 'db-restored', 'kafka-reseed',
                       'acknowledge', 'note'));
 
 -- migrate:down
@@ -12,4 +12,4 @@ ALTER TABLE replay_audit ADD CONSTRAINT replay_audit_action_check
 DELETE FROM replay_audit WHERE action IN ('acknowledge', 'note');
 ALTER TABLE replay_audit DROP CONSTRAINT replay_audit_action_check;
 ALTER TABLE replay_audit ADD CONSTRAINT replay_audit_action_check
-    CHECK (action IN ('replay', 'replay-forced', 'dlq-replay', 'dlq-skip', 'backfill-retry', 'gap-skip', 'request', 'identity-set', 'db-restored'));
+    CHECK (action IN ('replay', 'replay-forced', 'dlq-replay', 'dlq-skip', 'backfill-retry', 'gap-skip', 'request', 'identity-set', 'db-restored', 'kafka-reseed'));

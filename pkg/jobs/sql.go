@@ -225,7 +225,7 @@ DELETE FROM flight_history WHERE history_id IN (
 	procStateColumns = `msg_id, raw, raw_sha256, status, error_class, reason, attempts, next_attempt_at,
        identity_key, content_differs, msg_type, msg_styp, received_at, enqueued_at, late,
        processing_started_at, finished_at, backfill_next_at, backfill_attempts, backfill_error,
-       backfill_outcome, backfill_done_at, backfill_abandoned_at, processing_through, crashes, deaths, raw_bytes, outcome_epoch`
+       backfill_outcome, backfill_done_at, backfill_abandoned_at, processing_through, crashes, deaths, raw_bytes, outcome_epoch, replay_forced`
 )
 
 // archiveSQL moves terminal rows to proc_state_hst in one statement: rows whose marker is
