@@ -124,8 +124,12 @@ func writeVerifyText(out io.Writer, r kafkaverify.Report, retention time.Duratio
 	}
 	fmt.Fprintf(out, "  not compared: %d versions whose events are no longer in PostgreSQL (SENT events are deleted after MSGX_EVENT_RETENTION, %s); %d whose events are not SENT%s\n",
 		c.NotInPostgreSQL, retention, sum(c.Unsent), parenthesised(strings.Join(unsent, ", ")))
-	fmt.Fprintf(out, "%s: %d records read, %d flights; %d compared with their stored state, %d agree\n",
-		s.Topic, s.Records, s.FLIDs, s.Compared, s.Matched)
+	older := ""
+	if s.WithoutInstants > 0 {
+		older = fmt.Sprintf("%d of them written before msgx published instants", s.WithoutInstants)
+	}
+	fmt.Fprintf(out, "%s: %d records read, %d flights; %d compared with their stored state, %d agree%s\n",
+		s.Topic, s.Records, s.FLIDs, s.Compared, s.Matched, parenthesised(older))
 	fmt.Fprintf(out, "  not compared: %d flights whose newest state is not sent yet; %d states sent after PostgreSQL was read; %d deleted or purged flights without a record (tombstones compacted away)\n",
 		s.Pending, s.NewerThanSnapshot, s.TombstonesGone)
 	f := r.Failover

@@ -76,6 +76,9 @@ func New(cfg Config, store *outbox.Store, sender Sender, clk clock.Clock, reg pr
 	if err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
+	if m.beats, err = newBeatCounter(reg); err != nil {
+		return nil, fmt.Errorf("dispatch metrics: %w", err)
+	}
 	d.m = m
 	return d, nil
 }

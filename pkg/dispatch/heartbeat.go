@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -13,6 +15,14 @@ import (
 
 // heartbeatLoop names the heartbeat loop (liveness ticks, send warnings).
 const heartbeatLoop = "heartbeat"
+
+// newBeatCounter registers msgx_dispatch_heartbeats_total on reg.
+func newBeatCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "msgx_dispatch_heartbeats_total", Help: "Heartbeat records the broker acknowledged (docs/events.md, \"Heartbeat\").",
+	})
+	return c, reg.Register(c)
+}
 
 // Heartbeat sends one heartbeat record (docs/events.md, "Heartbeat"): the progress read under
 // lease (a deposed leader reports nothing: leader.ErrFenced) and the highest event ids this term

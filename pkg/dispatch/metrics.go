@@ -53,9 +53,6 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 		outages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_dispatch_outage_total", Help: "Batches that failed whole while no broker answered (no attempt counted).",
 		}),
-		beats: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "msgx_dispatch_heartbeats_total", Help: "Heartbeat records the broker acknowledged (docs/events.md, \"Heartbeat\").",
-		}),
 		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "msgx_dispatch_batch_records", Help: "Records per produce batch.",
 			Buckets: []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
@@ -95,7 +92,7 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64) (*metri
 		Name: "msgx_dispatch_oldest_unacked_send_age_seconds",
 		Help: "Age of the oldest send still waiting for the broker's answer (0 when none): grows while a broker hangs.",
 	}, oldestUnacked)
-	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.beats, m.batchSize, m.latency, m.lag,
+	for _, c := range []prometheus.Collector{unacked, m.pending, m.deadNow, m.oldest, m.sent, m.retried, m.dead, m.outages, m.batchSize, m.latency, m.lag,
 		m.timeline, m.timelineChanges, m.lostTail, m.heldSkipped, m.heldConflicts, m.epoch, m.restores} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

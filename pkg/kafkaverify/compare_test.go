@@ -190,3 +190,23 @@ func kinds(r kafkaverify.Report) []kafkaverify.Kind {
 	}
 	return out
 }
+
+// A state record with the stored state's instants agrees; one written before msgx published
+// instants (the same state without them) agrees too and is counted; any other value differs.
+func TestStateWithAndWithoutInstants(t *testing.T) {
+	t.Parallel()
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(t, err)
+	f := &flight.State{FLID: 100, Status: flight.Active, Version: 2}
+	f.F[flight.SODT] = flight.Time(time.Date(2021, 1, 23, 8, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		value   []byte
+		without int
+		ok      bool
+	}{{f.AppendJSONIn(nil, shanghai), 0, true}, {f.AppendJSON(nil), 1, true}, {f.AppendJSONIn(nil, time.UTC), 0, false}} {
+		s := kafkaverify.Stored{States: outbox.StateProgress{Sent: map[string]int64{"100": 2}}, Flights: map[int64]*flight.State{100: f}, Loc: shanghai}
+		r := compare(kafkaverify.NewTopics(changes, state), nil, []kafka.ConsumedRecord{rec(state, 0, "100", 2, 14, 1, tc.value)}, s)
+		require.Equal(t, tc.ok, r.OK(), "%s: %+v", tc.value, r.Differences)
+		require.Equal(t, tc.without, r.State.WithoutInstants)
+	}
+}
