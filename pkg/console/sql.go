@@ -78,12 +78,16 @@ SELECT count(DISTINCT partition_key) FROM msg_event
  WHERE msg_id = $1 AND target = 'KAFKA:msg' AND COALESCE(body, payload::text)::jsonb #>> '{changed,state,new}' = 'DELETED'`
 )
 
-// The console's sessions (console_session): the cookie's id is stored as its SHA-256 only.
+// The console's sessions (console_session): the cookie's id is stored as its SHA-256 only. A
+// session of a revoked token (token_revoked) counts no more, on every replica.
 const (
 	sessionInsertSQL = `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6)`
-	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session
- WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2`
+	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session s
+ WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2
+   AND NOT EXISTS (SELECT 1 FROM token_revoked r WHERE r.token_sha256 = s.token_sha256)`
+	// tokenRevokedSQL: was this token revoked (httpauth.Revoke)?
+	tokenRevokedSQL         = `SELECT EXISTS (SELECT 1 FROM token_revoked WHERE token_sha256 = $1)`
 	sessionRevokeSQL        = `UPDATE console_session SET revoked_at = $2 WHERE session_sha256 = $1 AND revoked_at IS NULL`
 	sessionDeleteExpiredSQL = `DELETE FROM console_session WHERE expires_at < $1::timestamptz - interval '1 day'`
 )
