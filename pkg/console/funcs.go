@@ -66,6 +66,14 @@ func (s *Server) funcs() template.FuncMap {
 		// groupURL is the dead letters narrowed to one group; pageURL a page of a filter. Both
 		// are built by url.Values.Encode, so they are safe as they are.
 		"groupURL": func(f deadFilter, g string) template.URL { f.Group = g; return template.URL("/dead?" + f.query()) },
+		// listURL is a list's path with its query (built by url.Values.Encode) and, page > 0, a page.
+		"listURL": func(path, q string, page int) template.URL {
+			v, _ := url.ParseQuery(q)
+			if page > 0 {
+				v.Set("page", strconv.Itoa(page))
+			}
+			return template.URL(path + "?" + v.Encode())
+		},
 		"pageURL": func(q string, page int) template.URL {
 			v, _ := url.ParseQuery(q)
 			v.Set("page", strconv.Itoa(page))
