@@ -253,6 +253,23 @@ func (s *Server) withNotes(ctx context.Context, ms []deadMessage) error {
 	return nil
 }
 
+// AnyReplayable reports whether replay may take some message of the filter (of its group):
+// a group of a replayable class.
+func (p deadPage) AnyReplayable() bool {
+	for _, g := range p.Groups {
+		if (p.F.Group == "" || g.Group == p.F.Group) && replayableClass(g.Class) {
+			return true
+		}
+	}
+	return false
+}
+
+// replayableClass reports whether replay may take a message of the class (NO-MATCH: by id, once
+// the flight exists).
+func replayableClass(c string) bool {
+	return c == noMatchClass || slices.Contains(procstate.ReplayableClasses, procstate.Class(c))
+}
+
 // groupTotal is the number of messages of the groups (of one group when group is set).
 func groupTotal(gs []deadGroup, group string) int64 {
 	var n int64
