@@ -693,6 +693,7 @@ CREATE TABLE public.proc_state_hst (
     deaths integer DEFAULT 0 NOT NULL,
     raw_bytes bytea,
     outcome_epoch bigint,
+    replay_forced boolean DEFAULT false NOT NULL,
     CONSTRAINT proc_state_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT proc_state_backfill_attempts_check CHECK ((backfill_attempts >= 0)),
     CONSTRAINT proc_state_backfill_outcome_check CHECK ((backfill_outcome = ANY (ARRAY['MARKED'::text, 'ALREADY_MARKED'::text, 'MISSING_ROW'::text, 'OVERDUE'::text]))),
@@ -919,7 +920,7 @@ CREATE TABLE public.replay_audit (
     ids bigint[] NOT NULL,
     at timestamp with time zone NOT NULL,
     errors text[],
-    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'replay-forced'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text, 'acknowledge'::text, 'note'::text])))
+    CONSTRAINT replay_audit_action_check CHECK ((action = ANY (ARRAY['replay'::text, 'replay-forced'::text, 'dlq-replay'::text, 'dlq-skip'::text, 'backfill-retry'::text, 'gap-skip'::text, 'request'::text, 'identity-set'::text, 'db-restored'::text, 'kafka-reseed'::text, 'acknowledge'::text, 'note'::text, 'token-revoke'::text])))
 );
 
 
@@ -1081,6 +1082,20 @@ ALTER SEQUENCE public.schd_snap_log_snap_id_seq OWNED BY public.schd_snap_log.sn
 
 CREATE TABLE public.schema_migrations (
     version character varying(128) NOT NULL
+);
+
+
+--
+-- Name: token_revoked; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.token_revoked (
+    token_sha256 bytea NOT NULL,
+    client text NOT NULL,
+    revoked_at timestamp with time zone NOT NULL,
+    actor text NOT NULL,
+    reason text NOT NULL,
+    CONSTRAINT token_revoked_token_sha256_check CHECK ((length(token_sha256) = 32))
 );
 
 
@@ -1453,6 +1468,14 @@ ALTER TABLE ONLY public.schd_snap_log
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: token_revoked token_revoked_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.token_revoked
+    ADD CONSTRAINT token_revoked_pkey PRIMARY KEY (token_sha256);
 
 
 --
@@ -1873,4 +1896,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270104120000'),
     ('20270105120000'),
     ('20270110120000'),
-    ('20270110130000');
+    ('20270110130000'),
+    ('20270110140000');

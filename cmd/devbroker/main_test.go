@@ -95,7 +95,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 	infos, err := p.CheckTopics(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
-	require.Len(t, infos, 2)
+	require.Len(t, infos, 3) // both event topics and the heartbeat topic
 	for _, in := range infos {
 		require.Equal(t, broker.Partitions, in.Partitions, in.Name)
 		if in.Name == broker.TopicState {
@@ -158,7 +158,7 @@ func TestTLSAndSCRAM(t *testing.T) {
 	require.NoError(t, err)
 	infos, err := p.CheckTopics(context.Background())
 	require.NoError(t, err)
-	require.Len(t, infos, 2)
+	require.Len(t, infos, 3) // both event topics and the heartbeat topic
 	require.NoError(t, p.Close())
 
 	for name, bad := range map[string]func(*kafka.Config){

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/cmdline"
@@ -103,8 +105,7 @@ func checkKafkaVerify(t *testing.T, kcfg kafka.Config) {
 	t.Helper()
 	ctx := context.Background()
 	cfg, db := verifyDB(t, kcfg)
-	p, err := kafka.Dial(kcfg)
-	require.NoError(t, err)
+	p := dialReady(t, kcfg)
 	defer p.Close()
 	change, state := changeRec, stateRec
 	send(t, p, kcfg.TopicChanges, change(1, "100", 1, event.Upsert, `{"flid":100,"state_version":1}`),
@@ -162,4 +163,21 @@ func TestKafkaVerifyUsage(t *testing.T) {
 	var out bytes.Buffer
 	require.Equal(t, 0, cmdline.Exit(&out, "msgxctl", kafkaCmd(ctx, cfg, []string{"verify", "-h"}, &out)))
 	require.Contains(t, out.String(), "usage: msgxctl kafka verify")
+}
+
+// dialReady dials c's producers, again while a fresh broker's transaction coordinator is still
+// loading (COORDINATOR_LOAD_IN_PROGRESS answers the first InitProducerId of a new cluster for a
+// while on a loaded machine), for at most 30 s.
+func dialReady(t *testing.T, c kafka.Config) *kafka.Producer {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		p, err := kafka.Dial(c)
+		if err == nil {
+			return p
+		}
+		if !errors.Is(err, sarama.ErrOffsetsLoadInProgress) && !errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) || time.Now().After(deadline) {
+			require.NoError(t, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

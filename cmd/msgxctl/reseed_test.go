@@ -38,8 +38,7 @@ func checkKafkaReseed(t *testing.T, c *apachekafka.Cluster) {
 	cfg, db := verifyDB(t, kcfg)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO msg_state_sent (partition_key, state_version, sent_at) VALUES ('102', 3, now())`)
 	require.NoError(t, err)
-	p, err := kafka.Dial(kcfg)
-	require.NoError(t, err)
+	p := dialReady(t, kcfg)
 	defer p.Close()
 	change, state := changeRec, stateRec
 	send(t, p, kcfg.TopicChanges, change(1, "100", 1, event.Upsert, `{"flid":100,"state_version":1}`),

@@ -7,31 +7,53 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/msgx/msgx/pkg/cmdline"
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/httpauth"
 )
 
 func init() {
 	register("token", command{
-		summary: "token new CLIENT --scope read[,send][,operate]: make a bearer token (API, console) and its MSGX_API_TOKENS / MSGX_CONSOLE_TOKENS entry",
+		summary: "token new CLIENT --scope …: make a bearer token (API, console); token list; token revoke CLIENT --reason R: refuse a console token on every replica",
 		run:     tokenCmd,
 	})
 }
 
-// tokenCmd prints a new token (for the client's Secret) and the entry to add to
-// MSGX_API_TOKENS (msgx's Secret holds only the hash). Nothing is stored anywhere.
-func tokenCmd(_ context.Context, _ config.Config, args []string, out io.Writer) error {
-	const about = `Makes an API bearer token for CLIENT: prints the token (for the client's Secret) and the
-MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's Secret). Nothing is stored anywhere.
+const tokenAbout = `token new makes an API bearer token for CLIENT: prints the token (for the client's Secret)
+and the MSGX_API_TOKENS (or MSGX_CONSOLE_TOKENS) entry holding its SHA-256 hash (msgx's Secret).
+Nothing is stored anywhere.
 
 The scopes are send, read and operate (there is no other): send posts messages to the compat
 entry, read reads the API's flights and views every console page, operate also acts in the
-console (replay, skip, requests).`
-	_, args, err := subcommand("token", about, []string{"new"}, args, out)
+console (replay, skip, requests).
+
+token list lists the configured tokens (MSGX_CONSOLE_TOKENS, MSGX_API_TOKENS: client, scopes,
+the start of the hash) and which are revoked. token revoke CLIENT refuses CLIENT's console
+token(s) at once on every console replica (its logins and sessions), audited, while the entry is
+still deployed; remove the entry at the next deployment. The ingest API honours its entries until
+they are removed.`
+
+// tokenCmd dispatches token new, list and revoke.
+func tokenCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	sub, args, err := subcommand("token", tokenAbout, []string{"new", "list", "revoke"}, args, out)
 	if err != nil {
 		return err
 	}
-	fs, asJSON := flags("token new", "CLIENT --scope read[,send][,operate] [--json]", about, out)
+	switch sub {
+	case "list":
+		return tokenList(ctx, cfg, args, out)
+	case "revoke":
+		return tokenRevoke(ctx, cfg, args, out)
+	}
+	return tokenNew(args, out)
+}
+
+// tokenNew prints a new token (for the client's Secret) and the entry to add to
+// MSGX_API_TOKENS (msgx's Secret holds only the hash).
+func tokenNew(args []string, out io.Writer) error {
+	fs, asJSON := flags("token new", "CLIENT --scope read[,send][,operate] [--json]", tokenAbout, out)
 	scope := fs.String("scope", "", "comma-separated scopes: send (POST /cminmsgs/send), read (GET /flights/…, /all/flights; the console's pages), operate (the console's actions)")
 	pos, err := fs.Parse(args)
 	if err != nil {
@@ -61,5 +83,120 @@ console (replay, skip, requests).`
 	}
 	fmt.Fprintf(out, "token (give it to %s only; msgx does not keep it):\n  %s\n", client, token)
 	fmt.Fprintf(out, "MSGX_API_TOKENS entry (append with a comma; docs/security.md):\n  %s\n", entry)
+	return nil
+}
+
+// configuredToken is one configured token: where it is configured, and its revocation.
+type configuredToken struct {
+	Where   string               `json:"where"` // console or api
+	Client  string               `json:"client"`
+	Scopes  []httpauth.Scope     `json:"scopes"`
+	SHA256  string               `json:"sha256_prefix"`
+	Revoked *httpauth.Revocation `json:"revoked,omitempty"`
+	hash    [32]byte
+}
+
+// configuredTokens are the tokens of MSGX_CONSOLE_TOKENS and MSGX_API_TOKENS, with the
+// revocations read from the database.
+func configuredTokens(ctx context.Context, cfg config.Config, db httpauth.Querier) ([]configuredToken, error) {
+	revoked, err := httpauth.Revocations(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var out []configuredToken
+	for _, l := range []struct {
+		where string
+		cs    httpauth.Clients
+	}{{"console", cfg.Console.Tokens}, {"api", cfg.API.Access.Tokens}} {
+		for _, c := range l.cs {
+			t := configuredToken{Where: l.where, Client: c.Name, Scopes: c.Scopes, SHA256: fmt.Sprintf("%x", c.Hash[:6]), hash: c.Hash}
+			if r, ok := revoked[c.Hash]; ok {
+				t.Revoked = &r
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func tokenList(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	fs, asJSON := flags("token list", "[--json]", tokenAbout, out)
+	if err := fs.NoArgs(args); err != nil {
+		return err
+	}
+	return withTokens(ctx, cfg, func(_ *pgxpool.Pool, ts []configuredToken) error {
+		if *asJSON {
+			return writeJSON(out, cfg.Location(), ts)
+		}
+		printTokens(out, cfg, ts)
+		return nil
+	})
+}
+
+func printTokens(out io.Writer, cfg config.Config, ts []configuredToken) {
+	for _, t := range ts {
+		state := "active"
+		if r := t.Revoked; r != nil {
+			state = fmt.Sprintf("revoked %s by %s: %s", r.RevokedAt.In(cfg.Location()).Format(time.DateTime), r.Actor, r.Reason)
+		}
+		fmt.Fprintf(out, "%-8s %-20s %-20s sha256:%s…  %s\n", t.Where, t.Client, fmt.Sprint(t.Scopes), t.SHA256, state)
+	}
+}
+
+// withTokens runs f with a pool and the configured tokens (configuredTokens).
+func withTokens(ctx context.Context, cfg config.Config, f func(*pgxpool.Pool, []configuredToken) error) error {
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ts, err := configuredTokens(ctx, cfg, pool)
+	if err != nil {
+		return err
+	}
+	return f(pool, ts)
+}
+
+func tokenRevoke(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
+	fs, _ := flags("token revoke", "CLIENT --reason R [--actor A]", tokenAbout, out)
+	reason := fs.String("reason", "", "why (audit; required)")
+	actor := fs.String("actor", defaultActor(), "who (audit)")
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fs.Usagef("want one CLIENT, got %d argument(s)", len(pos))
+	}
+	if strings.TrimSpace(*reason) == "" || strings.TrimSpace(*actor) == "" {
+		return fs.Usagef("--reason and --actor are required (audit)")
+	}
+	return withTokens(ctx, cfg, func(pool *pgxpool.Pool, ts []configuredToken) error {
+		return revokeTokens(ctx, pool, ts, pos[0], *actor, *reason, fs, out)
+	})
+}
+
+// revokeTokens revokes the console tokens of client among ts.
+func revokeTokens(ctx context.Context, pool *pgxpool.Pool, ts []configuredToken, client, actor, reason string, fs *cmdline.FlagSet, out io.Writer) error {
+	n := 0
+	for _, t := range ts {
+		if t.Where != "console" || t.Client != client {
+			continue
+		}
+		n++
+		done, err := httpauth.Revoke(ctx, pool, httpauth.Client{Name: t.Client, Hash: t.hash}, actor, reason, time.Now())
+		if err != nil {
+			return err
+		}
+		verb := "revoked"
+		if !done {
+			verb = "already revoked"
+		}
+		fmt.Fprintf(out, "%s: console token of %s (sha256:%s…); every console replica refuses it from its next request\n", verb, t.Client, t.SHA256)
+	}
+	if n == 0 {
+		return fs.Refusef("no console token of %q in MSGX_CONSOLE_TOKENS (msgxctl token list)", client)
+	}
+	fmt.Fprintln(out, "remove its MSGX_CONSOLE_TOKENS entry at the next deployment")
 	return nil
 }

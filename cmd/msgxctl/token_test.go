@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/config"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/httpauth"
+	"github.com/msgx/msgx/pkg/roles"
+	"github.com/msgx/msgx/pkg/settings"
 )
 
 // TestTokenNew: the printed entry parses as MSGX_API_TOKENS and holds the hash of the printed
@@ -33,4 +37,38 @@ func TestTokenNew(t *testing.T) {
 	for _, args := range [][]string{{"new"}, {"new", "portal"}, {"new", "portal", "--scope", "write"}, {"old", "portal"}, {"new", "--scope", "read"}} {
 		require.Error(t, tokenCmd(context.Background(), config.Config{}, args, &out), "%v", args)
 	}
+}
+
+// TestTokenListAndRevoke: list names the configured console and API tokens; revoke (as the
+// operators' role) records the console token as revoked with its audit row, list says so, a
+// second revoke changes nothing, and an unknown client is refused.
+func TestTokenListAndRevoke(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	var console, api httpauth.Clients
+	require.NoError(t, console.UnmarshalText(fmt.Appendf(nil, "ana:read+operate:%x,bo:read:%x", httpauth.Hash("a"), httpauth.Hash("b"))))
+	require.NoError(t, api.UnmarshalText(fmt.Appendf(nil, "portal:send:%x", httpauth.Hash("p"))))
+	cfg := config.Config{Process: settings.Process{PGURL: db.Roles(t).URL(roles.Admin), AirportTZ: "Asia/Shanghai"}}
+	cfg.Console.Tokens, cfg.API.Access.Tokens = console, api
+
+	var out bytes.Buffer
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"list"}, &out))
+	require.Len(t, strings.Split(strings.TrimSpace(out.String()), "\n"), 3, out.String())
+	require.NotContains(t, out.String(), "revoked")
+
+	out.Reset()
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"revoke", "ana", "--reason", "left the team", "--actor", "ops"}, &out))
+	require.Contains(t, out.String(), "revoked: console token of ana")
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"revoke", "ana", "--reason", "again", "--actor", "ops"}, &out))
+	require.Contains(t, out.String(), "already revoked")
+	var n int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM replay_audit WHERE action = 'token-revoke' AND actor = 'ops' AND reason = 'left the team'`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	out.Reset()
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"list", "--json"}, &out))
+	require.Contains(t, out.String(), `"reason": "left the team"`)
+	require.Equal(t, 1, strings.Count(out.String(), `"revoked"`), out.String())
+	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "portal", "--reason", "r"}, &out), "an API token is not the console's")
+	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "ana"}, &out), "a reason is required")
 }

@@ -200,6 +200,33 @@ func (s *Server) dead(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// deadCSV exports every message of the dead letters' filter (at most maxExport) as CSV, with
+// every note on each.
+func (s *Server) deadCSV(w http.ResponseWriter, r *http.Request) error {
+	f, err := s.readDeadFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	ms, err := collect[deadMessage](s, r, deadPageSQL, append(f.args(), maxExport, 0)...)
+	if err != nil {
+		return fmt.Errorf("list dead messages: %w", err)
+	}
+	if err := s.withNotes(r.Context(), ms); err != nil {
+		return err
+	}
+	rows := make([][]string, len(ms))
+	for i, m := range ms {
+		notes := make([]string, len(m.Notes))
+		for j, n := range m.Notes {
+			notes[j] = fmt.Sprintf("%s (%s, %s%s)", n.Text, n.Actor, s.csvTime(n.At), map[bool]string{true: ", acknowledged"}[n.Acked])
+		}
+		rows[i] = []string{strconv.FormatInt(m.MsgID, 10), m.Status, m.Class, m.Type, m.Styp, m.FLID, strconv.Itoa(m.Attempts),
+			s.csvTime(m.At), m.Reason, m.Group, strconv.FormatBool(m.Acked), strings.Join(notes, "; ")}
+	}
+	return writeCSV(w, "dead-letters", []string{"msg_id", "status", "class", "type", "subtype", "flid", "attempts", "at", "reason",
+		"group", "acknowledged", "notes"}, rows)
+}
+
 // withNotes gives each message every note on it.
 func (s *Server) withNotes(ctx context.Context, ms []deadMessage) error {
 	if len(ms) == 0 {
@@ -224,6 +251,23 @@ func (s *Server) withNotes(ctx context.Context, ms []deadMessage) error {
 		return fmt.Errorf("read notes: %w", err)
 	}
 	return nil
+}
+
+// AnyReplayable reports whether replay may take some message of the filter (of its group):
+// a group of a replayable class.
+func (p deadPage) AnyReplayable() bool {
+	for _, g := range p.Groups {
+		if (p.F.Group == "" || g.Group == p.F.Group) && replayableClass(g.Class) {
+			return true
+		}
+	}
+	return false
+}
+
+// replayableClass reports whether replay may take a message of the class (NO-MATCH: by id, once
+// the flight exists).
+func replayableClass(c string) bool {
+	return c == noMatchClass || slices.Contains(procstate.ReplayableClasses, procstate.Class(c))
 }
 
 // groupTotal is the number of messages of the groups (of one group when group is set).

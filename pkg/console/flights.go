@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 // flightsPage is the flight search and its hits.
 type flightsPage struct {
 	Q, Day    string
+	Query     string // the search as a query string (the CSV link)
 	Searched  bool
 	Hits      []flightHit
 	Truncated bool
@@ -89,9 +91,39 @@ func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	p.Searched, p.Truncated = true, len(hits) > searchLimit
+	p.Query = url.Values{"q": {p.Q}, "day": {p.Day}}.Encode()
 	p.Hits = hits[:min(len(hits), searchLimit)]
 	s.render(w, r, http.StatusOK, "flights", "Flights", p)
 	return nil
+}
+
+// flightsCSV exports the flights of a search or a day (at most maxExport) as CSV.
+func (s *Server) flightsCSV(w http.ResponseWriter, r *http.Request) error {
+	q, day := strings.TrimSpace(r.URL.Query().Get("q")), strings.TrimSpace(r.URL.Query().Get("day"))
+	var d *time.Time
+	if day != "" {
+		t, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			return userError{"The day must be YYYY-MM-DD."}
+		}
+		d = &t
+	}
+	hits, err := collect[flightHit](s, r, flightSearchSQL, q, d, maxExport)
+	if err != nil {
+		return fmt.Errorf("search flights: %w", err)
+	}
+	rows := make([][]string, len(hits))
+	for i, h := range hits {
+		var opDay, sodt string
+		if h.OperationDay != nil {
+			opDay = h.OperationDay.Format(time.DateOnly)
+		}
+		if h.SODT != nil {
+			sodt = h.SODT.Format("2006-01-02 15:04")
+		}
+		rows[i] = []string{strconv.FormatInt(h.FLID, 10), h.Number(), h.MVIN, opDay, sodt, h.Reg, h.Stand, h.State, strconv.FormatInt(h.Version, 10)}
+	}
+	return writeCSV(w, "flights", []string{"flid", "flight", "mvin", "operation_day", "scheduled", "registration", "stand", "state", "version"}, rows)
 }
 
 // flightPage is one flight: its current state as the read API serves it (or, once purged, the

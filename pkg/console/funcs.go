@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,12 +59,18 @@ func (s *Server) funcs() template.FuncMap {
 		"add":     func(a, b int) int { return a + b },
 		// replayableClass: replay may take a message of the class (NO-MATCH: by id, once the
 		// flight exists).
-		"replayableClass": func(c string) bool {
-			return c == noMatchClass || slices.Contains(procstate.ReplayableClasses, procstate.Class(c))
-		},
+		"replayableClass": replayableClass,
 		// groupURL is the dead letters narrowed to one group; pageURL a page of a filter. Both
 		// are built by url.Values.Encode, so they are safe as they are.
 		"groupURL": func(f deadFilter, g string) template.URL { f.Group = g; return template.URL("/dead?" + f.query()) },
+		// listURL is a list's path with its query (built by url.Values.Encode) and, page > 0, a page.
+		"listURL": func(path, q string, page int) template.URL {
+			v, _ := url.ParseQuery(q)
+			if page > 0 {
+				v.Set("page", strconv.Itoa(page))
+			}
+			return template.URL(path + "?" + v.Encode())
+		},
 		"pageURL": func(q string, page int) template.URL {
 			v, _ := url.ParseQuery(q)
 			v.Set("page", strconv.Itoa(page))

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -42,6 +43,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	cl, ok := s.d.Config.Tokens.Lookup(r.PostFormValue("token"))
 	scope := consoleScope(cl)
+	if ok && scope != "" {
+		var revoked bool
+		if err := s.d.Pool.QueryRow(r.Context(), tokenRevokedSQL, cl.Hash[:]).Scan(&revoked); err != nil {
+			s.fail(w, r, fmt.Errorf("read token revocation: %w", err))
+			return
+		}
+		ok = !revoked // refused like an unknown token: its holder learns nothing more
+	}
 	if !ok || scope == "" {
 		s.throttle.fail(host, now)
 		s.d.Metrics.logins.WithLabelValues("refused").Inc()

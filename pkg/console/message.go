@@ -74,8 +74,13 @@ type msgEvent struct {
 	LastError string
 }
 
+// messageLookup opens the message ?id= names, or searches messages (messageSearch).
 func (s *Server) messageLookup(w http.ResponseWriter, r *http.Request) error {
-	id, err := strconv.ParseInt(strings.TrimSpace(r.URL.Query().Get("id")), 10, 64)
+	q := strings.TrimSpace(r.URL.Query().Get("id"))
+	if q == "" {
+		return s.messageSearch(w, r)
+	}
+	id, err := strconv.ParseInt(q, 10, 64)
 	if err != nil {
 		return userError{"A message id is a number."}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/msgx/msgx/pkg/dev/sisbuild"
 	"github.com/msgx/msgx/pkg/httpauth"
+	"github.com/msgx/msgx/pkg/roles"
 )
 
 // cookieClient is a client that sends exactly the given cookies (a stolen or kept cookie).
@@ -266,4 +267,51 @@ func TestMessagePageWhatToDo(t *testing.T) {
 	_, body = get(t, op, w.srv.URL+"/messages/800")
 	require.Contains(t, body, `<span class="ok">acknowledged</span> AODB ticket 17 <span class="muted">— console:op`)
 	require.Contains(t, body, `id="request-schedule"`)
+}
+
+// TestRevokedTokenRefusedOnEveryReplica: two console replicas over one database, the operator
+// logged in on both; once the token is revoked (httpauth.Revoke, what msgxctl token revoke
+// runs) both refuse its sessions at their next request (the login page says the session ended)
+// and a new login with it, without a restart; the viewer's session lives on.
+func TestRevokedTokenRefusedOnEveryReplica(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	replica := w.serve(t, w.deps)
+	var opOn, viOn []*http.Client
+	for _, base := range []string{w.srv.URL, replica.URL} {
+		c := client(t)
+		resp, err := c.PostForm(base+"/login", url.Values{"token": {operatorToken}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		opOn = append(opOn, c)
+		v := client(t)
+		resp, err = v.PostForm(base+"/login", url.Values{"token": {viewerToken}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		viOn = append(viOn, v)
+	}
+	var op httpauth.Client
+	for _, c := range w.deps.Config.Tokens {
+		if c.Name == "op" {
+			op = c
+		}
+	}
+	done, err := httpauth.Revoke(ctx, w.db.Roles(t).Pool(t, roles.Admin), op, "ops", "left the team", w.clk.Now())
+	require.NoError(t, err)
+	require.True(t, done)
+	for i, base := range []string{w.srv.URL, replica.URL} {
+		resp, err := opOn[i].Get(base + "/dead")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "replica %d refuses the revoked token's session", i)
+		require.Contains(t, resp.Header.Get("Location"), "ended=1")
+		resp, err = client(t).PostForm(base+"/login", url.Values{"token": {operatorToken}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "replica %d refuses a new login with it", i)
+		code, _ := get(t, viOn[i], base+"/dead")
+		require.Equal(t, http.StatusOK, code, "replica %d: the viewer's session lives", i)
+	}
+	require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE action = 'token-revoke' AND actor = 'ops'`))
 }

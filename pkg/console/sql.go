@@ -78,12 +78,16 @@ SELECT count(DISTINCT partition_key) FROM msg_event
  WHERE msg_id = $1 AND target = 'KAFKA:msg' AND COALESCE(body, payload::text)::jsonb #>> '{changed,state,new}' = 'DELETED'`
 )
 
-// The console's sessions (console_session): the cookie's id is stored as its SHA-256 only.
+// The console's sessions (console_session): the cookie's id is stored as its SHA-256 only. A
+// session of a revoked token (token_revoked) counts no more, on every replica.
 const (
 	sessionInsertSQL = `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6)`
-	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session
- WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2`
+	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session s
+ WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2
+   AND NOT EXISTS (SELECT 1 FROM token_revoked r WHERE r.token_sha256 = s.token_sha256)`
+	// tokenRevokedSQL: was this token revoked (httpauth.Revoke)?
+	tokenRevokedSQL         = `SELECT EXISTS (SELECT 1 FROM token_revoked WHERE token_sha256 = $1)`
 	sessionRevokeSQL        = `UPDATE console_session SET revoked_at = $2 WHERE session_sha256 = $1 AND revoked_at IS NULL`
 	sessionDeleteExpiredSQL = `DELETE FROM console_session WHERE expires_at < $1::timestamptz - interval '1 day'`
 )
@@ -156,23 +160,47 @@ const (
 // messageNotesSQL are a message's notes and acknowledgements, newest first.
 const messageNotesSQL = `SELECT note, actor, acknowledged, at FROM console_note WHERE msg_id = $1 ORDER BY note_id DESC LIMIT 50`
 
-// rateSQL counts the messages finished in ($1, $2] by outcome (a terminal status), and as
-// "ingested" the messages enqueued in it: each is either finished since (so among the finished)
-// or still open. Every finished row is in exactly one of two partial indexes, so no scan of
-// proc_state: proc_state_settled (finished_at; its marker written, abandoned, or owed with its
-// batch) and proc_state_marker_owed (its marker owed on the row; few). A window longer than
+// finishedIn selects, from proc_state, the given columns of the rows finished in ($1, $2]: every
+// finished row is in exactly one of two partial indexes, so no scan of proc_state —
+// proc_state_settled (finished_at; its marker written, abandoned, or owed with its batch) and
+// proc_state_marker_owed (its marker owed on the row; few). A window longer than
 // MSGX_PROC_STATE_RETENTION misses the rows archived since.
-const rateSQL = `
-WITH f AS (
-  SELECT status, enqueued_at FROM proc_state
+func finishedIn(cols string) string {
+	return `
+  SELECT ` + cols + ` FROM proc_state
    WHERE finished_at > $1 AND finished_at <= $2
      AND (backfill_done_at IS NOT NULL OR backfill_abandoned_at IS NOT NULL OR (backfill_next_at IS NULL AND finished_at IS NOT NULL))
   UNION ALL
-  SELECT status, enqueued_at FROM proc_state
+  SELECT ` + cols + ` FROM proc_state
    WHERE backfill_next_at IS NOT NULL AND backfill_done_at IS NULL AND backfill_abandoned_at IS NULL
-     AND finished_at > $1 AND finished_at <= $2
+     AND finished_at > $1 AND finished_at <= $2`
+}
+
+// rateSQL counts the messages finished in ($1, $2] by outcome (a terminal status), and as
+// "ingested" the messages enqueued in it: each is either finished since (so among the finished)
+// or still open (proc_state_open).
+var rateSQL = `WITH f AS (` + finishedIn("status, enqueued_at") + `
 )
 SELECT status, count(*) FROM f WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD') GROUP BY status
 UNION ALL
 SELECT 'ingested', (SELECT count(*) FROM f WHERE enqueued_at > $1)
      + (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND enqueued_at > $1 AND enqueued_at <= $2)`
+
+// messageSearchSQL finds the messages finished in ($1, $2] (or enqueued then and still open) of
+// type $3 and subtype $4 (” any), SEQN $5 (its identity key's, or its text's when it has no
+// key: it failed to decode), naming flight $6 in its text: newest first, $7 of them after the
+// first $8, each with the FLID its text names and the number found.
+var messageSearchSQL = `WITH m AS (` + finishedIn(searchCols) + `
+  UNION ALL
+  SELECT ` + searchCols + ` FROM proc_state WHERE status IN ('PENDING', 'FAILED') AND enqueued_at > $1 AND enqueued_at <= $2
+)
+SELECT msg_id, status, class, reason, typ, styp, split_part(ikey, '|', 4), at,
+       COALESCE(substring(raw from '<FLID>\s*([0-9]+)\s*</FLID>'), ''), count(*) OVER ()
+  FROM m
+ WHERE ($3 = '' OR typ = $3) AND ($4 = '' OR styp = $4)
+   AND ($5 = '' OR split_part(ikey, '|', 4) = $5 OR (ikey = '' AND strpos(raw, '<SEQN>' || $5 || '</SEQN>') > 0))
+   AND ($6 = '' OR strpos(raw, '<FLID>' || $6 || '</FLID>') > 0)
+ ORDER BY msg_id DESC LIMIT $7 OFFSET $8`
+
+const searchCols = `msg_id, status, COALESCE(error_class, '') AS class, COALESCE(reason, '') AS reason, COALESCE(msg_type, '') AS typ,
+       COALESCE(msg_styp, '') AS styp, COALESCE(identity_key, '') AS ikey, COALESCE(finished_at, enqueued_at) AS at, raw`

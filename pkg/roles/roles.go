@@ -73,7 +73,7 @@ var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "token_revoked", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -186,6 +186,8 @@ var pgGrants = []pgGrant{
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq", "msg_event_event_id_seq"}},
 	// msgxctl db restored: an operator's confirmation of a restore, nothing else of db_epoch.
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
+	// msgxctl token revoke: the revoked token (httpauth.Revoke), audited.
+	{Admin, "INSERT", []string{"token_revoked"}},
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
 	// msgxctl uses, each with its audit row: procstate.Replay (proc_state, msg_attempt), outbox Replay/Skip
