@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/simulate"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/envconf"
+	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/identity"
@@ -390,29 +392,53 @@ func TestPagesRender(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, code)
 }
 
-// A purged flight's page shows the final state the history sweep kept (flight_history, in the
-// document pkg/jobs writes: the flight row and its detail tables) and no MAFL.
+// A purged flight's page shows the final state the history sweep kept: the state as published
+// (flight.State.AppendJSONIn, as pkg/jobs writes it), its wall-clock values as a live flight
+// shows them, and no MAFL. A document of the earlier form (the flight row and its detail tables,
+// still kept for MSGX_FLIGHT_HISTORY_RETENTION) reads the same.
 func TestPurgedFlightShowsFinalState(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	op := w.login(t, operatorToken)
-	const purged = 999
-	_, err := w.db.Pool.Exec(ctx, `INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
+	st, err := flightstore.Read(ctx, w.db.Pool, w.deadFL)
+	require.NoError(t, err)
+	require.NotEmpty(t, st.C[flight.ROUT])
+	const purged, legacy = 999, 998
+	st.FLID = purged
+	_, err = w.db.Pool.Exec(ctx, `INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
+		VALUES ($1, $2, $3, $4, 'quiet', now())`, purged, st.OperationDay, st.Version, string(st.AppendJSONIn(nil, time.FixedZone("airport", 8*3600))))
+	require.NoError(t, err)
+	_, err = w.db.Pool.Exec(ctx, `INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
 		SELECT $2, operation_day, state_version, jsonb_build_object('flight', to_jsonb(f) || jsonb_build_object('flid', $2::bigint),
 		       'details', jsonb_build_object('flight_delay', '[]'::jsonb,
 		           'flight_route', (SELECT jsonb_agg(to_jsonb(d) - 'flid') FROM flight_route d WHERE d.flid = f.flid))),
 		       'quiet', now()
-		  FROM flight f WHERE flid = $1`, w.deadFL, purged)
+		  FROM flight f WHERE flid = $1`, w.deadFL, legacy)
 	require.NoError(t, err)
 	var stnd, version string
 	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT stnd, state_version::text FROM flight WHERE flid = $1`, w.deadFL).Scan(&stnd, &version))
+	_, live := get(t, op, w.srv.URL+"/flights/"+itoa(w.deadFL))
 
-	code, body := get(t, op, w.srv.URL+"/flights/"+itoa(purged))
-	require.Equal(t, http.StatusOK, code)
-	require.Contains(t, body, "(quiet): the final state is shown.")
-	require.Contains(t, body, `<strong id="version">`+version+`</strong>`)
-	require.Contains(t, body, `<td data-field="stnd">`+stnd+`</td>`)
-	require.Contains(t, body, `data-field="flight_route"`, "a detail table with rows")
-	require.NotContains(t, body, `data-field="flight_delay"`, "an empty detail table is left out")
-	require.Contains(t, body, "No code-share children.")
+	for flid, route := range map[int64]string{purged: "rout", legacy: "flight_route"} {
+		code, body := get(t, op, w.srv.URL+"/flights/"+itoa(flid))
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "(quiet): the final state is shown.")
+		require.Contains(t, body, `<strong id="version">`+version+`</strong>`)
+		require.Contains(t, body, `<td data-field="stnd">`+stnd+`</td>`)
+		require.Contains(t, body, `<td data-field="`+route+`">`, "a collection with rows")
+		require.NotContains(t, body, `data-field="dely"`, "an empty collection is left out")
+		require.NotContains(t, body, `data-field="flight_delay"`, "an empty collection is left out")
+		require.NotContains(t, body, flight.InstantSuffix)
+		require.Contains(t, body, "No code-share children.")
+	}
+	_, body := get(t, op, w.srv.URL+"/flights/"+itoa(purged))
+	want := fieldCells(live)
+	require.Contains(t, want, `<td data-field="flid">`+itoa(w.deadFL)+`</td>`)
+	want[slices.Index(want, `<td data-field="flid">`+itoa(w.deadFL)+`</td>`)] = `<td data-field="flid">` + itoa(purged) + `</td>`
+	require.Equal(t, want, fieldCells(body), "a purged flight's fields read as the live flight's")
+}
+
+// fieldCells are the current-state table's cells of a flight page.
+func fieldCells(page string) []string {
+	return regexp.MustCompile(`<td data-field="[^"]*">.*?</td>`).FindAllString(page, -1)
 }

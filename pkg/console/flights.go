@@ -181,24 +181,45 @@ func (s *Server) flight(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// stateDoc is a state's JSON as published, without its MAFL (the page lists it apart) and
-// without empty collections.
+// stateDoc is a state's JSON as published, shown as pageDoc shows it.
 func stateDoc(st *flight.State) (map[string]any, error) {
 	doc, err := decodeDoc(st.AppendJSON(nil))
 	if err != nil {
 		return nil, fmt.Errorf("read flight %d: %w", st.FLID, err)
 	}
-	delete(doc, "mafl")
-	for c := range flight.NumColls {
-		if len(st.C[c]) == 0 {
-			delete(doc, flight.Collections[c].Name)
-		}
-	}
-	return doc, nil
+	return pageDoc(doc), nil
 }
 
-// purgedFlight is a purged flight's final state (the flight row's columns and its non-empty
-// detail tables); errNotFound when the flight was never purged either.
+// pageDoc is a published state as the page shows it: wall-clock times without their instants
+// (the page shows the airport's clock), no MAFL (the page lists it apart), no empty collections.
+func pageDoc(doc map[string]any) map[string]any {
+	delete(doc, "mafl")
+	dropInstants(doc, flight.Fields[:])
+	for _, c := range flight.Collections {
+		rows, _ := doc[c.Name].([]any)
+		if len(rows) == 0 {
+			delete(doc, c.Name)
+		}
+		for _, r := range rows {
+			if row, ok := r.(map[string]any); ok {
+				dropInstants(row, c.Cols)
+			}
+		}
+	}
+	return doc
+}
+
+// dropInstants deletes the instant beside each time column of cols.
+func dropInstants(doc map[string]any, cols []flight.Column) {
+	for _, col := range cols {
+		if col.Kind == flight.KindTime {
+			delete(doc, col.Name+flight.InstantSuffix)
+		}
+	}
+}
+
+// purgedFlight is a purged flight's final state as the history sweep kept it; errNotFound when
+// the flight was never purged either.
 func (s *Server) purgedFlight(ctx context.Context, flid int64) (map[string]any, *purge, error) {
 	var final []byte
 	var pg purge
@@ -212,17 +233,23 @@ func (s *Server) purgedFlight(ctx context.Context, flid int64) (map[string]any, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("read purged flight %d: %w", flid, err)
 	}
-	row, _ := doc["flight"].(map[string]any)
-	details, _ := doc["details"].(map[string]any)
-	if row == nil {
-		row = map[string]any{}
+	if row, ok := doc["flight"].(map[string]any); ok {
+		return legacyPurge(row, doc["details"]), &pg, nil
 	}
-	for table, rows := range details {
+	return pageDoc(doc), &pg, nil
+}
+
+// legacyPurge reads a history document of the earlier form, still kept for
+// MSGX_FLIGHT_HISTORY_RETENTION: the flight row's columns and its detail tables by table name,
+// the non-empty ones shown.
+func legacyPurge(row map[string]any, details any) map[string]any {
+	tables, _ := details.(map[string]any)
+	for table, rows := range tables {
 		if list, ok := rows.([]any); ok && len(list) > 0 {
 			row[table] = rows
 		}
 	}
-	return row, &pg, nil
+	return row
 }
 
 // describe fills the page's header and fields from a flight's JSON.

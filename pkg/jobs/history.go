@@ -114,7 +114,11 @@ func purgeTx(ctx context.Context, tx pgx.Tx, now time.Time, loc *time.Location, 
 	for i, c := range cands {
 		flids[i], versions[i], updated[i] = c.flid, c.version, c.updated
 	}
-	rows, err := tx.Query(ctx, historyInsertSQL, flids, versions, updated, now)
+	docs, err := finalStates(ctx, tx, loc, flids, versions)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, historyInsertSQL, flids, versions, updated, docs, now)
 	if err != nil {
 		return nil, fmt.Errorf("write flight history: %w", err)
 	}
@@ -147,6 +151,28 @@ func purgeTx(ctx context.Context, tx pgx.Tx, now time.Time, loc *time.Location, 
 		return nil, fmt.Errorf("purge: %d history documents for %d flights", documents, len(purged))
 	}
 	return purged, removePurged(ctx, tx, now, loc, purged)
+}
+
+// finalStates are the history documents of flids, in order: each flight's state as msgx
+// publishes it (flight.State.AppendJSONIn in the airport's zone), so a purged flight reads like a
+// live one. A flight gone or changed since its selection gets an empty document, which the
+// insert's join drops with the flight.
+func finalStates(ctx context.Context, tx pgx.Tx, loc *time.Location, flids, versions []int64) ([]string, error) {
+	stored, err := flightstore.Load(ctx, tx, flids)
+	if err != nil {
+		return nil, fmt.Errorf("read flights to purge: %w", err)
+	}
+	docs := make([]string, len(flids))
+	var buf []byte
+	for i, flid := range flids {
+		if st := stored.States[flid]; st != nil && st.Version == versions[i] {
+			buf = st.AppendJSONIn(buf[:0], loc)
+			docs[i] = string(buf)
+		} else {
+			docs[i] = "{}"
+		}
+	}
+	return docs, nil
 }
 
 // dropStaleHistory deletes the history documents written for flights the re-check did not

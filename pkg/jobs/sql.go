@@ -1,11 +1,5 @@
 package jobs
 
-import (
-	"strings"
-
-	"github.com/msgx/msgx/pkg/flight"
-)
-
 // Every PostgreSQL statement of the jobs stage, with bound parameters only. Time always comes in
 // as a parameter (the injected clock), never from now().
 
@@ -101,22 +95,6 @@ INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ($1, 
 
 // History sweep.
 
-// detailTables are the flight's detail tables (pkg/flight's collections, all ON DELETE CASCADE
-// from flight), with the order their rows keep in the history document: the route's two kinds
-// apart, each in input order. TestDetailTablesComplete keeps them equal to the tables that
-// reference flight.
-var detailTables = func() []struct{ name, order string } {
-	var out []struct{ name, order string }
-	for _, t := range flight.DetailTables() {
-		order := "ord"
-		if t == flight.Collections[flight.ROUT].Table {
-			order = "kind, ord"
-		}
-		out = append(out, struct{ name, order string }{t, order})
-	}
-	return out
-}()
-
 const (
 	// historyCandidatesSQL selects a run's next candidates in keyset order: operation day older
 	// than $1 (a date) and DELETED or not updated since $2; after ($3, $4); at most $5.
@@ -146,32 +124,19 @@ SELECT f.flid, f.state_version, f.state, f.maid
 	historyDropSQL = `DELETE FROM flight_history WHERE history_id = ANY($1::bigint[])`
 )
 
-// historyInsertSQL writes the full final state of each candidate still at the state_version
-// and updated_at it was selected with ($1 flids, $2 versions, $3 updated_at): the flight row
-// and every detail table aggregated, purged at $4. It runs before PIPELINE_LOCK is taken; the
-// re-check under the lock drops the documents of flights that changed in between.
-var historyInsertSQL = func() string {
-	var b strings.Builder
-	b.WriteString(`
+// historyInsertSQL writes the final state of each candidate still at the state_version and
+// updated_at it was selected with ($1 flids, $2 versions, $3 updated_at): $4, its document as
+// published (flight.State.AppendJSONIn), purged at $5. It runs before PIPELINE_LOCK is taken;
+// the re-check under the lock drops the documents of flights that changed in between.
+const historyInsertSQL = `
 INSERT INTO flight_history (flid, operation_day, state_version, final_state, purge_reason, purged_at)
-SELECT f.flid, f.operation_day, f.state_version,
-       jsonb_build_object('flight', to_jsonb(f), 'details', jsonb_build_object(`)
-	for i, d := range detailTables {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n           '" + d.name + "', (SELECT COALESCE(jsonb_agg(to_jsonb(d) - 'flid' ORDER BY " + d.order +
-			"), '[]'::jsonb) FROM " + d.name + " d WHERE d.flid = f.flid)")
-	}
-	b.WriteString(`)),
-       CASE WHEN f.state = 'DELETED' THEN 'deleted' ELSE 'quiet' END, $4
+SELECT f.flid, f.operation_day, f.state_version, u.doc::jsonb,
+       CASE WHEN f.state = 'DELETED' THEN 'deleted' ELSE 'quiet' END, $5
   FROM flight f
-  JOIN unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS u(flid, v, upd)
+  JOIN unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::text[]) AS u(flid, v, upd, doc)
     ON f.flid = u.flid AND f.state_version = u.v AND f.updated_at = u.upd
  ORDER BY f.flid
-RETURNING history_id, flid, state_version`)
-	return b.String()
-}()
+RETURNING history_id, flid, state_version`
 
 // Retention and archive. Each statement handles one batch ($2 rows) older than $1.
 const (
