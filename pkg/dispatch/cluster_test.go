@@ -322,15 +322,11 @@ func TestClusterFreezeCoordinatorResumesAfterMove(t *testing.T) {
 // when the first answer names another node than frozen.
 func (s *clusterStage) coordinatorMoved(t *testing.T, frozen *apachekafka.Node, txnID string, within time.Duration) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if c, err := s.c.TxnCoordinatorLive(context.Background(), txnID); err == nil && c.ID != frozen.ID {
-			return time.Now()
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("the coordinator of %s did not move off frozen node %d within %s", txnID, frozen.ID, within)
-	return time.Time{}
+	require.Eventually(t, func() bool {
+		c, err := s.c.TxnCoordinatorLive(context.Background(), txnID)
+		return err == nil && c.ID != frozen.ID
+	}, within, 100*time.Millisecond, "the coordinator of %s did not move off frozen node %d within %s", txnID, frozen.ID, within)
+	return time.Now()
 }
 
 // sentAfter waits up to within for an event marked SENT after at and returns the first such
