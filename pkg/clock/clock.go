@@ -62,6 +62,28 @@ func (f *Fake) Waiting() bool {
 	return f.sleeping > 0
 }
 
+// AdvanceWhileWaiting moves the time on by step whenever a Sleep waits on it, until done is
+// closed, so that code waiting on the clock (bounded waits, backoffs) runs to its end; it reports
+// false when done was not closed within limit of wall time.
+func (f *Fake) AdvanceWhileWaiting(done <-chan struct{}, step, limit time.Duration) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return true
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+		if f.Waiting() {
+			f.Advance(step)
+		}
+	}
+}
+
 // moved wakes the sleepers; f.mu is held.
 func (f *Fake) moved() {
 	if f.changed != nil {

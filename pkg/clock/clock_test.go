@@ -44,3 +44,20 @@ func TestSleepOnFake(t *testing.T) {
 	require.True(t, Sleep(context.Background(), f, 0), "no wait")
 	require.True(t, Sleep(context.Background(), System{}, 0), "no wait")
 }
+
+// TestAdvanceWhileWaiting: a sleeper of an hour in steps of a minute runs to its end on the fake
+// clock, which moves only while someone sleeps on it; a done that never closes reports false.
+func TestAdvanceWhileWaiting(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	f := NewFake(start)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Sleep(context.Background(), f, time.Hour)
+	}()
+	require.True(t, f.AdvanceWhileWaiting(done, time.Minute, 30*time.Second))
+	require.False(t, f.Now().Before(start.Add(time.Hour)))
+	require.True(t, f.Now().Before(start.Add(time.Hour+2*time.Minute)), "moved only while the sleeper waited: %s", f.Now())
+	require.False(t, f.AdvanceWhileWaiting(make(chan struct{}), time.Minute, 10*time.Millisecond))
+}

@@ -22,27 +22,14 @@ func runDriven(t *testing.T, b *bundle, j *jobs.Jobs, step time.Duration) jobs.R
 		res jobs.Result
 		err error
 	}
-	done := make(chan out, 1)
+	done, ran := make(chan struct{}), out{}
 	go func() {
-		res, err := j.RunOnce(ctx, jobs.Backfill, b.lease)
-		done <- out{res, err}
+		defer close(done)
+		ran.res, ran.err = j.RunOnce(ctx, jobs.Backfill, b.lease)
 	}()
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case o := <-done:
-			require.NoError(t, o.err)
-			return o.res
-		case <-deadline:
-			t.Fatal("the backfill run did not end")
-		case <-tick.C:
-		}
-		if b.clock.Waiting() {
-			b.clock.Advance(step)
-		}
-	}
+	require.True(t, b.clock.AdvanceWhileWaiting(done, step, 30*time.Second), "the backfill run did not end")
+	require.NoError(t, ran.err)
+	return ran.res
 }
 
 // No marker for a commit the standby lacks (INV-8c): the sweep selects the due rows, then waits

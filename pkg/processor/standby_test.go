@@ -34,21 +34,7 @@ func waitMarkers(t *testing.T, b *bundle, p *processor.Engine) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { p.WaitMarkers(); close(done) }()
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-deadline:
-			t.Fatal("the immediate markers did not end")
-		case <-tick.C:
-		}
-		if b.clock.Waiting() {
-			b.clock.Advance(20 * time.Millisecond)
-		}
-	}
+	require.True(t, b.clock.AdvanceWhileWaiting(done, 20*time.Millisecond, 30*time.Second), "the immediate markers did not end")
 }
 
 // No marker for a commit the standby lacks (INV-8c): with the WAL senders paused, a batch's
