@@ -35,10 +35,19 @@ func TestBrowserSendsRequests(t *testing.T) {
 	require.Zero(t, w.count(t, `SELECT count(*) FROM req_track`), "a dry run registers nothing")
 	require.Zero(t, w.count(t, `SELECT count(*) FROM replay_audit`), "nor audits anything")
 
-	// For real: the form keeps the kind and list code of the dry run.
+	// For real: the form keeps the kind and list code of the dry run; Send shows what it sends
+	// and registers nothing before the operator confirms it.
+	var confirm string
 	run(
 		chromedp.SendKeys(`#rqrd-reason`, "reference lists stale after the AODB restart", chromedp.ByID),
 		navigating(chromedp.Click(`#rqrd-form button[value="send"]`, chromedp.ByQuery)),
+		chromedp.WaitVisible(`#request-confirm`, chromedp.ByID),
+		chromedp.Text(`#request-confirm`, &confirm, chromedp.ByID),
+	)
+	require.Contains(t, confirm, "Confirm: this registers RQRD SLST")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM req_track`), "nothing registered before the confirmation")
+	run(
+		navigating(chromedp.Click(`#confirm-request`, chromedp.ByID)),
 		chromedp.WaitVisible(`p#outcome, .form-error`, chromedp.ByQuery), // the dry run's page has div#outcome only
 		chromedp.Text(`main`, &outcome, chromedp.ByQuery),
 	)
@@ -49,6 +58,7 @@ func TestBrowserSendsRequests(t *testing.T) {
 		chromedp.SetValue(`#from`, day, chromedp.ByID), chromedp.SetValue(`#to`, day, chromedp.ByID),
 		chromedp.SendKeys(`#reason`, "schedule check", chromedp.ByID),
 		navigating(chromedp.Click(`#rqfd-form button[value="send"]`, chromedp.ByQuery)),
+		navigating(chromedp.Click(`#confirm-request`, chromedp.ByID)),
 		chromedp.WaitVisible(`p#outcome`, chromedp.ByQuery),
 		chromedp.Text(`p#outcome`, &outcome, chromedp.ByQuery),
 	)

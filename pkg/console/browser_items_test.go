@@ -253,6 +253,8 @@ func TestBrowserFormsPostRedirectGet(t *testing.T) {
 		chromedp.SetValue(`#from`, day, chromedp.ByID),
 		chromedp.Value(`#rqfd-form input[name=form_id]`, &formID, chromedp.ByQuery),
 		navigating(chromedp.Click(`#rqfd-form button[value="send"]`, chromedp.ByQuery)),
+		chromedp.WaitVisible(`#request-confirm`, chromedp.ByID), shot(t, "request-confirm"),
+		navigating(chromedp.Click(`#confirm-request`, chromedp.ByID)),
 		chromedp.WaitVisible(`#registered-id`, chromedp.ByID), chromedp.Location(&loc), shot(t, "requests"))
 	require.Contains(t, loc, "/requests?registered=", "Post/Redirect/Get")
 	run(navigating(chromedp.Reload()), chromedp.WaitVisible(`#registered-id`, chromedp.ByID))
@@ -262,7 +264,7 @@ func TestBrowserFormsPostRedirectGet(t *testing.T) {
 	op := w.login(t, operatorToken)
 	_, body := get(t, op, w.srv.URL+"/requests")
 	resp, err := op.PostForm(w.srv.URL+"/requests", url.Values{"csrf": {csrfOf(t, body)}, "kind": {"RQFD"}, "form_id": {formID},
-		"from": {day}, "to": {day}, "reason": {"after the outage"}, "mode": {"send"}})
+		"from": {day}, "to": {day}, "reason": {"after the outage"}, "mode": {"send"}, "confirm": {"1"}})
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)

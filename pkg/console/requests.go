@@ -24,12 +24,14 @@ type requestsPage struct {
 	Closed     []closedRequest
 	Shadow     bool
 	Preview    *request.Registration
+	Confirm    *requestForm // set with Preview when Send was pressed: the form to confirm
 	Registered *request.Request
 	RQFD, RQRD requestForm
 }
 
 // requestForm is one form: what the user typed, and why it was refused.
 type requestForm struct {
+	Kind                           string // RQFD or RQRD: set on a form to confirm
 	FormID, From, To, List, Reason string
 	Error                          string
 }
@@ -140,6 +142,11 @@ func (s *Server) sendRequest(w http.ResponseWriter, r *http.Request) error {
 	if err == nil {
 		err = s.previewOrRegister(w, r, spec, form.FormID, &p)
 	}
+	if err == nil && p.Preview != nil && r.PostFormValue("mode") == "send" {
+		confirm := form
+		confirm.Kind = string(spec.Kind)
+		p.Confirm = &confirm
+	}
 	var ue userError
 	switch {
 	case errors.As(err, &ue):
@@ -162,22 +169,25 @@ func (s *Server) sendRequest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// previewOrRegister fills p.Preview for a dry run, or registers and redirects.
+// previewOrRegister fills p.Preview for a dry run and for a send not yet confirmed (nothing goes
+// to the AODB before the operator saw what it sends and confirmed it), or registers and
+// redirects.
 func (s *Server) previewOrRegister(w http.ResponseWriter, r *http.Request, spec request.Spec, formID string, p *requestsPage) error {
 	now := s.d.Now()
-	if r.PostFormValue("mode") != "send" {
+	send := r.PostFormValue("mode") == "send"
+	if send && s.d.Shadow {
+		return userError{"Shadow mode (MSGX_SHADOW=true): nothing is sent to the AODB."}
+	}
+	if send && spec.Reason == "" {
+		return userError{"A request needs a reason (it is written to the audit)."}
+	}
+	if !send || r.PostFormValue("confirm") == "" {
 		prev, err := s.d.Requests.Preview(r.Context(), spec, now)
 		if err != nil {
 			return userError{err.Error()}
 		}
 		p.Preview = &prev
 		return nil
-	}
-	if s.d.Shadow {
-		return userError{"Shadow mode (MSGX_SHADOW=true): nothing is sent to the AODB."}
-	}
-	if spec.Reason == "" {
-		return userError{"A request needs a reason (it is written to the audit)."}
 	}
 	id, err := s.registerOnce(r.Context(), formID, spec, now)
 	if err != nil {
