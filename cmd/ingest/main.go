@@ -89,6 +89,8 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	}
 	gate := httpauth.NewGate(cfg.API.Access, clk.Now)
 	gate.Refused = metrics.APIRefused
+	gate.Revoked = httpauth.NewRevokedSet(apiPool, httpauth.RevokedRefresh, clk.Now)
+	gate.Revoked.Failed = func(err error) { log.Warn().Err(err).Msg("api: revoked tokens not read; the last set read stays") }
 	if len(cfg.API.Access.Tokens) == 0 {
 		log.Warn().Msg("api: no MSGX_API_TOKENS: every API request is refused (401)")
 	}

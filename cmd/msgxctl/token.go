@@ -16,7 +16,7 @@ import (
 
 func init() {
 	register("token", command{
-		summary: "token new CLIENT --scope …: make a bearer token (API, console); token list; token revoke CLIENT --reason R: refuse a console token on every replica",
+		summary: "token new CLIENT --scope …: make a bearer token (API, console); token list; token revoke CLIENT --reason R: refuse a client's tokens on every replica",
 		run:     tokenCmd,
 	})
 }
@@ -30,10 +30,10 @@ entry, read reads the API's flights and views every console page, operate also a
 console (replay, skip, requests).
 
 token list lists the configured tokens (MSGX_CONSOLE_TOKENS, MSGX_API_TOKENS: client, scopes,
-the start of the hash) and which are revoked. token revoke CLIENT refuses CLIENT's console
-token(s) at once on every console replica (its logins and sessions), audited, while the entry is
-still deployed; remove the entry at the next deployment. The ingest API honours its entries until
-they are removed.`
+the start of the hash) and which are revoked. token revoke CLIENT refuses CLIENT's tokens,
+audited, while their entries are still deployed: a console token at once on every console
+replica (its logins and sessions), an API token on every ingest replica within 5 s; remove the
+entries at the next deployment.`
 
 // tokenCmd dispatches token new, list and revoke.
 func tokenCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
@@ -176,11 +176,11 @@ func tokenRevoke(ctx context.Context, cfg config.Config, args []string, out io.W
 	})
 }
 
-// revokeTokens revokes the console tokens of client among ts.
+// revokeTokens revokes the tokens of client among ts, console and API.
 func revokeTokens(ctx context.Context, pool *pgxpool.Pool, ts []configuredToken, client, actor, reason string, fs *cmdline.FlagSet, out io.Writer) error {
 	n := 0
 	for _, t := range ts {
-		if t.Where != "console" || t.Client != client {
+		if t.Client != client {
 			continue
 		}
 		n++
@@ -192,11 +192,15 @@ func revokeTokens(ctx context.Context, pool *pgxpool.Pool, ts []configuredToken,
 		if !done {
 			verb = "already revoked"
 		}
-		fmt.Fprintf(out, "%s: console token of %s (sha256:%s…); every console replica refuses it from its next request\n", verb, t.Client, t.SHA256)
+		if t.Where == "console" {
+			fmt.Fprintf(out, "%s: console token of %s (sha256:%s…); every console replica refuses it from its next request\n", verb, t.Client, t.SHA256)
+		} else {
+			fmt.Fprintf(out, "%s: API token of %s (sha256:%s…); every ingest replica refuses it within %s\n", verb, t.Client, t.SHA256, httpauth.RevokedRefresh)
+		}
 	}
 	if n == 0 {
-		return fs.Refusef("no console token of %q in MSGX_CONSOLE_TOKENS (msgxctl token list)", client)
+		return fs.Refusef("no token of %q in MSGX_CONSOLE_TOKENS or MSGX_API_TOKENS (msgxctl token list)", client)
 	}
-	fmt.Fprintln(out, "remove its MSGX_CONSOLE_TOKENS entry at the next deployment")
+	fmt.Fprintln(out, "remove its MSGX_CONSOLE_TOKENS or MSGX_API_TOKENS entries at the next deployment")
 	return nil
 }

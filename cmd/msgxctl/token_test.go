@@ -40,8 +40,9 @@ func TestTokenNew(t *testing.T) {
 }
 
 // TestTokenListAndRevoke: list names the configured console and API tokens; revoke (as the
-// operators' role) records the console token as revoked with its audit row, list says so, a
-// second revoke changes nothing, and an unknown client is refused.
+// operators' role) records a console token as revoked with its audit row, list says so, a
+// second revoke changes nothing; an API token is revoked the same way, and an unknown client is
+// refused.
 func TestTokenListAndRevoke(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -69,6 +70,10 @@ func TestTokenListAndRevoke(t *testing.T) {
 	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"list", "--json"}, &out))
 	require.Contains(t, out.String(), `"reason": "left the team"`)
 	require.Equal(t, 1, strings.Count(out.String(), `"revoked"`), out.String())
-	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "portal", "--reason", "r"}, &out), "an API token is not the console's")
+	out.Reset()
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"revoke", "portal", "--reason", "contract ended", "--actor", "ops"}, &out))
+	require.Contains(t, out.String(), "revoked: API token of portal")
+	require.Contains(t, out.String(), "every ingest replica refuses it within 5s")
+	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "nobody", "--reason", "r"}, &out), "an unknown client")
 	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "ana"}, &out), "a reason is required")
 }

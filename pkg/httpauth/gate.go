@@ -40,8 +40,10 @@ type Gate struct {
 	inFlight chan struct{}
 	now      func() time.Time
 	// Refused, when set, is told every refusal: the status and a short reason ("no_token",
-	// "invalid_token", "scope", "rate", "concurrency", "body").
+	// "invalid_token", "revoked", "scope", "rate", "concurrency", "body").
 	Refused func(code int, reason string)
+	// Revoked, when set, refuses the tokens an operator revoked (msgxctl token revoke).
+	Revoked *RevokedSet
 }
 
 // NewGate returns the gate of cfg; now is the clock of the rate limits (time.Now in production).
@@ -95,6 +97,11 @@ func (g *Gate) require(scope Scope, bodyLimit int64, h http.Handler) http.Handle
 			return
 		}
 		c := g.clients[i]
+		if g.Revoked != nil && g.Revoked.Revoked(r.Context(), c.Hash) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="msgx", error="invalid_token"`)
+			g.refuse(w, http.StatusUnauthorized, "revoked", "revoked bearer token: ask the operators for a new one")
+			return
+		}
 		if !c.Has(scope) {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="msgx", error="insufficient_scope", scope=%q`, scope))
 			g.refuse(w, http.StatusForbidden, "scope", fmt.Sprintf("client %s lacks scope %s", c.Name, scope))

@@ -4,14 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // Revocation is a token an operator revoked (token_revoked, msgxctl token revoke): the console
-// refuses its logins and its sessions on every replica from their next request, while its
-// MSGX_CONSOLE_TOKENS entry is still deployed.
+// refuses its logins and its sessions on every replica from their next request, and the ingest
+// API (Gate with a RevokedSet) its requests within RevokedRefresh, while its MSGX_CONSOLE_TOKENS or
+// MSGX_API_TOKENS entry is still deployed.
 type Revocation struct {
 	Hash      [sha256.Size]byte `json:"-"`
 	Client    string            `json:"client"`
@@ -70,4 +72,52 @@ func Revocations(ctx context.Context, db Querier) (map[[sha256.Size]byte]Revocat
 		return nil, fmt.Errorf("read revoked tokens: %w", err)
 	}
 	return out, nil
+}
+
+// RevokedSet is the set of revoked tokens (token_revoked) as one process sees it: read again at
+// most every period, on the request that finds it older, so a revocation reaches every replica
+// within the period without a restart. While the table cannot be read the last set read stays in
+// force (Failed is told), and the next read is tried a period later.
+type RevokedSet struct {
+	db     Querier
+	period time.Duration
+	now    func() time.Time
+	// Failed, when set, is told every failed read.
+	Failed func(error)
+
+	mu     sync.Mutex
+	hashes map[[sha256.Size]byte]Revocation
+	readAt time.Time
+	read   bool
+}
+
+// RevokedRefresh is the period of the API's RevokedSet: the bound within which a revocation
+// reaches every ingest replica.
+const RevokedRefresh = 5 * time.Second
+
+// revokedReadTimeout bounds one read of the set, which a request waits for.
+const revokedReadTimeout = time.Second
+
+// NewRevokedSet returns the set over db, read again at most every period (clock now).
+func NewRevokedSet(db Querier, period time.Duration, now func() time.Time) *RevokedSet {
+	return &RevokedSet{db: db, period: period, now: now}
+}
+
+// Revoked reports whether the token hashing to h was revoked.
+func (s *RevokedSet) Revoked(ctx context.Context, h [sha256.Size]byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); !s.read || now.Sub(s.readAt) >= s.period {
+		s.readAt, s.read = now, true
+		ctx, cancel := context.WithTimeout(ctx, revokedReadTimeout)
+		hashes, err := Revocations(ctx, s.db)
+		cancel()
+		if err == nil {
+			s.hashes = hashes
+		} else if s.Failed != nil {
+			s.Failed(err)
+		}
+	}
+	_, revoked := s.hashes[h]
+	return revoked
 }

@@ -97,6 +97,7 @@ var pgGrants = []pgGrant{
 	{Ingest, "SELECT, INSERT", []string{"proc_state"}},
 	{Ingest, "SELECT, INSERT, UPDATE", []string{"inbox_cursor", "inbox_gap"}},
 	{Ingest, "SELECT", flightTables},
+	{Ingest, "SELECT", []string{"token_revoked"}}, // the API refuses revoked tokens (httpauth.RevokedSet)
 
 	// processor: the pump and everything one message's transaction writes. flight_history is
 	// read for every FLID not stored yet (a purged FLID's version continues).
