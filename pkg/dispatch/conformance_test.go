@@ -50,6 +50,7 @@ var conformanceCases = []struct {
 	{"LZ4RoundTrip", confLZ4RoundTrip},
 	{"SCRAMOverTLS", confSCRAMOverTLS},
 	{"ReferenceConsumer", confReferenceConsumer},
+	{"ReseedDuringTraffic", confReseedDuringTraffic},
 }
 
 func TestConformance(t *testing.T) {
