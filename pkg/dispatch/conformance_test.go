@@ -50,6 +50,7 @@ var conformanceCases = []struct {
 	{"LZ4RoundTrip", confLZ4RoundTrip},
 	{"SCRAMOverTLS", confSCRAMOverTLS},
 	{"ReferenceConsumer", confReferenceConsumer},
+	{"ReferenceConsumerHeartbeat", confReferenceConsumerHeartbeat},
 	{"ReseedDuringTraffic", confReseedDuringTraffic},
 }
 

@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -157,4 +158,120 @@ func confReferenceConsumer(t *testing.T, b *confBroker) {
 	require.Error(t, cmd.Run(), "a record that breaks the contract")
 	require.Equal(t, 1, cmd.ProcessState.ExitCode(), stderr.String())
 	require.Contains(t, stderr.String(), "contract broken")
+}
+
+// refArgs are the reference consumer's arguments reaching cfg's broker and topics (the SASL
+// password in MSGX_REF_PASSWORD: refCommand sets it).
+func refArgs(t *testing.T, cfg kafka.Config, more ...string) []string {
+	t.Helper()
+	root, err := stack.Root()
+	require.NoError(t, err)
+	return append([]string{"--brokers", strings.Join(cfg.Brokers, ","), "--schemas", filepath.Join(root, "docs", "contract"),
+		"--changes-topic", cfg.TopicChanges, "--state-topic", cfg.TopicState, "--heartbeat-topic", cfg.TopicHeartbeat,
+		"--ca-file", cfg.TLSCAFile, "--sasl-mechanism", cfg.SASLMechanism, "--sasl-user", cfg.SASLUser, "--sasl-password-env", "MSGX_REF_PASSWORD"}, more...)
+}
+
+// refCommand is the reference consumer run with args against cfg's broker.
+func refCommand(t *testing.T, cfg kafka.Config, args ...string) *exec.Cmd {
+	t.Helper()
+	python, script := refConsumer(t)
+	cmd := exec.Command(python, append([]string{script}, refArgs(t, cfg, args...)...)...)
+	cmd.Env = append(os.Environ(), "MSGX_REF_PASSWORD="+cfg.SASLPassword)
+	return cmd
+}
+
+// refLine is a line the reference consumer prints watching the heartbeat, and when it came.
+type refLine struct {
+	Ready         bool      `json:"ready"`
+	Beat          *int      `json:"beat"`
+	State         string    `json:"state"`
+	Verdict       string    `json:"verdict"`
+	Silent        float64   `json:"silent_seconds"`
+	Period        float64   `json:"period_seconds"`
+	Intervals     []float64 `json:"intervals_seconds"`
+	TimeIntervals []float64 `json:"time_intervals_seconds"`
+	Observed      float64   `json:"observed_period_seconds"`
+	at            time.Time
+}
+
+// The heartbeat's period in the heartbeat case, and how many intervals it reads.
+const (
+	refBeatPeriod = time.Second
+	refBeatBeats  = 6
+)
+
+// The reference consumer tails the heartbeat topic while a dispatcher runs with a short
+// MSGX_HEARTBEAT_PERIOD: it reads a heartbeat every period (within the tolerance docs/events.md
+// gives) saying that nothing waits, and declares msgx stalled by the documented rule (no
+// heartbeat for three periods) once the dispatcher stopped, not before, and within three
+// periods and a half of the stop.
+func confReferenceConsumerHeartbeat(t *testing.T, b *confBroker) {
+	cfg := b.topics(t, "refheartbeat", nil, nil)
+	st := newConfStage(t, cfg, dispatch.Config{Batch: 500, FlushPeriod: 200 * time.Millisecond, FlushLimit: 500,
+		TopicHeartbeat: cfg.TopicHeartbeat, HeartbeatKey: cfg.TxnIDPrefix, HeartbeatPeriod: refBeatPeriod})
+	cmd := refCommand(t, cfg, "--watch-heartbeat", "--first-within", "60")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan refLine, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var l refLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				l.at = time.Now()
+				lines <- l
+			}
+		}
+	}()
+	next := func(within time.Duration) refLine {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			require.True(t, ok, "the reference consumer ended: %s", stderr.String())
+			return l
+		case <-time.After(within):
+			require.FailNow(t, "no line from the reference consumer", "within %s: %s", within, stderr.String())
+			return refLine{}
+		}
+	}
+	require.True(t, next(time.Minute).Ready)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.disp.Run(ctx, st.lease) }()
+	for n := 0; n <= refBeatBeats; n++ {
+		l := next(30 * time.Second)
+		require.Empty(t, l.Verdict, "stalled while the dispatcher runs")
+		require.Equal(t, n, *l.Beat)
+		require.Equal(t, refBeatPeriod.Seconds(), l.Period)
+		require.Equal(t, "quiet", l.State, "nothing waits")
+	}
+	cancel()
+	require.NoError(t, <-done)
+	stopped := time.Now()
+	var last refLine
+	for last.Verdict == "" {
+		last = next(10 * refBeatPeriod)
+	}
+	require.NoError(t, cmd.Wait(), stderr.String())
+	p := refBeatPeriod.Seconds()
+	t.Logf("reference consumer: %d intervals read %v s (records' times %v s), observed period %.3f s; stalled %.2f s after the stop, %.2f s after the last heartbeat",
+		len(last.Intervals), last.Intervals, last.TimeIntervals, last.Observed, last.at.Sub(stopped).Seconds(), last.Silent)
+	require.Equal(t, "stalled", last.Verdict)
+	require.GreaterOrEqual(t, len(last.Intervals), refBeatBeats)
+	// docs/events.md, "Heartbeat": read between 0 and 2 periods apart, the median interval
+	// within a tenth of the period; stalled after three periods without one, declared within a
+	// tenth of a period more.
+	for i, d := range last.Intervals {
+		require.InDelta(t, p, d, p, "interval %d as read", i)
+	}
+	require.InDelta(t, p, last.Observed, p/10, "the observed period (median interval)")
+	require.GreaterOrEqual(t, last.Silent, 3*p, "stalled only after three periods without a heartbeat")
+	require.LessOrEqual(t, last.Silent, 3.1*p+0.05, "stalled within three periods and a tenth of the last heartbeat")
+	require.LessOrEqual(t, last.at.Sub(stopped).Seconds(), 3.5*p, "stalled within three periods and a half of the stop")
 }
