@@ -18,8 +18,10 @@ import (
 	"github.com/msgx/msgx/pkg/dev/stack"
 	"github.com/msgx/msgx/pkg/dev/verify"
 	"github.com/msgx/msgx/pkg/dispatch"
+	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/kafka"
+	"github.com/msgx/msgx/pkg/outbox"
 )
 
 // refConsumer is the reference consumer's interpreter and script (tools/refconsumer), in the
@@ -66,7 +68,6 @@ type refConsumed struct {
 // flight table from the state topic: it equals PostgreSQL. It sees the heartbeats, the last
 // saying that nothing waits.
 func confReferenceConsumer(t *testing.T, b *confBroker) {
-	python, script := refConsumer(t)
 	cfg := b.topics(t, "refconsumer", nil, nil)
 	st := newConfStage(t, cfg, dispatch.Config{Batch: 500, FlushPeriod: 200 * time.Millisecond, FlushLimit: 500,
 		TopicHeartbeat: cfg.TopicHeartbeat, HeartbeatKey: cfg.TxnIDPrefix, HeartbeatPeriod: 200 * time.Millisecond})
@@ -107,31 +108,8 @@ func confReferenceConsumer(t *testing.T, b *confBroker) {
 		require.NoError(t, err)
 	}
 
-	root, err := stack.Root()
-	require.NoError(t, err)
-	consume := func() *exec.Cmd {
-		return exec.Command(python, script, "--brokers", strings.Join(cfg.Brokers, ","), "--schemas", filepath.Join(root, "docs", "contract"),
-			"--changes-topic", cfg.TopicChanges, "--state-topic", cfg.TopicState, "--heartbeat-topic", cfg.TopicHeartbeat,
-			"--ca-file", cfg.TLSCAFile, "--sasl-mechanism", cfg.SASLMechanism, "--sasl-user", cfg.SASLUser, "--sasl-password-env", "MSGX_REF_PASSWORD")
-	}
-	cmd := consume()
-	cmd.Env = append(os.Environ(), "MSGX_REF_PASSWORD="+cfg.SASLPassword)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	require.NoError(t, cmd.Run(), "the reference consumer: %s", stderr.String())
-	var got refConsumed
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
-	t.Logf("reference consumer (%s): %+v", time.Since(began).Round(time.Millisecond), got.Counts)
-
-	stored, err := verify.LoadStates(context.Background(), st.db.Pool)
-	require.NoError(t, err)
-	require.Len(t, got.Flights, len(stored), "the rebuilt table has PostgreSQL's flights")
-	for flid, s := range stored {
-		v, ok := got.Flights[strconv.FormatInt(flid, 10)]
-		require.True(t, ok, "flight %d rebuilt", flid)
-		require.JSONEq(t, string(s.AppendJSONIn(nil, time.UTC)), string(v), "flight %d", flid)
-	}
+	got := runRef(t, cfg)
+	checkRebuilt(t, st, got)
 	require.Positive(t, got.Counts.StateDropped, "the state topic's duplicate was dropped")
 	require.Positive(t, got.Counts.ChangesDropped, "the changes topic's duplicate was dropped")
 	require.GreaterOrEqual(t, got.Counts.Heartbeats, 2)
@@ -151,13 +129,104 @@ func confReferenceConsumer(t *testing.T, b *confBroker) {
 	for _, err := range p.Send(context.Background(), []kafka.Record{bad}) {
 		require.NoError(t, err)
 	}
-	cmd = consume()
-	cmd.Env = append(os.Environ(), "MSGX_REF_PASSWORD="+cfg.SASLPassword)
-	stderr.Reset()
+	cmd := refCommand(t, cfg)
+	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.Error(t, cmd.Run(), "a record that breaks the contract")
 	require.Equal(t, 1, cmd.ProcessState.ExitCode(), stderr.String())
 	require.Contains(t, stderr.String(), "contract broken")
+}
+
+// checkRebuilt checks the reference consumer's rebuilt flight table against PostgreSQL.
+func checkRebuilt(t *testing.T, st *confStage, got refConsumed) {
+	t.Helper()
+	stored, err := verify.LoadStates(context.Background(), st.db.Pool)
+	require.NoError(t, err)
+	require.Len(t, got.Flights, len(stored), "the rebuilt table has PostgreSQL's flights")
+	for flid, s := range stored {
+		v, ok := got.Flights[strconv.FormatInt(flid, 10)]
+		require.True(t, ok, "flight %d rebuilt", flid)
+		require.JSONEq(t, string(s.AppendJSONIn(nil, time.UTC)), string(v), "flight %d", flid)
+	}
+}
+
+// runRef runs the reference consumer against cfg's topics and returns what it read.
+func runRef(t *testing.T, cfg kafka.Config) refConsumed {
+	t.Helper()
+	cmd := refCommand(t, cfg)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	require.NoError(t, cmd.Run(), "the reference consumer: %s", stderr.String())
+	var got refConsumed
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	t.Logf("reference consumer (%s): %+v", time.Since(began).Round(time.Millisecond), got.Counts)
+	return got
+}
+
+// The reference consumer rebuilds the flight table from a state topic the broker's log cleaner
+// has compacted (each flight's older versions gone: one record left of the four sent) and it
+// equals PostgreSQL.
+func confReferenceConsumerAfterCompaction(t *testing.T, b *confBroker) {
+	cfg := b.topics(t, "refcompacted", nil, b.fastCompaction)
+	st := newConfStage(t, cfg, dispatch.Config{Batch: 500, FlushPeriod: 100 * time.Millisecond, FlushLimit: 500})
+	ctx := context.Background()
+	const flights, versions, purge = 30, 4, 5
+	states := map[int64]*flight.State{}
+	flids := make([]int64, flights)
+	for i := range flids {
+		flids[i] = int64(i + 1)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- st.disp.Run(runCtx, st.lease) }()
+	// Each version reaches the state topic before the next is written: every one is sent.
+	for v := int64(1); v <= versions; v++ {
+		writeFlights(t, st.db, states, flids, v)
+		waitUntil(t, time.Minute, 20*time.Millisecond, "the outbox drained", func() bool { return st.unsent(t) == 0 })
+	}
+	purged := purgeFlights(t, st.db, states, flids[:purge])
+	waitUntil(t, time.Minute, 20*time.Millisecond, "the outbox drained", func() bool { return st.unsent(t) == 0 })
+	const sent = flights*versions + purge // each drain sent every flight's newest version
+
+	// Tombstones of flights never stored keep the segments rolling until the cleaner has left
+	// one record of each stored flight and at most one of each purged one.
+	filler := int64(900000)
+	var left int
+	waitUntil(t, time.Minute, 300*time.Millisecond, "the state topic compacted", func() bool {
+		b.compact()
+		var evs []event.Event
+		for range 4 {
+			filler++
+			evs = event.Purged(evs, filler, 1)
+		}
+		require.NoError(t, outbox.Enqueue(ctx, st.db.Pool, time.Now(), evs...))
+		recs := b.read(t, cfg.TopicState)
+		left = len(recs)
+		n := map[string]int{}
+		for _, r := range recs {
+			n[r.Key]++
+		}
+		for flid := range states {
+			if n[strconv.FormatInt(flid, 10)] != 1 {
+				return false
+			}
+		}
+		for _, flid := range purged {
+			if n[flid] > 1 {
+				return false
+			}
+		}
+		return true
+	})
+	waitUntil(t, time.Minute, 20*time.Millisecond, "the outbox drained", func() bool { return st.unsent(t) == 0 })
+	cancel()
+	require.NoError(t, <-done)
+	t.Logf("%d state records sent of %d flights; %d left after compaction (with %d filler tombstones)", sent, flights, left, filler-900000)
+
+	got := runRef(t, cfg)
+	require.Less(t, got.Counts.StateRecords, int(filler-900000)+sent, "the consumer read a compacted topic")
+	checkRebuilt(t, st, got)
 }
 
 // refArgs are the reference consumer's arguments reaching cfg's broker and topics (the SASL
