@@ -73,16 +73,22 @@ def headers_of(msg, where):
     return out
 
 
+def partitions_of(consumer, topic):
+    """The partitions of topic, sorted; a topic that does not exist is a Kafka failure."""
+    meta = consumer.list_topics(topic, timeout=30)
+    tmeta = meta.topics.get(topic)
+    if tmeta is None or tmeta.error is not None:
+        raise KafkaException(tmeta.error if tmeta is not None else f"topic {topic} missing")
+    return sorted(tmeta.partitions)
+
+
 def read_topic(config, topic, handle):
     """Reads every partition of topic from its start to its end (the last stable offset for a
     read_committed consumer) and calls handle(msg) for each record in partition order."""
     consumer = Consumer(config)
     try:
-        meta = consumer.list_topics(topic, timeout=30)
-        tmeta = meta.topics.get(topic)
-        if tmeta is None or tmeta.error is not None:
-            raise KafkaException(tmeta.error if tmeta is not None else f"topic {topic} missing")
-        parts = [TopicPartition(topic, p, 0) for p in sorted(tmeta.partitions)]
+        partitions = partitions_of(consumer, topic)
+        parts = [TopicPartition(topic, p, 0) for p in partitions]
         ends = {}
         for tp in parts:
             _, high = consumer.get_watermark_offsets(tp, timeout=30)
@@ -121,11 +127,8 @@ def watch_heartbeat(config, topic, schemas, first_within):
     """Tails topic and applies the heartbeat rule until it declares msgx stalled."""
     consumer = Consumer(config)
     try:
-        meta = consumer.list_topics(topic, timeout=30)
-        tmeta = meta.topics.get(topic)
-        if tmeta is None or tmeta.error is not None:
-            raise KafkaException(tmeta.error if tmeta is not None else f"topic {topic} missing")
-        consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in sorted(tmeta.partitions)])
+        partitions = partitions_of(consumer, topic)
+        consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in partitions])
         emit({"ready": True})
         began = time.monotonic()
         last_read = last_time = period = None
