@@ -123,6 +123,17 @@ def parse_time(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def heartbeat_value(msg, schemas):
+    """The value of a heartbeat record, checked against the contract."""
+    where = f"{msg.topic()}/{msg.partition()}@{msg.offset()}"
+    headers = headers_of(msg, where)
+    if headers.get("schema_version") != KNOWN_SCHEMA_VERSION:
+        raise ContractError(f"{where}: schema_version {headers.get('schema_version')!r} is not one this consumer knows: stop")
+    value = json.loads(msg.value())
+    check(schemas["heartbeat"], value, f"{where} value")
+    return value
+
+
 def watch_heartbeat(config, topic, schemas, first_within):
     """Tails topic and applies the heartbeat rule until it declares msgx stalled."""
     consumer = Consumer(config)
@@ -138,12 +149,7 @@ def watch_heartbeat(config, topic, schemas, first_within):
             msg = consumer.poll(timeout=tick)
             now = time.monotonic()
             if msg is not None and msg.error() is None:
-                where = f"{msg.topic()}/{msg.partition()}@{msg.offset()}"
-                headers = headers_of(msg, where)
-                if headers.get("schema_version") != KNOWN_SCHEMA_VERSION:
-                    raise ContractError(f"{where}: schema_version {headers.get('schema_version')!r} is not one this consumer knows: stop")
-                value = json.loads(msg.value())
-                check(schemas["heartbeat"], value, f"{where} value")
+                value = heartbeat_value(msg, schemas)
                 beat_time = parse_time(value["time"])
                 line = {"beat": len(intervals) + 1 if last_read is not None else 0, "period_seconds": value["period_seconds"],
                         "state": "quiet" if value["changes"]["oldest_unsent_event_id"] is None
@@ -202,16 +208,6 @@ def main():
             config["sasl.password"] = os.environ.get(args.sasl_password_env or "", "")
 
     schemas = load_schemas(args.schemas)
-    if args.watch_heartbeat:
-        try:
-            watch_heartbeat(config, args.heartbeat_topic, schemas, args.first_within)
-        except ContractError as e:
-            print(f"refconsumer: contract broken: {e}", file=sys.stderr)
-            return 1
-        except KafkaException as e:
-            print(f"refconsumer: kafka: {e}", file=sys.stderr)
-            return 2
-        return 0
     table = {}  # FLID → the flight's state value (UPSERT), rebuilt from the state topic
     held = {}  # FLID → highest state_version processed on the state topic
     seen_changes = set()  # (flid, state_version) processed on the changes topic
@@ -256,16 +252,13 @@ def main():
 
     def on_heartbeat(msg):
         nonlocal last_beat
-        where = f"{msg.topic()}/{msg.partition()}@{msg.offset()}"
-        headers = headers_of(msg, where)
-        if headers.get("schema_version") != KNOWN_SCHEMA_VERSION:
-            raise ContractError(f"{where}: schema_version {headers.get('schema_version')!r} is not one this consumer knows: stop")
-        value = json.loads(msg.value())
-        check(schemas["heartbeat"], value, f"{where} value")
+        last_beat = heartbeat_value(msg, schemas)
         counts["heartbeats"] += 1
-        last_beat = value
 
     try:
+        if args.watch_heartbeat:
+            watch_heartbeat(config, args.heartbeat_topic, schemas, args.first_within)
+            return 0
         read_topic(config, args.state_topic, on_state)
         read_topic(config, args.changes_topic, on_change)
         if args.heartbeat_topic:
