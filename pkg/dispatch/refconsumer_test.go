@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/stack"
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dev/verify"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/flight"
@@ -239,15 +240,23 @@ const (
 	refBeatBeats  = 6
 )
 
-// The reference consumer tails the heartbeat topic while a dispatcher runs with a short
-// MSGX_HEARTBEAT_PERIOD: it reads a heartbeat every period (within the tolerance docs/events.md
-// gives) saying that nothing waits, and declares msgx stalled by the documented rule (no
-// heartbeat for three periods) once the dispatcher stopped, not before, and within three
-// periods and a half of the stop.
+// The reference consumer tails the heartbeat topic while the dispatcher binary runs with
+// MSGX_HEARTBEAT_PERIOD=1s: it reads a heartbeat every period (within the tolerance
+// docs/events.md gives) saying that nothing waits, and once the dispatcher was stopped (SIGTERM)
+// it declares msgx stalled by the documented rule (no heartbeat for three periods), not before,
+// and within three periods and a half of the stop.
 func confReferenceConsumerHeartbeat(t *testing.T, b *confBroker) {
 	cfg := b.topics(t, "refheartbeat", nil, nil)
-	st := newConfStage(t, cfg, dispatch.Config{Batch: 500, FlushPeriod: 200 * time.Millisecond, FlushLimit: 500,
-		TopicHeartbeat: cfg.TopicHeartbeat, HeartbeatKey: cfg.TxnIDPrefix, HeartbeatPeriod: refBeatPeriod})
+	binDir := b.bins.get(t)
+	db := testdb.New(t)
+	ctx := context.Background()
+	s, err := stack.Start(ctx, stack.Options{BinDir: binDir, LogDir: t.TempDir(), PGURL: db.URL, RandomPorts: true, Only: []string{},
+		ExternalBrokers: cfg.Brokers, KafkaAuth: &stack.KafkaAuth{CAFile: cfg.TLSCAFile, User: cfg.SASLUser, Password: cfg.SASLPassword},
+		Env: []string{"MSGX_HEARTBEAT_PERIOD=" + refBeatPeriod.String(), "MSGX_KAFKA_TOPIC_CHANGES=" + cfg.TopicChanges,
+			"MSGX_KAFKA_TOPIC_STATE=" + cfg.TopicState, "MSGX_KAFKA_TOPIC_HEARTBEAT=" + cfg.TopicHeartbeat,
+			"MSGX_KAFKA_TRANSACTIONAL_ID_PREFIX=" + cfg.TxnIDPrefix, "MSGX_LOG_LEVEL=info"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
 	cmd := refCommand(t, cfg, "--watch-heartbeat", "--first-within", "60")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -280,9 +289,8 @@ func confReferenceConsumerHeartbeat(t *testing.T, b *confBroker) {
 	}
 	require.True(t, next(time.Minute).Ready)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.disp.Run(ctx, st.lease) }()
+	_, err = s.StartInstanceWith(ctx, "dispatcher", 1, nil)
+	require.NoError(t, err)
 	for n := 0; n <= refBeatBeats; n++ {
 		l := next(30 * time.Second)
 		require.Empty(t, l.Verdict, "stalled while the dispatcher runs")
@@ -290,8 +298,7 @@ func confReferenceConsumerHeartbeat(t *testing.T, b *confBroker) {
 		require.Equal(t, refBeatPeriod.Seconds(), l.Period)
 		require.Equal(t, "quiet", l.State, "nothing waits")
 	}
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, s.StopProc("dispatcher"))
 	stopped := time.Now()
 	var last refLine
 	for last.Verdict == "" {
