@@ -227,38 +227,8 @@ func confCompactedStateEqualsPostgreSQL(t *testing.T, b *confBroker) {
 	purged := purgeFlights(t, st.db, states, flids[:purge])
 	flush()
 
-	// Tombstones of flights never stored keep appending, so the segments holding the flights'
-	// records roll and are cleaned; they remove nothing from a rebuilt state.
-	filler := int64(900000)
-	var recs []kafkatest.Record
-	waitUntil(t, time.Minute, 300*time.Millisecond, "the state topic compacted", func() bool {
-		b.compact()
-		var evs []event.Event
-		for range 4 {
-			filler++
-			evs = event.Purged(evs, filler, 1)
-		}
-		require.NoError(t, outbox.Enqueue(ctx, st.db.Pool, time.Now(), evs...))
-		flush()
-		recs = b.read(t, cfg.TopicState)
-		n := map[string]int{}
-		for _, r := range recs {
-			n[r.Key]++
-		}
-		for flid := range states {
-			if n[strconv.FormatInt(flid, 10)] != 1 {
-				return false
-			}
-		}
-		for _, flid := range purged {
-			if n[flid] > 1 {
-				return false
-			}
-		}
-		return true
-	})
-
-	t.Logf("%d flights × %d versions and %d purges flushed; after %d filler tombstones, %d records remain", flights, versions, purge, filler-900000, len(recs))
+	recs, fillers := waitCompacted(t, b, st, cfg.TopicState, states, purged, flush)
+	t.Logf("%d flights × %d versions and %d purges flushed; after %d filler tombstones, %d records remain", flights, versions, purge, fillers, len(recs))
 	rebuilt := map[string]kafkatest.Record{}
 	for _, r := range recs {
 		if r.Value == nil {
@@ -278,6 +248,44 @@ func confCompactedStateEqualsPostgreSQL(t *testing.T, b *confBroker) {
 		last = append(last, r)
 	}
 	require.Empty(t, verify.StateTopic(asStack(t, verify.TopicState, last), stored, time.UTC))
+}
+
+// waitCompacted waits until the state topic holds one record of each flight of states and at
+// most one of each purged one, and returns its records and how many filler tombstones it took:
+// tombstones of flights never stored keep appending (flush sends them, unless a running
+// dispatcher does), so the segments holding the flights' records roll and are cleaned; they
+// remove nothing from a rebuilt state.
+func waitCompacted(t *testing.T, b *confBroker, st *confStage, topic string, states map[int64]*flight.State, purged []string, flush func()) ([]kafkatest.Record, int) {
+	t.Helper()
+	filler := int64(900000)
+	var recs []kafkatest.Record
+	waitUntil(t, time.Minute, 300*time.Millisecond, "the state topic compacted", func() bool {
+		b.compact()
+		var evs []event.Event
+		for range 4 {
+			filler++
+			evs = event.Purged(evs, filler, 1)
+		}
+		require.NoError(t, outbox.Enqueue(context.Background(), st.db.Pool, time.Now(), evs...))
+		flush()
+		recs = b.read(t, topic)
+		n := map[string]int{}
+		for _, r := range recs {
+			n[r.Key]++
+		}
+		for flid := range states {
+			if n[strconv.FormatInt(flid, 10)] != 1 {
+				return false
+			}
+		}
+		for _, flid := range purged {
+			if n[flid] > 1 {
+				return false
+			}
+		}
+		return true
+	})
+	return recs, int(filler - 900000)
 }
 
 // writeFlights stores version v of each flight (new at v = 1, a new stand after) with its

@@ -50,6 +50,9 @@ var conformanceCases = []struct {
 	{"LZ4RoundTrip", confLZ4RoundTrip},
 	{"SCRAMOverTLS", confSCRAMOverTLS},
 	{"ReferenceConsumer", confReferenceConsumer},
+	{"ReferenceConsumerAfterCompaction", confReferenceConsumerAfterCompaction},
+	{"ReferenceConsumerHeartbeat", confReferenceConsumerHeartbeat},
+	{"ReseedDuringTraffic", confReseedDuringTraffic},
 }
 
 func TestConformance(t *testing.T) {

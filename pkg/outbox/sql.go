@@ -117,22 +117,23 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
   LEFT JOIN msg_state_sent s ON s.partition_key = f.partition_key
  ORDER BY f.partition_key`
 
-// markStatesSentSQL records that the state topic holds version $2[i] of FLID $1[i]: it raises
-// the FLID's high-water mark (never lowers it) and settles every unsent KAFKA:schd event of the
-// FLID at or below that version, PENDING or DEAD, as SENT: the newer state represents them.
-// $4 is a lower bound of the unsent KAFKA:schd event ids (StateClaims.From). The statement is
-// shaped so that no plan walks the entries of the events sent since the last vacuum (a
+// markStatesSentSQL records that the state topic holds version $2[i] of FLID $1[i]: it raises the
+// FLID's high-water mark (never lowers it) and settles every unsent KAFKA:schd event of the FLID at
+// or below that version, PENDING or DEAD, as SENT: the newer state represents them. It takes the
+// rows of msg_state_sent in key order, the order msgxctl kafka reseed locks them in, so the two
+// never deadlock. $4 is a lower bound of the unsent KAFKA:schd event ids (StateClaims.From). The
+// statement is shaped so that no plan walks the entries of the events sent since the last vacuum (a
 // 1,000,000-message drain's join of the whole target read 400,000 of them, 1.2 s a flush;
-// docs/benchmarks.md): the unsent events from $4 are read in id order, then updated by ctid.
-// The status test of the update is written as "neither SENT nor SKIPPED" so that it cannot use
-// the partial unsent indexes: when ANALYZE finds at most one unsent row the planner prices such
-// an index at one page however many dead entries it holds, and scanned one whole per update.
+// docs/benchmarks.md): the unsent events from $4 are read in id order, then updated by ctid. The
+// status test of the update is written as "neither SENT nor SKIPPED" so that it cannot use the
+// partial unsent indexes: when ANALYZE finds at most one unsent row the planner prices such an
+// index at one page however many dead entries it holds, and scanned one whole per update.
 const markStatesSentSQL = `
 WITH s AS (
     SELECT k, max(v) AS v FROM unnest($1::text[], $2::bigint[]) AS u(k, v) GROUP BY k
 ), hw AS (
     INSERT INTO msg_state_sent AS m (partition_key, state_version, sent_at)
-    SELECT k, v, $3 FROM s
+    SELECT k, v, $3 FROM s ORDER BY k
     ON CONFLICT (partition_key) DO UPDATE
        SET state_version = greatest(m.state_version, EXCLUDED.state_version),
            sent_at = CASE WHEN EXCLUDED.state_version > m.state_version THEN EXCLUDED.sent_at ELSE m.sent_at END

@@ -6,7 +6,10 @@
 // (msg_state_sent) to what it really holds, in one transaction under PIPELINE_LOCK with an
 // audit row. The dispatcher then sends the events like any other, fenced and transactional, in
 // order with the flight's other states; it never sends a version at or below what the topic
-// holds, since the current version is at least any version the dispatcher sent meanwhile.
+// holds, since the current version is at least any version the dispatcher sent meanwhile: a
+// purged flight's current version is its newest enqueued one (its tombstone's, sent or not), and
+// the reseed locks the rows of msg_state_sent it reads, so a flush acknowledging a state
+// meanwhile raises the record after the reseed lowered it, never before.
 package reseed
 
 import (
@@ -136,16 +139,14 @@ func reseedChunk(ctx context.Context, db DB, flids []int64, held map[string]kafk
 		if err != nil {
 			return err
 		}
-		keys := make([]string, len(flids))
-		for i, id := range flids {
-			keys[i] = strconv.FormatInt(id, 10)
-		}
-		rows, _ := tx.Query(ctx, sentSQL, keys)
-		sent := map[string]int64{} // the version the dispatcher records the topic holds
-		var key string
-		var version int64
-		if _, err := pgx.ForEachRow(rows, []any{&key, &version}, func() error { sent[key] = version; return nil }); err != nil {
+		keys, purged := keysOf(flids, stored)
+		sent, err := versions(ctx, tx, sentSQL, keys) // the version the dispatcher records the topic holds
+		if err != nil {
 			return fmt.Errorf("reseed: read msg_state_sent: %w", err)
+		}
+		newest, err := versions(ctx, tx, purgedSQL, purged)
+		if err != nil {
+			return fmt.Errorf("reseed: read the purged flights' versions: %w", err)
 		}
 		var evs []event.Event
 		var lowerKeys []string
@@ -158,8 +159,8 @@ func reseedChunk(ctx context.Context, db DB, flids []int64, held map[string]kafk
 			case s != nil:
 				f.Version, f.Tombstone = s.Version, s.Status == flight.Deleted
 				ev = change.StateOf(s, s.LastMsgID, req.Loc)
-			case sent[keys[i]] > 0: // purged: its tombstone was the last state sent
-				f.Version, f.Tombstone = sent[keys[i]], true
+			case sent[keys[i]] > 0: // purged: its tombstone is its newest version, sent or not yet
+				f.Version, f.Tombstone = max(sent[keys[i]], newest[keys[i]]), true
 				ev = event.StateEvent(id, event.Tombstone, f.Version, 0, nil)
 			default:
 				f.Outcome = Unknown
@@ -200,6 +201,31 @@ func reseedChunk(ctx context.Context, db DB, flids []int64, held map[string]kafk
 		return nil, err
 	}
 	return out, nil
+}
+
+// keysOf returns the partition keys of flids, and of those not stored (purged, or unknown).
+func keysOf(flids []int64, stored flight.Stored) (keys, purged []string) {
+	keys = make([]string, len(flids))
+	for i, id := range flids {
+		keys[i] = strconv.FormatInt(id, 10)
+		if stored.States[id] == nil {
+			purged = append(purged, keys[i])
+		}
+	}
+	return keys, purged
+}
+
+// versions runs query (partition_key, version rows) for keys.
+func versions(ctx context.Context, tx pgx.Tx, query string, keys []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, _ := tx.Query(ctx, query, keys)
+	var key string
+	var version int64
+	_, err := pgx.ForEachRow(rows, []any{&key, &version}, func() error { out[key] = version; return nil })
+	return out, err
 }
 
 func selector(req Request) string {

@@ -10,17 +10,27 @@ documented dedup rule (per FLID keep the highest state_version; drop a record wh
 one held), and rebuilds the flight table from the compacted state topic (a tombstone removes the
 flight). It prints one JSON document: the rebuilt table and what it counted.
 
-Exit 0: read and rebuilt; 1: a record broke the contract (named on stderr); 2: bad arguments or
-Kafka failed.
+With --watch-heartbeat it reads only the heartbeat topic, from its end, as it is written, and
+applies docs/events.md's heartbeat rule: it prints one JSON line when it is reading ({"ready":
+true}), one per heartbeat (the time since the previous one, as read and by the records' time
+fields, and "quiet" when nothing waits in msgx or "sending" otherwise), and, once no heartbeat
+came for three periods, a last line with the verdict "stalled", the silence, the intervals read
+and the observed period (their median); then it exits.
+
+Exit 0: read and rebuilt (watching: stalled declared); 1: a record broke the contract (named on
+stderr); 2: bad arguments or Kafka failed (watching: no heartbeat within --first-within).
 """
 
 import argparse
 import json
 import os
+import statistics
 import sys
+import time
+from datetime import datetime
 
 import jsonschema
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 KNOWN_SCHEMA_VERSION = "1"
 
@@ -63,16 +73,22 @@ def headers_of(msg, where):
     return out
 
 
+def partitions_of(consumer, topic):
+    """The partitions of topic, sorted; a topic that does not exist is a Kafka failure."""
+    meta = consumer.list_topics(topic, timeout=30)
+    tmeta = meta.topics.get(topic)
+    if tmeta is None or tmeta.error is not None:
+        raise KafkaException(tmeta.error if tmeta is not None else f"topic {topic} missing")
+    return sorted(tmeta.partitions)
+
+
 def read_topic(config, topic, handle):
     """Reads every partition of topic from its start to its end (the last stable offset for a
     read_committed consumer) and calls handle(msg) for each record in partition order."""
     consumer = Consumer(config)
     try:
-        meta = consumer.list_topics(topic, timeout=30)
-        tmeta = meta.topics.get(topic)
-        if tmeta is None or tmeta.error is not None:
-            raise KafkaException(tmeta.error if tmeta is not None else f"topic {topic} missing")
-        parts = [TopicPartition(topic, p, 0) for p in sorted(tmeta.partitions)]
+        partitions = partitions_of(consumer, topic)
+        parts = [TopicPartition(topic, p, 0) for p in partitions]
         ends = {}
         for tp in parts:
             _, high = consumer.get_watermark_offsets(tp, timeout=30)
@@ -95,6 +111,70 @@ def read_topic(config, topic, handle):
         consumer.close()
 
 
+# docs/events.md, "Heartbeat": stalled after this many periods without a heartbeat.
+STALLED_PERIODS = 3
+
+
+def emit(doc):
+    print(json.dumps(doc, sort_keys=True), flush=True)
+
+
+def parse_time(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def heartbeat_value(msg, schemas):
+    """The value of a heartbeat record, checked against the contract."""
+    where = f"{msg.topic()}/{msg.partition()}@{msg.offset()}"
+    headers = headers_of(msg, where)
+    if headers.get("schema_version") != KNOWN_SCHEMA_VERSION:
+        raise ContractError(f"{where}: schema_version {headers.get('schema_version')!r} is not one this consumer knows: stop")
+    value = json.loads(msg.value())
+    check(schemas["heartbeat"], value, f"{where} value")
+    return value
+
+
+def watch_heartbeat(config, topic, schemas, first_within):
+    """Tails topic and applies the heartbeat rule until it declares msgx stalled."""
+    consumer = Consumer(config)
+    try:
+        partitions = partitions_of(consumer, topic)
+        consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in partitions])
+        emit({"ready": True})
+        began = time.monotonic()
+        last_read = last_time = period = None
+        intervals, time_intervals = [], []
+        while True:
+            tick = 0.1 if period is None else min(0.1, period / 10)
+            msg = consumer.poll(timeout=tick)
+            now = time.monotonic()
+            if msg is not None and msg.error() is None:
+                value = heartbeat_value(msg, schemas)
+                beat_time = parse_time(value["time"])
+                line = {"beat": len(intervals) + 1 if last_read is not None else 0, "period_seconds": value["period_seconds"],
+                        "state": "quiet" if value["changes"]["oldest_unsent_event_id"] is None
+                        and value["state"]["oldest_unsent_event_id"] is None else "sending"}
+                if last_read is not None:
+                    intervals.append(now - last_read)
+                    time_intervals.append((beat_time - last_time).total_seconds())
+                    line["interval_seconds"], line["time_interval_seconds"] = intervals[-1], time_intervals[-1]
+                last_read, last_time, period = now, beat_time, value["period_seconds"]
+                emit(line)
+            elif msg is not None and msg.error().code() != KafkaError._PARTITION_EOF:
+                raise KafkaException(msg.error())
+            if last_read is None:
+                if now - began > first_within:
+                    raise KafkaException(f"{topic}: no heartbeat within {first_within} s")
+                continue
+            if now - last_read > STALLED_PERIODS * period:
+                emit({"verdict": "stalled", "silent_seconds": now - last_read, "period_seconds": period,
+                      "intervals_seconds": intervals, "time_intervals_seconds": time_intervals,
+                      "observed_period_seconds": statistics.median(intervals) if intervals else None})
+                return
+    finally:
+        consumer.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--brokers", required=True)
@@ -106,6 +186,8 @@ def main():
     ap.add_argument("--sasl-mechanism", help="e.g. SCRAM-SHA-512")
     ap.add_argument("--sasl-user")
     ap.add_argument("--sasl-password-env", help="the environment variable holding the SASL password")
+    ap.add_argument("--watch-heartbeat", action="store_true", help="tail the heartbeat topic until msgx is stalled")
+    ap.add_argument("--first-within", type=float, default=60, help="watching: seconds to wait for the first heartbeat")
     args = ap.parse_args()
 
     config = {
@@ -170,16 +252,13 @@ def main():
 
     def on_heartbeat(msg):
         nonlocal last_beat
-        where = f"{msg.topic()}/{msg.partition()}@{msg.offset()}"
-        headers = headers_of(msg, where)
-        if headers.get("schema_version") != KNOWN_SCHEMA_VERSION:
-            raise ContractError(f"{where}: schema_version {headers.get('schema_version')!r} is not one this consumer knows: stop")
-        value = json.loads(msg.value())
-        check(schemas["heartbeat"], value, f"{where} value")
+        last_beat = heartbeat_value(msg, schemas)
         counts["heartbeats"] += 1
-        last_beat = value
 
     try:
+        if args.watch_heartbeat:
+            watch_heartbeat(config, args.heartbeat_topic, schemas, args.first_within)
+            return 0
         read_topic(config, args.state_topic, on_state)
         read_topic(config, args.changes_topic, on_change)
         if args.heartbeat_topic:
