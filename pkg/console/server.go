@@ -58,6 +58,7 @@ type Server struct {
 	d        Deps
 	sess     *sessions
 	throttle *loginThrottle
+	oidc     *oidcClient // nil: OIDC log-in is off
 	pages    map[string]*template.Template
 }
 
@@ -78,11 +79,14 @@ func New(d Deps) (*Server, error) {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	sess, err := newSessions(d.Pool, d.Config.Tokens, d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
+	sess, err := newSessions(d.Pool, d.Config)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{d: d, sess: sess, throttle: newLoginThrottle(), pages: map[string]*template.Template{}}
+	if d.Config.OIDC.Enabled() {
+		s.oidc = newOIDCClient(d.Config.OIDC)
+	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
@@ -108,6 +112,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
+	if s.oidc != nil {
+		mux.HandleFunc("GET "+flowPath, s.oidcStart)
+		mux.HandleFunc("GET "+consoleconf.CallbackPath, s.oidcCallback)
+	}
 	mux.Handle("POST /logout", s.act(s.logout, false))
 	mux.Handle("GET /{$}", s.view(s.pipeline))
 	mux.Handle("GET /flights", s.view(s.flightSearch))
