@@ -221,7 +221,7 @@ func (s *Server) oidcIdentity(r *http.Request, now time.Time) (identity, string,
 	}
 	tok, err := oc.Exchange(s.oidc.context(r.Context()), q.Get("code"), oauth2.VerifierOption(f.Verifier))
 	if err != nil {
-		return identity{}, f.Next, refused("code exchange: "+err.Error(), "The identity provider refused this log-in's code: log in again.")
+		return identity{}, f.Next, refused("code exchange: "+err.Error(), "The identity provider refused the code of this log-in: log in again.")
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	idt, err := verifier.Verify(s.oidc.context(r.Context()), raw)
