@@ -199,3 +199,28 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	// Tokens still log in (break-glass), beside the provider.
 	require.Equal(t, http.StatusSeeOther, tokenLogin())
 }
+
+// TestOIDCProviderDownTokensStillLogIn: the provider is discovered at the first log-in through
+// it, not at start: a console whose provider does not answer starts, says so on that log-in,
+// and lets tokens in (break-glass).
+func TestOIDCProviderDownTokensStillLogIn(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	down := listen(t) // an address that accepts nothing once closed
+	issuer := "http://" + down.Addr().String()
+	require.NoError(t, down.Close())
+	l := listen(t)
+	d := w.deps
+	d.Config.OIDC = consoleconf.OIDC{
+		Issuer: issuer, ClientID: "console", RedirectURL: "http://" + l.Addr().String() + consoleconf.CallbackPath,
+		Scopes: []string{"openid"}, GroupsClaim: "groups", GroupScopes: consoleconf.GroupScopes{"ops": httpauth.ScopeRead},
+	}
+	base := serveOn(t, l, d, func(h http.Handler) http.Handler { return h }).URL
+	code, _, body := fetch(t, client(t), base+"/login/oidc?next=/dead")
+	require.Equal(t, http.StatusBadGateway, code)
+	require.Contains(t, body, "The identity provider cannot be reached: try again later, or log in with a token.")
+	resp, err := client(t).PostForm(base+"/login", url.Values{"token": {operatorToken}, "next": {"/"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "a token logs in while the provider is down")
+}
