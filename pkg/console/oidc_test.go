@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/console/consoleconf"
@@ -223,4 +224,24 @@ func TestOIDCProviderDownTokensStillLogIn(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "a token logs in while the provider is down")
+}
+
+// TestBrowserOIDCLogin: in Chromium, the login page's link goes through the provider and lands
+// the user, with the scope their group gives, on the page the login started from.
+func TestBrowserOIDCLogin(t *testing.T) {
+	t.Parallel()
+	o := setupOIDC(t)
+	o.idp.User("lead", "ops-leads")
+	run := browser(t)
+	var h1, header string
+	run(chromedp.Navigate(o.idp.Login+"/as?user=lead"),
+		chromedp.Navigate(o.base+"/login?next=%2Fdead"),
+		chromedp.WaitVisible(`#oidc-login`, chromedp.ByID),
+		navigating(chromedp.Click(`#oidc-login`, chromedp.ByID)),
+		chromedp.WaitVisible(`header form[action="/logout"]`, chromedp.ByQuery),
+		chromedp.Text(`h1`, &h1, chromedp.ByQuery),
+		chromedp.Text(`header`, &header, chromedp.ByQuery),
+		shot(t, "oidc-login"))
+	require.Equal(t, "Dead letters", h1)
+	require.Contains(t, header, "oidc:lead (operate)")
 }

@@ -240,7 +240,7 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate b
 		if operate && !sess.CanOperate() {
 			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
 			s.d.Log.Warn().Str("user", sess.User).Str("path", r.URL.Path).Msg("viewer refused an action")
-			s.refuse(w, r, http.StatusForbidden, "Your token has the read scope only: only an operator (operate scope) may act.")
+			s.refuse(w, r, http.StatusForbidden, "You have the read scope only: only an operator (operate scope) may act.")
 			return
 		}
 		if err := h(w, r); err != nil {

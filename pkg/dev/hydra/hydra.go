@@ -214,6 +214,11 @@ func (p *Provider) Browser(t testing.TB, user string, stop func(*url.URL) bool) 
 // name) in the ID token.
 func (p *Provider) loginApp(t testing.TB) http.Handler {
 	mux := http.NewServeMux()
+	// /as?user=NAME sets the cookie: a real browser's way to choose its user.
+	mux.HandleFunc("GET /as", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: UserCookie, Value: r.URL.Query().Get("user"), Path: "/"})
+		_, _ = io.WriteString(w, "<!doctype html><title>user set</title>")
+	})
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(UserCookie)
 		ch := url.QueryEscape(r.URL.Query().Get("login_challenge"))
