@@ -265,12 +265,19 @@ func (w *world) login(t testing.TB, token string) *http.Client {
 
 func get(t testing.TB, c *http.Client, u string) (int, string) {
 	t.Helper()
+	code, _, body := fetch(t, c, u)
+	return code, body
+}
+
+// fetch GETs u and returns the final status, URL path and body.
+func fetch(t testing.TB, c *http.Client, u string) (int, string, string) {
+	t.Helper()
 	resp, err := c.Get(u)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Request.URL.Path, string(body)
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)

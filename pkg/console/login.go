@@ -65,17 +65,26 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnauthorized, "login", "Log in", s.loginView(next, "Unknown token."))
 		return
 	}
-	cookies, err := s.sess.issue(r.Context(), tokenIdentity(cl, scope), now)
-	if err != nil {
-		s.fail(w, r, err)
+	if !s.startSession(w, r, tokenIdentity(cl, scope), now, next) {
 		return
 	}
 	s.d.Metrics.logins.WithLabelValues("ok").Inc()
+	s.d.Log.Info().Str("user", cl.Name).Str("method", "token").Msg("console login")
+}
+
+// startSession opens id's session: its cookies, and the browser sent on to next. false: it could
+// not (the error page is sent).
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, id identity, now time.Time, next string) bool {
+	cookies, err := s.sess.issue(r.Context(), id, now)
+	if err != nil {
+		s.fail(w, r, err)
+		return false
+	}
 	for _, c := range cookies {
 		http.SetCookie(w, c)
 	}
-	s.d.Log.Info().Str("user", cl.Name).Str("method", "token").Msg("console login")
 	http.Redirect(w, r, next, http.StatusSeeOther)
+	return true
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {

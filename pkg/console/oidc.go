@@ -187,17 +187,11 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	cookies, err := s.sess.issue(r.Context(), id, now)
-	if err != nil {
-		s.fail(w, r, err)
+	if !s.startSession(w, r, id, now, next) {
 		return
 	}
 	s.d.Metrics.oidcLogins.WithLabelValues("ok").Inc()
-	for _, c := range cookies {
-		http.SetCookie(w, c)
-	}
 	s.d.Log.Info().Str("user", id.User).Str("method", "oidc").Strs("groups", id.Groups).Str("scope", string(id.Scope)).Msg("console login")
-	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // oidcIdentity checks the provider's answer and returns who logged in and where they go; a

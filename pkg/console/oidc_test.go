@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -55,17 +54,6 @@ func (o *oidcWorld) toCallback(t *testing.T, b *http.Client) string {
 	cb := resp.Header.Get("Location")
 	require.True(t, strings.HasPrefix(cb, o.base+consoleconf.CallbackPath+"?"), cb)
 	return cb
-}
-
-// fetch GETs u and returns the final status, URL path and body.
-func fetch(t *testing.T, b *http.Client, u string) (int, string, string) {
-	t.Helper()
-	resp, err := b.Get(u)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, resp.Request.URL.Path, string(body)
 }
 
 // loginOIDC logs user in through the provider and returns its browser on the page it lands on.
