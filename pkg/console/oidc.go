@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +148,9 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, oc.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusSeeOther)
 }
 
+// errorCode is the form of an OAuth 2.0 error code (access_denied, invalid_scope).
+var errorCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
 // refusal is a callback the console refuses: the HTTP status, the metric's outcome, what the
 // log says and what the user is told.
 type refusal struct {
@@ -177,7 +181,9 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	id, next, err := s.oidcIdentity(r, now)
 	var ref refusal
 	if errors.As(err, &ref) {
-		s.throttle.fail(host, now)
+		if ref.outcome != "unavailable" { // a provider that is down is nobody's failed login
+			s.throttle.fail(host, now)
+		}
 		s.d.Metrics.oidcLogins.WithLabelValues(ref.outcome).Inc()
 		s.d.Log.Warn().Str("remote", host).Str("user", ref.user).Str("reason", ref.reason).Msg("console OIDC login refused")
 		s.render(w, r, ref.code, "login", "Log in", s.loginView(next, ref.userReason))
@@ -203,7 +209,11 @@ func (s *Server) oidcIdentity(r *http.Request, now time.Time) (identity, string,
 		return identity{}, "/", refused("no valid flow cookie", "This log-in expired or was not started here: log in again.")
 	}
 	if e := q.Get("error"); e != "" {
-		return identity{}, f.Next, refused("provider error: "+e, "The identity provider did not log you in ("+e+").")
+		code := "error" // only an OAuth 2.0 error code is shown: nothing a link's author wrote
+		if errorCode.MatchString(e) {
+			code = e
+		}
+		return identity{}, f.Next, refused("provider error: "+e, "The identity provider did not log you in ("+code+").")
 	}
 	if st := q.Get("state"); st == "" || !hmac.Equal([]byte(st), []byte(f.State)) {
 		return identity{}, f.Next, refused("state mismatch", "This log-in's answer does not match the log-in started here: log in again.")

@@ -185,6 +185,12 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "/login", path, "an expired session is refused")
 
+	// A user the provider does not log in comes back with its error code, and no session.
+	code, path, body = fetch(t, o.idp.Browser(t, "", nil), o.base+"/login/oidc?next=/dead")
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.Equal(t, consoleconf.CallbackPath, path)
+	require.Contains(t, body, "The identity provider did not log you in (access_denied).")
+
 	// Tokens still log in (break-glass), beside the provider.
 	require.Equal(t, http.StatusSeeOther, tokenLogin())
 }
