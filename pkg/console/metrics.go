@@ -17,7 +17,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "msgx_console_logins_total", Help: "Console log-in attempts by outcome (ok, refused).",
 		}, []string{"outcome"}),
 		oidcLogins: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "msgx_console_oidc_logins_total", Help: "Console log-ins through the OpenID Connect provider by outcome (ok, refused, no_group: in no mapped group, unavailable: the provider could not be reached, throttled).",
+			Name: "msgx_console_oidc_logins_total", Help: "Console log-ins through the OpenID Connect provider by outcome (ok, refused, no_group: in no mapped group, revoked: msgxctl token revoke oidc:NAME, unavailable: the provider could not be reached, throttled).",
 		}, []string{"outcome"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "msgx_console_actions_total", Help: "Console actions by path and outcome (done, dry_run, refused).",

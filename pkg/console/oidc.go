@@ -236,7 +236,18 @@ func (s *Server) oidcIdentity(r *http.Request, now time.Time) (identity, string,
 		return identity{}, f.Next, refused("nonce mismatch", "The identity provider's answer does not match this log-in: log in again.")
 	}
 	id, err := s.oidcUser(idt)
-	return id, f.Next, err
+	if err != nil {
+		return identity{}, f.Next, err
+	}
+	var revoked bool // msgxctl token revoke oidc:NAME
+	if err := s.d.Pool.QueryRow(r.Context(), tokenRevokedSQL, id.Hash).Scan(&revoked); err != nil {
+		return identity{}, f.Next, fmt.Errorf("read revocation of %s: %w", id.User, err)
+	}
+	if revoked {
+		return identity{}, f.Next, refusal{code: http.StatusForbidden, outcome: "revoked", reason: "revoked (token_revoked)", user: id.User,
+			userReason: "Your access to the console (" + id.User + ") was revoked: ask the console's administrators."}
+	}
+	return id, f.Next, nil
 }
 
 // oidcUser is the verified ID token's user, with the groups the configuration maps.

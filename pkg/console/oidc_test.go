@@ -191,6 +191,24 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	require.Equal(t, consoleconf.CallbackPath, path)
 	require.Contains(t, body, "The identity provider did not log you in (access_denied).")
 
+	// msgxctl token revoke oidc:NAME (its two steps) ends a user's sessions on every replica at
+	// once and refuses their logins through the provider.
+	o.idp.User("reader", "ops")
+	reader, code, path, _ := o.loginOIDC(t, "reader")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "/dead", path)
+	ids, err := httpauth.ProviderIdentities(ctx, o.db.Pool, "oidc:reader")
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	done, err := httpauth.Revoke(ctx, o.db.Pool, httpauth.Client{Name: "oidc:reader", Hash: ids[0]}, "ops", "left", time.Now())
+	require.NoError(t, err)
+	require.True(t, done)
+	_, path, _ = fetch(t, reader, o.base+"/dead")
+	require.Equal(t, "/login", path, "the revoked user's session ended")
+	_, code, _, body = o.loginOIDC(t, "reader")
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "Your access to the console (oidc:reader) was revoked")
+
 	// Tokens still log in (break-glass), beside the provider.
 	require.Equal(t, http.StatusSeeOther, tokenLogin())
 }
