@@ -17,7 +17,12 @@ bin=$home/bin/hydra
 
 die() { echo "ensure-hydra: $*" >&2; exit 1; }
 
-built() { [ -x "$bin" ] && "$bin" version 2>/dev/null | grep -q "Version: *$version\$"; }
+# The version's output is read whole first: grep -q in a pipe would stop reading early and,
+# under pipefail, fail the check with hydra's SIGPIPE.
+built() {
+  local v
+  [ -x "$bin" ] && v=$("$bin" version 2>/dev/null) && grep -q "^Version: *$version\$" <<<"$v"
+}
 
 if built; then
   echo "$bin"
