@@ -78,28 +78,76 @@ func (o *oidcWorld) replay(t *testing.T, b *http.Client, reason string) int {
 // TestOIDCLoginWithGroupScopes: OIDC login against the real provider, with group -> scope. A
 // user of a group mapped to operate acts; a user of a read-only group reads and is refused the
 // action; a user in no mapped group gets no session; a forged state and a replayed code are
-// refused; logout and the expiry end an OIDC session; tokens still log in beside it.
+// refused; logout, the expiry and a revocation end an OIDC session; tokens still log in beside it.
 func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	t.Parallel()
 	o := setupOIDC(t)
 	o.idp.User("lead", "staff", "ops-leads")
 	o.idp.User("viewer", "ops")
 	o.idp.User("outsider", "sales")
+	o.idp.User("reader", "ops")
 
 	code, _, body := fetch(t, client(t), o.base+"/login")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `id="oidc-login"`, "the login page offers the provider")
+	lead, viewer := o.groupsGiveScopes(t)
+	o.refusals(t)
 
-	// The viewer (ops → read) reads and is refused the action.
-	vi, code, path, body := o.loginOIDC(t, "viewer")
+	// Logout ends the lead's session server-side.
+	_, _, body = fetch(t, lead, o.base+"/")
+	resp, err := lead.PostForm(o.base+"/logout", url.Values{"csrf": {csrfOf(t, body)}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	code, path, _ := fetch(t, lead, o.base+"/dead")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "/login", path)
+	require.Equal(t, int64(1), o.count(t, `SELECT count(*) FROM console_session WHERE user_name = 'oidc:lead' AND revoked_at IS NOT NULL`))
+
+	// The refused answers count as failed logins of their address, as refused tokens do: five
+	// within the minute (the outsider, the forged state, the ended flow twice, the replayed code)
+	// hold the address's next login, a token's too.
+	tokenLogin := func() int {
+		resp, err := client(t).PostForm(o.base+"/login", url.Values{"token": {operatorToken}, "next": {"/"}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusTooManyRequests, tokenLogin())
+
+	// The viewer's session expires as a token's does.
+	code, path, _ = fetch(t, viewer, o.base+"/dead")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "/dead", path)
+	o.clk.Advance(time.Hour + time.Second) // the world's MSGX_CONSOLE_SESSION_TTL is an hour
+	code, path, _ = fetch(t, viewer, o.base+"/dead")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "/login", path, "an expired session is refused")
+
+	// A user the provider does not log in comes back with its error code, and no session.
+	code, path, body = fetch(t, o.idp.Browser(t, "", nil), o.base+"/login/oidc?next=/dead")
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.Equal(t, consoleconf.CallbackPath, path)
+	require.Contains(t, body, "The identity provider did not log you in (access_denied).")
+
+	o.revocation(t)
+	// Tokens still log in (break-glass), beside the provider.
+	require.Equal(t, http.StatusSeeOther, tokenLogin())
+}
+
+// groupsGiveScopes: the viewer (ops → read) reads and is refused the action; the lead
+// (ops-leads → operate) replays, audited as the provider's user; the outsider (sales: mapped to
+// nothing) is refused with a page that says why, and no session. It returns the lead's and the
+// viewer's browsers, logged in.
+func (o *oidcWorld) groupsGiveScopes(t *testing.T) (lead, viewer *http.Client) {
+	t.Helper()
+	viewer, code, path, body := o.loginOIDC(t, "viewer")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, "/dead", path, "back where the login started")
 	require.Contains(t, body, "oidc:viewer (read)")
-	require.Equal(t, http.StatusForbidden, o.replay(t, vi, "viewer tries"))
+	require.Equal(t, http.StatusForbidden, o.replay(t, viewer, "viewer tries"))
 	require.Zero(t, o.count(t, `SELECT count(*) FROM replay_audit`), "nothing done")
 
-	// The lead (ops-leads → operate) replays, audited as the provider's user.
-	lead, code, _, body := o.loginOIDC(t, "lead")
+	lead, code, _, body = o.loginOIDC(t, "lead")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "oidc:lead (operate)")
 	require.Equal(t, http.StatusOK, o.replay(t, lead, "lead replays"))
@@ -107,7 +155,6 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	require.Equal(t, int64(1), o.count(t, `SELECT count(*) FROM console_session WHERE user_name = 'oidc:lead' AND oidc_groups = '{ops-leads}' AND scope = 'operate'`),
 		"the session keeps the mapped groups only")
 
-	// The outsider (sales: mapped to nothing) is refused with a page that says why, and no session.
 	out, code, path, body := o.loginOIDC(t, "outsider")
 	require.Equal(t, http.StatusForbidden, code)
 	require.Equal(t, consoleconf.CallbackPath, path)
@@ -116,8 +163,14 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "/login", path, "no session: the login page")
 	require.Zero(t, o.count(t, `SELECT count(*) FROM console_session WHERE user_name = 'oidc:outsider'`))
+	return lead, viewer
+}
 
-	// A forged state is refused, and ends that flow.
+// refusals: a forged state is refused and ends that flow; a code is used once: the browser's
+// own replay finds its flow ended, and a replay with the flow cookie put back passes the state
+// check and the provider refuses the code.
+func (o *oidcWorld) refusals(t *testing.T) {
+	t.Helper()
 	b := o.idp.Browser(t, "lead", isCallback)
 	cb := o.toCallback(t, b)
 	u, err := url.Parse(cb)
@@ -125,15 +178,13 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	q := u.Query()
 	q.Set("state", q.Get("state")+"x")
 	u.RawQuery = q.Encode()
-	code, _, body = fetch(t, b, u.String())
+	code, _, body := fetch(t, b, u.String())
 	require.Equal(t, http.StatusUnauthorized, code)
 	require.Contains(t, body, "does not match the log-in started here")
 	code, _, body = fetch(t, b, cb)
 	require.Equal(t, http.StatusUnauthorized, code, "the flow ended with the forged answer")
 	require.Contains(t, body, "expired or was not started here")
 
-	// A code is used once: the browser's own replay finds its flow ended; a replay with the flow
-	// cookie put back passes the state check and the provider refuses the code.
 	b = o.idp.Browser(t, "lead", isCallback)
 	cb = o.toCallback(t, b)
 	flowCookies := b.Jar.Cookies(u)
@@ -154,46 +205,12 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	require.Contains(t, body, "The identity provider refused the code of this log-in")
 	require.Equal(t, int64(2), o.count(t, `SELECT count(*) FROM console_session WHERE user_name = 'oidc:lead'`),
 		"two logins of lead's, nothing from the replays")
+}
 
-	// Logout ends the lead's session server-side.
-	_, _, body = fetch(t, lead, o.base+"/")
-	resp, err = lead.PostForm(o.base+"/logout", url.Values{"csrf": {csrfOf(t, body)}})
-	require.NoError(t, err)
-	resp.Body.Close()
-	code, path, _ = fetch(t, lead, o.base+"/dead")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "/login", path)
-	require.Equal(t, int64(1), o.count(t, `SELECT count(*) FROM console_session WHERE user_name = 'oidc:lead' AND revoked_at IS NOT NULL`))
-
-	// The refused answers count as failed logins of their address, as refused tokens do: five
-	// within the minute (the outsider, the forged state, the ended flow twice, the replayed code)
-	// hold the address's next login, a token's too.
-	tokenLogin := func() int {
-		resp, err := client(t).PostForm(o.base+"/login", url.Values{"token": {operatorToken}, "next": {"/"}})
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	require.Equal(t, http.StatusTooManyRequests, tokenLogin())
-
-	// The viewer's session expires as a token's does.
-	code, path, _ = fetch(t, vi, o.base+"/dead")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "/dead", path)
-	o.clk.Advance(time.Hour + time.Second) // the world's MSGX_CONSOLE_SESSION_TTL is an hour
-	code, path, _ = fetch(t, vi, o.base+"/dead")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "/login", path, "an expired session is refused")
-
-	// A user the provider does not log in comes back with its error code, and no session.
-	code, path, body = fetch(t, o.idp.Browser(t, "", nil), o.base+"/login/oidc?next=/dead")
-	require.Equal(t, http.StatusUnauthorized, code)
-	require.Equal(t, consoleconf.CallbackPath, path)
-	require.Contains(t, body, "The identity provider did not log you in (access_denied).")
-
-	// msgxctl token revoke oidc:NAME (its two steps) ends a user's sessions on every replica at
-	// once and refuses their logins through the provider.
-	o.idp.User("reader", "ops")
+// revocation: msgxctl token revoke oidc:NAME (its two steps) ends a user's sessions on every
+// replica at once and refuses their logins through the provider.
+func (o *oidcWorld) revocation(t *testing.T) {
+	t.Helper()
 	reader, code, path, _ := o.loginOIDC(t, "reader")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "/dead", path)
@@ -205,12 +222,9 @@ func TestOIDCLoginWithGroupScopes(t *testing.T) {
 	require.True(t, done)
 	_, path, _ = fetch(t, reader, o.base+"/dead")
 	require.Equal(t, "/login", path, "the revoked user's session ended")
-	_, code, _, body = o.loginOIDC(t, "reader")
+	_, code, _, body := o.loginOIDC(t, "reader")
 	require.Equal(t, http.StatusForbidden, code)
 	require.Contains(t, body, "Your access to the console (oidc:reader) was revoked")
-
-	// Tokens still log in (break-glass), beside the provider.
-	require.Equal(t, http.StatusSeeOther, tokenLogin())
 }
 
 // TestOIDCProviderDownTokensStillLogIn: the provider is discovered at the first log-in through
