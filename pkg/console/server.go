@@ -1,6 +1,7 @@
 // Package console is msgx's operator web console (cmd/console): server-rendered pages over
 // PostgreSQL — the pipeline, a flight's story, a message's history, dead letters and replay,
-// requests to the AODB. Users log in with pkg/httpauth tokens: reading needs scope read;
+// requests to the AODB. Users log in with pkg/httpauth tokens or, when configured, through an
+// OpenID Connect provider whose groups map to the scopes (oidc.go): reading needs scope read;
 // acting (replay, skip, request) needs scope operate, a CSRF token, and goes through the functions msgxctl uses, which write the
 // audit rows (actor "console:<user>"). Pages are html/template (every value escaped), embedded
 // with the stylesheet and one small script of its own (static/console.js: the pipeline's live
