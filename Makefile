@@ -44,9 +44,10 @@ test-race: ## go test -race over everything (real PostgreSQL and MariaDB); lists
 	$(GOTEST) -race -count=1 -timeout 12m $(SLOW_PKGS) $(PKGS)
 
 .PHONY: setup
-setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, Apache Kafka's jars, the AsyncAPI parser, the reference consumer's Python environment); a no-op when they are there
+setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, ORY Hydra, Apache Kafka's jars, the AsyncAPI parser, the reference consumer's Python environment); a no-op when they are there
 	bash scripts/ensure-db.sh
 	bash scripts/ensure-tools.sh
+	bash scripts/ensure-hydra.sh >/dev/null
 	bash scripts/ensure-kafka.sh >/dev/null
 	bash scripts/ensure-asyncapi.sh
 	bash scripts/ensure-refconsumer.sh

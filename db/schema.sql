@@ -173,7 +173,8 @@ CREATE TABLE public.console_session (
     token_sha256 bytea NOT NULL,
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
-    revoked_at timestamp with time zone
+    revoked_at timestamp with time zone,
+    oidc_groups text[]
 );
 
 
@@ -1897,4 +1898,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270105120000'),
     ('20270110120000'),
     ('20270110130000'),
-    ('20270110140000');
+    ('20270110140000'),
+    ('20270111140000');

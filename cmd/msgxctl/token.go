@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 
 func init() {
 	register("token", command{
-		summary: "token new CLIENT --scope …: make a bearer token (API, console); token list; token revoke CLIENT --reason R: refuse a client's tokens on every replica",
+		summary: "token new CLIENT --scope …: make a bearer token (API, console); token list; token revoke CLIENT --reason R: refuse a client's tokens (or an OIDC user, oidc:NAME) on every replica",
 		run:     tokenCmd,
 	})
 }
@@ -30,10 +31,12 @@ entry, read reads the API's flights and views every console page, operate also a
 console (replay, skip, requests).
 
 token list lists the configured tokens (MSGX_CONSOLE_TOKENS, MSGX_API_TOKENS: client, scopes,
-the start of the hash) and which are revoked. token revoke CLIENT refuses CLIENT's tokens,
-audited, while their entries are still deployed: a console token at once on every console
-replica (its logins and sessions), an API token on every ingest replica within 5 s; remove the
-entries at the next deployment.`
+the start of the hash) and which are revoked, and the revoked users of the console's OpenID
+Connect log-in. token revoke CLIENT refuses CLIENT's tokens, audited, while their entries are
+still deployed: a console token at once on every console replica (its logins and sessions), an
+API token on every ingest replica within 5 s; remove the entries at the next deployment. token
+revoke oidc:NAME does the same for a user of the OpenID Connect log-in (their identity, as their
+console sessions name it): their sessions end and their logins through the provider are refused.`
 
 // tokenCmd dispatches token new, list and revoke.
 func tokenCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
@@ -116,6 +119,14 @@ func configuredTokens(ctx context.Context, cfg config.Config, db httpauth.Querie
 			out = append(out, t)
 		}
 	}
+	// The revoked users of the console's OpenID Connect log-in: configured at the provider, not here.
+	n := len(out)
+	for _, r := range revoked {
+		if strings.HasPrefix(r.Client, httpauth.ProviderUserPrefix) {
+			out = append(out, configuredToken{Where: "console", Client: r.Client, SHA256: fmt.Sprintf("%x", r.Hash[:6]), Revoked: &r, hash: r.Hash})
+		}
+	}
+	slices.SortStableFunc(out[n:], func(a, b configuredToken) int { return strings.Compare(a.Client+a.SHA256, b.Client+b.SHA256) })
 	return out, nil
 }
 
@@ -176,8 +187,12 @@ func tokenRevoke(ctx context.Context, cfg config.Config, args []string, out io.W
 	})
 }
 
-// revokeTokens revokes the tokens of client among ts, console and API.
+// revokeTokens revokes the tokens of client among ts, console and API, or a provider's user
+// (oidc:NAME).
 func revokeTokens(ctx context.Context, pool *pgxpool.Pool, ts []configuredToken, client, actor, reason string, fs *cmdline.FlagSet, out io.Writer) error {
+	if strings.HasPrefix(client, httpauth.ProviderUserPrefix) {
+		return revokeProviderUser(ctx, pool, client, actor, reason, fs, out)
+	}
 	n := 0
 	for _, t := range ts {
 		if t.Client != client {
@@ -202,5 +217,30 @@ func revokeTokens(ctx context.Context, pool *pgxpool.Pool, ts []configuredToken,
 		return fs.Refusef("no token of %q in MSGX_CONSOLE_TOKENS or MSGX_API_TOKENS (msgxctl token list)", client)
 	}
 	fmt.Fprintln(out, "remove its MSGX_CONSOLE_TOKENS or MSGX_API_TOKENS entries at the next deployment")
+	return nil
+}
+
+// revokeProviderUser ends the console sessions of user, a user of the OpenID Connect log-in, on
+// every replica at once and refuses their logins through the provider from then on.
+func revokeProviderUser(ctx context.Context, pool *pgxpool.Pool, user, actor, reason string, fs *cmdline.FlagSet, out io.Writer) error {
+	ids, err := httpauth.ProviderIdentities(ctx, pool, user)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return fs.Refusef("%s has no console session (never logged in, or none for over a day): remove them from the group at the identity provider", user)
+	}
+	for _, h := range ids {
+		done, err := httpauth.Revoke(ctx, pool, httpauth.Client{Name: user, Hash: h}, actor, reason, time.Now())
+		if err != nil {
+			return err
+		}
+		verb := "revoked"
+		if !done {
+			verb = "already revoked"
+		}
+		fmt.Fprintf(out, "%s: %s (identity sha256:%x…); every console replica ends their sessions and refuses their logins from its next request\n", verb, user, h[:6])
+	}
+	fmt.Fprintln(out, "remove them from the group at the identity provider as well")
 	return nil
 }

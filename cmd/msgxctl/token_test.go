@@ -75,5 +75,17 @@ func TestTokenListAndRevoke(t *testing.T) {
 	require.Contains(t, out.String(), "revoked: API token of portal")
 	require.Contains(t, out.String(), "every ingest replica refuses it within 5s")
 	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "nobody", "--reason", "r"}, &out), "an unknown client")
+
+	// A user of the console's OpenID Connect log-in: revoked by the identity their sessions name.
+	_, err := db.Pool.Exec(context.Background(), `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at, oidc_groups)
+		VALUES ($1, 'oidc:carl', 'read', $2, now(), now() + interval '1 hour', '{ops}')`, bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32))
+	require.NoError(t, err)
+	out.Reset()
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"revoke", "oidc:carl", "--reason", "left", "--actor", "ops"}, &out))
+	require.Contains(t, out.String(), "revoked: oidc:carl (identity sha256:020202020202…)")
+	out.Reset()
+	require.NoError(t, tokenCmd(context.Background(), cfg, []string{"list"}, &out))
+	require.Regexp(t, `console +oidc:carl .*revoked .* by ops: left`, out.String())
+	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "oidc:nobody", "--reason", "r"}, &out), "no session: nothing to revoke")
 	require.Error(t, tokenCmd(context.Background(), cfg, []string{"revoke", "ana"}, &out), "a reason is required")
 }

@@ -97,7 +97,7 @@ func checkEgressCIDRs(t *testing.T, id string, rules []networkingv1.NetworkPolic
 }
 
 // secretSettings must come from a Secret, never from a ConfigMap or a literal.
-var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD", "MSGX_CONSOLE_SESSION_KEY", "MSGX_CONSOLE_TOKENS"}
+var secretSettings = []string{"MSGX_PG_URL", "MSGX_MYSQL_DSN", "MSGX_KAFKA_SASL_PASSWORD", "MSGX_CONSOLE_SESSION_KEY", "MSGX_CONSOLE_TOKENS", "MSGX_CONSOLE_OIDC_CLIENT_SECRET"}
 
 // rolePasswordEnv are the password variables of msgxctl roles apply (MSGX_ROLE_PASSWORD_<ROLE>).
 var rolePasswordEnv = regexp.MustCompile(`^MSGX_ROLE_PASSWORD_([A-Z]+)$`)

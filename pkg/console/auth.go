@@ -14,11 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/console/consoleconf"
 	"github.com/msgx/msgx/pkg/httpauth"
 )
 
 // The console's users are clients of pkg/httpauth (MSGX_CONSOLE_TOKENS, the API's format and
-// token check): scope read views every page, scope operate also replays, skips and sends
+// token check) or, when configured, users of an OpenID Connect provider whose groups map to a
+// scope (oidc.go): scope read views every page, scope operate also replays, skips and sends
 // requests.
 
 // consoleScope is the strongest console scope cl holds ("" when it holds neither).
@@ -55,20 +57,34 @@ const (
 type sessions struct {
 	pool   *pgxpool.Pool
 	tokens httpauth.Clients
+	oidc   consoleconf.OIDC
 	key    []byte
 	ttl    time.Duration
 	secure bool
 }
 
-func newSessions(pool *pgxpool.Pool, tokens httpauth.Clients, key string, ttl time.Duration, secure bool) (*sessions, error) {
-	k := []byte(key)
+func newSessions(pool *pgxpool.Pool, cfg consoleconf.Config) (*sessions, error) {
+	k := []byte(cfg.SessionKey)
 	if len(k) == 0 {
 		k = make([]byte, 32)
 		if _, err := rand.Read(k); err != nil {
 			return nil, fmt.Errorf("make session key: %w", err)
 		}
 	}
-	return &sessions{pool: pool, tokens: tokens, key: k, ttl: ttl, secure: secure}, nil
+	return &sessions{pool: pool, tokens: cfg.Tokens, oidc: cfg.OIDC, key: k, ttl: cfg.SessionTTL, secure: cfg.TLS}, nil
+}
+
+// identity is who a new session is of: a token's client, or a provider's user (Groups: the
+// mapped groups the ID token named; Hash: the SHA-256 of the issuer and the subject).
+type identity struct {
+	User   string
+	Scope  httpauth.Scope
+	Hash   []byte
+	Groups []string // nil: a token's session
+}
+
+func tokenIdentity(cl httpauth.Client, scope httpauth.Scope) identity {
+	return identity{User: cl.Name, Scope: scope, Hash: cl.Hash[:]}
 }
 
 func (s *sessions) mac(parts ...string) string {
@@ -85,20 +101,20 @@ func idHash(id string) []byte {
 	return h[:]
 }
 
-// issue stores a new session of cl and returns its two cookies.
-func (s *sessions) issue(ctx context.Context, cl httpauth.Client, scope httpauth.Scope, now time.Time) ([]*http.Cookie, error) {
+// issue stores a new session of id and returns its two cookies.
+func (s *sessions) issue(ctx context.Context, id identity, now time.Time) ([]*http.Cookie, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, fmt.Errorf("make session id: %w", err)
 	}
-	id := hex.EncodeToString(raw)
+	sid := hex.EncodeToString(raw)
 	if _, err := s.pool.Exec(ctx, sessionDeleteExpiredSQL, now); err != nil {
 		return nil, fmt.Errorf("delete expired sessions: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, sessionInsertSQL, idHash(id), cl.Name, string(scope), cl.Hash[:], now, now.Add(s.ttl)); err != nil {
+	if _, err := s.pool.Exec(ctx, sessionInsertSQL, idHash(sid), id.User, string(id.Scope), id.Hash, now, now.Add(s.ttl), id.Groups); err != nil {
 		return nil, fmt.Errorf("store session: %w", err)
 	}
-	return []*http.Cookie{s.cookie(cookieName, id, http.SameSiteLaxMode), s.cookie(actCookieName, id, http.SameSiteStrictMode)}, nil
+	return []*http.Cookie{s.cookie(cookieName, sid, http.SameSiteLaxMode), s.cookie(actCookieName, sid, http.SameSiteStrictMode)}, nil
 }
 
 // cookie is a browser-session cookie; the server-side expiry ends the session.
@@ -116,8 +132,9 @@ func (s *sessions) clear() []*http.Cookie {
 }
 
 // read returns the request's session: stored, unrevoked, unexpired, and its token still among
-// the configured ones (its scope as the token has it now). action also requires the Strict
-// cookie with the same id.
+// the configured ones (its scope as the token has it now) or, for a provider's user, OIDC still
+// configured and the user's groups still mapped (its scope as the mapping gives it now). action
+// also requires the Strict cookie with the same id.
 func (s *sessions) read(r *http.Request, now time.Time, action bool) (Session, bool, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil || len(c.Value) != 64 {
@@ -131,12 +148,20 @@ func (s *sessions) read(r *http.Request, now time.Time, action bool) (Session, b
 	}
 	var sess Session
 	var token []byte
-	err = s.pool.QueryRow(r.Context(), sessionReadSQL, idHash(c.Value), now).Scan(&sess.User, &token, &sess.Expires)
+	var groups []string
+	err = s.pool.QueryRow(r.Context(), sessionReadSQL, idHash(c.Value), now).Scan(&sess.User, &token, &sess.Expires, &groups)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, false, nil
 	}
 	if err != nil {
 		return Session{}, false, fmt.Errorf("read session: %w", err)
+	}
+	if groups != nil {
+		if !s.oidc.Enabled() {
+			return Session{}, false, nil // OIDC log-in was turned off
+		}
+		sess.Scope, sess.id = s.oidc.GroupScopes.Scope(groups), c.Value
+		return sess, sess.Scope != "", nil
 	}
 	for _, cl := range s.tokens {
 		if cl.Name == sess.User && hmac.Equal(cl.Hash[:], token) {

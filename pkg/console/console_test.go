@@ -218,10 +218,22 @@ func (w *world) serve(t testing.TB, d console.Deps) *httptest.Server {
 // process).
 func (w *world) serveThrough(t testing.TB, d console.Deps, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	c, err := console.New(d)
-	require.NoError(t, err)
+	return serveOn(t, listen(t), d, wrap)
+}
+
+// listen listens on the next loopback address of the tests' (127.0.0.2, .3, …).
+func listen(t testing.TB) net.Listener {
+	t.Helper()
 	n := hosts.Add(1)
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.%d:0", n/250, 2+n%250))
+	require.NoError(t, err)
+	return l
+}
+
+// serveOn serves a console of d, its handler wrapped, on l.
+func serveOn(t testing.TB, l net.Listener, d console.Deps, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
+	c, err := console.New(d)
 	require.NoError(t, err)
 	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: wrap(c.Handler())}}
 	srv.Start()
@@ -255,12 +267,19 @@ func (w *world) login(t testing.TB, token string) *http.Client {
 
 func get(t testing.TB, c *http.Client, u string) (int, string) {
 	t.Helper()
+	code, _, body := fetch(t, c, u)
+	return code, body
+}
+
+// fetch GETs u and returns the final status, URL path and body.
+func fetch(t testing.TB, c *http.Client, u string) (int, string, string) {
+	t.Helper()
 	resp, err := c.Get(u)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Request.URL.Path, string(body)
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)

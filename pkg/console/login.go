@@ -10,15 +10,22 @@ import (
 	"time"
 )
 
-// loginView is the login page: where to go after, why the last try was refused, and whether a
-// session just ended.
+// loginView is the login page: where to go after, why the last try was refused, whether a
+// session just ended, and whether the provider's log-in is offered (OIDC).
 type loginView struct {
 	Next, Error string
-	Ended       bool
+	Ended, OIDC bool
+}
+
+// loginView is the login page's view going to next, with the refusal msg ("": none).
+func (s *Server) loginView(next, msg string) loginView {
+	return loginView{Next: safeNext(next), Error: msg, OIDC: s.d.Config.OIDC.Enabled()}
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "login", "Log in", loginView{Next: safeNext(r.URL.Query().Get("next")), Ended: r.URL.Query().Get("ended") != ""})
+	v := s.loginView(r.URL.Query().Get("next"), "")
+	v.Ended = r.URL.Query().Get("ended") != ""
+	s.render(w, r, http.StatusOK, "login", "Log in", v)
 }
 
 // safeNext keeps a redirect inside the console.
@@ -37,8 +44,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if wait := s.throttle.wait(host, now); wait > 0 {
 		s.d.Metrics.logins.WithLabelValues("throttled").Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", loginView{Next: next,
-			Error: "Too many failed logins from this address: wait " + wait.Round(time.Second).String() + " and try again."})
+		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", s.loginView(next,
+			"Too many failed logins from this address: wait "+wait.Round(time.Second).String()+" and try again."))
 		return
 	}
 	cl, ok := s.d.Config.Tokens.Lookup(r.PostFormValue("token"))
@@ -55,20 +62,29 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.throttle.fail(host, now)
 		s.d.Metrics.logins.WithLabelValues("refused").Inc()
 		s.d.Log.Warn().Str("remote", host).Msg("console login refused")
-		s.render(w, r, http.StatusUnauthorized, "login", "Log in", loginView{Next: next, Error: "Unknown token."})
+		s.render(w, r, http.StatusUnauthorized, "login", "Log in", s.loginView(next, "Unknown token."))
 		return
 	}
-	cookies, err := s.sess.issue(r.Context(), cl, scope, now)
-	if err != nil {
-		s.fail(w, r, err)
+	if !s.startSession(w, r, tokenIdentity(cl, scope), now, next) {
 		return
 	}
 	s.d.Metrics.logins.WithLabelValues("ok").Inc()
+	s.d.Log.Info().Str("user", cl.Name).Str("method", "token").Msg("console login")
+}
+
+// startSession opens id's session: its cookies, and the browser sent on to next. false: it could
+// not (the error page is sent).
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, id identity, now time.Time, next string) bool {
+	cookies, err := s.sess.issue(r.Context(), id, now)
+	if err != nil {
+		s.fail(w, r, err)
+		return false
+	}
 	for _, c := range cookies {
 		http.SetCookie(w, c)
 	}
-	s.d.Log.Info().Str("user", cl.Name).Msg("console login")
 	http.Redirect(w, r, next, http.StatusSeeOther)
+	return true
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {

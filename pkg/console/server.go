@@ -1,6 +1,7 @@
 // Package console is msgx's operator web console (cmd/console): server-rendered pages over
 // PostgreSQL — the pipeline, a flight's story, a message's history, dead letters and replay,
-// requests to the AODB. Users log in with pkg/httpauth tokens: reading needs scope read;
+// requests to the AODB. Users log in with pkg/httpauth tokens or, when configured, through an
+// OpenID Connect provider whose groups map to the scopes (oidc.go): reading needs scope read;
 // acting (replay, skip, request) needs scope operate, a CSRF token, and goes through the functions msgxctl uses, which write the
 // audit rows (actor "console:<user>"). Pages are html/template (every value escaped), embedded
 // with the stylesheet and one small script of its own (static/console.js: the pipeline's live
@@ -58,6 +59,7 @@ type Server struct {
 	d        Deps
 	sess     *sessions
 	throttle *loginThrottle
+	oidc     *oidcClient // nil: OIDC log-in is off
 	pages    map[string]*template.Template
 }
 
@@ -78,11 +80,14 @@ func New(d Deps) (*Server, error) {
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	sess, err := newSessions(d.Pool, d.Config.Tokens, d.Config.SessionKey, d.Config.SessionTTL, d.Config.TLS)
+	sess, err := newSessions(d.Pool, d.Config)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{d: d, sess: sess, throttle: newLoginThrottle(), pages: map[string]*template.Template{}}
+	if d.Config.OIDC.Enabled() {
+		s.oidc = newOIDCClient(d.Config.OIDC)
+	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
@@ -108,6 +113,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
+	if s.oidc != nil {
+		mux.HandleFunc("GET "+flowPath, s.oidcStart)
+		mux.HandleFunc("GET "+consoleconf.CallbackPath, s.oidcCallback)
+	}
 	mux.Handle("POST /logout", s.act(s.logout, false))
 	mux.Handle("GET /{$}", s.view(s.pipeline))
 	mux.Handle("GET /flights", s.view(s.flightSearch))
@@ -232,7 +241,7 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request) error, operate b
 		if operate && !sess.CanOperate() {
 			s.d.Metrics.actions.WithLabelValues(r.URL.Path, "refused").Inc()
 			s.d.Log.Warn().Str("user", sess.User).Str("path", r.URL.Path).Msg("viewer refused an action")
-			s.refuse(w, r, http.StatusForbidden, "Your token has the read scope only: only an operator (operate scope) may act.")
+			s.refuse(w, r, http.StatusForbidden, "You have the read scope only: only an operator (operate scope) may act.")
 			return
 		}
 		if err := h(w, r); err != nil {

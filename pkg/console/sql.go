@@ -79,11 +79,12 @@ SELECT count(DISTINCT partition_key) FROM msg_event
 )
 
 // The console's sessions (console_session): the cookie's id is stored as its SHA-256 only. A
-// session of a revoked token (token_revoked) counts no more, on every replica.
+// session of a revoked token (token_revoked) counts no more, on every replica. oidc_groups is
+// NULL for a token's session, the mapped groups for a provider's user.
 const (
-	sessionInsertSQL = `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)`
-	sessionReadSQL = `SELECT user_name, token_sha256, expires_at FROM console_session s
+	sessionInsertSQL = `INSERT INTO console_session (session_sha256, user_name, scope, token_sha256, created_at, expires_at, oidc_groups)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	sessionReadSQL = `SELECT user_name, token_sha256, expires_at, oidc_groups FROM console_session s
  WHERE session_sha256 = $1 AND revoked_at IS NULL AND expires_at > $2
    AND NOT EXISTS (SELECT 1 FROM token_revoked r WHERE r.token_sha256 = s.token_sha256)`
 	// tokenRevokedSQL: was this token revoked (httpauth.Revoke)?

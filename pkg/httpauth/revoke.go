@@ -121,3 +121,30 @@ func (s *RevokedSet) Revoked(ctx context.Context, h [sha256.Size]byte) bool {
 	_, revoked := s.hashes[h]
 	return revoked
 }
+
+// ProviderUserPrefix starts the name of a console user who logged in through the OpenID Connect
+// provider (oidc:NAME).
+const ProviderUserPrefix = "oidc:"
+
+// ProviderIdentities are the identities of user (oidc:NAME), each the SHA-256 of the provider's
+// issuer and the user's subject, as their console sessions name them: what Revoke takes to end
+// their sessions and refuse their logins through the provider. None when the user has no session
+// left (never logged in, or every session expired over a day ago).
+func ProviderIdentities(ctx context.Context, db Querier, user string) ([][sha256.Size]byte, error) {
+	rows, err := db.Query(ctx, providerIdentitiesSQL, user)
+	if err != nil {
+		return nil, fmt.Errorf("read %s's sessions: %w", user, err)
+	}
+	var out [][sha256.Size]byte
+	var hash []byte
+	_, err = pgx.ForEachRow(rows, []any{&hash}, func() error {
+		var h [sha256.Size]byte
+		copy(h[:], hash)
+		out = append(out, h)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s's sessions: %w", user, err)
+	}
+	return out, nil
+}
