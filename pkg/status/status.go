@@ -36,6 +36,7 @@ type Snapshot struct {
 	Leaders          []Leader         `json:"leaders"`
 	Outbox           []Target         `json:"outbox"`
 	Flights          map[string]int64 `json:"flights_by_state"`
+	Sends            []Send           `json:"dispatcher_sends"` // the dispatcher's report of its sends, per target
 }
 
 // gapGrace is how long past ingest's limit an open gap may stay before it is overdue: ingest
@@ -210,7 +211,7 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 	if err := counts(ctx, pool, flightsSQL, s.Flights); err != nil {
 		return s, fmt.Errorf("count flights: %w", err)
 	}
-	return s, nil
+	return s, s.readSends(ctx, pool, now)
 }
 
 func counts(ctx context.Context, pool *pgxpool.Pool, q string, into map[string]int64) error {
