@@ -1,8 +1,9 @@
 // Package status reads what operators look at from PostgreSQL: a snapshot of the whole pipeline
 // (msgxctl status, the console's pipeline page, the demo's progress line: watermark and gap,
-// head, backlog, dead letters, markers, leaders and dispatcher lag), and one message, live or
-// archived, with its attempts and audit rows (ReadMessage: msgxctl show, the console's message
-// page). Read-only; every query is cheap (indexed or tiny tables).
+// head, backlog, dead letters, markers, leaders, dispatcher lag and the dispatcher's report of
+// its sends), the verdict judged from it (Snapshot.Verdict: the console's live verdict), and one
+// message, live or archived, with its attempts and audit rows (ReadMessage: msgxctl show, the
+// console's message page). Read-only; every query is cheap (indexed or tiny tables).
 package status
 
 import (

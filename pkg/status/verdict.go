@@ -10,8 +10,8 @@ import (
 // Verdict is the pipeline's health in one word and the reasons for it, worst first (the
 // console's live verdict).
 type Verdict struct {
-	State   string // healthy, degraded or stopped
-	Reasons []string
+	State   string   `json:"state"` // healthy, degraded or stopped
+	Reasons []string `json:"reasons"`
 }
 
 // Thresholds of the verdict: beyond them the pipeline is degraded (a stale lease stops it).
