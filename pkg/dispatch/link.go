@@ -371,11 +371,16 @@ func (l *Link) LastSent(topic string) time.Time {
 	return l.lastOK[topic]
 }
 
-// Ping asks the current term's producer whether a broker answers.
+// Ping asks the current term's producer whether a broker answers. The dispatcher pings after a
+// batch failed whole: when no broker answers, the term cannot produce until a send succeeds.
 func (l *Link) Ping(ctx context.Context) error {
 	p := l.current.Load()
 	if p == nil {
 		return ErrNoProducer
 	}
-	return (*p).Ping(ctx)
+	err := (*p).Ping(ctx)
+	if err != nil {
+		l.setDown(ClassUnreachable, fmt.Errorf("a batch failed and no broker answers: %w", err), l.Clock.Now())
+	}
+	return err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/msgx/msgx/pkg/clip"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -104,10 +105,7 @@ func (r *Reporter) states(now time.Time, last []outbox.SendState, refresh bool) 
 			LastSentAt: r.link.LastSent(tt[1]), StallAfter: r.link.StallAfter, ReportEvery: r.Every}
 		if b := r.link.Blocked(tt[1], now); b != nil {
 			st.BlockedSince, st.Class = b.Since, b.Class
-			st.Error = b.Err.Error()
-			if len(st.Error) > maxReportedError {
-				st.Error = st.Error[:maxReportedError] + "…"
-			}
+			st.Error = clip.String(b.Err.Error(), maxReportedError)
 		}
 		out[i] = st
 	}
