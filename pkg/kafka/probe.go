@@ -58,12 +58,7 @@ func answering(c Config, timeout time.Duration) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var live []string
-	for _, addr := range c.Brokers {
-		if ok[addr] {
-			live = append(live, addr)
-		}
-	}
+	live := brokersWhere(c, ok, true)
 	if len(live) == 0 {
 		return c.Brokers, nil
 	}
@@ -177,11 +172,16 @@ func Silent(c Config, timeout time.Duration) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var silent []string
+	return brokersWhere(c, ok, false), nil
+}
+
+// brokersWhere returns the bootstrap brokers whose entry in ok is want, in the configured order.
+func brokersWhere(c Config, ok map[string]bool, want bool) []string {
+	var out []string
 	for _, addr := range c.Brokers {
-		if !ok[addr] {
-			silent = append(silent, addr)
+		if ok[addr] == want {
+			out = append(out, addr)
 		}
 	}
-	return silent, nil
+	return out
 }
