@@ -77,7 +77,7 @@ func (r *Reporter) run(ctx context.Context, lease leader.Lease) {
 		due := now.Sub(wrote) >= r.Every
 		states := r.states(now, last, due)
 		if due || !sameReport(states, last) {
-			err := r.store.ReportSends(ctx, lease, states, now)
+			err := r.write(ctx, lease, states, now)
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -94,6 +94,14 @@ func (r *Reporter) run(ctx context.Context, lease leader.Lease) {
 			return
 		}
 	}
+}
+
+// write writes states, waiting at most a report period: a database that does not answer delays
+// the next report, it does not hang the loop (the report goes stale, and says so).
+func (r *Reporter) write(ctx context.Context, lease leader.Lease, states []outbox.SendState, now time.Time) error {
+	wctx, cancel := context.WithTimeout(ctx, r.Every)
+	defer cancel()
+	return r.store.ReportSends(wctx, lease, states, now)
 }
 
 // states is the report at now; last is the previous one written, whose brokers a report that
