@@ -85,6 +85,11 @@ func TestFrozenBrokerIsNamedWithin15s(t *testing.T) {
 	require.Eventually(t, func() bool { v = verdict(); return v.State == "healthy" }, 30*time.Second, 100*time.Millisecond,
 		"healthy again after the thaw: %v", v.Reasons)
 	t.Logf("healthy %s after the thaw", time.Since(thawedAt).Round(100*time.Millisecond))
+	require.Eventually(t, func() bool {
+		s, err := status.Read(context.Background(), db.Pool, time.Now())
+		require.NoError(t, err)
+		return len(s.Sends) == 2 && s.Sends[0].BlockedFor == nil && s.Sends[0].LastSentAt != nil && s.Sends[1].BlockedFor == nil
+	}, 15*time.Second, 100*time.Millisecond, "the dispatcher reports its sends unblocked")
 }
 
 // sendEvents enqueues n KAFKA:msg events of version v, one per FLID, created now.
