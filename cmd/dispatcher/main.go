@@ -74,13 +74,12 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 		return err
 	}
 	reg.MustRegister(kafka.NewCollector(), link)
-	dcfg := cfg.dispatchConfig()
-	disp, err := dispatch.New(dcfg, store, link, clock.System{}, reg, log)
+	disp, err := dispatch.New(cfg.dispatchConfig(), store, link, clock.System{}, reg, log)
 	if err != nil {
 		return err
 	}
 	// The report of the sends the operators' status reads (dispatch_send), for the whole term.
-	report := dispatch.NewReporter(link, store, dcfg, log)
+	report := dispatch.NewReporter(link, disp, log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     settings.RoleDispatcher,
 		Process:  cfg.Process,

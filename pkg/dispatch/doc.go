@@ -64,7 +64,8 @@
 // again; every second it looks, and writes on a change or every 5 s)
 //
 //	per target: Link.Blocked (the judgement behind readiness: the term cannot produce, or a
-//	send waited longer than StallAfter) ──▶ since when, why, the bootstrap brokers that do not
+//	send waited longer than StallAfter), else the tail not read yet (TailBlocked)
+//	──▶ since when, why, the bootstrap brokers that do not
 //	answer a metadata request, the last acknowledged send; written under the lease
 //
 // The operators' status (pkg/status) reads it to name a frozen or unreachable broker while

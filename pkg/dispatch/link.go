@@ -321,6 +321,7 @@ const (
 	ClassRefused     = "refused"     // the cluster refused the last send (no leader, too few in-sync replicas)
 	ClassTopic       = "topic"       // the topic check refused a topic (missing, not compacted)
 	ClassStarting    = "starting"    // the term is dialling and checking the lease and the topics
+	ClassTail        = "tail"        // the term has not read the topics' tail yet: nothing is sent until it has
 )
 
 // Blocked is why the term's sends are blocked or failing (Class, Err) and since when.

@@ -38,6 +38,7 @@ const maxReportedError = 500
 // while the term dials again, so a frozen broker is reported while nothing can be sent.
 type Reporter struct {
 	link   *Link
+	disp   *Dispatcher
 	store  *outbox.Store
 	topics [][2]string // target, topic
 	log    zerolog.Logger
@@ -45,11 +46,12 @@ type Reporter struct {
 	Tick, Every time.Duration
 }
 
-// NewReporter reports the sends of link for the targets of cfg (KAFKA:msg to its changes topic,
-// KAFKA:schd to its state topic) through store.
-func NewReporter(link *Link, store *outbox.Store, cfg Config, log zerolog.Logger) *Reporter {
-	return &Reporter{link: link, store: store, log: log, Tick: reportTick, Every: reportEvery,
-		topics: [][2]string{{event.TargetMsg, cfg.TopicChanges}, {event.TargetSchd, cfg.TopicState}}}
+// NewReporter reports the sends of disp through link (KAFKA:msg to its changes topic, KAFKA:schd
+// to its state topic) in disp's store: blocked when the link says so (Link.Blocked), or while
+// the term has not read the topics' tail (Dispatcher.TailBlocked).
+func NewReporter(link *Link, disp *Dispatcher, log zerolog.Logger) *Reporter {
+	return &Reporter{link: link, disp: disp, store: disp.store, log: log, Tick: reportTick, Every: reportEvery,
+		topics: [][2]string{{event.TargetMsg, disp.cfg.TopicChanges}, {event.TargetSchd, disp.cfg.TopicState}}}
 }
 
 // Beside runs work while the reporter writes reports under lease; the reports end with work.
@@ -111,7 +113,11 @@ func (r *Reporter) states(now time.Time, last []outbox.SendState, refresh bool) 
 	for i, tt := range r.topics {
 		st := outbox.SendState{Target: tt[0], Topic: tt[1], Brokers: r.link.cfg.Brokers,
 			LastSentAt: r.link.LastSent(tt[1]), StallAfter: r.link.StallAfter, ReportEvery: r.Every}
-		if b := r.link.Blocked(tt[1], now); b != nil {
+		b := r.link.Blocked(tt[1], now)
+		if b == nil {
+			b = r.disp.TailBlocked()
+		}
+		if b != nil {
 			st.BlockedSince, st.Class = b.Since, b.Class
 			st.Error = clip.String(b.Err.Error(), maxReportedError)
 		}

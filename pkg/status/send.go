@@ -118,6 +118,8 @@ func (x Send) what() string {
 		return fmt.Sprintf("%s %s refusing the records", noun, brokers)
 	case x.Class == "topic":
 		return fmt.Sprintf("Kafka topic %s unusable (%s %s)", x.Topic, strings.ToLower(noun), brokers)
+	case x.Class == "tail":
+		return fmt.Sprintf("Kafka topics' tail not read, nothing sent (%s %s)", strings.ToLower(noun), brokers)
 	}
 	return fmt.Sprintf("Kafka sends blocked (%s, %s %s answer metadata requests)", x.Class, strings.ToLower(noun), brokers)
 }
