@@ -74,3 +74,28 @@ func TestSendReportVerdict(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, store.ReportSends(ctx, lease, nil, at), leader.ErrFenced, "a deposed dispatcher reports nothing")
 }
+
+// TestSendProblemsSayWhatBlocks: the reason names the brokers as the dispatcher reported them:
+// not answering when they did not answer its metadata request, else what blocks the sends.
+func TestSendProblemsSayWhatBlocks(t *testing.T) {
+	t.Parallel()
+	blocked := 20.0
+	for _, c := range []struct {
+		class  string
+		silent bool
+		want   string
+	}{
+		{"stalled", true, "Kafka brokers 10.0.0.1:9093, 10.0.0.2:9093 not answering for 20s"},
+		{"stalled", false, "Kafka sends blocked (stalled, kafka brokers 10.0.0.1:9093, 10.0.0.2:9093 answer metadata requests) for 20s"},
+		{"refused", false, "Kafka brokers 10.0.0.1:9093, 10.0.0.2:9093 refusing the records for 20s"},
+		{"topic", false, "Kafka topic msgx.flight.state unusable (kafka brokers 10.0.0.1:9093, 10.0.0.2:9093) for 20s"},
+		{"tail", false, "Kafka topics' tail not read, nothing sent (kafka brokers 10.0.0.1:9093, 10.0.0.2:9093) for 20s"},
+	} {
+		s := status.Snapshot{
+			Outbox: []status.Target{{Target: event.TargetSchd, Pending: 3}},
+			Sends: []status.Send{{Target: event.TargetSchd, Topic: "msgx.flight.state", BlockedFor: &blocked, Class: c.class, Error: "why",
+				Brokers: []string{"10.0.0.1:9093", "10.0.0.2:9093"}, BrokersSilent: c.silent, StallAfter: 5, ReportEvery: 5}},
+		}
+		require.Equal(t, []string{c.want + ": 3 events waiting (msgx.flight.state): why"}, s.SendProblems(), c.class)
+	}
+}
