@@ -231,6 +231,28 @@ CREATE TABLE public.db_timeline (
 
 
 --
+-- Name: dispatch_send; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.dispatch_send (
+    target text NOT NULL,
+    topic text NOT NULL,
+    epoch bigint NOT NULL,
+    blocked_since timestamp with time zone,
+    error_class text,
+    error text,
+    brokers text[] DEFAULT '{}'::text[] NOT NULL,
+    brokers_silent boolean DEFAULT false NOT NULL,
+    last_sent_at timestamp with time zone,
+    stall_after interval NOT NULL,
+    report_every interval NOT NULL,
+    reported_at timestamp with time zone NOT NULL,
+    CONSTRAINT dispatch_send_check CHECK (((blocked_since IS NULL) = (error_class IS NULL))),
+    CONSTRAINT dispatch_send_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
+);
+
+
+--
 -- Name: flight; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1184,6 +1206,14 @@ ALTER TABLE ONLY public.db_timeline
 
 
 --
+-- Name: dispatch_send dispatch_send_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.dispatch_send
+    ADD CONSTRAINT dispatch_send_pkey PRIMARY KEY (target);
+
+
+--
 -- Name: flight_airbridge flight_airbridge_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1899,4 +1929,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270110120000'),
     ('20270110130000'),
     ('20270110140000'),
+    ('20270111120000'),
     ('20270111140000');

@@ -78,6 +78,8 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 	if err != nil {
 		return err
 	}
+	// The report of the sends the operators' status reads (dispatch_send), for the whole term.
+	report := dispatch.NewReporter(link, disp, log)
 	return daemon.Run(ctx, daemon.Spec{
 		Role:     settings.RoleDispatcher,
 		Process:  cfg.Process,
@@ -89,9 +91,11 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 		// accepts connections fails it), and, while leading, a term that can produce.
 		Checks: []obs.Check{{Name: "kafka", Fn: link.Ready}, {Name: "tail", Fn: disp.Ready}},
 		Work: func(ctx context.Context, lease leader.Lease) error {
-			return link.Term(ctx,
-				func(ctx context.Context) error { return store.CheckLease(ctx, lease) },
-				func(ctx context.Context) error { return disp.Run(ctx, lease) })
+			return report.Beside(ctx, lease, func(ctx context.Context) error {
+				return link.Term(ctx,
+					func(ctx context.Context) error { return store.CheckLease(ctx, lease) },
+					func(ctx context.Context) error { return disp.Run(ctx, lease) })
+			})
 		},
 		Started: started,
 	})

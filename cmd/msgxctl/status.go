@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,14 +13,15 @@ import (
 )
 
 func init() {
-	register("status", command{summary: "watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag", run: statusCmd})
+	register("status", command{summary: "verdict, watermark, gaps, head, backlog, dead letters, markers, leaders, dispatcher lag, Kafka sends", run: statusCmd})
 }
 
 // statusDoc is status's --json: the snapshot, each leader with whether it is stale (not renewed
-// within MSGX_LEADER_SESSION_TIMEOUT), as the text marks it.
+// within MSGX_LEADER_SESSION_TIMEOUT), as the text marks it, and the verdict the console shows.
 type statusDoc struct {
 	status.Snapshot
 	Leaders []statusLeader `json:"leaders"`
+	Verdict status.Verdict `json:"verdict"`
 }
 
 type statusLeader struct {
@@ -28,9 +30,12 @@ type statusLeader struct {
 }
 
 func statusCmd(ctx context.Context, cfg config.Config, args []string, out io.Writer) error {
-	fs, asJSON := flags("status", "[--json]", `Shows the pipeline at a glance: watermark, gaps, head, backlog, dead letters, markers,
-leaders (STALE, "stale": true, when not renewed within MSGX_LEADER_SESSION_TIMEOUT) and the
-dispatcher lag of each target (none when the outbox holds no pending or dead event).`, out)
+	fs, asJSON := flags("status", "[--json]", `Shows the pipeline at a glance: the verdict the console shows (healthy, degraded or stopped,
+with its reasons), watermark, gaps, head, backlog, dead letters, markers, leaders (STALE,
+"stale": true, when not renewed within MSGX_LEADER_SESSION_TIMEOUT), the dispatcher lag of each
+target (none when the outbox holds no pending or dead event) and the dispatcher's report of its
+sends to Kafka per target (BLOCKED since when, why and the brokers; UNKNOWN when the report is
+stale).`, out)
 	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
@@ -43,7 +48,7 @@ dispatcher lag of each target (none when the outbox holds no pending or dead eve
 	if err != nil {
 		return err
 	}
-	doc := statusDoc{Snapshot: s}
+	doc := statusDoc{Snapshot: s, Verdict: s.Verdict(cfg.Leader.SessionTimeout)}
 	for _, l := range s.Leaders {
 		doc.Leaders = append(doc.Leaders, statusLeader{Leader: l, Stale: l.Stale(cfg.Leader.SessionTimeout)})
 	}
@@ -57,6 +62,10 @@ dispatcher lag of each target (none when the outbox holds no pending or dead eve
 func statusText(out io.Writer, cfg config.Config, s statusDoc) error {
 	loc := cfg.Location()
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "verdict\t%s\n", s.Verdict.State)
+	for _, r := range s.Verdict.Reasons {
+		fmt.Fprintf(w, "  because\t%s\n", r)
+	}
 	fmt.Fprintf(w, "watermark\t%d\n", s.Watermark)
 	if s.GapStart != nil {
 		fmt.Fprintf(w, "open gap\tat %d, %.0fs old%s\n", *s.GapStart, *s.GapAge, gapJudgement(s))
@@ -83,6 +92,9 @@ func statusText(out io.Writer, cfg config.Config, s statusDoc) error {
 		}
 		fmt.Fprintf(w, "dispatcher lag %s\tpending %d, dead %d, oldest pending %s\n", t.Target, t.Pending, t.Dead, age)
 	}
+	for _, x := range s.Sends {
+		fmt.Fprintf(w, "kafka sends %s\t%s\n", x.Target, sendText(loc, x))
+	}
 	for _, l := range s.Leaders {
 		stale := ""
 		if l.Stale {
@@ -103,4 +115,19 @@ func gapJudgement(s statusDoc) string {
 	default:
 		return fmt.Sprintf(" (ingest skips it at %.0fs)", *s.GapLimit)
 	}
+}
+
+// sendText is one target's line of the dispatcher's report of its sends.
+func sendText(loc *time.Location, x status.Send) string {
+	last := "none since the dispatcher started"
+	if x.LastSentAt != nil {
+		last = stamp(loc, *x.LastSentAt)
+	}
+	switch {
+	case x.Stale():
+		return fmt.Sprintf("UNKNOWN (%s): the last report is %.0fs old, the dispatcher reports every %.0fs", x.Topic, x.ReportAge, x.ReportEvery)
+	case x.BlockedFor != nil:
+		return fmt.Sprintf("BLOCKED (%s) for %.0fs, %s, brokers %s: %s; last sent %s", x.Topic, *x.BlockedFor, x.Class, strings.Join(x.Brokers, ", "), x.Error, last)
+	}
+	return fmt.Sprintf("sending (%s); last sent %s", x.Topic, last)
 }

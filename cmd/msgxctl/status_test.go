@@ -13,6 +13,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/settings"
+	"github.com/msgx/msgx/pkg/status"
 )
 
 // msgxctl status shows each leader's renewal age and marks one not renewed within the session
@@ -77,4 +78,39 @@ func TestStatusEmptyListsAndStale(t *testing.T) {
 		require.NotNil(t, l.Stale, l.Role)
 		require.Equal(t, l.Role == "dispatcher", *l.Stale, l.Role)
 	}
+}
+
+// status shows the verdict the console shows and the dispatcher's report of its sends: a
+// blocked target names its brokers, and the verdict says why it is degraded.
+func TestStatusShowsBlockedSends(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	_, err := db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES
+	  ('ingest', 1, 'a', 0, now(), now()), ('processor', 1, 'b', 0, now(), now()), ('dispatcher', 1, 'c', 0, now(), now())`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, created_at)
+		VALUES ('KAFKA:msg', '7', 'UPSERT', 1, '{}', now())`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO dispatch_send (target, topic, epoch, blocked_since, error_class, error, brokers, brokers_silent,
+		stall_after, report_every, reported_at)
+		VALUES ('KAFKA:msg', 'msgx.flight.changes', 1, now() - interval '20 seconds', 'unreachable', 'kafka not reachable: i/o timeout',
+		        '{10.0.0.5:9093}', true, '5s', '5s', now())`)
+	require.NoError(t, err)
+	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	var out bytes.Buffer
+	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
+	require.Regexp(t, `(?m)^verdict\s+degraded\n\s+because\s+Kafka broker 10\.0\.0\.5:9093 not answering for 2\ds: 1 events waiting \(msgx\.flight\.changes\): kafka not reachable: i/o timeout$`, out.String())
+	require.Regexp(t, `(?m)^kafka sends KAFKA:msg\s+BLOCKED \(msgx\.flight\.changes\) for 2\ds, unreachable, brokers 10\.0\.0\.5:9093: kafka not reachable: i/o timeout; last sent none since the dispatcher started$`, out.String())
+
+	out.Reset()
+	require.NoError(t, statusCmd(ctx, cfg, []string{"--json"}, &out))
+	var doc struct {
+		Verdict status.Verdict `json:"verdict"`
+		Sends   []status.Send  `json:"dispatcher_sends"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	require.Equal(t, "degraded", doc.Verdict.State)
+	require.Len(t, doc.Sends, 1)
+	require.Equal(t, []string{"10.0.0.5:9093"}, doc.Sends[0].Brokers)
 }

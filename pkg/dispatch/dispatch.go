@@ -48,8 +48,9 @@ type Dispatcher struct {
 	// sent, by FLID and version (ReadTail sets them before the loops start; StepMsg reads them).
 	held map[string]map[int64]outbox.Held
 
-	// tailErr is why this term's tail read keeps failing (nil: read, or no term): Ready.
-	tailErr atomic.Pointer[error]
+	// tail is why this term's tail read has not finished, since its first attempt (nil: read, or
+	// no term): Ready, and the report of the sends (Reporter).
+	tail atomic.Pointer[Blocked]
 
 	// lastSent is, per target, the highest event id whose record the broker acknowledged in
 	// this term (the heartbeat reports it; 0: none yet).
@@ -59,11 +60,15 @@ type Dispatcher struct {
 // Ready fails while the leader's term cannot read the topics' tail, so it sends nothing (the
 // read is retried): e.g. a principal without Read on the topics (docs/kafka.md's ACLs).
 func (d *Dispatcher) Ready(context.Context) error {
-	if err := d.tailErr.Load(); err != nil {
-		return *err
+	if b := d.tail.Load(); b != nil {
+		return b
 	}
 	return nil
 }
+
+// TailBlocked says why nothing is sent while this term's tail read has not finished, and since
+// when (nil: read, or no term).
+func (d *Dispatcher) TailBlocked() *Blocked { return d.tail.Load() }
 
 // New returns a dispatcher. Its metrics are registered on reg.
 func New(cfg Config, store *outbox.Store, sender Sender, clk clock.Clock, reg prometheus.Registerer, log zerolog.Logger) (*Dispatcher, error) {

@@ -60,6 +60,17 @@
 // the oldest wait. A send abandoned at its timeout breaks the producer: the term dials a new one
 // (whose initialisation aborts the abandoned transaction) after checking the lease again.
 //
+// Send report → table dispatch_send (Reporter, beside the whole term, also while it dials
+// again; every second it looks, and writes on a change or every 5 s)
+//
+//	per target: Link.Blocked (the judgement behind readiness: the term cannot produce, or a
+//	send waited longer than StallAfter), else the tail not read yet (TailBlocked)
+//	──▶ since when, why, the bootstrap brokers that do not
+//	answer a metadata request, the last acknowledged send; written under the lease
+//
+// The operators' status (pkg/status) reads it to name a frozen or unreachable broker while
+// events wait, and says the send state is unknown when the report stops coming.
+//
 // Every SENT/DEAD transition runs in a transaction that checks the leader lease first
 // (leader.Lease.Check), so a deposed dispatcher cannot commit; the lease's epoch travels in
 // every record's headers. Delivery is at least once: a crash between the broker's

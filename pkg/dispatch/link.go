@@ -77,14 +77,16 @@ type Link struct {
 	StallAfter time.Duration
 
 	current atomic.Pointer[Producer]
-	// down is why the current term cannot produce (nil: it can, or no term runs).
-	down atomic.Pointer[error]
+
+	mu sync.Mutex
+	// down is why the current term cannot produce (nil: it can, or no term runs), since downSince.
+	down      *Blocked
+	downSince time.Time
 	// brokenWait is the wait before dialling again after a broken producer (0: none).
 	brokenWait time.Duration
-
-	mu       sync.Mutex
-	inflight map[int64]time.Time // start of every unanswered send
-	nextSend int64
+	inflight   map[int64]sending    // every unanswered send
+	lastOK     map[string]time.Time // per topic, the last send the broker acknowledged
+	nextSend   int64
 
 	unusable *prometheus.GaugeVec // per configured topic: 1 while the topic check refuses it
 }
@@ -120,7 +122,7 @@ func NewLink(cfg kafka.Config, retry time.Duration, log zerolog.Logger) (*Link, 
 		cfg: cfg, retry: retry, log: log,
 		Dial:  func(c kafka.Config) (Producer, error) { return kafka.Dial(c) },
 		Clock: clock.System{}, StallAfter: defaultStallAfter,
-		inflight: map[int64]time.Time{},
+		inflight: map[int64]sending{}, lastOK: map[string]time.Time{},
 		unusable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "msgx_kafka_topic_unusable",
 			Help: "1 while the leader's topic check refuses the topic (missing, or the state topic not compacted): nothing is published until it is fixed.",
@@ -137,10 +139,10 @@ func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work
 	for {
 		err := l.term(ctx, leads, work)
 		if !errors.Is(err, kafka.ErrBroken) || ctx.Err() != nil {
-			l.down.Store(nil) // no term: only the probe answers for readiness
+			l.clearDown() // no term: only the probe answers for readiness
 			return err
 		}
-		l.setDown(err)
+		l.setDown(ClassBroken, err, l.Clock.Now())
 		l.mu.Lock()
 		l.brokenWait = backoff.Next(l.brokenWait, l.retry, maxRetryWait)
 		wait := l.brokenWait
@@ -154,7 +156,7 @@ func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work
 
 func (l *Link) term(ctx context.Context, leads func(context.Context) error, work func(context.Context) error) error {
 	// Not ready until this term can produce: dialled, still leading, the topics usable.
-	l.setDown(errTermStarting)
+	l.setDown(ClassStarting, errTermStarting, l.Clock.Now())
 	// The gauges are the leader's: a term that ends leaves no verdict behind.
 	defer l.unusable.Reset()
 	var p Producer
@@ -167,8 +169,7 @@ func (l *Link) term(ctx context.Context, leads func(context.Context) error, work
 		return err
 	}
 	defer func() {
-		l.current.Store(nil)
-		l.down.Store(nil)
+		l.current.Store(nil) // Term says whether the link is down meanwhile
 		if err := p.Close(); err != nil {
 			l.log.Warn().Err(err).Msg("kafka producer close")
 		}
@@ -189,7 +190,7 @@ func (l *Link) term(ctx context.Context, leads func(context.Context) error, work
 	for _, in := range infos {
 		l.log.Info().Str("topic", in.Name).Int("partitions", in.Partitions).Str("cleanup_policy", in.CleanupPolicy).Msg("kafka topic checked")
 	}
-	l.down.Store(nil)
+	l.clearDown()
 	l.current.Store(&p)
 	return work(ctx)
 }
@@ -206,7 +207,11 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 		case errors.Is(err, ErrRefused):
 			return false, err
 		}
-		l.setDown(fmt.Errorf("%s: %w", what, err))
+		class := ClassUnreachable
+		if kafka.Unusable(err) {
+			class = ClassTopic
+		}
+		l.setDown(class, fmt.Errorf("%s: %w", what, err), l.Clock.Now())
 		ev := l.log.Warn()
 		if kafka.Unusable(err) {
 			ev = l.log.Error() // the platform team's fix is needed: nothing is published meanwhile
@@ -229,79 +234,154 @@ func (l *Link) Send(ctx context.Context, recs []kafka.Record) []error {
 		}
 		return errs
 	}
-	id := l.started()
+	topic := ""
+	if len(recs) > 0 {
+		topic = recs[0].Topic
+	}
+	id := l.started(topic)
 	errs := (*p).Send(ctx, recs)
 	l.answered(id, errs)
 	return errs
 }
 
 // started records a send's start for Ready and returns its id.
-func (l *Link) started() int64 {
+func (l *Link) started(topic string) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.nextSend++
-	l.inflight[l.nextSend] = l.Clock.Now()
+	l.inflight[l.nextSend] = sending{at: l.Clock.Now(), topic: topic}
 	return l.nextSend
 }
 
 // answered records a send's answers: one record acknowledged means Kafka takes records (and
 // ends the doubling of the redial wait); a batch the cluster refused (kafka.Unavailable) means
-// it cannot, until a send succeeds again.
+// it cannot, since the send started, until a send succeeds again.
 func (l *Link) answered(id int64, errs []error) {
 	l.mu.Lock()
+	s := l.inflight[id]
 	delete(l.inflight, id)
 	l.mu.Unlock()
 	for _, err := range errs {
 		if err == nil {
-			l.down.Store(nil)
 			l.mu.Lock()
-			l.brokenWait = 0
+			l.down, l.downSince, l.brokenWait = nil, time.Time{}, 0
+			l.lastOK[s.topic] = l.Clock.Now()
 			l.mu.Unlock()
 			return
 		}
 	}
 	for _, err := range errs {
 		if kafka.Unavailable(err) {
-			l.setDown(fmt.Errorf("kafka cannot take records: %w", err))
+			class := ClassRefused
+			if errors.Is(err, kafka.ErrBroken) {
+				class = ClassBroken
+			}
+			l.setDown(class, fmt.Errorf("kafka cannot take records: %w", err), s.at)
 			return
 		}
 	}
 }
 
-func (l *Link) setDown(err error) { l.down.Store(&err) }
+// setDown records that the term cannot produce, for class and err, since at, or since it went
+// down when it already was.
+func (l *Link) setDown(class string, err error, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.down == nil || at.Before(l.downSince) {
+		l.downSince = at
+	}
+	l.down = &Blocked{Class: class, Err: err}
+}
+
+// clearDown records that the term can produce, or that no term runs.
+func (l *Link) clearDown() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down, l.downSince = nil, time.Time{}
+}
 
 // Ready is the dispatcher's readiness check of Kafka. It fails when no broker answers a
 // metadata request within the check timeout (kafka.Probe), and, while this instance leads,
-// when its term cannot produce: no producer could be dialled, the last send was refused by the
-// cluster (too few in-sync replicas, no leader, no coordinator, a broken producer) and none has
-// succeeded since, or a send has waited longer than StallAfter. Between terms (a standby) only
-// the probe counts.
+// when its term cannot produce (Blocked).
 func (l *Link) Ready(ctx context.Context) error {
 	if err := kafka.Probe(ctx, l.cfg, l.cfg.CheckTimeout); err != nil {
 		return err
 	}
-	if err := l.down.Load(); err != nil {
-		return *err
-	}
-	l.mu.Lock()
-	var oldest time.Time
-	for _, at := range l.inflight {
-		if oldest.IsZero() || at.Before(oldest) {
-			oldest = at
-		}
-	}
-	l.mu.Unlock()
-	if waited := l.Clock.Now().Sub(oldest); !oldest.IsZero() && waited > l.StallAfter {
-		return fmt.Errorf("kafka send waiting for the brokers for %s", waited.Round(time.Millisecond))
+	if b := l.Blocked("", l.Clock.Now()); b != nil {
+		return b
 	}
 	return nil
 }
 
-// Ping asks the current term's producer whether a broker answers.
+// Classes of Blocked: why the sends are blocked or failing.
+const (
+	ClassStalled     = "stalled"     // a send has waited longer than StallAfter for the brokers
+	ClassUnreachable = "unreachable" // no producer could be dialled (no broker answers)
+	ClassBroken      = "broken"      // the producer broke (a send abandoned at its timeout); a new one is dialled
+	ClassRefused     = "refused"     // the cluster refused the last send (no leader, too few in-sync replicas)
+	ClassTopic       = "topic"       // the topic check refused a topic (missing, not compacted)
+	ClassStarting    = "starting"    // the term is dialling and checking the lease and the topics
+	ClassTail        = "tail"        // the term has not read the topics' tail yet: nothing is sent until it has
+)
+
+// Blocked is why the term's sends are blocked or failing (Class, Err) and since when.
+type Blocked struct {
+	Class string
+	Err   error
+	Since time.Time
+}
+
+func (b *Blocked) Error() string { return b.Err.Error() }
+func (b *Blocked) Unwrap() error { return b.Err }
+
+// sending is one unanswered send: when it started and the topic of its records.
+type sending struct {
+	at    time.Time
+	topic string
+}
+
+// Blocked says whether the term's sends to topic ("": any topic) are blocked at now: the term
+// cannot produce (no producer dialled, the cluster refused the last send and none has succeeded
+// since, a broken producer, a topic refused, the term starting), or a send has waited longer
+// than StallAfter. Nil: they are not (or no term runs). It is the one judgement behind Ready
+// and the dispatcher's report of its sends (Reporter).
+func (l *Link) Blocked(topic string, now time.Time) *Blocked {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.down != nil {
+		return &Blocked{Class: l.down.Class, Err: l.down.Err, Since: l.downSince}
+	}
+	var oldest time.Time
+	for _, s := range l.inflight {
+		if (topic == "" || s.topic == topic) && (oldest.IsZero() || s.at.Before(oldest)) {
+			oldest = s.at
+		}
+	}
+	if waited := now.Sub(oldest); !oldest.IsZero() && waited > l.StallAfter {
+		return &Blocked{Class: ClassStalled, Since: oldest,
+			Err: fmt.Errorf("kafka send waiting for the brokers for %s", waited.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+// LastSent is when the broker last acknowledged a send to topic (zero: not since the process
+// started).
+func (l *Link) LastSent(topic string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastOK[topic]
+}
+
+// Ping asks the current term's producer whether a broker answers. The dispatcher pings after a
+// batch failed whole: when no broker answers, the term cannot produce until a send succeeds.
 func (l *Link) Ping(ctx context.Context) error {
 	p := l.current.Load()
 	if p == nil {
 		return ErrNoProducer
 	}
-	return (*p).Ping(ctx)
+	err := (*p).Ping(ctx)
+	if err != nil {
+		l.setDown(ClassUnreachable, fmt.Errorf("a batch failed and no broker answers: %w", err), l.Clock.Now())
+	}
+	return err
 }

@@ -307,3 +307,51 @@ func TestLinkReady(t *testing.T) {
 	}))
 	require.NoError(t, l.Ready(ctx), "the term ended: a standby again")
 }
+
+// Blocked dates a failure from the send that met it: a send the broken producer abandoned, the
+// redial that finds no broker, the new term starting all keep that time and say why; the new
+// term that can produce is not blocked, and an acknowledged send is the topic's last one.
+func TestLinkBlockedSinceTheFirstFailure(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	p := &fakeProducer{}
+	l, err := dispatch.NewLink(kafkatest.Config([]string{"127.0.0.1:1"}), time.Millisecond, zerolog.Nop())
+	require.NoError(t, err)
+	l.Clock = clk
+	var dials atomic.Int64
+	var whileDialling []dispatch.Blocked
+	l.Dial = func(kafka.Config) (dispatch.Producer, error) {
+		clk.Advance(time.Second)
+		if n := dials.Add(1); n == 2 || n == 3 {
+			whileDialling = append(whileDialling, *l.Blocked("changes", clk.Now()))
+			return nil, errors.New("connection refused")
+		}
+		return p, nil
+	}
+	var runs atomic.Int64
+	require.NoError(t, l.Term(context.Background(), leads, func(context.Context) error {
+		if runs.Add(1) == 1 {
+			require.Nil(t, l.Blocked("", clk.Now()), "the term can produce")
+			p.set(fmt.Errorf("send abandoned: %w", kafka.ErrBroken), nil)
+			require.Error(t, sendOne(l))
+			clk.Advance(time.Second)
+			b := l.Blocked("changes", clk.Now())
+			require.NotNil(t, b)
+			require.Equal(t, dispatch.ClassBroken, b.Class)
+			require.Equal(t, t0.Add(time.Second), b.Since, "since the send started")
+			return fmt.Errorf("step: %w", kafka.ErrBroken)
+		}
+		require.Nil(t, l.Blocked("changes", clk.Now()), "the new term can produce")
+		p.set(nil, nil)
+		require.NoError(t, sendOne(l))
+		require.Equal(t, clk.Now(), l.LastSent("changes"))
+		return nil
+	}))
+	require.Len(t, whileDialling, 2)
+	require.Equal(t, dispatch.ClassStarting, whileDialling[0].Class, "the new term starts")
+	require.Equal(t, dispatch.ClassUnreachable, whileDialling[1].Class, "its first dial failed")
+	for _, b := range whileDialling {
+		require.Equal(t, t0.Add(time.Second), b.Since, "%s: since the abandoned send", b.Class)
+	}
+}

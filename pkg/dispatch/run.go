@@ -78,9 +78,9 @@ var errTailNotRead = errors.New("the topics' tail is not read yet: nothing is se
 // confirmation: nothing is sent meanwhile). It reports false when ctx ended first.
 func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) bool {
 	defer lease.Stopped("tail")
-	defer d.tailErr.Store(nil)
-	notYet := errTailNotRead
-	d.tailErr.Store(&notYet)
+	defer d.tail.Store(nil)
+	since := d.clock.Now()
+	d.tail.Store(&Blocked{Class: ClassTail, Err: errTailNotRead, Since: since})
 	pause := time.Duration(0)
 	for {
 		lease.Tick("tail")
@@ -92,7 +92,7 @@ func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) 
 			return false
 		}
 		notRead := fmt.Errorf("the topics' tail not read, nothing is sent: %w", err)
-		d.tailErr.Store(&notRead)
+		d.tail.Store(&Blocked{Class: ClassTail, Err: notRead, Since: since})
 		pause = backoff.Next(pause, time.Second, d.cfg.ErrorWait)
 		d.log.Error().Err(err).Dur("retry_in", pause).Msg("dispatcher: the topics' tail not read; nothing is sent until it is")
 		if !clock.WallSleep(ctx, pause) {

@@ -310,6 +310,22 @@ func TestProbeAnyBrokerAnswers(t *testing.T) {
 	require.Less(t, time.Since(start), timeout/2, "answered by the live broker, not after the frozen one")
 }
 
+// TestSilentNamesTheFrozenBrokers: Silent names the bootstrap brokers that do not answer, in the
+// configured order, and none when every one answers.
+func TestSilentNamesTheFrozenBrokers(t *testing.T) {
+	t.Parallel()
+	b, cfg := kafkatest.Broker(t)
+	frozen := []string{hungListener(t), hungListener(t)}
+	cfg.Brokers = []string{frozen[0], b.Addrs()[0], frozen[1]}
+	silent, err := kafka.Silent(cfg, 500*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, frozen, silent)
+	cfg.Brokers = b.Addrs()
+	silent, err = kafka.Silent(cfg, 2*time.Second)
+	require.NoError(t, err)
+	require.Empty(t, silent)
+}
+
 // TestDialPassesOverFrozenBrokers: frozen brokers in the bootstrap list do not hold the dial
 // for a read timeout: its clients start from the broker that answers. (Without the screening,
 // each of the dial's three clients picks a random seed: all three pass over the three frozen

@@ -54,6 +54,20 @@ func Probe(ctx context.Context, c Config, timeout time.Duration) error {
 // configured order, or all of them when none does (then the caller's own timeouts decide). A
 // client given only these as seeds never starts by waiting a read timeout on a frozen broker.
 func answering(c Config, timeout time.Duration) ([]string, error) {
+	ok, err := answered(c, timeout)
+	if err != nil {
+		return nil, err
+	}
+	live := brokersWhere(c, ok, true)
+	if len(live) == 0 {
+		return c.Brokers, nil
+	}
+	return live, nil
+}
+
+// answered asks every bootstrap broker Probe's request at once and says which answered within
+// timeout.
+func answered(c Config, timeout time.Duration) (map[string]bool, error) {
 	answers, err := askAll(c, c.Brokers, timeout)
 	if err != nil {
 		return nil, err
@@ -61,25 +75,15 @@ func answering(c Config, timeout time.Duration) ([]string, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	ok := map[string]bool{}
-wait:
 	for range c.Brokers {
 		select {
 		case a := <-answers:
 			ok[a.addr] = a.err == nil
 		case <-t.C:
-			break wait
+			return ok, nil
 		}
 	}
-	var live []string
-	for _, addr := range c.Brokers {
-		if ok[addr] {
-			live = append(live, addr)
-		}
-	}
-	if len(live) == 0 {
-		return c.Brokers, nil
-	}
-	return live, nil
+	return ok, nil
 }
 
 // listing asks the brokers at addrs at once which brokers the cluster lists (the advertised
@@ -158,4 +162,26 @@ func askMetadata(sc *sarama.Config, addr string, topics []string) ([]string, err
 		brokers[i] = rb.Addr()
 	}
 	return brokers, nil
+}
+
+// Silent returns the bootstrap brokers that do not answer Probe's request within timeout, in
+// the configured order (none: every one answered). The dispatcher names them when its sends
+// are blocked.
+func Silent(c Config, timeout time.Duration) ([]string, error) {
+	ok, err := answered(c, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return brokersWhere(c, ok, false), nil
+}
+
+// brokersWhere returns the bootstrap brokers whose entry in ok is want, in the configured order.
+func brokersWhere(c Config, ok map[string]bool, want bool) []string {
+	var out []string
+	for _, addr := range c.Brokers {
+		if ok[addr] == want {
+			out = append(out, addr)
+		}
+	}
+	return out
 }

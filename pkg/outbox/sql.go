@@ -407,3 +407,15 @@ UPDATE db_epoch SET confirmed_by = $1, confirmed_reason = $2, confirmed_at = $3 
 const restoresSQL = `
 SELECT epoch, previous_epoch, raised_at, kind, detail, coalesce(system_identifier, 0), timeline, kafka_event_id, renumbered
   FROM db_restore ORDER BY epoch`
+
+// reportSendSQL writes the dispatcher's report of one target's sends (ReportSends).
+const reportSendSQL = `
+INSERT INTO dispatch_send AS d (target, topic, epoch, blocked_since, error_class, error, brokers, brokers_silent,
+                                last_sent_at, stall_after, report_every, reported_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (target) DO UPDATE
+   SET topic = EXCLUDED.topic, epoch = EXCLUDED.epoch, blocked_since = EXCLUDED.blocked_since,
+       error_class = EXCLUDED.error_class, error = EXCLUDED.error, brokers = EXCLUDED.brokers,
+       brokers_silent = EXCLUDED.brokers_silent,
+       last_sent_at = COALESCE(EXCLUDED.last_sent_at, d.last_sent_at), stall_after = EXCLUDED.stall_after,
+       report_every = EXCLUDED.report_every, reported_at = EXCLUDED.reported_at`

@@ -73,7 +73,7 @@ var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
 	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
-	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "token_revoked", "schema_migrations")
+	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "token_revoked", "dispatch_send", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
 
@@ -145,6 +145,9 @@ var pgGrants = []pgGrant{
 	// dispatcher: enqueued_at of the sent events' messages (msgx_end_to_end_lag_seconds), those
 	// two columns only (never raw).
 	{Dispatcher, "SELECT (msg_id, enqueued_at)", []string{"proc_state"}},
+	// dispatcher: the report of its sends (blocked since, the brokers concerned) the operators'
+	// status reads, one row per target, upserted under the lease.
+	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"dispatch_send"}},
 
 	// jobs: backfill, history sweep (flight_history + TOMBSTONE + delete under PIPELINE_LOCK),
 	// retention and archive, request timeouts, job bookkeeping.

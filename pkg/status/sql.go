@@ -22,6 +22,9 @@ SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHER
        min(created_at) FILTER (WHERE status = 'PENDING')
   FROM msg_event WHERE status IN ('PENDING', 'DEAD') GROUP BY target ORDER BY target`
 	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
+	sendsSQL   = `
+SELECT target, topic, epoch, blocked_since, error_class, error, brokers, brokers_silent, last_sent_at, stall_after,
+       report_every, reported_at FROM dispatch_send ORDER BY target`
 )
 
 // messageColumns are the columns of a message that proc_state and proc_state_hst share, in the

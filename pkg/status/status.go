@@ -1,8 +1,9 @@
 // Package status reads what operators look at from PostgreSQL: a snapshot of the whole pipeline
 // (msgxctl status, the console's pipeline page, the demo's progress line: watermark and gap,
-// head, backlog, dead letters, markers, leaders and dispatcher lag), and one message, live or
-// archived, with its attempts and audit rows (ReadMessage: msgxctl show, the console's message
-// page). Read-only; every query is cheap (indexed or tiny tables).
+// head, backlog, dead letters, markers, leaders, dispatcher lag and the dispatcher's report of
+// its sends), the verdict judged from it (Snapshot.Verdict: the console's live verdict), and one
+// message, live or archived, with its attempts and audit rows (ReadMessage: msgxctl show, the
+// console's message page). Read-only; every query is cheap (indexed or tiny tables).
 package status
 
 import (
@@ -36,6 +37,7 @@ type Snapshot struct {
 	Leaders          []Leader         `json:"leaders"`
 	Outbox           []Target         `json:"outbox"`
 	Flights          map[string]int64 `json:"flights_by_state"`
+	Sends            []Send           `json:"dispatcher_sends"` // the dispatcher's report of its sends, per target
 }
 
 // gapGrace is how long past ingest's limit an open gap may stay before it is overdue: ingest
@@ -210,7 +212,7 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 	if err := counts(ctx, pool, flightsSQL, s.Flights); err != nil {
 		return s, fmt.Errorf("count flights: %w", err)
 	}
-	return s, nil
+	return s, s.readSends(ctx, pool, now)
 }
 
 func counts(ctx context.Context, pool *pgxpool.Pool, q string, into map[string]int64) error {

@@ -22,7 +22,7 @@ type Config struct {
 	Tokens     httpauth.Clients `envconfig:"MSGX_CONSOLE_TOKENS" default:"" doc:"(none)" desc:"console: the users' tokens as user:scope+scope:sha256hex, comma-separated (pkg/httpauth, as MSGX_API_TOKENS; scope read views, operate also acts; msgxctl token new makes one); none: nobody can log in"`
 	SessionKey string           `envconfig:"MSGX_CONSOLE_SESSION_KEY" default:"" doc:"(random per process)" desc:"console: key (at least 32 characters) that signs the CSRF tokens of the forms (every replica needs the same); sessions are kept server-side; empty: a random key per process (open forms fail once after a restart); the console refuses to start without it in production"`
 	SessionTTL time.Duration    `envconfig:"MSGX_CONSOLE_SESSION_TTL" default:"8h" desc:"console: how long a login lasts (server-side sessions; logout and removing the token end it sooner)"`
-	Refresh    time.Duration    `envconfig:"MSGX_CONSOLE_REFRESH" default:"10s" desc:"console: how often the pipeline page updates itself (without reloading)"`
+	Refresh    time.Duration    `envconfig:"MSGX_CONSOLE_REFRESH" default:"5s" desc:"console: how often the pipeline page updates itself (without reloading); at 5 s it names a frozen Kafka broker within 15 s of the freeze (docs/console.md)"`
 	TLS        bool             `envconfig:"MSGX_CONSOLE_TLS" default:"false" desc:"console: the console is reached over HTTPS (a TLS-terminating proxy or ingress): session cookies are marked Secure; production requires true"`
 
 	OIDC OIDC
