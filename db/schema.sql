@@ -563,7 +563,9 @@ CREATE TABLE public.inbox_gap (
     first_seen_at timestamp with time zone NOT NULL,
     skipped_at timestamp with time zone NOT NULL,
     reprobe_until timestamp with time zone NOT NULL,
-    found_at timestamp with time zone
+    found_at timestamp with time zone,
+    passed_by text DEFAULT 'aged'::text NOT NULL,
+    CONSTRAINT inbox_gap_passed_by_check CHECK ((passed_by = ANY (ARRAY['aged'::text, 'proved'::text])))
 );
 
 
@@ -1897,4 +1899,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270105120000'),
     ('20270110120000'),
     ('20270110130000'),
-    ('20270110140000');
+    ('20270110140000'),
+    ('20270111130000');
