@@ -25,15 +25,27 @@ type Source interface {
 
 var _ Source = (*mailbox.Mailbox)(nil)
 
+// TrxSource is InnoDB's list of open transactions (a *mailbox.Mailbox), from which a gap is
+// proved permanent (proof.go).
+type TrxSource interface {
+	// Transactions reads the list (mailbox.TrxList); mailbox.ErrNoProcess without the privilege,
+	// mailbox.ErrTrxListTooSoon when read again too soon.
+	Transactions(ctx context.Context) (mailbox.TrxList, error)
+}
+
+var _ TrxSource = (*mailbox.Mailbox)(nil)
+
 // Deps are the Ingester's collaborators.
 type Deps struct {
 	DB      DB
 	Mailbox Source
-	Fence   leader.Fence      // checked by every ingest transaction before its writes
-	Beat    func(loop string) // optional: told of every poll-loop iteration (liveness, leader.Lease.Tick)
-	Clock   clock.Clock
-	Metrics *Metrics
-	Log     zerolog.Logger
+	// Transactions is optional: without it every gap ages MSGX_MAX_COMMIT_DELAY.
+	Transactions TrxSource
+	Fence        leader.Fence      // checked by every ingest transaction before its writes
+	Beat         func(loop string) // optional: told of every poll-loop iteration (liveness, leader.Lease.Tick)
+	Clock        clock.Clock
+	Metrics      *Metrics
+	Log          zerolog.Logger
 }
 
 // Ingester is the poll loop of one leadership term. It is not safe for concurrent use: one
@@ -254,11 +266,6 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 	return nil
 }
 
-// trxSource is the mailbox's transaction list (mailbox.Mailbox); without it no gap is proved.
-type trxSource interface {
-	Transactions(ctx context.Context) (mailbox.TrxList, error)
-}
-
 // proofRetry is how long ingest waits before it reads the transaction list again after the
 // account was refused it (a PROCESS grant added later is used from then on).
 const proofRetry = time.Minute
@@ -266,8 +273,8 @@ const proofRetry = time.Minute
 // prove reads InnoDB's transaction list while a gap holds W and keeps the horizon it proves for
 // the next step's read (proof.go). Any failure only leaves the gap to age.
 func (i *Ingester) prove(ctx context.Context, now time.Time) {
-	src, ok := i.d.Mailbox.(trxSource)
-	if !ok || now.Before(i.proofRetry) {
+	src := i.d.Transactions
+	if src == nil || now.Before(i.proofRetry) {
 		return
 	}
 	var l mailbox.TrxList
