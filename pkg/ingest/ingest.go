@@ -304,6 +304,10 @@ func (i *Ingester) prove(ctx context.Context, now time.Time) {
 	case outcome != proofUnavailable && outcome != proofError && (i.proofLast == "" || i.proofLast == proofUnavailable):
 		i.log.Info().Msg("gap proof on: a gap is passed as soon as no open transaction can still commit its ids")
 	}
+	if (outcome == proofClock || outcome == proofServer) && outcome != i.proofLast {
+		i.log.Warn().Str("outcome", string(outcome)).
+			Msg("gap proof doubts the transaction list (clock: the session time zone is not the server's or its clock stepped; server: a read-only server or one of several writers); the gap ages meanwhile")
+	}
 	if outcome != proofError {
 		i.proofLast = outcome
 	}

@@ -25,11 +25,12 @@ const (
 	proofStale       proofOutcome = "stale"       // InnoDB answered from its copy of an earlier read
 	proofClock       proofOutcome = "clock"       // the clocks or time zones do not agree: no comparison
 	proofXA          proofOutcome = "xa"          // a prepared or detached XA transaction exists
+	proofServer      proofOutcome = "server"      // a read-only server or one of several writers
 	proofError       proofOutcome = "error"       // the read failed
 	proofUnavailable proofOutcome = "unavailable" // the account may not read the list
 )
 
-var proofOutcomes = []proofOutcome{proofProved, proofBlocked, proofSettling, proofStale, proofClock, proofXA, proofError, proofUnavailable}
+var proofOutcomes = []proofOutcome{proofProved, proofBlocked, proofSettling, proofStale, proofClock, proofXA, proofServer, proofError, proofUnavailable}
 
 // proofSlack is how much later than S_k a transaction may show as started and still count as
 // one that could hold an id below H_k: trx_started has whole seconds (so the same second counts),
@@ -61,6 +62,9 @@ const maxProofReads = 64
 // read never commit; 0: none) and the outcome. settle is the least time between the read that
 // gives the horizon and the read that proves it.
 func (p *prover) judge(l mailbox.TrxList, settle time.Duration) (int64, proofOutcome) {
+	if l.ReadOnly || l.AutoIncStep != 1 {
+		return 0, proofServer // the inserts may happen on another server, whose list this is not
+	}
 	if l.OwnStarted.IsZero() {
 		return 0, proofStale
 	}

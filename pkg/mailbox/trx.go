@@ -28,6 +28,11 @@ type TrxList struct {
 	Others []Trx
 	// PreparedXA is the number of prepared XA transactions (XA RECOVER).
 	PreparedXA int
+	// ReadOnly is the server's read_only (a replica, usually), and AutoIncStep its
+	// auto_increment_increment (above 1 on a multi-writer cluster): the list then does not show
+	// the transactions of the server where the mailbox rows are inserted.
+	ReadOnly    bool
+	AutoIncStep int64
 }
 
 // Trx is one open InnoDB transaction of another session.
@@ -121,7 +126,7 @@ func readTrxList(ctx context.Context, conn *sql.Conn, l *TrxList) error {
 			t   Trx
 			own bool
 		)
-		if err := rows.Scan(&l.Now, &l.Horizon, &own, &t.Started, &t.State, &t.Thread, &t.ReadOnly, &t.NonLocking); err != nil {
+		if err := rows.Scan(&l.Now, &l.Horizon, &l.ReadOnly, &l.AutoIncStep, &own, &t.Started, &t.State, &t.Thread, &t.ReadOnly, &t.NonLocking); err != nil {
 			return fmt.Errorf("scan transaction list: %w", err)
 		}
 		if own {
