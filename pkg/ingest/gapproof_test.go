@@ -22,10 +22,8 @@ func proofBundle(t *testing.T, process bool) *bundle {
 	t.Helper()
 	b := setup(t, testConfig)
 	users := b.mb.Users(t)
-	if process {
-		_, err := b.mb.SQL.Exec("GRANT PROCESS ON *.* TO " + roles.MySQLUser(roles.MySQLOptions{Prefix: users.Prefix}, roles.Ingest))
-		require.NoError(t, err)
-	}
+	require.NoError(t, roles.ApplyMySQL(context.Background(), b.mb.SQL,
+		roles.MySQLOptions{Database: b.mb.Name, Prefix: users.Prefix, IngestProcess: process}))
 	box, err := mailbox.Open(users.DSN(roles.Ingest))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, box.Close()) })

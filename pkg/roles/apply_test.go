@@ -108,4 +108,26 @@ func TestApplyMySQLIsExact(t *testing.T) {
 	require.Len(t, grants, 2, "USAGE (login) and the marker columns: %s", all)
 	require.Regexp(t, "UPDATE \\(`CMINMSGS_(STATUS|DATE_PROCESSED)`, `CMINMSGS_(STATUS|DATE_PROCESSED)`\\) ON `"+mb.Name+"`.`cminmsgs`", all)
 	require.Error(t, roles.ApplyMySQL(ctx, mb.SQL, roles.MySQLOptions{Database: "x`; DROP DATABASE y", Prefix: u.Prefix}))
+
+	// PROCESS for ingest's gap proof only when asked, and taken back when not.
+	ingestGrants := func() string {
+		rows, err := mb.SQL.QueryContext(ctx, "SHOW GRANTS FOR "+roles.MySQLUser(opts, roles.Ingest))
+		require.NoError(t, err)
+		defer rows.Close()
+		var all []string
+		for rows.Next() {
+			var g string
+			require.NoError(t, rows.Scan(&g))
+			all = append(all, g)
+		}
+		require.NoError(t, rows.Err())
+		return strings.Join(all, "\n")
+	}
+	require.NotContains(t, ingestGrants(), "PROCESS")
+	withProcess := opts
+	withProcess.IngestProcess = true
+	require.NoError(t, roles.ApplyMySQL(ctx, mb.SQL, withProcess))
+	require.Contains(t, ingestGrants(), "GRANT PROCESS ON *.*")
+	require.NoError(t, roles.ApplyMySQL(ctx, mb.SQL, opts))
+	require.NotContains(t, ingestGrants(), "PROCESS")
 }
