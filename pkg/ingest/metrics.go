@@ -82,23 +82,7 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: "msgx_ingest_api_refused_total", Help: "API requests refused before their handler (pkg/httpauth), by HTTP status code and reason (no_token, invalid_token, scope, rate, concurrency).",
 		}, []string{"code", "reason"}),
 	}
-	for _, s := range []string{"poll", "late", "compat"} {
-		m.enqueued.WithLabelValues(s)
-	}
-	for _, by := range []passedBy{passedAged, passedProved} {
-		m.passed.WithLabelValues(string(by))
-	}
-	for _, o := range proofOutcomes {
-		m.proofReads.WithLabelValues(string(o))
-	}
-	for _, s := range []string{"mailbox", "postgres"} {
-		m.pollErrors.WithLabelValues(s)
-	}
-	for _, cs := range []string{"GB2312", "GBK", "GB18030"} {
-		for _, form := range []sis.Form{sis.FormConverted, sis.FormDeclared} {
-			m.charsets.WithLabelValues(cs, charsetBytes(form))
-		}
-	}
+	m.initLabels()
 	reg.MustRegister(m.watermark, m.gapLimit, m.enqueued, m.skipped, m.passed, m.proofReads, m.late, m.unstorable, m.charsets, m.pollErrors, m.compat, m.apiRefused)
 
 	const (
@@ -126,6 +110,28 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		}),
 	)
 	return m
+}
+
+// initLabels gives every known label value its series at zero, so rates and alerts see them
+// before the first event.
+func (m *Metrics) initLabels() {
+	for _, s := range []string{"poll", "late", "compat"} {
+		m.enqueued.WithLabelValues(s)
+	}
+	for _, by := range []passedBy{passedAged, passedProved} {
+		m.passed.WithLabelValues(string(by))
+	}
+	for _, o := range proofOutcomes {
+		m.proofReads.WithLabelValues(string(o))
+	}
+	for _, s := range []string{"mailbox", "postgres"} {
+		m.pollErrors.WithLabelValues(s)
+	}
+	for _, cs := range []string{"GB2312", "GBK", "GB18030"} {
+		for _, form := range []sis.Form{sis.FormConverted, sis.FormDeclared} {
+			m.charsets.WithLabelValues(cs, charsetBytes(form))
+		}
+	}
 }
 
 func (m *Metrics) read(f func() float64) float64 {
