@@ -3,6 +3,9 @@ package ingest
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,4 +193,102 @@ func TestNoProofWhileAnXATransactionIsPrepared(t *testing.T) {
 	require.Len(t, b.passedBy(t), 1)
 	require.Contains(t, b.passedBy(t), a+1)
 	require.Equal(t, passedProved, b.passedBy(t)[a+1])
+}
+
+// TestPropertyProofSkipsNoIdThatCommits: random inserts, commits, rollbacks and autocommit
+// inserts from several connections, interleaved with steps while the fake clock stands still (so
+// no gap can age: every gap passed is proved). No id is ever skipped while its transaction is
+// open, so no committed row is ever late, and every committed row is enqueued once.
+func TestPropertyProofSkipsNoIdThatCommits(t *testing.T) {
+	b := proofBundle(t, true)
+	ctx := context.Background()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d: rerun with go test -run TestPropertyProofSkipsNoIdThatCommits -ingest.seed=%d", seed, seed)
+		}
+	})
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	writers := make([]*writer, 3)
+	for i := range writers {
+		conn, err := b.mb.SQL.Conn(ctx)
+		require.NoError(t, err)
+		writers[i] = &writer{conn: conn}
+	}
+	defer func() {
+		for _, w := range writers {
+			if w.tx != nil {
+				_ = w.tx.Rollback()
+			}
+			_ = w.conn.Close()
+		}
+	}()
+	committed, skippedOpen := map[int64]bool{}, map[int64]bool{}
+	n := 0
+	// Until a dozen reads of the list proved or were blocked, a few of them proving (the list is
+	// read at most every mailbox.TrxListIdle, real time).
+	deadline := time.Now().Add(60 * time.Second)
+	for b.proofReads(t, proofProved) < 3 || b.proofReads(t, proofProved)+b.proofReads(t, proofBlocked) < 12 {
+		require.True(t, time.Now().Before(deadline), "too few proofs in 60 s")
+		w := writers[rng.IntN(len(writers))]
+		op := rng.IntN(10)
+		if w == writers[0] && op >= 2 && op < 5 && rng.IntN(30) > 0 {
+			op = 9 // the first writer's transactions stay open across many reads of the list
+		}
+		switch {
+		case op < 2:
+			if w.tx == nil {
+				tx, err := w.conn.BeginTx(ctx, nil)
+				require.NoError(t, err)
+				w.tx = tx
+			}
+			n++
+			w.ids = append(w.ids, insertWith(t, w.tx, fmt.Sprintf("<MSG>%d</MSG>", n)))
+		case op < 4 && w.tx != nil:
+			require.NoError(t, w.tx.Commit())
+			for _, id := range w.ids {
+				committed[id] = true
+			}
+			w.tx, w.ids = nil, nil
+		case op < 5 && w.tx != nil:
+			require.NoError(t, w.tx.Rollback())
+			w.tx, w.ids = nil, nil
+		case op < 6:
+			n++
+			committed[insertWith(t, b.mb.SQL, fmt.Sprintf("<MSG>%d</MSG>", n))] = true
+		default:
+			stepNoting(t, b, writers, skippedOpen)
+		}
+	}
+	t.Logf("%d inserts; reads of the transaction list: %v proved, %v blocked; %d ids proved",
+		n, b.proofReads(t, proofProved), b.proofReads(t, proofBlocked), len(b.passedBy(t)))
+	require.Empty(t, skippedOpen, "ids skipped while their transaction was open")
+	for _, w := range writers {
+		if w.tx != nil {
+			require.NoError(t, w.tx.Commit())
+			for _, id := range w.ids {
+				committed[id] = true
+			}
+			w.tx, w.ids = nil, nil
+		}
+	}
+	for all := b.mailboxIDs(t); b.cursor(t).W < all[len(all)-1]; {
+		b.clock.Advance(testConfig.MaxCommitDelay) // what the proof did not pass ages
+		b.drain(t, b.ing)
+	}
+	var want []int64
+	for id := range committed {
+		want = append(want, id)
+	}
+	slices.Sort(want)
+	require.Equal(t, want, b.ids(t), "every committed row enqueued exactly once")
+	for id, s := range b.stored(t) {
+		require.False(t, s.Late, "msg %d late: its id was skipped before it committed", id)
+	}
+	for id, by := range b.passedBy(t) {
+		require.False(t, committed[id], "msg %d committed but skipped (%s)", id, by)
+	}
 }
