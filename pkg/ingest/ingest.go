@@ -306,7 +306,7 @@ func (i *Ingester) prove(ctx context.Context, now time.Time) {
 	}
 	if (outcome == proofClock || outcome == proofServer) && outcome != i.proofLast {
 		i.log.Warn().Str("outcome", string(outcome)).
-			Msg("gap proof doubts the transaction list (clock: the session time zone is not the server's or its clock stepped; server: a read-only server or one of several writers); the gap ages meanwhile")
+			Msg("gap proof doubts the transaction list (clock: the session time zone is not the server's or its clock stepped; server: a read-only server, one of several writers, or a mailbox table not in InnoDB); the gap ages meanwhile")
 	}
 	if outcome != proofError {
 		i.proofLast = outcome

@@ -25,7 +25,7 @@ const (
 	proofStale       proofOutcome = "stale"       // InnoDB answered from its copy of an earlier read
 	proofClock       proofOutcome = "clock"       // the clocks or time zones do not agree: no comparison
 	proofXA          proofOutcome = "xa"          // a prepared or detached XA transaction exists
-	proofServer      proofOutcome = "server"      // a read-only server or one of several writers
+	proofServer      proofOutcome = "server"      // a read-only server, one of several writers, or cminmsgs not in InnoDB
 	proofError       proofOutcome = "error"       // the read failed
 	proofUnavailable proofOutcome = "unavailable" // the account may not read the list
 )
@@ -62,8 +62,10 @@ const maxProofReads = 64
 // read never commit; 0: none) and the outcome. settle is the least time between the read that
 // gives the horizon and the read that proves it.
 func (p *prover) judge(l mailbox.TrxList, settle time.Duration) (int64, proofOutcome) {
-	if l.ReadOnly || l.AutoIncStep != 1 {
-		return 0, proofServer // the inserts may happen on another server, whose list this is not
+	if l.ReadOnly || l.AutoIncStep != 1 || !strings.EqualFold(l.Engine, "InnoDB") {
+		// The inserts may happen on another server, or in an engine whose transactions the list
+		// does not show.
+		return 0, proofServer
 	}
 	if l.OwnStarted.IsZero() {
 		return 0, proofStale

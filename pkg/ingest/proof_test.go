@@ -16,7 +16,7 @@ func TestProofJudge(t *testing.T) {
 	// list is a read at now (own transaction started in now's whole second) with the others.
 	list := func(now float64, horizon int64, others ...mailbox.Trx) mailbox.TrxList {
 		n := sec(now)
-		return mailbox.TrxList{Now: n, Horizon: horizon, OwnStarted: n.Truncate(time.Second), Others: others, AutoIncStep: 1}
+		return mailbox.TrxList{Now: n, Horizon: horizon, OwnStarted: n.Truncate(time.Second), Others: others, AutoIncStep: 1, Engine: "InnoDB"}
 	}
 	trx := func(started float64) mailbox.Trx {
 		return mailbox.Trx{Started: sec(started).Truncate(time.Second), State: "RUNNING", Thread: 7}
@@ -49,14 +49,14 @@ func TestProofJudge(t *testing.T) {
 			{list(10.4, 6, mailbox.Trx{Started: sec(3), State: "RUNNING", Thread: 8, ReadOnly: true},
 				mailbox.Trx{Started: sec(3), State: "RUNNING", Thread: 9, NonLocking: true}), 5, proofProved}}},
 		{"a stale list (own transaction absent) proves nothing", []read{
-			{list(10.2, 5), 0, proofSettling}, {mailbox.TrxList{Now: sec(10.4), Horizon: 6, AutoIncStep: 1}, 0, proofStale}}},
+			{list(10.2, 5), 0, proofSettling}, {mailbox.TrxList{Now: sec(10.4), Horizon: 6, AutoIncStep: 1, Engine: "InnoDB"}, 0, proofStale}}},
 		{"a prepared XA transaction stops the proof", []read{
 			{list(10.2, 5), 0, proofSettling}, {func() mailbox.TrxList { l := list(10.4, 6); l.PreparedXA = 1; return l }(), 0, proofXA}}},
 		{"a transaction no session holds stops the proof", []read{
 			{list(10.2, 5), 0, proofSettling}, {list(10.4, 6, mailbox.Trx{Started: sec(10.3), State: "RUNNING"}), 0, proofXA}}},
 		{"a session time zone unlike the server's stops the proof", []read{
 			{list(10.2, 5), 0, proofSettling},
-			{mailbox.TrxList{Now: sec(10.4), Horizon: 6, OwnStarted: sec(10.4 - 8*3600).Truncate(time.Second), AutoIncStep: 1}, 0, proofClock},
+			{mailbox.TrxList{Now: sec(10.4), Horizon: 6, OwnStarted: sec(10.4 - 8*3600).Truncate(time.Second), AutoIncStep: 1, Engine: "InnoDB"}, 0, proofClock},
 			{list(10.6, 6), 0, proofSettling}}},
 		{"a clock moved back forgets the earlier reads", []read{
 			{list(10.2, 5), 0, proofSettling}, {list(9.5, 6), 0, proofClock}, {list(9.7, 6), 0, proofSettling}}},
@@ -64,6 +64,8 @@ func TestProofJudge(t *testing.T) {
 			{list(10.2, 5), 0, proofSettling}, {func() mailbox.TrxList { l := list(10.4, 6); l.ReadOnly = true; return l }(), 0, proofServer}}},
 		{"one of several writers proves nothing", []read{
 			{list(10.2, 5), 0, proofSettling}, {func() mailbox.TrxList { l := list(10.4, 6); l.AutoIncStep = 3; return l }(), 0, proofServer}}},
+		{"a mailbox table in another engine proves nothing", []read{
+			{list(10.2, 5), 0, proofSettling}, {func() mailbox.TrxList { l := list(10.4, 6); l.Engine = "Aria"; return l }(), 0, proofServer}}},
 		{"a transaction started in the future stops the proof", []read{
 			{list(10.2, 5), 0, proofSettling}, {list(10.4, 6, trx(15)), 0, proofClock}}},
 	} {

@@ -33,6 +33,8 @@ type TrxList struct {
 	// the transactions of the server where the mailbox rows are inserted.
 	ReadOnly    bool
 	AutoIncStep int64
+	// Engine is cminmsgs' storage engine: the list shows InnoDB's transactions only.
+	Engine string
 }
 
 // Trx is one open InnoDB transaction of another session.
@@ -126,7 +128,7 @@ func readTrxList(ctx context.Context, conn *sql.Conn, l *TrxList) error {
 			t   Trx
 			own bool
 		)
-		if err := rows.Scan(&l.Now, &l.Horizon, &l.ReadOnly, &l.AutoIncStep, &own, &t.Started, &t.State, &t.Thread, &t.ReadOnly, &t.NonLocking); err != nil {
+		if err := rows.Scan(&l.Now, &l.Horizon, &l.ReadOnly, &l.AutoIncStep, &l.Engine, &own, &t.Started, &t.State, &t.Thread, &t.ReadOnly, &t.NonLocking); err != nil {
 			return fmt.Errorf("scan transaction list: %w", err)
 		}
 		if own {

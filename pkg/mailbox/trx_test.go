@@ -39,6 +39,7 @@ func TestTransactions(t *testing.T) {
 	require.Equal(t, int64(2), l.Horizon, "the highest committed id of the reader's snapshot")
 	require.False(t, l.ReadOnly)
 	require.Equal(t, int64(1), l.AutoIncStep)
+	require.Equal(t, "InnoDB", l.Engine)
 	require.WithinDuration(t, l.Now, l.OwnStarted, 2*time.Second)
 	held := false
 	for _, o := range l.Others {
