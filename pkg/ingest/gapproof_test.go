@@ -212,20 +212,7 @@ func TestPropertyProofSkipsNoIdThatCommits(t *testing.T) {
 		}
 	})
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	writers := make([]*writer, 3)
-	for i := range writers {
-		conn, err := b.mb.SQL.Conn(ctx)
-		require.NoError(t, err)
-		writers[i] = &writer{conn: conn}
-	}
-	defer func() {
-		for _, w := range writers {
-			if w.tx != nil {
-				_ = w.tx.Rollback()
-			}
-			_ = w.conn.Close()
-		}
-	}()
+	writers := openWriters(t, b, 3)
 	committed, skippedOpen := map[int64]bool{}, map[int64]bool{}
 	n := 0
 	// Until a dozen reads of the list proved or were blocked, a few of them proving (the list is
@@ -248,11 +235,7 @@ func TestPropertyProofSkipsNoIdThatCommits(t *testing.T) {
 			n++
 			w.ids = append(w.ids, insertWith(t, w.tx, fmt.Sprintf("<MSG>%d</MSG>", n)))
 		case op < 4 && w.tx != nil:
-			require.NoError(t, w.tx.Commit())
-			for _, id := range w.ids {
-				committed[id] = true
-			}
-			w.tx, w.ids = nil, nil
+			w.commit(t, committed)
 		case op < 5 && w.tx != nil:
 			require.NoError(t, w.tx.Rollback())
 			w.tx, w.ids = nil, nil
@@ -267,13 +250,7 @@ func TestPropertyProofSkipsNoIdThatCommits(t *testing.T) {
 		n, b.proofReads(t, proofProved), b.proofReads(t, proofBlocked), len(b.passedBy(t)))
 	require.Empty(t, skippedOpen, "ids skipped while their transaction was open")
 	for _, w := range writers {
-		if w.tx != nil {
-			require.NoError(t, w.tx.Commit())
-			for _, id := range w.ids {
-				committed[id] = true
-			}
-			w.tx, w.ids = nil, nil
-		}
+		w.commit(t, committed)
 	}
 	for all := b.mailboxIDs(t); b.cursor(t).W < all[len(all)-1]; {
 		b.clock.Advance(testConfig.MaxCommitDelay) // what the proof did not pass ages
