@@ -11,7 +11,7 @@ import (
 // can still commit only through the transaction that allocated it, and that transaction started
 // before m was allocated. A read of InnoDB's transaction list k gives a horizon H_k (every id
 // below it was allocated before k's snapshot began, at S_k) and the list. When a later read j,
-// at least Settle after k on the database's clock, lists no transaction that could have started
+// at least Config.ProofSettle after k on the database's clock, lists no transaction that could have started
 // by S_k plus one second, then every id below H_k that is still missing at a mailbox read after j
 // will never commit: it is passed at once instead of after MSGX_MAX_COMMIT_DELAY.
 
@@ -55,7 +55,9 @@ type prover struct {
 	reads []trxRead // in increasing now order
 }
 
-// maxProofReads bounds the reads kept; older ones only prove horizons already passed.
+// maxProofReads bounds the reads kept, the oldest dropped first: at one read every
+// mailbox.TrxListIdle or more the kept ones still reach back several seconds, further than
+// proofSlack needs.
 const maxProofReads = 64
 
 // judge adds list l and returns the proved horizon (ids below it still missing at a later mailbox
