@@ -586,7 +586,9 @@ CREATE TABLE public.inbox_gap (
     first_seen_at timestamp with time zone NOT NULL,
     skipped_at timestamp with time zone NOT NULL,
     reprobe_until timestamp with time zone NOT NULL,
-    found_at timestamp with time zone
+    found_at timestamp with time zone,
+    passed_by text DEFAULT 'aged'::text NOT NULL,
+    CONSTRAINT inbox_gap_passed_by_check CHECK ((passed_by = ANY (ARRAY['aged'::text, 'proved'::text])))
 );
 
 
@@ -1930,4 +1932,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270110130000'),
     ('20270110140000'),
     ('20270111120000'),
+    ('20270111130000'),
     ('20270111140000');

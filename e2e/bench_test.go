@@ -119,6 +119,9 @@ type benchEnv struct {
 	ctx                 context.Context
 	throughputDeadline  time.Duration
 	latencyDrainTimeout time.Duration
+	// rollbackShare is the share of the paced runs' inserts first tried in a transaction that
+	// rolls back (each leaves a permanent gap); 0 but in BenchmarkGapProof.
+	rollbackShare float64
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
@@ -545,7 +548,7 @@ func (e *benchEnv) paced(b *testing.B, s *stack.Stack, pool *pgxpool.Pool, dsn s
 	}()
 	commits0, began := xactCommits(b, e.ctx, pool), time.Now()
 	maxID, written := e.write(b, dsn, simulate.WriterConfig{Conns: 4, Pace: simulate.PaceSteady, Rate: float64(rate),
-		Batch: batch, Committed: commit}, gen.messages(n))
+		Batch: batch, Committed: commit, RollbackShare: e.rollbackShare}, gen.messages(n))
 	l.commitsPerS = float64(xactCommits(b, e.ctx, pool)-commits0) / time.Since(began).Seconds()
 	close(stop)
 	stageReport(b, e.ctx, s, pool)

@@ -117,7 +117,7 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 		API:    apiSrv,
 		Work: func(ctx context.Context, lease leader.Lease) error {
 			ing, err := ingest.New(cfg.pollConfig(), ingest.Deps{
-				DB: pool, Mailbox: mb, Fence: lease, Beat: lease.Tick, Clock: clk, Metrics: metrics,
+				DB: pool, Mailbox: mb, Transactions: mb, Fence: lease, Beat: lease.Tick, Clock: clk, Metrics: metrics,
 				Log: log.With().Int64("epoch", lease.Epoch).Logger(),
 			})
 			if err != nil {

@@ -37,12 +37,13 @@ unset variable leaves that role's password as it is.`
 	if err != nil {
 		return err
 	}
-	fs, asJSON := flags("roles apply", "[--prefix msgx_] [--schema S] [--pg=false] [--mysql] [--mysql-host %] [--json]", about, out)
+	fs, asJSON := flags("roles apply", "[--prefix msgx_] [--schema S] [--pg=false] [--mysql] [--mysql-host %] [--mysql-ingest-process] [--json]", about, out)
 	prefix := fs.String("prefix", roles.DefaultPrefix, "role name prefix (msgx_ingest, …)")
 	schema := fs.String("schema", "", "schema of msgx's tables (default: MSGX_PG_URL's search_path)")
 	withPG := fs.Bool("pg", true, "the PostgreSQL roles, through MSGX_PG_URL (a role that may create roles and grant)")
 	withMySQL := fs.Bool("mysql", false, "also the mailbox users, through MSGX_MYSQL_DSN (an account that may create users and grant)")
 	mysqlHost := fs.String("mysql-host", "%", "host pattern of the mailbox accounts (narrow it to the pod network)")
+	ingestProcess := fs.Bool("mysql-ingest-process", false, "also grant the ingest user PROCESS: ingest then passes a rolled-back insert's gap as soon as it proves it permanent (docs/ingest.md)")
 	if err := fs.NoArgs(args); err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ unset variable leaves that role's password as it is.`
 		rep.PG = &pg
 	}
 	if *withMySQL {
-		if rep.MySQLDatabase, err = applyMySQL(ctx, cfg, *prefix, *mysqlHost, lookup); err != nil {
+		if rep.MySQLDatabase, err = applyMySQL(ctx, cfg, *prefix, *mysqlHost, *ingestProcess, lookup); err != nil {
 			return err
 		}
 	}
@@ -88,7 +89,7 @@ type pgRoles struct {
 	Missing []string `json:"missing"`
 }
 
-func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, lookup func(string) (string, bool)) (string, error) {
+func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, ingestProcess bool, lookup func(string) (string, bool)) (string, error) {
 	if err := cfg.MailboxRefusals(); err != nil {
 		return "", badConfiguration("roles apply --mysql", err)
 	}
@@ -98,7 +99,7 @@ func applyMySQL(ctx context.Context, cfg config.Config, prefix, host string, loo
 	}
 	defer db.Close()
 	if err := roles.ApplyMySQL(ctx, db, roles.MySQLOptions{Database: name, Prefix: prefix, Host: host,
-		Passwords: passwords(roles.MySQLRoles, mysqlPasswordEnv, lookup)}); err != nil {
+		Passwords: passwords(roles.MySQLRoles, mysqlPasswordEnv, lookup), IngestProcess: ingestProcess}); err != nil {
 		return "", err
 	}
 	return name, nil

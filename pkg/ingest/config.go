@@ -23,6 +23,10 @@ type Config struct {
 	// MaxSkip bounds the ids one step may skip; a larger permanent gap (an AUTO_INCREMENT jump)
 	// is skipped over several steps inside the same aged window.
 	MaxSkip int64 `default:"10000"`
+	// ProofSettle is the least time, on the mailbox server's clock, between the read of InnoDB's
+	// transaction list that gives a horizon and the later read that proves it (proof.go): longer
+	// than an inserting session takes from allocating its id to registering its transaction.
+	ProofSettle time.Duration `default:"100ms"`
 	// DBTimeout bounds one mailbox read or one PostgreSQL transaction.
 	DBTimeout time.Duration `default:"10s"`
 }
@@ -59,6 +63,7 @@ func (c Config) Validate() error {
 	p.Positive("MSGX_GAP_REPROBE_WINDOW", c.ReprobeWindow)
 	p.Positive("ingest: reprobe period", c.ReprobeEvery)
 	p.Positive("ingest: db timeout", c.DBTimeout)
+	p.Positive("ingest: proof settle", c.ProofSettle)
 	if c.ReprobeRanges < 1 {
 		p.Add("ingest: reprobe ranges", "must be positive, got %d", c.ReprobeRanges)
 	}

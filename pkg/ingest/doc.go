@@ -51,6 +51,15 @@
 // restarted ingester keeps that gap's window and gives newer gaps a fresh one (never shorter).
 // A huge permanent gap (an AUTO_INCREMENT jump) is skipped MaxSkip ids per step.
 //
+// # Proving a gap permanent
+//
+// Where the mailbox account may read InnoDB's list of open transactions (PROCESS), a gap is also
+// skipped before its window runs out, as soon as no open transaction can still commit its ids
+// (proof.go; the argument is in docs/ingest.md): while a gap holds W, each step may read the list
+// (Deps.Transactions, at most every mailbox.TrxListIdle), and a read that proves a horizon lets
+// the next step skip the ids below it that are still missing, recorded in inbox_gap with
+// passed_by 'proved' ('aged' for the window). Any doubt leaves the gap to age.
+//
 // Idempotence and crashes: proc_state inserts are ON CONFLICT DO NOTHING and the cursor update is
 // guarded by the watermark the step started from, so a crash between the mailbox read and the PG
 // commit leaves W where it was and the next step (or the next leader) re-reads the same rows:
@@ -85,7 +94,8 @@
 //
 // msgx_ingest_watermark, msgx_ingest_rows_enqueued_total{source=poll|late|compat},
 // msgx_ingest_open_gaps{state=blocking|reprobing}, msgx_ingest_oldest_gap_age_seconds{state},
-// msgx_ingest_gap_ids_skipped_total, msgx_ingest_late_rows_total, msgx_ingest_poll_errors_total{store},
+// msgx_ingest_gap_ids_skipped_total, msgx_ingest_gap_ids_passed_total{by=aged|proved},
+// msgx_ingest_gap_proof_reads_total{outcome}, msgx_ingest_late_rows_total, msgx_ingest_poll_errors_total{store},
 // msgx_ingest_last_success_poll_age_seconds, msgx_ingest_unstorable_rows_total,
 // msgx_ingest_declared_charset_rows_total{declared,bytes}, msgx_ingest_compat_requests_total{code}.
 package ingest

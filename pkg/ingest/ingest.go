@@ -25,15 +25,27 @@ type Source interface {
 
 var _ Source = (*mailbox.Mailbox)(nil)
 
+// TrxSource is InnoDB's list of open transactions (a *mailbox.Mailbox), from which a gap is
+// proved permanent (proof.go).
+type TrxSource interface {
+	// Transactions reads the list (mailbox.TrxList); mailbox.ErrNoProcess without the privilege,
+	// mailbox.ErrTrxListTooSoon when read again too soon.
+	Transactions(ctx context.Context) (mailbox.TrxList, error)
+}
+
+var _ TrxSource = (*mailbox.Mailbox)(nil)
+
 // Deps are the Ingester's collaborators.
 type Deps struct {
 	DB      DB
 	Mailbox Source
-	Fence   leader.Fence      // checked by every ingest transaction before its writes
-	Beat    func(loop string) // optional: told of every poll-loop iteration (liveness, leader.Lease.Tick)
-	Clock   clock.Clock
-	Metrics *Metrics
-	Log     zerolog.Logger
+	// Transactions is optional: without it every gap ages MSGX_MAX_COMMIT_DELAY.
+	Transactions TrxSource
+	Fence        leader.Fence      // checked by every ingest transaction before its writes
+	Beat         func(loop string) // optional: told of every poll-loop iteration (liveness, leader.Lease.Tick)
+	Clock        clock.Clock
+	Metrics      *Metrics
+	Log          zerolog.Logger
 }
 
 // Ingester is the poll loop of one leadership term. It is not safe for concurrent use: one
@@ -50,6 +62,11 @@ type Ingester struct {
 	enqueued  int       // rows the last poll enqueued (pollWait)
 	nextProbe time.Time // when the ledger is re-probed next
 	charsets  bool      // the mailbox charsets were checked (checkCharsets)
+
+	proof      prover       // the recent reads of InnoDB's transaction list (proof.go)
+	proved     int64        // missing ids below it, still missing at a later read, never commit
+	proofRetry time.Time    // when the transaction list is read again after the account could not
+	proofLast  proofOutcome // the last outcome logged about the proof's availability
 }
 
 // New returns an Ingester; cfg's zero fields take their defaults.
@@ -176,7 +193,7 @@ func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
 		return false, err
 	}
 	i.obs = i.obs.add(rows, now)
-	d, err := plan(i.cur, rows, i.obs, now, i.cfg.MaxCommitDelay, i.cfg.MaxSkip)
+	d, err := plan(i.cur, rows, i.obs, now, i.cfg.MaxCommitDelay, i.cfg.MaxSkip, i.proved)
 	if err != nil {
 		i.d.Metrics.pollErrors.WithLabelValues("mailbox").Inc()
 		return false, err
@@ -193,7 +210,11 @@ func (i *Ingester) Step(ctx context.Context) (progressed bool, err error) {
 	i.full = len(rows) == i.cfg.ClaimBatch && d.next.W != i.cur.W
 	i.cur = d.next
 	i.obs = i.obs.prune(i.cur.W)
+	i.proof.prune(i.cur.W)
 	i.d.Metrics.polled(now, i.cur, d.blocked)
+	if d.blocked > 0 {
+		i.prove(ctx, now)
+	}
 
 	late, err := i.reprobe(ctx, now)
 	return progressed || late > 0, err
@@ -209,7 +230,7 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 				return err
 			}
 			for _, sk := range d.skips {
-				if err := recordSkip(ctx, tx, sk.from, sk.to, sk.since, now, now.Add(i.cfg.ReprobeWindow)); err != nil {
+				if err := recordSkip(ctx, tx, sk, now, now.Add(i.cfg.ReprobeWindow)); err != nil {
 					return err
 				}
 			}
@@ -228,7 +249,12 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 	for _, sk := range d.skips {
 		n := sk.to - sk.from + 1
 		i.d.Metrics.skipped.Add(float64(n))
-		i.log.Warn().Int64("from_id", sk.from).Int64("to_id", sk.to).Int64("ids", n).
+		i.d.Metrics.passed.WithLabelValues(string(sk.by)).Add(float64(n))
+		ev := i.log.Warn()
+		if sk.by == passedProved {
+			ev = i.log.Info() // the expected end of a rolled-back insert
+		}
+		ev.Int64("from_id", sk.from).Int64("to_id", sk.to).Int64("ids", n).Str("passed_by", string(sk.by)).
 			Time("first_seen_at", sk.since).Dur("max_commit_delay", i.cfg.MaxCommitDelay).
 			Msg("gap judged permanent: skipped the missing ids only; they are re-probed for late commits")
 		i.nextProbe = time.Time{} // make the ledger metrics current at once
@@ -238,6 +264,53 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 			Msg("gap in mailbox ids holds the watermark until the missing ids commit or the max commit delay passes")
 	}
 	return nil
+}
+
+// proofRetry is how long ingest waits before it reads the transaction list again after the
+// account was refused it (a PROCESS grant added later is used from then on).
+const proofRetry = time.Minute
+
+// prove reads InnoDB's transaction list while a gap holds W and keeps the horizon it proves for
+// the next step's read (proof.go). Any failure only leaves the gap to age.
+func (i *Ingester) prove(ctx context.Context, now time.Time) {
+	src := i.d.Transactions
+	if src == nil || now.Before(i.proofRetry) {
+		return
+	}
+	var l mailbox.TrxList
+	err := i.timed(ctx, func(ctx context.Context) (err error) {
+		l, err = src.Transactions(ctx)
+		return err
+	})
+	var outcome proofOutcome
+	switch {
+	case errors.Is(err, mailbox.ErrTrxListTooSoon):
+		return
+	case errors.Is(err, mailbox.ErrNoProcess):
+		outcome, i.proofRetry = proofUnavailable, now.Add(proofRetry)
+	case err != nil:
+		outcome = proofError
+		i.log.Warn().Err(err).Msg("InnoDB transaction list not read; the gap ages meanwhile")
+	default:
+		var h int64
+		h, outcome = i.proof.judge(l, i.cfg.ProofSettle)
+		i.proved = max(i.proved, h)
+	}
+	i.d.Metrics.proofReads.WithLabelValues(string(outcome)).Inc()
+	switch {
+	case outcome == proofUnavailable && i.proofLast != proofUnavailable:
+		i.log.Info().Err(err).Dur("max_commit_delay", i.cfg.MaxCommitDelay).
+			Msg("gap proof off: the mailbox account may not read InnoDB's transaction list (PROCESS); gaps age the max commit delay")
+	case outcome != proofUnavailable && outcome != proofError && (i.proofLast == "" || i.proofLast == proofUnavailable):
+		i.log.Info().Msg("gap proof on: a gap is passed as soon as no open transaction can still commit its ids")
+	}
+	if (outcome == proofClock || outcome == proofServer) && outcome != i.proofLast {
+		i.log.Warn().Str("outcome", string(outcome)).
+			Msg("gap proof doubts the transaction list (clock: the session time zone is not the server's or its clock stepped; server: a read-only server, one of several writers, or a mailbox table not in InnoDB); the gap ages meanwhile")
+	}
+	if outcome != proofError {
+		i.proofLast = outcome
+	}
 }
 
 // reprobe looks for rows of skipped ids (when due) and enqueues those found as late rows.

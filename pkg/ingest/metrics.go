@@ -20,6 +20,8 @@ type Metrics struct {
 	gapLimit   prometheus.Gauge
 	enqueued   *prometheus.CounterVec
 	skipped    prometheus.Counter
+	passed     *prometheus.CounterVec
+	proofReads *prometheus.CounterVec
 	late       prometheus.Counter
 	unstorable prometheus.Counter
 	charsets   *prometheus.CounterVec
@@ -48,6 +50,14 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_ingest_gap_ids_skipped_total", Help: "Mailbox ids skipped as permanent gaps (recorded in inbox_gap).",
 		}),
+		passed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_ingest_gap_ids_passed_total",
+			Help: "Mailbox ids skipped as permanent gaps, by how: aged (missing for MSGX_MAX_COMMIT_DELAY) or proved (no open InnoDB transaction could still commit them).",
+		}, []string{"by"}),
+		proofReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_ingest_gap_proof_reads_total",
+			Help: "Reads of InnoDB's transaction list while a gap held W, by outcome (proved, blocked, settling, stale, clock, xa, error, unavailable).",
+		}, []string{"outcome"}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_ingest_late_rows_total", Help: "Rows found by the re-probe after their id was skipped, enqueued below W.",
 		}),
@@ -72,18 +82,8 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: "msgx_ingest_api_refused_total", Help: "API requests refused before their handler (pkg/httpauth), by HTTP status code and reason (no_token, invalid_token, scope, rate, concurrency).",
 		}, []string{"code", "reason"}),
 	}
-	for _, s := range []string{"poll", "late", "compat"} {
-		m.enqueued.WithLabelValues(s)
-	}
-	for _, s := range []string{"mailbox", "postgres"} {
-		m.pollErrors.WithLabelValues(s)
-	}
-	for _, cs := range []string{"GB2312", "GBK", "GB18030"} {
-		for _, form := range []sis.Form{sis.FormConverted, sis.FormDeclared} {
-			m.charsets.WithLabelValues(cs, charsetBytes(form))
-		}
-	}
-	reg.MustRegister(m.watermark, m.gapLimit, m.enqueued, m.skipped, m.late, m.unstorable, m.charsets, m.pollErrors, m.compat, m.apiRefused)
+	m.initLabels()
+	reg.MustRegister(m.watermark, m.gapLimit, m.enqueued, m.skipped, m.passed, m.proofReads, m.late, m.unstorable, m.charsets, m.pollErrors, m.compat, m.apiRefused)
 
 	const (
 		openHelp = "Open gaps in mailbox ids: blocking = missing ids holding W now; reprobing = skipped ids still re-probed."
@@ -110,6 +110,28 @@ func NewMetrics(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		}),
 	)
 	return m
+}
+
+// initLabels gives every known label value its series at zero, so rates and alerts see them
+// before the first event.
+func (m *Metrics) initLabels() {
+	for _, s := range []string{"poll", "late", "compat"} {
+		m.enqueued.WithLabelValues(s)
+	}
+	for _, by := range []passedBy{passedAged, passedProved} {
+		m.passed.WithLabelValues(string(by))
+	}
+	for _, o := range proofOutcomes {
+		m.proofReads.WithLabelValues(string(o))
+	}
+	for _, s := range []string{"mailbox", "postgres"} {
+		m.pollErrors.WithLabelValues(s)
+	}
+	for _, cs := range []string{"GB2312", "GBK", "GB18030"} {
+		for _, form := range []sis.Form{sis.FormConverted, sis.FormDeclared} {
+			m.charsets.WithLabelValues(cs, charsetBytes(form))
+		}
+	}
 }
 
 func (m *Metrics) read(f func() float64) float64 {

@@ -78,7 +78,16 @@ func (o observations) prune(w int64) observations {
 type skip struct {
 	from, to int64
 	since    time.Time // when the gap was first seen
+	by       passedBy  // how they were judged permanent
 }
+
+// passedBy is how a missing id was judged permanent (inbox_gap.passed_by).
+type passedBy string
+
+const (
+	passedAged   passedBy = "aged"   // missing for MSGX_MAX_COMMIT_DELAY
+	passedProved passedBy = "proved" // no open transaction could still commit it (proof.go)
+)
 
 // decision is what one step commits in one PostgreSQL transaction.
 type decision struct {
@@ -99,8 +108,9 @@ func (d decision) changes(cur cursor) bool {
 // of I/O: every missing id gets its own full max-commit-delay window, counted from when it was
 // first seen missing (a higher id visible); W skips exactly the missing ids whose window ran out
 // and never an existing row. A gap that appears after an older one filled is first seen then,
-// so it gets a full window of its own.
-func plan(cur cursor, rows []mailbox.Message, obs observations, now time.Time, maxDelay time.Duration, maxSkip int64) (decision, error) {
+// so it gets a full window of its own. Missing ids below proved (0: none), proved permanent by a
+// read of the transaction list before rows were read (proof.go), are skipped without waiting.
+func plan(cur cursor, rows []mailbox.Message, obs observations, now time.Time, maxDelay time.Duration, maxSkip, proved int64) (decision, error) {
 	prev := cur.W
 	for _, r := range rows {
 		if r.ID <= prev {
@@ -126,16 +136,21 @@ func plan(cur cursor, rows []mailbox.Message, obs observations, now time.Time, m
 			return d, nil
 		}
 		first := rows[i].ID
-		seen, horizon := obs.firstSeen(w+1, now)
-		// Judged permanent: the missing ids whose window ran out, never the existing row at first.
-		to := min(first-1, aged-1, w+budget)
-		if to > w {
-			d.skips = append(d.skips, skip{from: w + 1, to: to, since: seen})
-			budget -= to - w
-			w = to
+		// Judged permanent: the missing ids whose window ran out, then those proved, never the
+		// existing row at first.
+		for _, limit := range []struct {
+			below int64
+			by    passedBy
+		}{{aged, passedAged}, {proved, passedProved}} {
+			if to := min(first-1, limit.below-1, w+budget); to > w {
+				since, _ := obs.firstSeen(w+1, now)
+				d.skips = append(d.skips, skip{from: w + 1, to: to, since: since, by: limit.by})
+				budget -= to - w
+				w = to
+			}
 		}
 		if w < first-1 {
-			seen, horizon = obs.firstSeen(w+1, now)
+			seen, horizon := obs.firstSeen(w+1, now)
 			d.next = cursor{W: w, GapStart: w + 1, FirstSeen: seen, Horizon: horizon}
 			d.blocked = first - 1 - w
 			return d, nil

@@ -69,7 +69,7 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			d, err := plan(tc.cur, msgs(tc.rows...), tc.obs, now, delay, 10)
+			d, err := plan(tc.cur, msgs(tc.rows...), tc.obs, now, delay, 10, 0)
 			require.NoError(t, err)
 			require.Equal(t, tc.want.enqueue, enqueued(d))
 			var skips [][2]int64
@@ -85,8 +85,52 @@ func TestPlan(t *testing.T) {
 
 func TestPlanRejectsRowsAtOrBelowW(t *testing.T) {
 	t.Parallel()
-	_, err := plan(cursor{W: 7}, msgs(7), nil, t0, time.Second, 10)
+	_, err := plan(cursor{W: 7}, msgs(7), nil, t0, time.Second, 10, 0)
 	require.Error(t, err)
-	_, err = plan(cursor{W: 7}, msgs(9, 8), nil, t0, time.Second, 10)
+	_, err = plan(cursor{W: 7}, msgs(9, 8), nil, t0, time.Second, 10, 0)
 	require.Error(t, err)
+}
+
+// Missing ids below a proved horizon are skipped at once, recorded as proved; those above it
+// keep their window, and an aged range is recorded as aged.
+func TestPlanProved(t *testing.T) {
+	t.Parallel()
+	const delay = 30 * time.Second
+	now := t0.Add(time.Hour)
+	aged := now.Add(-delay)
+	type skipped struct {
+		from, to int64
+		by       passedBy
+	}
+	for _, tc := range []struct {
+		name    string
+		obs     observations
+		rows    []int64
+		proved  int64
+		enqueue []int64
+		skips   []skipped
+		next    cursor
+	}{
+		{"proved gap passes at once", observations{{10, now}}, []int64{10, 11}, 10,
+			[]int64{10, 11}, []skipped{{8, 9, passedProved}}, cursor{W: 11}},
+		{"only ids below the proved horizon", observations{{13, now}}, []int64{10, 13}, 10,
+			[]int64{10}, []skipped{{8, 9, passedProved}}, cursor{W: 10, GapStart: 11, FirstSeen: now, Horizon: 13}},
+		{"aged first, then proved", observations{{10, aged}, {13, now}}, []int64{10, 13}, 13,
+			[]int64{10, 13}, []skipped{{8, 9, passedAged}, {11, 12, passedProved}}, cursor{W: 13}},
+		{"a horizon at or below W proves nothing", observations{{10, now}}, []int64{10}, 7,
+			nil, nil, cursor{W: 7, GapStart: 8, FirstSeen: now, Horizon: 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := plan(cursor{W: 7, GapStart: 8, FirstSeen: now}, msgs(tc.rows...), tc.obs, now, delay, 10, tc.proved)
+			require.NoError(t, err)
+			require.Equal(t, tc.enqueue, enqueued(d))
+			var skips []skipped
+			for _, s := range d.skips {
+				skips = append(skips, skipped{s.from, s.to, s.by})
+			}
+			require.Equal(t, tc.skips, skips)
+			require.True(t, tc.next.equal(d.next), "next cursor %+v, want %+v", d.next, tc.next)
+		})
+	}
 }

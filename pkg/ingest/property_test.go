@@ -22,6 +22,40 @@ type writer struct {
 	ids  []int64 // allocated by tx, not committed yet
 }
 
+// openWriters opens n writers on the test's mailbox; their open transactions roll back and their
+// connections close when the test ends.
+func openWriters(t *testing.T, b *bundle, n int) []*writer {
+	t.Helper()
+	writers := make([]*writer, n)
+	for i := range writers {
+		conn, err := b.mb.SQL.Conn(context.Background())
+		require.NoError(t, err)
+		writers[i] = &writer{conn: conn}
+	}
+	t.Cleanup(func() {
+		for _, w := range writers {
+			if w.tx != nil {
+				_ = w.tx.Rollback()
+			}
+			_ = w.conn.Close()
+		}
+	})
+	return writers
+}
+
+// commit commits the writer's open transaction, if any, and notes its ids in committed.
+func (w *writer) commit(t *testing.T, committed map[int64]bool) {
+	t.Helper()
+	if w.tx == nil {
+		return
+	}
+	require.NoError(t, w.tx.Commit())
+	for _, id := range w.ids {
+		committed[id] = true
+	}
+	w.tx, w.ids = nil, nil
+}
+
 // TestPropertyRandomCommits runs 100 rounds of interleaved inserts, rollbacks and delayed
 // commits from several MySQL connections against steps of the Ingester and a moving fake clock.
 // After every step: W never passes a committed row that is not enqueued (a committed id ≤ W is in
@@ -44,20 +78,7 @@ func TestPropertyRandomCommits(t *testing.T) {
 	b := setup(t, cfg)
 	ctx := context.Background()
 
-	writers := make([]*writer, 4)
-	for i := range writers {
-		conn, err := b.mb.SQL.Conn(ctx)
-		require.NoError(t, err)
-		writers[i] = &writer{conn: conn}
-	}
-	defer func() {
-		for _, w := range writers {
-			if w.tx != nil {
-				_ = w.tx.Rollback()
-			}
-			_ = w.conn.Close()
-		}
-	}()
+	writers := openWriters(t, b, 4)
 
 	committed := map[int64]bool{}   // ids the test committed
 	skippedOpen := map[int64]bool{} // ids skipped while their transaction was still open
@@ -101,13 +122,7 @@ func TestPropertyRandomCommits(t *testing.T) {
 					w.ids = append(w.ids, insertWith(t, w.tx, fmt.Sprintf("<MSG>%d</MSG>", n)))
 				}
 			case op < 5: // commit (possibly long after the ids were allocated: a delayed commit)
-				if w.tx != nil {
-					require.NoError(t, w.tx.Commit())
-					for _, id := range w.ids {
-						committed[id] = true
-					}
-					w.tx, w.ids = nil, nil
-				}
+				w.commit(t, committed)
 			case op < 6: // rollback: permanent gap
 				if w.tx != nil {
 					require.NoError(t, w.tx.Rollback())
@@ -129,13 +144,7 @@ func TestPropertyRandomCommits(t *testing.T) {
 
 	// Settle: commit every open transaction, let every gap age, re-probe, drain.
 	for _, w := range writers {
-		if w.tx != nil {
-			require.NoError(t, w.tx.Commit())
-			for _, id := range w.ids {
-				committed[id] = true
-			}
-			w.tx, w.ids = nil, nil
-		}
+		w.commit(t, committed)
 	}
 	all := b.mailboxIDs(t)
 	for i := 0; b.cursor(t).W < all[len(all)-1]; i++ {

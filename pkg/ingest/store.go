@@ -33,8 +33,9 @@ SELECT m.msg_id, m.raw, m.raw_bytes, m.raw_sha256, 'PENDING', m.received_at, $6,
 RETURNING msg_id`
 
 	// skipSQL records the skipped ids of a permanent gap in the ledger.
-	skipSQL = `INSERT INTO inbox_gap (msg_id, first_seen_at, skipped_at, reprobe_until)
-SELECT id, $3, $4, $5 FROM generate_series($1::bigint, $2::bigint) AS id
+	// passed_by says how they were judged permanent (aged or proved).
+	skipSQL = `INSERT INTO inbox_gap (msg_id, first_seen_at, skipped_at, reprobe_until, passed_by)
+SELECT id, $3, $4, $5, $6 FROM generate_series($1::bigint, $2::bigint) AS id
     ON CONFLICT (msg_id) DO NOTHING`
 
 	// moveCursorSQL writes the new cursor if the watermark is still the one the step started from.
@@ -191,10 +192,10 @@ func enqueue(ctx context.Context, tx pgx.Tx, c copies, now time.Time, late bool)
 	return ids, nil
 }
 
-// recordSkip adds the skipped ids from..to to the gap ledger.
-func recordSkip(ctx context.Context, tx pgx.Tx, from, to int64, firstSeen, now, reprobeUntil time.Time) error {
-	if _, err := tx.Exec(ctx, skipSQL, from, to, firstSeen, now, reprobeUntil); err != nil {
-		return fmt.Errorf("record skipped ids %d..%d: %w", from, to, err)
+// recordSkip adds the skipped ids of sk to the gap ledger.
+func recordSkip(ctx context.Context, tx pgx.Tx, sk skip, now, reprobeUntil time.Time) error {
+	if _, err := tx.Exec(ctx, skipSQL, sk.from, sk.to, sk.since, now, reprobeUntil, string(sk.by)); err != nil {
+		return fmt.Errorf("record skipped ids %d..%d: %w", sk.from, sk.to, err)
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ import (
 
 // Mailbox is a connection pool to the mailbox database.
 type Mailbox struct {
-	db *sql.DB
+	db  *sql.DB
+	trx trxReads // spaces the reads of InnoDB's transaction list (Transactions)
 }
 
 // DefaultIOTimeout bounds one read or write on a mailbox connection when the DSN sets none

@@ -85,3 +85,27 @@ const charsetsSQL = `SELECT @@character_set_connection, COALESCE(@@character_set
                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cminmsgs' AND COLUMN_NAME = 'CMINMSGS_CLOB_MSG'), ''),
        COALESCE((SELECT COALESCE(CHARACTER_SET_NAME, 'binary') FROM information_schema.COLUMNS
                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'coutmsgs' AND COLUMN_NAME = 'COUTMSGS_CLOB_MSG'), '')`
+
+// The gap proof's reads (Mailbox.Transactions): InnoDB's list of open transactions, which needs
+// the PROCESS privilege. They run on one connection, in this order: the prepared XA transactions,
+// then a REPEATABLE READ transaction whose snapshot is taken at its start (so the reader's own
+// transaction is in the list, and the highest id is that of the snapshot), then the list itself.
+const (
+	xaRecoverSQL     = `XA RECOVER`
+	trxIsolationSQL  = `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`
+	trxStartSQL      = `START TRANSACTION WITH CONSISTENT SNAPSHOT`
+	trxEndSQL        = `COMMIT`
+	trxEndOnErrorSQL = `ROLLBACK`
+
+	// trxListSQL returns one row per open InnoDB transaction (the reader's own marked), each with
+	// the database's clock, the highest committed mailbox id of the reader's snapshot, whether
+	// the server may be a replica or one of several writers (read_only, an auto-increment step),
+	// and cminmsgs' storage engine (INNODB_TRX lists InnoDB's transactions only).
+	trxListSQL = `SELECT NOW(6), COALESCE((SELECT MAX(CMINMSGS_ID) FROM cminmsgs), 0),
+       @@global.read_only, @@global.auto_increment_increment,
+       COALESCE((SELECT ENGINE FROM information_schema.TABLES
+                  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cminmsgs'), ''),
+       t.trx_mysql_thread_id = CONNECTION_ID(), t.trx_started, t.trx_state, t.trx_mysql_thread_id,
+       t.trx_is_read_only, t.trx_autocommit_non_locking
+  FROM information_schema.INNODB_TRX AS t`
+)

@@ -1,6 +1,7 @@
 package roles_test
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -84,6 +85,22 @@ func quoted(r *testdb.Roles) []string {
 	return out
 }
 
+// showGrants is SHOW GRANTS FOR user, one grant a line.
+func showGrants(t *testing.T, db *sql.DB, user string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(ctx, "SHOW GRANTS FOR "+user)
+	require.NoError(t, err)
+	defer rows.Close()
+	var grants []string
+	for rows.Next() {
+		var g string
+		require.NoError(t, rows.Scan(&g))
+		grants = append(grants, g)
+	}
+	require.NoError(t, rows.Err())
+	return grants
+}
+
 // TestApplyMySQLIsExact: a privilege granted by hand is taken back; the users hold only the grants of
 // docs/spec.md §14.
 func TestApplyMySQLIsExact(t *testing.T) {
@@ -94,18 +111,20 @@ func TestApplyMySQLIsExact(t *testing.T) {
 	_, err := mb.SQL.ExecContext(ctx, "GRANT DELETE ON `"+mb.Name+"`.cminmsgs TO "+roles.MySQLUser(opts, roles.Processor))
 	require.NoError(t, err)
 	require.NoError(t, roles.ApplyMySQL(ctx, mb.SQL, opts))
-	rows, err := mb.SQL.QueryContext(ctx, "SHOW GRANTS FOR "+roles.MySQLUser(opts, roles.Processor))
-	require.NoError(t, err)
-	var grants []string
-	for rows.Next() {
-		var g string
-		require.NoError(t, rows.Scan(&g))
-		grants = append(grants, g)
-	}
-	require.NoError(t, rows.Err())
+	grants := showGrants(t, mb.SQL, roles.MySQLUser(opts, roles.Processor))
 	all := strings.Join(grants, "\n")
 	require.NotContains(t, all, "DELETE")
 	require.Len(t, grants, 2, "USAGE (login) and the marker columns: %s", all)
 	require.Regexp(t, "UPDATE \\(`CMINMSGS_(STATUS|DATE_PROCESSED)`, `CMINMSGS_(STATUS|DATE_PROCESSED)`\\) ON `"+mb.Name+"`.`cminmsgs`", all)
 	require.Error(t, roles.ApplyMySQL(ctx, mb.SQL, roles.MySQLOptions{Database: "x`; DROP DATABASE y", Prefix: u.Prefix}))
+
+	// PROCESS for ingest's gap proof only when asked, and taken back when not.
+	ingestGrants := func() string { return strings.Join(showGrants(t, mb.SQL, roles.MySQLUser(opts, roles.Ingest)), "\n") }
+	require.NotContains(t, ingestGrants(), "PROCESS")
+	withProcess := opts
+	withProcess.IngestProcess = true
+	require.NoError(t, roles.ApplyMySQL(ctx, mb.SQL, withProcess))
+	require.Contains(t, ingestGrants(), "GRANT PROCESS ON *.*")
+	require.NoError(t, roles.ApplyMySQL(ctx, mb.SQL, opts))
+	require.NotContains(t, ingestGrants(), "PROCESS")
 }

@@ -17,6 +17,10 @@ type MySQLOptions struct {
 	Prefix    string          // user names are Prefix+role; "" means DefaultPrefix
 	Host      string          // the account's host pattern; "" means '%' (narrow it to the pod network)
 	Passwords map[Role]string // set for the users present (stored as a mysql_native_password hash)
+	// IngestProcess also grants the ingest user PROCESS, with which ingest reads InnoDB's list of
+	// open transactions to pass a rolled-back insert's gap at once (docs/ingest.md). PROCESS is
+	// server-wide: it also shows every session's current statement.
+	IngestProcess bool
 }
 
 // mysqlIdent is what ApplyMySQL accepts as a database, user or host name: MySQL statements that
@@ -79,6 +83,9 @@ func ApplyMySQL(ctx context.Context, db *sql.DB, o MySQLOptions) error {
 		if err := exec(stmt); err != nil {
 			return err
 		}
+	}
+	if o.IngestProcess {
+		return exec("GRANT PROCESS ON *.* TO " + MySQLUser(o, Ingest))
 	}
 	return nil
 }
