@@ -23,7 +23,15 @@ func rollbackTo(t *testing.T, db *testdb.DB, version string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	for range 10 {
+	files, err := filepath.Glob(filepath.Join(root, "db", "migrations", "*.sql"))
+	require.NoError(t, err)
+	later := 0 // the migrations to roll back: version and every one after it
+	for _, f := range files {
+		if filepath.Base(f) >= version {
+			later++
+		}
+	}
+	for range later + 1 {
 		var applied bool
 		require.NoError(t, db.Pool.QueryRow(context.Background(),
 			`SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied))
@@ -35,7 +43,7 @@ func rollbackTo(t *testing.T, db *testdb.DB, version string) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "dbmate rollback: %s", out)
 	}
-	t.Fatalf("migration %s still applied after 10 rollbacks", version)
+	t.Fatalf("migration %s still applied after %d rollbacks", version, later)
 }
 
 // The marker_debt migration's down path on a populated database, with dbmate's own rollback:
