@@ -100,12 +100,17 @@ const (
 	// trxListSQL returns one row per open InnoDB transaction (the reader's own marked), each with
 	// the database's clock, the highest committed mailbox id of the reader's snapshot, whether
 	// the server may be a replica or one of several writers (read_only, an auto-increment step),
-	// and cminmsgs' storage engine (INNODB_TRX lists InnoDB's transactions only).
-	trxListSQL = `SELECT NOW(6), COALESCE((SELECT MAX(CMINMSGS_ID) FROM cminmsgs), 0),
+	// and cminmsgs' storage engine (INNODB_TRX lists InnoDB's transactions only). Its %s is the
+	// read's nonce, a comment that the reader's own row shows as its running statement
+	// (trx_query): a row of its connection only counts as its own when it shows this very read
+	// ($1: a LIKE pattern of the nonce), since InnoDB's cached copy of an earlier read on the same
+	// pooled connection shows that connection too.
+	trxListSQL = `SELECT /* msgx trx-list %s */ NOW(6), COALESCE((SELECT MAX(CMINMSGS_ID) FROM cminmsgs), 0),
        @@global.read_only, @@global.auto_increment_increment,
        COALESCE((SELECT ENGINE FROM information_schema.TABLES
                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cminmsgs'), ''),
-       t.trx_mysql_thread_id = CONNECTION_ID(), t.trx_started, t.trx_state, t.trx_mysql_thread_id,
+       COALESCE(t.trx_mysql_thread_id = CONNECTION_ID() AND t.trx_query LIKE ?, FALSE),
+       t.trx_started, t.trx_state, t.trx_mysql_thread_id,
        t.trx_is_read_only, t.trx_autocommit_non_locking
   FROM information_schema.INNODB_TRX AS t`
 )

@@ -2,7 +2,9 @@ package mailbox
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -76,6 +78,13 @@ func (r *trxReads) take() bool {
 	return true
 }
 
+// done restarts the spacing at the end of a read.
+func (r *trxReads) done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = time.Now()
+}
+
 // Transactions reads InnoDB's list of open transactions (see TrxList). It returns ErrNoProcess
 // without the privilege and ErrTrxListTooSoon within TrxListIdle of the last read.
 func (m *Mailbox) Transactions(ctx context.Context) (TrxList, error) {
@@ -108,6 +117,7 @@ func (m *Mailbox) Transactions(ctx context.Context) (TrxList, error) {
 	if _, endErr := conn.ExecContext(context.WithoutCancel(ctx), end); endErr != nil && err == nil {
 		err = fmt.Errorf("end transaction list read: %w", endErr)
 	}
+	m.trx.done() // the spacing counts from the read's end: InnoDB's copy is as old as the read
 	if err != nil {
 		return TrxList{}, err
 	}
@@ -115,7 +125,10 @@ func (m *Mailbox) Transactions(ctx context.Context) (TrxList, error) {
 }
 
 func readTrxList(ctx context.Context, conn *sql.Conn, l *TrxList) error {
-	rows, err := conn.QueryContext(ctx, trxListSQL)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	rows, err := conn.QueryContext(ctx, fmt.Sprintf(trxListSQL, nonce), "%msgx trx-list "+nonce+"%")
 	if err != nil {
 		if isAccessDenied(err) {
 			return fmt.Errorf("%w: %w", ErrNoProcess, err)

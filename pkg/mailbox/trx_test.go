@@ -2,25 +2,34 @@ package mailbox_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/mailboxtest"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/roles"
 )
 
-func TestTransactions(t *testing.T) {
-	t.Parallel()
-	db, _ := setup(t)
-	ctx := context.Background()
+// withProcess opens the mailbox as ingest's user granted PROCESS.
+func withProcess(t *testing.T, db *mailboxtest.DB) *mailbox.Mailbox {
+	t.Helper()
 	users := db.Users(t)
 	_, err := db.SQL.Exec("GRANT PROCESS ON *.* TO " + roles.MySQLUser(roles.MySQLOptions{Prefix: users.Prefix}, roles.Ingest))
 	require.NoError(t, err)
 	mb, err := mailbox.Open(users.DSN(roles.Ingest))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, mb.Close()) })
+	return mb
+}
+
+func TestTransactions(t *testing.T) {
+	t.Parallel()
+	db, _ := setup(t)
+	ctx := context.Background()
+	mb := withProcess(t, db)
 
 	tx, err := db.SQL.BeginTx(ctx, nil)
 	require.NoError(t, err)
@@ -57,4 +66,69 @@ func TestTransactions(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, nb.Close()) })
 	_, err = nb.Transactions(ctx)
 	require.ErrorIs(t, err, mailbox.ErrNoProcess)
+}
+
+// TestTransactionsNeverStaleWithAPoller: another session reads INNODB_TRX every 20 ms (a
+// monitoring tool), so InnoDB keeps answering from its cached copy. A read whose list is such a
+// copy must say so (no own start), even on the pooled connection an earlier read used and whose
+// row the copy still shows; a read that claims to be fresh must list a transaction opened after
+// the copy was made.
+func TestTransactionsNeverStaleWithAPoller(t *testing.T) {
+	t.Parallel()
+	db, _ := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mb := withProcess(t, db)
+
+	var first mailbox.TrxList
+	var err error
+	require.Eventually(t, func() bool {
+		first, err = mb.Transactions(ctx)
+		return err == nil && !first.OwnStarted.IsZero()
+	}, 10*time.Second, 50*time.Millisecond, "a fresh first read")
+
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for ctx.Err() == nil {
+			rows, err := db.SQL.QueryContext(ctx, `SELECT trx_id FROM information_schema.INNODB_TRX`)
+			if err == nil {
+				for rows.Next() {
+				}
+				_ = rows.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { cancel(); <-polled }()
+
+	tx, err := db.SQL.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	var holder int64
+	require.NoError(t, tx.QueryRow(`SELECT CONNECTION_ID()`).Scan(&holder))
+	_, err = tx.Exec(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG) VALUES ('<MSG>held</MSG>')`)
+	require.NoError(t, err)
+
+	fresh := 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		l, err := mb.Transactions(ctx)
+		if errors.Is(err, mailbox.ErrTrxListTooSoon) {
+			continue
+		}
+		require.NoError(t, err)
+		if l.OwnStarted.IsZero() {
+			continue // a copy, and it says so
+		}
+		fresh++
+		listed := false
+		for _, o := range l.Others {
+			listed = listed || o.Thread == holder
+		}
+		require.True(t, listed, "a read that claims to be fresh lists the insert opened after the copy: %+v", l)
+	}
+	t.Logf("%d fresh reads while polled", fresh)
 }
