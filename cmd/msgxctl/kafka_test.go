@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/cmdline"
@@ -170,14 +168,12 @@ func TestKafkaVerifyUsage(t *testing.T) {
 // while on a loaded machine), for at most 30 s.
 func dialReady(t *testing.T, c kafka.Config) *kafka.Producer {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		p, err := kafka.Dial(c)
-		if err == nil {
-			return p
-		}
-		if !errors.Is(err, sarama.ErrOffsetsLoadInProgress) && !errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) || time.Now().After(deadline) {
-			require.NoError(t, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var p *kafka.Producer
+	var err error
+	require.Eventually(t, func() bool {
+		p, err = kafka.Dial(c)
+		return err == nil || !kafka.Unavailable(err)
+	}, 30*time.Second, 100*time.Millisecond, "the broker's coordinator is still loading")
+	require.NoError(t, err)
+	return p
 }

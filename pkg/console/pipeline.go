@@ -11,7 +11,7 @@ import (
 // pipelinePage is the pipeline at a glance: the status snapshot (leaders included), its counts
 // sorted by name, and the open requests.
 type pipelinePage struct {
-	Verdict       Verdict
+	Verdict       status.Verdict
 	UnknownAfter  int // seconds without an answer after which the page's verdict is unknown
 	Rate          Rate
 	PendingEvents int64 // unsent events, every target
@@ -54,7 +54,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.render(w, r, http.StatusOK, "pipeline", "Pipeline", pipelinePage{
-		Verdict: verdict(snap, s.d.LeaseTimeout), UnknownAfter: unknownAfter * max(1, int(s.d.Config.Refresh.Seconds())), Rate: rate,
+		Verdict: snap.Verdict(s.d.LeaseTimeout), UnknownAfter: unknownAfter * max(1, int(s.d.Config.Refresh.Seconds())), Rate: rate,
 		PendingEvents: pendingEvents(snap), Status: snap, Open: open, Statuses: sortedKV(snap.ByStatus), Dead: sortedKV(snap.DeadByClass),
 	})
 	return nil

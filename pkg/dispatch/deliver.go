@@ -18,6 +18,11 @@ func record(topic string, epoch int64, c outbox.Claimed) kafka.Record {
 		EventID: c.EventID, Target: c.Target, FLID: c.FLID, Type: c.Type, StateVersion: c.StateVersion,
 		MsgID: c.MsgID, Payload: c.Payload, CreatedAt: c.CreatedAt,
 	}, epoch)
+	return kafkaRecord(topic, r)
+}
+
+// kafkaRecord is the contract's record r on topic, as the producer takes it.
+func kafkaRecord(topic string, r event.KafkaRecord) kafka.Record {
 	h := make([]kafka.Header, len(r.Headers))
 	for i, x := range r.Headers {
 		h[i] = kafka.Header(x)

@@ -38,11 +38,7 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, lease leader.Lease) error {
 		Changes: event.BeatTopic{Topic: d.cfg.TopicChanges, LastSent: d.lastSent[event.TargetMsg].Load(), OldestUnsent: p.OldestUnsent[event.TargetMsg]},
 		State:   event.BeatTopic{Topic: d.cfg.TopicState, LastSent: d.lastSent[event.TargetSchd].Load(), OldestUnsent: p.OldestUnsent[event.TargetSchd]},
 	})
-	h := make([]kafka.Header, len(r.Headers))
-	for i, x := range r.Headers {
-		h[i] = kafka.Header(x)
-	}
-	err = d.send(ctx, heartbeatLoop, []kafka.Record{{Topic: d.cfg.TopicHeartbeat, Key: r.Key, Value: r.Value, Headers: h}})[0]
+	err = d.send(ctx, heartbeatLoop, []kafka.Record{kafkaRecord(d.cfg.TopicHeartbeat, r)})[0]
 	if errors.Is(err, kafka.ErrFenced) {
 		return fmt.Errorf("heartbeat: %w: %w", leader.ErrFenced, err)
 	}

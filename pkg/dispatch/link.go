@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/msgx/msgx/pkg/sendclass"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -142,7 +144,7 @@ func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work
 			l.clearDown() // no term: only the probe answers for readiness
 			return err
 		}
-		l.setDown(ClassBroken, err, l.Clock.Now())
+		l.setDown(sendclass.Broken, err, l.Clock.Now())
 		l.mu.Lock()
 		l.brokenWait = backoff.Next(l.brokenWait, l.retry, maxRetryWait)
 		wait := l.brokenWait
@@ -156,7 +158,7 @@ func (l *Link) Term(ctx context.Context, leads func(context.Context) error, work
 
 func (l *Link) term(ctx context.Context, leads func(context.Context) error, work func(context.Context) error) error {
 	// Not ready until this term can produce: dialled, still leading, the topics usable.
-	l.setDown(ClassStarting, errTermStarting, l.Clock.Now())
+	l.setDown(sendclass.Starting, errTermStarting, l.Clock.Now())
 	// The gauges are the leader's: a term that ends leaves no verdict behind.
 	defer l.unusable.Reset()
 	var p Producer
@@ -207,9 +209,9 @@ func (l *Link) attempt(ctx context.Context, what string, op func() error) (bool,
 		case errors.Is(err, ErrRefused):
 			return false, err
 		}
-		class := ClassUnreachable
+		class := sendclass.Unreachable
 		if kafka.Unusable(err) {
-			class = ClassTopic
+			class = sendclass.Topic
 		}
 		l.setDown(class, fmt.Errorf("%s: %w", what, err), l.Clock.Now())
 		ev := l.log.Warn()
@@ -272,9 +274,9 @@ func (l *Link) answered(id int64, errs []error) {
 	}
 	for _, err := range errs {
 		if kafka.Unavailable(err) {
-			class := ClassRefused
+			class := sendclass.Refused
 			if errors.Is(err, kafka.ErrBroken) {
-				class = ClassBroken
+				class = sendclass.Broken
 			}
 			l.setDown(class, fmt.Errorf("kafka cannot take records: %w", err), s.at)
 			return
@@ -313,17 +315,6 @@ func (l *Link) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Classes of Blocked: why the sends are blocked or failing.
-const (
-	ClassStalled     = "stalled"     // a send has waited longer than StallAfter for the brokers
-	ClassUnreachable = "unreachable" // no producer could be dialled (no broker answers)
-	ClassBroken      = "broken"      // the producer broke (a send abandoned at its timeout); a new one is dialled
-	ClassRefused     = "refused"     // the cluster refused the last send (no leader, too few in-sync replicas)
-	ClassTopic       = "topic"       // the topic check refused a topic (missing, not compacted)
-	ClassStarting    = "starting"    // the term is dialling and checking the lease and the topics
-	ClassTail        = "tail"        // the term has not read the topics' tail yet: nothing is sent until it has
-)
-
 // Blocked is why the term's sends are blocked or failing (Class, Err) and since when.
 type Blocked struct {
 	Class string
@@ -358,7 +349,7 @@ func (l *Link) Blocked(topic string, now time.Time) *Blocked {
 		}
 	}
 	if waited := now.Sub(oldest); !oldest.IsZero() && waited > l.StallAfter {
-		return &Blocked{Class: ClassStalled, Since: oldest,
+		return &Blocked{Class: sendclass.Stalled, Since: oldest,
 			Err: fmt.Errorf("kafka send waiting for the brokers for %s", waited.Round(time.Millisecond))}
 	}
 	return nil
@@ -381,7 +372,7 @@ func (l *Link) Ping(ctx context.Context) error {
 	}
 	err := (*p).Ping(ctx)
 	if err != nil {
-		l.setDown(ClassUnreachable, fmt.Errorf("a batch failed and no broker answers: %w", err), l.Clock.Now())
+		l.setDown(sendclass.Unreachable, fmt.Errorf("a batch failed and no broker answers: %w", err), l.Clock.Now())
 	}
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msgx/msgx/pkg/sendclass"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -338,7 +340,7 @@ func TestLinkBlockedSinceTheFirstFailure(t *testing.T) {
 			clk.Advance(time.Second)
 			b := l.Blocked("changes", clk.Now())
 			require.NotNil(t, b)
-			require.Equal(t, dispatch.ClassBroken, b.Class)
+			require.Equal(t, sendclass.Broken, b.Class)
 			require.Equal(t, t0.Add(time.Second), b.Since, "since the send started")
 			return fmt.Errorf("step: %w", kafka.ErrBroken)
 		}
@@ -349,8 +351,8 @@ func TestLinkBlockedSinceTheFirstFailure(t *testing.T) {
 		return nil
 	}))
 	require.Len(t, whileDialling, 2)
-	require.Equal(t, dispatch.ClassStarting, whileDialling[0].Class, "the new term starts")
-	require.Equal(t, dispatch.ClassUnreachable, whileDialling[1].Class, "its first dial failed")
+	require.Equal(t, sendclass.Starting, whileDialling[0].Class, "the new term starts")
+	require.Equal(t, sendclass.Unreachable, whileDialling[1].Class, "its first dial failed")
 	for _, b := range whileDialling {
 		require.Equal(t, t0.Add(time.Second), b.Since, "%s: since the abandoned send", b.Class)
 	}

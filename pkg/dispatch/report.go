@@ -39,7 +39,6 @@ const maxReportedError = 500
 type Reporter struct {
 	link   *Link
 	disp   *Dispatcher
-	store  *outbox.Store
 	topics [][2]string // target, topic
 	log    zerolog.Logger
 	// Tick and Every are reportTick and reportEvery (tests shorten them).
@@ -50,7 +49,7 @@ type Reporter struct {
 // to its state topic) in disp's store: blocked when the link says so (Link.Blocked), or while
 // the term has not read the topics' tail (Dispatcher.TailBlocked).
 func NewReporter(link *Link, disp *Dispatcher, log zerolog.Logger) *Reporter {
-	return &Reporter{link: link, disp: disp, store: disp.store, log: log, Tick: reportTick, Every: reportEvery,
+	return &Reporter{link: link, disp: disp, log: log, Tick: reportTick, Every: reportEvery,
 		topics: [][2]string{{event.TargetMsg, disp.cfg.TopicChanges}, {event.TargetSchd, disp.cfg.TopicState}}}
 }
 
@@ -103,7 +102,7 @@ func (r *Reporter) run(ctx context.Context, lease leader.Lease) {
 func (r *Reporter) write(ctx context.Context, lease leader.Lease, states []outbox.SendState, now time.Time) error {
 	wctx, cancel := context.WithTimeout(ctx, r.Every)
 	defer cancel()
-	return r.store.ReportSends(wctx, lease, states, now)
+	return r.disp.store.ReportSends(wctx, lease, states, now)
 }
 
 // states is the report at now; last is the previous one written, whose brokers a report that

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/msgx/msgx/pkg/sendclass"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/msgx/msgx/pkg/backoff"
@@ -80,7 +82,7 @@ func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) 
 	defer lease.Stopped("tail")
 	defer d.tail.Store(nil)
 	since := d.clock.Now()
-	d.tail.Store(&Blocked{Class: ClassTail, Err: errTailNotRead, Since: since})
+	d.tail.Store(&Blocked{Class: sendclass.Tail, Err: errTailNotRead, Since: since})
 	pause := time.Duration(0)
 	for {
 		lease.Tick("tail")
@@ -92,7 +94,7 @@ func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) 
 			return false
 		}
 		notRead := fmt.Errorf("the topics' tail not read, nothing is sent: %w", err)
-		d.tail.Store(&Blocked{Class: ClassTail, Err: notRead, Since: since})
+		d.tail.Store(&Blocked{Class: sendclass.Tail, Err: notRead, Since: since})
 		pause = backoff.Next(pause, time.Second, d.cfg.ErrorWait)
 		d.log.Error().Err(err).Dur("retry_in", pause).Msg("dispatcher: the topics' tail not read; nothing is sent until it is")
 		if !clock.WallSleep(ctx, pause) {

@@ -81,12 +81,4 @@ func TestStateInstants(t *testing.T) {
 	require.Contains(t, got, `"rout":[{"rtno":1,"apcd":"PEK","scat":"2026-10-24T23:05:00","scat_instant":"2026-10-24T23:05:00+02:00","scdt":null,"scdt_instant":null}]`,
 		"a route time at another airport is in the home airport's clock")
 	require.NotContains(t, string(s.AppendJSON(nil)), flight.InstantSuffix)
-	require.Equal(t, string(s.AppendJSON(nil)), string(must(s.MarshalJSON())))
-}
-
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
 }

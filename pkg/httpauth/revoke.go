@@ -75,9 +75,10 @@ func Revocations(ctx context.Context, db Querier) (map[[sha256.Size]byte]Revocat
 }
 
 // RevokedSet is the set of revoked tokens (token_revoked) as one process sees it: read again at
-// most every period, on the request that finds it older, so a revocation reaches every replica
-// within the period without a restart. While the table cannot be read the last set read stays in
-// force (Failed is told), and the next read is tried a period later.
+// most every period, by the request that finds it older, outside the lock (the other requests
+// meanwhile use the set read last), so a revocation reaches every replica within the period
+// without a restart. The first read is made before any answer. While the table cannot be read the
+// last set read stays in force (Failed is told), and the next read is tried a period later.
 type RevokedSet struct {
 	db     Querier
 	period time.Duration
@@ -85,17 +86,17 @@ type RevokedSet struct {
 	// Failed, when set, is told every failed read.
 	Failed func(error)
 
+	first  sync.Once
 	mu     sync.Mutex
 	hashes map[[sha256.Size]byte]Revocation
 	readAt time.Time
-	read   bool
 }
 
 // RevokedRefresh is the period of the API's RevokedSet: the bound within which a revocation
 // reaches every ingest replica.
 const RevokedRefresh = 5 * time.Second
 
-// revokedReadTimeout bounds one read of the set, which a request waits for.
+// revokedReadTimeout bounds one read of the set.
 const revokedReadTimeout = time.Second
 
 // NewRevokedSet returns the set over db, read again at most every period (clock now).
@@ -105,21 +106,37 @@ func NewRevokedSet(db Querier, period time.Duration, now func() time.Time) *Revo
 
 // Revoked reports whether the token hashing to h was revoked.
 func (s *RevokedSet) Revoked(ctx context.Context, h [sha256.Size]byte) bool {
+	s.first.Do(func() { s.read(ctx, s.now()) })
+	s.mu.Lock()
+	now := s.now()
+	due := now.Sub(s.readAt) >= s.period
+	if due {
+		s.readAt = now // one request reads; the others go on with the set read last
+	}
+	s.mu.Unlock()
+	if due {
+		s.read(ctx, now)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now := s.now(); !s.read || now.Sub(s.readAt) >= s.period {
-		s.readAt, s.read = now, true
-		ctx, cancel := context.WithTimeout(ctx, revokedReadTimeout)
-		hashes, err := Revocations(ctx, s.db)
-		cancel()
-		if err == nil {
-			s.hashes = hashes
-		} else if s.Failed != nil {
-			s.Failed(err)
-		}
-	}
 	_, revoked := s.hashes[h]
 	return revoked
+}
+
+// read reads the set (at now) and keeps it, or keeps the last one and tells Failed. The read is
+// the process's, not the request's: a client that leaves does not cancel it.
+func (s *RevokedSet) read(ctx context.Context, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokedReadTimeout)
+	defer cancel()
+	hashes, err := Revocations(ctx, s.db)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readAt = now
+	if err == nil {
+		s.hashes = hashes
+	} else if s.Failed != nil {
+		s.Failed(err)
+	}
 }
 
 // ProviderUserPrefix starts the name of a console user who logged in through the OpenID Connect

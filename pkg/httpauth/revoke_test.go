@@ -51,24 +51,35 @@ func TestRevokedAPITokenRefusedOnEveryReplica(t *testing.T) {
 	}
 }
 
-// TestRevokedSetKeepsTheLastReadOnFailure: a set that cannot read token_revoked (here a role
-// without the grant) says so through Failed, refuses nothing it did not know of, and tries again
-// only a period later.
+// TestRevokedSetKeepsTheLastReadOnFailure: a set that read a revocation keeps it when the next
+// read fails (here the ingest role loses its grant on token_revoked), says so through Failed, and
+// tries again only a period later.
 func TestRevokedSetKeepsTheLastReadOnFailure(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	r := db.Roles(t)
+	ctx := context.Background()
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	set := httpauth.NewRevokedSet(r.Pool(t, roles.Processor), httpauth.RevokedRefresh, func() time.Time { return now })
+	_, e, err := httpauth.NewToken("portal", httpauth.ScopeRead)
+	require.NoError(t, err)
+	done, err := httpauth.Revoke(ctx, r.Pool(t, roles.Admin), e, "ops", "leaked", now)
+	require.NoError(t, err)
+	require.True(t, done)
+	set := httpauth.NewRevokedSet(r.Pool(t, roles.Ingest), httpauth.RevokedRefresh, func() time.Time { return now })
 	var failed []error
 	set.Failed = func(err error) { failed = append(failed, err) }
-	h := httpauth.Hash("x")
-	require.False(t, set.Revoked(context.Background(), h))
+	require.True(t, set.Revoked(ctx, e.Hash))
+	require.Empty(t, failed)
+
+	_, err = db.Pool.Exec(ctx, `REVOKE SELECT ON token_revoked FROM `+r.Name(roles.Ingest))
+	require.NoError(t, err)
+	now = now.Add(httpauth.RevokedRefresh)
+	require.True(t, set.Revoked(ctx, e.Hash), "the last set read stays in force")
 	require.Len(t, failed, 1)
 	require.ErrorContains(t, failed[0], "permission denied")
-	require.False(t, set.Revoked(context.Background(), h))
+	require.True(t, set.Revoked(ctx, e.Hash))
 	require.Len(t, failed, 1, "no second read within the period")
 	now = now.Add(httpauth.RevokedRefresh)
-	require.False(t, set.Revoked(context.Background(), h))
+	require.True(t, set.Revoked(ctx, e.Hash))
 	require.Len(t, failed, 2)
 }

@@ -60,7 +60,7 @@ func (j *Jobs) backfill(ctx context.Context, lease leader.Lease, now time.Time) 
 		case errors.Is(err, errMailbox):
 			markErr = err
 			return 0, nil // recorded on the rows; the run ends here
-		case errors.Is(err, errStandbysBehind):
+		case errors.Is(err, replication.ErrBehind): // logged and counted by the waiter
 			behind = true
 			return 0, nil // nothing written; the run ends here
 		}
@@ -96,10 +96,6 @@ func (j *Jobs) moveDebts(ctx context.Context, lease leader.Lease, now, deadline 
 	})
 	return err
 }
-
-// errStandbysBehind ends a run whose markers wait for the standbys (logged and counted by the
-// waiter): nothing was written, the rows stay due.
-var errStandbysBehind = errors.New("the standbys have not replayed the rows' commits")
 
 // errMailbox marks a mailbox failure: recorded on the rows (backoff, or OVERDUE past R), it ends
 // the run.
@@ -164,8 +160,8 @@ func (j *Jobs) backfillChunk(ctx context.Context, lease leader.Lease, now time.T
 	if err != nil {
 		return settled, selected, err
 	}
-	if errors.Is(markErr, replication.ErrBehind) {
-		return 0, selected, errStandbysBehind
+	if errors.Is(markErr, replication.ErrBehind) { // nothing was written, the rows stay due
+		return 0, selected, markErr
 	}
 	if markErr != nil {
 		return settled, selected, fmt.Errorf("%w: %w", errMailbox, markErr)

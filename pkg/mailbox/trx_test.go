@@ -87,23 +87,24 @@ func TestTransactionsNeverStaleWithAPoller(t *testing.T) {
 		return err == nil && !first.OwnStarted.IsZero()
 	}, 10*time.Second, 50*time.Millisecond, "a fresh first read")
 
+	pollCtx, stopPolling := context.WithCancel(ctx)
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		for ctx.Err() == nil {
-			rows, err := db.SQL.QueryContext(ctx, `SELECT trx_id FROM information_schema.INNODB_TRX`)
+		for pollCtx.Err() == nil {
+			rows, err := db.SQL.QueryContext(pollCtx, `SELECT trx_id FROM information_schema.INNODB_TRX`)
 			if err == nil {
 				for rows.Next() {
 				}
 				_ = rows.Close()
 			}
 			select {
-			case <-ctx.Done():
+			case <-pollCtx.Done():
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	}()
-	defer func() { cancel(); <-polled }()
+	defer func() { stopPolling(); <-polled }()
 
 	tx, err := db.SQL.BeginTx(context.Background(), nil)
 	require.NoError(t, err)
@@ -113,22 +114,30 @@ func TestTransactionsNeverStaleWithAPoller(t *testing.T) {
 	_, err = tx.Exec(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG) VALUES ('<MSG>held</MSG>')`)
 	require.NoError(t, err)
 
-	fresh := 0
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
-		l, err := mb.Transactions(ctx)
-		if errors.Is(err, mailbox.ErrTrxListTooSoon) {
-			continue
+	// reads reads the list until the deadline, or until a fresh read when untilFresh; it returns
+	// the fresh reads, each of which must list the insert.
+	reads := func(d time.Duration, untilFresh bool) int {
+		fresh := 0
+		for deadline := time.Now().Add(d); time.Now().Before(deadline) && (!untilFresh || fresh == 0); {
+			l, err := mb.Transactions(ctx)
+			if errors.Is(err, mailbox.ErrTrxListTooSoon) {
+				continue
+			}
+			require.NoError(t, err)
+			if l.OwnStarted.IsZero() {
+				continue // a copy, and it says so
+			}
+			fresh++
+			listed := false
+			for _, o := range l.Others {
+				listed = listed || o.Thread == holder
+			}
+			require.True(t, listed, "a read that claims to be fresh lists the insert opened after the copy: %+v", l)
 		}
-		require.NoError(t, err)
-		if l.OwnStarted.IsZero() {
-			continue // a copy, and it says so
-		}
-		fresh++
-		listed := false
-		for _, o := range l.Others {
-			listed = listed || o.Thread == holder
-		}
-		require.True(t, listed, "a read that claims to be fresh lists the insert opened after the copy: %+v", l)
+		return fresh
 	}
-	t.Logf("%d fresh reads while polled", fresh)
+	t.Logf("%d fresh reads while polled", reads(2*time.Second, false))
+	stopPolling()
+	<-polled
+	require.Positive(t, reads(5*time.Second, true), "once nobody else polls, a read is fresh again")
 }

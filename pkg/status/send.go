@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/msgx/msgx/pkg/sendclass"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -114,11 +116,11 @@ func (x Send) what() string {
 	switch {
 	case x.BrokersSilent:
 		return fmt.Sprintf("%s %s not answering", noun, brokers)
-	case x.Class == "refused":
+	case x.Class == sendclass.Refused:
 		return fmt.Sprintf("%s %s refusing the records", noun, brokers)
-	case x.Class == "topic":
+	case x.Class == sendclass.Topic:
 		return fmt.Sprintf("Kafka topic %s unusable (%s %s)", x.Topic, strings.ToLower(noun), brokers)
-	case x.Class == "tail":
+	case x.Class == sendclass.Tail:
 		return fmt.Sprintf("Kafka topics' tail not read, nothing sent (%s %s)", strings.ToLower(noun), brokers)
 	}
 	return fmt.Sprintf("Kafka sends blocked (%s, %s %s answer metadata requests)", x.Class, strings.ToLower(noun), brokers)

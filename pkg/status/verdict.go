@@ -3,7 +3,6 @@ package status
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -19,8 +18,10 @@ const (
 	headAgeLimit   = time.Minute // the head message waits longer
 	outboxAgeLimit = time.Minute // the oldest unsent event waits longer
 	markerAgeLimit = 10 * time.Minute
-	stoppingRoles  = "ingest processor dispatcher" // without them nothing moves; jobs only degrades
 )
+
+// stoppingRoles are the roles without whose leader nothing moves; jobs only degrades.
+var stoppingRoles = []string{"ingest", "processor", "dispatcher"}
 
 // Verdict judges the snapshot; lease is MSGX_LEADER_SESSION_TIMEOUT. A stale or missing leader
 // of a pipeline role stops the pipeline; an aging head, a gap holding the watermark, a
@@ -34,14 +35,14 @@ func (s Snapshot) Verdict(lease time.Duration) Verdict {
 		seen[l.Role] = true
 		if l.Stale(lease) {
 			msg := fmt.Sprintf("%s lease not renewed for %s (holder %s, timeout %s)", l.Role, secs(l.RenewalAge), l.Holder, lease)
-			if containsWord(stoppingRoles, l.Role) {
+			if slices.Contains(stoppingRoles, l.Role) {
 				stop = append(stop, msg)
 			} else {
 				degr = append(degr, msg)
 			}
 		}
 	}
-	for _, role := range []string{"ingest", "processor", "dispatcher"} {
+	for _, role := range stoppingRoles {
 		if !seen[role] {
 			stop = append(stop, "no "+role+" leader elected")
 		}
@@ -84,5 +85,3 @@ func prefixed(p, s string) string {
 	}
 	return p + s
 }
-
-func containsWord(list, w string) bool { return slices.Contains(strings.Fields(list), w) }
