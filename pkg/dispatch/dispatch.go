@@ -55,6 +55,7 @@ type Dispatcher struct {
 	// lastSent is, per target, the highest event id whose record the broker acknowledged in
 	// this term (the heartbeat reports it; 0: none yet).
 	lastSent map[string]*atomic.Int64
+	beats    *beatMetrics
 }
 
 // Ready fails while the leader's term cannot read the topics' tail, so it sends nothing (the
@@ -81,7 +82,7 @@ func New(cfg Config, store *outbox.Store, sender Sender, clk clock.Clock, reg pr
 	if err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
-	if m.beats, err = newBeatCounter(reg); err != nil {
+	if d.beats, err = newBeatMetrics(reg, clk, cfg.TopicHeartbeat, cfg.HeartbeatPeriod); err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}
 	d.m = m

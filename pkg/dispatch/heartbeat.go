@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,13 +18,49 @@ import (
 // heartbeatLoop names the heartbeat loop (liveness ticks, send warnings).
 const heartbeatLoop = "heartbeat"
 
-// newBeatCounter registers msgx_dispatch_heartbeats_total on reg.
-func newBeatCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
-	c := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "msgx_dispatch_heartbeats_total", Help: "Heartbeat records the broker acknowledged (docs/events.md, \"Heartbeat\").",
-	})
-	return c, reg.Register(c)
+// beatMetrics are the heartbeat's: the records acknowledged and, for msgx's own operators'
+// alert on the silence consumers would call a stall, its age and the period.
+type beatMetrics struct {
+	sent prometheus.Counter
+	// since is when the silence the age gauge reports started: the last heartbeat the broker
+	// acknowledged, or the start of this term's heartbeats (nil: this process sends none).
+	since atomic.Pointer[time.Time]
 }
+
+// newBeatMetrics registers the heartbeat's metrics on reg: msgx_dispatch_heartbeats_total,
+// msgx_dispatch_heartbeat_age_seconds (on clk) and msgx_dispatch_heartbeat_period_seconds
+// (period when topic is set, else 0).
+func newBeatMetrics(reg prometheus.Registerer, clk clock.Clock, topic string, period time.Duration) (*beatMetrics, error) {
+	b := &beatMetrics{sent: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "msgx_dispatch_heartbeats_total", Help: "Heartbeat records the broker acknowledged (docs/events.md, \"Heartbeat\").",
+	})}
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "msgx_dispatch_heartbeat_age_seconds",
+		Help: "Seconds since the last heartbeat the broker acknowledged, or since this leader's heartbeats started when none was yet; 0 when this process sends none (not the leader, or no heartbeat topic).",
+	}, func() float64 {
+		if since := b.since.Load(); since != nil {
+			return clk.Now().Sub(*since).Seconds()
+		}
+		return 0
+	})
+	if topic == "" {
+		period = 0
+	}
+	per := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "msgx_dispatch_heartbeat_period_seconds", Help: "MSGX_HEARTBEAT_PERIOD; 0 when MSGX_KAFKA_TOPIC_HEARTBEAT is empty (no heartbeat).",
+	})
+	per.Set(period.Seconds())
+	for _, c := range []prometheus.Collector{b.sent, age, per} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// silentSince starts the silence the age gauge reports at t (nil: none, this process sends no
+// heartbeat).
+func (b *beatMetrics) silentSince(t *time.Time) { b.since.Store(t) }
 
 // Heartbeat sends one heartbeat record (docs/events.md, "Heartbeat"): the progress read under
 // lease (a deposed leader reports nothing: leader.ErrFenced) and the highest event ids this term
@@ -45,7 +83,9 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, lease leader.Lease) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	d.m.beats.Inc()
+	d.beats.sent.Inc()
+	now := d.clock.Now()
+	d.beats.silentSince(&now)
 	return nil
 }
 
@@ -55,6 +95,9 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, lease leader.Lease) error {
 // missing heartbeat is what consumers watch for.
 func (d *Dispatcher) heartbeats(ctx context.Context, lease leader.Lease) error {
 	next := d.clock.Now()
+	start := next
+	d.beats.silentSince(&start)
+	defer d.beats.silentSince(nil)
 	for {
 		lease.Tick(heartbeatLoop)
 		err := d.Heartbeat(ctx, lease)

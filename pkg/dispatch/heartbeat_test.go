@@ -18,7 +18,7 @@ import (
 // TestHeartbeatAtItsPeriodUntilTheDispatcherStops: a running dispatcher sends a heartbeat at
 // once and then one each period of its clock, each telling the watermark, the newest event id
 // sent and what waits; once Run has returned (the dispatcher stopped) none follows, however much
-// time passes.
+// time passes. Its age gauge counts from the last acknowledged heartbeat, and is 0 once it stopped.
 func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
@@ -26,11 +26,14 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	ctx := context.Background()
 	_, err := b.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = 41`)
 	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
 	disp, err := dispatch.New(dispatch.Config{
 		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500, TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
 		TopicHeartbeat: b.kcfg.TopicHeartbeat, HeartbeatKey: b.kcfg.TxnIDPrefix, HeartbeatPeriod: period,
-	}, b.store, b.sender, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+	}, b.store, b.sender, b.clock, reg, zerolog.Nop())
 	require.NoError(t, err)
+	require.Equal(t, period.Seconds(), gauge(t, reg, "msgx_dispatch_heartbeat_period_seconds"))
+	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "no heartbeat before Run")
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- disp.Run(runCtx, b.lease) }()
@@ -65,7 +68,9 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	}, 30*time.Second, 5*time.Millisecond, "the change is recorded as sent")
 	for i := 1; i <= 3; i++ {
 		require.Eventually(t, b.clock.Waiting, 30*time.Second, 5*time.Millisecond, "the heartbeat waits for its period")
-		b.clock.Advance(period)
+		b.clock.Advance(period / 2)
+		require.Equal(t, (period / 2).Seconds(), gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "half a period after heartbeat %d", i-1)
+		b.clock.Advance(period / 2)
 		got := beats(i + 1)
 		require.Len(t, got, i+1, "one heartbeat per period")
 		require.Equal(t, t0.Add(time.Duration(i)*period), got[i].Time, "heartbeat %d at its period", i)
@@ -75,6 +80,7 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 
 	stop()
 	require.NoError(t, <-done)
+	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "a stopped dispatcher sends no heartbeat")
 	b.clock.Advance(10 * period)
 	require.Len(t, kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicHeartbeat, 30*time.Second), 4,
 		"no heartbeat once the dispatcher stopped")

@@ -15,7 +15,6 @@ type metrics struct {
 	retried   *prometheus.CounterVec
 	dead      *prometheus.CounterVec
 	outages   prometheus.Counter
-	beats     prometheus.Counter
 	batchSize *prometheus.HistogramVec
 	latency   *prometheus.HistogramVec
 	lag       *prometheus.HistogramVec
