@@ -9,10 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/procstate"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // msgxctl show lists every attempt of a message; a refused replay prints the refusal and fails
@@ -30,7 +28,7 @@ func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason)
 		VALUES (8, 1, $1, 3, 'FAILED', 'INFRA', 'timeout 1'), (8, 2, $1, 4, 'DEAD', 'EXHAUSTED', 'after 5 attempts: INFRA: timeout')`, at)
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}}
+	cfg := ctlConfig(db.URL, "")
 
 	var out bytes.Buffer
 	require.NoError(t, showCmd(ctx, cfg, []string{"8", "--json"}, &out))

@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // flightDB is a schema with flight 100 (CA100, version 2, SODT 08:00 airport time on
@@ -37,7 +34,7 @@ func flightDB(t *testing.T) config.Config {
 		_, err := db.Pool.Exec(ctx, q)
 		require.NoError(t, err, q)
 	}
-	return config.Config{Process: settings.Process{PGURL: db.URL, AirportTZ: "Asia/Shanghai"}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	return ctlConfig(db.URL, "Asia/Shanghai")
 }
 
 // flight FLID shows the current state and every version with the message behind it, times in

@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 const showXML = `<?xml version="1.0" encoding="UTF-8"?>
@@ -31,7 +28,7 @@ func showDB(t *testing.T) config.Config {
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ('replay', 'ops@host', 'mailbox back', 'ids=38', '{38}', now())`)
 	require.NoError(t, err)
-	return config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	return ctlConfig(db.URL, "")
 }
 
 // show 38 --raw (flags after the positional argument) prints the XML itself, byte for byte; the
@@ -130,7 +127,7 @@ func TestShowRawBytes(t *testing.T) {
 	_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_bytes, raw_sha256, status, error_class, reason, attempts, next_attempt_at, enqueued_at)
 	  VALUES (7, NULL, $1, sha256($1), 'FAILED', 'CODEC_ERROR', 'unsupported encoding declaration', 1, now(), now())`, mailbox)
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	cfg := ctlConfig(db.URL, "")
 
 	var out bytes.Buffer
 	require.NoError(t, showCmd(ctx, cfg, []string{"7", "--raw"}, &out))

@@ -9,10 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/settings"
 	"github.com/msgx/msgx/pkg/status"
 )
 
@@ -27,7 +24,7 @@ func TestStatusShowsRenewalAgeAndStaleLeader(t *testing.T) {
 	  ('processor', 3, 'live:1', 0, $1, $2), ('dispatcher', 2, 'gone:2', 0, $1, $3)`,
 		now.Add(-time.Hour), now.Add(-time.Second), now.Add(-40*time.Second))
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	cfg := ctlConfig(db.URL, "")
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
 	lines := map[string]string{}
@@ -48,7 +45,7 @@ func TestStatusEmptyListsAndStale(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL, AirportTZ: "Asia/Shanghai"}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	cfg := ctlConfig(db.URL, "Asia/Shanghai")
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, []string{"--json"}, &out))
 	var doc map[string]any
@@ -97,7 +94,7 @@ func TestStatusShowsBlockedSends(t *testing.T) {
 		VALUES ('KAFKA:msg', 'msgx.flight.changes', 1, now() - interval '20 seconds', 'unreachable', 'kafka not reachable: i/o timeout',
 		        '{10.0.0.5:9093}', true, '5s', '5s', now())`)
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	cfg := ctlConfig(db.URL, "")
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
 	require.Regexp(t, `(?m)^verdict\s+degraded\n\s+because\s+Kafka broker 10\.0\.0\.5:9093 not answering for 2\ds: 1 events waiting \(msgx\.flight\.changes\): kafka not reachable: i/o timeout$`, out.String())
