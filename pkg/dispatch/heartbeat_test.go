@@ -26,11 +26,9 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	ctx := context.Background()
 	_, err := b.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = 41`)
 	require.NoError(t, err)
-	disp, err := dispatch.New(dispatch.Config{
-		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500, TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+	disp := b.dispatcher(t, dispatch.Config{
 		TopicHeartbeat: b.kcfg.TopicHeartbeat, HeartbeatKey: b.kcfg.TxnIDPrefix, HeartbeatPeriod: period,
-	}, b.store, b.sender, b.clock, prometheus.NewRegistry(), zerolog.Nop())
-	require.NoError(t, err)
+	}, prometheus.NewRegistry(), zerolog.Nop())
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- disp.Run(runCtx, b.lease) }()
