@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -499,15 +500,10 @@ func TestStatesAggregateNewest(t *testing.T) {
 	require.Equal(t, 1, res.Claimed)
 	require.Equal(t, 10, res.Retried)
 	require.Zero(t, countStatus(t, b, outbox.StatusSent))
-	var attempts []int
 	rows, err := b.db.Pool.Query(ctx, `SELECT attempts FROM msg_event ORDER BY event_id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var a int
-		require.NoError(t, rows.Scan(&a))
-		attempts = append(attempts, a)
-	}
-	require.NoError(t, rows.Err())
+	attempts, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
 	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, attempts)
 
 	// Backing off: nothing is due yet.
