@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/procstate"
 )
 
@@ -17,7 +16,7 @@ import (
 // with procstate.ErrRefused (exit 1), requeuing nothing.
 func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "")
 	ctx := context.Background()
 	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	_, err := db.Pool.Exec(ctx, `
@@ -28,7 +27,6 @@ func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason)
 		VALUES (8, 1, $1, 3, 'FAILED', 'INFRA', 'timeout 1'), (8, 2, $1, 4, 'DEAD', 'EXHAUSTED', 'after 5 attempts: INFRA: timeout')`, at)
 	require.NoError(t, err)
-	cfg := ctlConfig(db.URL, "")
 
 	var out bytes.Buffer
 	require.NoError(t, showCmd(ctx, cfg, []string{"8", "--json"}, &out))

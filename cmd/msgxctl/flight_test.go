@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
 // flightDB is a schema with flight 100 (CA100, version 2, SODT 08:00 airport time on
@@ -17,7 +16,7 @@ import (
 // the history sweep, and the msgxctl configuration for it (airport time Asia/Shanghai, +08:00).
 func flightDB(t *testing.T) config.Config {
 	t.Helper()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "Asia/Shanghai")
 	ctx := context.Background()
 	for _, q := range []string{
 		`INSERT INTO flight (flid, alcd, flno, mvin, sodt, stnd, operation_day, state, state_version, created_at, updated_at)
@@ -34,7 +33,7 @@ func flightDB(t *testing.T) config.Config {
 		_, err := db.Pool.Exec(ctx, q)
 		require.NoError(t, err, q)
 	}
-	return ctlConfig(db.URL, "Asia/Shanghai")
+	return cfg
 }
 
 // flight FLID shows the current state and every version with the message behind it, times in

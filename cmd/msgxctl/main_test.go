@@ -19,6 +19,13 @@ func ctlConfig(url, tz string) config.Config {
 	return config.Config{Process: settings.Process{PGURL: url, AirportTZ: tz}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 }
 
+// ctlDB is a fresh schema and the msgxctl configuration that reaches it as its owner (ctlConfig).
+func ctlDB(t *testing.T, tz string) (*testdb.DB, config.Config) {
+	t.Helper()
+	db := testdb.New(t)
+	return db, ctlConfig(db.URL, tz)
+}
+
 // count is the number query q returns.
 func count(t *testing.T, db *testdb.DB, q string) int {
 	t.Helper()
