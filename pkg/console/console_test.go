@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -297,16 +296,6 @@ func (w *world) count(t testing.TB, sql string, args ...any) int64 {
 	var n int64
 	require.NoError(t, w.db.Pool.QueryRow(ctx, sql, args...).Scan(&n))
 	return n
-}
-
-// ids is the one bigint column sql selects, row by row.
-func (w *world) ids(t testing.TB, sql string, args ...any) []int64 {
-	t.Helper()
-	rows, err := w.db.Pool.Query(ctx, sql, args...)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return ids
 }
 
 // deadLetters is the condition on proc_state of the rows the dead-letter pages list: the dead

@@ -28,7 +28,7 @@ func TestDeadLetterGuidanceMatchesReplay(t *testing.T) {
 	t.Parallel()
 	w, st := setupStory(t)
 	op := w.login(t, operatorToken)
-	ids := w.ids(t, `SELECT msg_id FROM proc_state WHERE `+deadLetters+` ORDER BY msg_id`)
+	ids := w.db.Int64s(t, `SELECT msg_id FROM proc_state WHERE `+deadLetters+` ORDER BY msg_id`)
 	predicted := map[int64]said{}
 	var replayable []int64
 	for _, id := range ids {

@@ -21,7 +21,7 @@ func TestMessageSearchAndCSV(t *testing.T) {
 	w, st := setupStory(t)
 	op := w.login(t, operatorToken)
 	ids := func(sql string, args ...any) []string {
-		list := w.ids(t, sql, args...)
+		list := w.db.Int64s(t, sql, args...)
 		out := make([]string, len(list))
 		for i, id := range list {
 			out[i] = itoa(id)

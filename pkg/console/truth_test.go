@@ -183,7 +183,7 @@ func TestConsoleShowsWhatThePipelineWrote(t *testing.T) {
 	t.Parallel()
 	w, st := setupStory(t)
 	op := w.login(t, operatorToken)
-	flids := w.ids(t, `SELECT flid FROM flight ORDER BY flid`)
+	flids := w.db.Int64s(t, `SELECT flid FROM flight ORDER BY flid`)
 	require.Greater(t, len(flids), 30)
 	for _, flid := range flids {
 		code, body := get(t, op, w.srv.URL+"/flights/"+itoa(flid))

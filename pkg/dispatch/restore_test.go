@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -206,10 +205,7 @@ func TestLogicalRestoreOntoALowerTimelineResumes(t *testing.T) {
 	resume(t, b, append(flightChanges(2, 7, 8), flightChanges(3, 7)...), nil)
 	require.Equal(t, map[string]int64{"7": 3, "8": 2}, requireEventIdentity(t, b))
 	require.Equal(t, map[string]int{outbox.RestoreOlderTimeline: 1}, restoreKinds(t, b))
-	rows, err := b.db.Pool.Query(context.Background(), `SELECT DISTINCT event_id >> 40 FROM msg_event ORDER BY 1`)
-	require.NoError(t, err)
-	gens, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
+	gens := b.db.Int64s(t, `SELECT DISTINCT event_id >> 40 FROM msg_event ORDER BY 1`)
 	require.Equal(t, []int64{3, 4}, gens, "ids of the restored cluster continue above timeline 3's")
 }
 
