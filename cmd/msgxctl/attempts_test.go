@@ -9,17 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/procstate"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // msgxctl show lists every attempt of a message; a refused replay prints the refusal and fails
 // with procstate.ErrRefused (exit 1), requeuing nothing.
 func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "")
 	ctx := context.Background()
 	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	_, err := db.Pool.Exec(ctx, `
@@ -30,7 +27,6 @@ func TestShowAttemptsAndRefusedReplay(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason)
 		VALUES (8, 1, $1, 3, 'FAILED', 'INFRA', 'timeout 1'), (8, 2, $1, 4, 'DEAD', 'EXHAUSTED', 'after 5 attempts: INFRA: timeout')`, at)
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}}
 
 	var out bytes.Buffer
 	require.NoError(t, showCmd(ctx, cfg, []string{"8", "--json"}, &out))

@@ -10,12 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/cmdline"
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/roles"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // msgxctl db restored, as the operator role, needs a reason and a refusal of the dispatcher's to
@@ -26,8 +24,8 @@ func TestDBRestoredAndShow(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	r := db.Roles(t)
-	admin := config.Config{Process: settings.Process{PGURL: r.URL(roles.Admin), AirportTZ: "Asia/Shanghai"}}
-	reader := config.Config{Process: settings.Process{PGURL: r.URL(roles.Reader), AirportTZ: "Asia/Shanghai"}}
+	admin := ctlConfig(r.URL(roles.Admin), "Asia/Shanghai")
+	reader := ctlConfig(r.URL(roles.Reader), "Asia/Shanghai")
 	var out bytes.Buffer
 
 	require.ErrorContains(t, dbCmd(ctx, admin, []string{"restored"}, &out), "--reason is required")

@@ -5,14 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // flightDB is a schema with flight 100 (CA100, version 2, SODT 08:00 airport time on
@@ -20,7 +16,7 @@ import (
 // the history sweep, and the msgxctl configuration for it (airport time Asia/Shanghai, +08:00).
 func flightDB(t *testing.T) config.Config {
 	t.Helper()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "Asia/Shanghai")
 	ctx := context.Background()
 	for _, q := range []string{
 		`INSERT INTO flight (flid, alcd, flno, mvin, sodt, stnd, operation_day, state, state_version, created_at, updated_at)
@@ -37,7 +33,7 @@ func flightDB(t *testing.T) config.Config {
 		_, err := db.Pool.Exec(ctx, q)
 		require.NoError(t, err, q)
 	}
-	return config.Config{Process: settings.Process{PGURL: db.URL, AirportTZ: "Asia/Shanghai"}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	return cfg
 }
 
 // flight FLID shows the current state and every version with the message behind it, times in

@@ -8,11 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/identity"
 	"github.com/msgx/msgx/pkg/roles"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // msgxctl identity set, as the operator role, needs the whole rule and a reason, writes it with
@@ -24,7 +22,7 @@ func TestIdentitySetAndShow(t *testing.T) {
 	ctx := context.Background()
 	r := db.Roles(t)
 	require.NoError(t, identity.Ensure(ctx, r.Pool(t, roles.Processor), identity.Rule{Window: 168 * time.Hour}, "processor", time.Now()))
-	cfg := config.Config{Process: settings.Process{PGURL: r.URL(roles.Admin)}}
+	cfg := ctlConfig(r.URL(roles.Admin), "")
 	var out bytes.Buffer
 
 	require.ErrorContains(t, identityCmd(ctx, cfg, []string{"set", "--window", "72h", "--reason", "x"}, &out), "--include-day are required")
@@ -36,14 +34,7 @@ func TestIdentitySetAndShow(t *testing.T) {
 	require.NoError(t, identity.Ensure(ctx, r.Pool(t, roles.Processor), identity.Rule{Window: 72 * time.Hour, IncludeDay: true}, "processor", time.Now()))
 
 	out.Reset()
-	require.NoError(t, identityCmd(ctx, config.Config{Process: settings.Process{PGURL: r.URL(roles.Reader)}}, []string{"show"}, &out))
+	require.NoError(t, identityCmd(ctx, ctlConfig(r.URL(roles.Reader), ""), []string{"show"}, &out))
 	require.Contains(t, out.String(), "identity rule: --window 72h --include-day=true (set ")
 	require.Contains(t, out.String(), "by ops: AODB resets SEQN daily)")
-}
-
-func count(t *testing.T, db *testdb.DB, q string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, db.Pool.QueryRow(context.Background(), q).Scan(&n))
-	return n
 }

@@ -6,14 +6,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 const showXML = `<?xml version="1.0" encoding="UTF-8"?>
@@ -24,14 +20,14 @@ const showXML = `<?xml version="1.0" encoding="UTF-8"?>
 // configuration for it.
 func showDB(t *testing.T) config.Config {
 	t.Helper()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "")
 	ctx := context.Background()
 	_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, status, error_class, reason, attempts, next_attempt_at, msg_type, enqueued_at)
 	  VALUES (38, $1, sha256(convert_to($1, 'UTF8')), 'FAILED', 'INFRA', 'mailbox down', 2, now(), 'DFOE', now())`, showXML)
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, `INSERT INTO replay_audit (action, actor, reason, selector, ids, at) VALUES ('replay', 'ops@host', 'mailbox back', 'ids=38', '{38}', now())`)
 	require.NoError(t, err)
-	return config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
+	return cfg
 }
 
 // show 38 --raw (flags after the positional argument) prints the XML itself, byte for byte; the
@@ -124,13 +120,12 @@ func openAndExec(ctx context.Context, cfg config.Config, sql string) (int64, err
 // themselves; --json gives them as base64 beside a null text, and the row says how many.
 func TestShowRawBytes(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "")
 	ctx := context.Background()
 	mailbox := []byte("<?xml version=\"1.0\" encoding=\"Big5\"?><MSG>\xA5\x78</MSG>")
 	_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_bytes, raw_sha256, status, error_class, reason, attempts, next_attempt_at, enqueued_at)
 	  VALUES (7, NULL, $1, sha256($1), 'FAILED', 'CODEC_ERROR', 'unsupported encoding declaration', 1, now(), now())`, mailbox)
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 
 	var out bytes.Buffer
 	require.NoError(t, showCmd(ctx, cfg, []string{"7", "--raw"}, &out))

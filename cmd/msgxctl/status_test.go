@@ -9,10 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/config"
-	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/leader"
-	"github.com/msgx/msgx/pkg/settings"
 	"github.com/msgx/msgx/pkg/status"
 )
 
@@ -20,14 +16,13 @@ import (
 // timeout as stale.
 func TestStatusShowsRenewalAgeAndStaleLeader(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "")
 	ctx := context.Background()
 	now := time.Now()
 	_, err := db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES
 	  ('processor', 3, 'live:1', 0, $1, $2), ('dispatcher', 2, 'gone:2', 0, $1, $3)`,
 		now.Add(-time.Hour), now.Add(-time.Second), now.Add(-40*time.Second))
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
 	lines := map[string]string{}
@@ -46,9 +41,8 @@ func TestStatusShowsRenewalAgeAndStaleLeader(t *testing.T) {
 // the text names the dispatcher lag although the outbox is empty.
 func TestStatusEmptyListsAndStale(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "Asia/Shanghai")
 	ctx := context.Background()
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL, AirportTZ: "Asia/Shanghai"}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, []string{"--json"}, &out))
 	var doc map[string]any
@@ -84,7 +78,7 @@ func TestStatusEmptyListsAndStale(t *testing.T) {
 // blocked target names its brokers, and the verdict says why it is degraded.
 func TestStatusShowsBlockedSends(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "")
 	ctx := context.Background()
 	_, err := db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES
 	  ('ingest', 1, 'a', 0, now(), now()), ('processor', 1, 'b', 0, now(), now()), ('dispatcher', 1, 'c', 0, now(), now())`)
@@ -97,7 +91,6 @@ func TestStatusShowsBlockedSends(t *testing.T) {
 		VALUES ('KAFKA:msg', 'msgx.flight.changes', 1, now() - interval '20 seconds', 'unreachable', 'kafka not reachable: i/o timeout',
 		        '{10.0.0.5:9093}', true, '5s', '5s', now())`)
 	require.NoError(t, err)
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL}, Leader: leader.Config{SessionTimeout: 5 * time.Second}}
 	var out bytes.Buffer
 	require.NoError(t, statusCmd(ctx, cfg, nil, &out))
 	require.Regexp(t, `(?m)^verdict\s+degraded\n\s+because\s+Kafka broker 10\.0\.0\.5:9093 not answering for 2\ds: 1 events waiting \(msgx\.flight\.changes\): kafka not reachable: i/o timeout$`, out.String())

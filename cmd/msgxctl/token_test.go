@@ -13,7 +13,6 @@ import (
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/httpauth"
 	"github.com/msgx/msgx/pkg/roles"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // TestTokenNew: the printed entry parses as MSGX_API_TOKENS and holds the hash of the printed
@@ -49,7 +48,7 @@ func TestTokenListAndRevoke(t *testing.T) {
 	var console, api httpauth.Clients
 	require.NoError(t, console.UnmarshalText(fmt.Appendf(nil, "ana:read+operate:%x,bo:read:%x", httpauth.Hash("a"), httpauth.Hash("b"))))
 	require.NoError(t, api.UnmarshalText(fmt.Appendf(nil, "portal:send:%x", httpauth.Hash("p"))))
-	cfg := config.Config{Process: settings.Process{PGURL: db.Roles(t).URL(roles.Admin), AirportTZ: "Asia/Shanghai"}}
+	cfg := ctlConfig(db.Roles(t).URL(roles.Admin), "Asia/Shanghai")
 	cfg.Console.Tokens, cfg.API.Access.Tokens = console, api
 
 	var out bytes.Buffer

@@ -298,6 +298,10 @@ func (w *world) count(t testing.TB, sql string, args ...any) int64 {
 	return n
 }
 
+// deadLetters is the condition on proc_state of the rows the dead-letter pages list: the dead
+// and failed messages and those skipped for matching no flight.
+const deadLetters = `(status IN ('DEAD', 'FAILED') OR (status = 'SKIPPED' AND reason LIKE 'no-match:%'))`
+
 func TestLoginSessionAndScopes(t *testing.T) {
 	t.Parallel()
 	w := setup(t)

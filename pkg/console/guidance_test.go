@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/flightstore"
@@ -29,11 +28,7 @@ func TestDeadLetterGuidanceMatchesReplay(t *testing.T) {
 	t.Parallel()
 	w, st := setupStory(t)
 	op := w.login(t, operatorToken)
-	rows, err := w.db.Pool.Query(ctx, `SELECT msg_id FROM proc_state
-		WHERE status IN ('DEAD', 'FAILED') OR (status = 'SKIPPED' AND reason LIKE 'no-match:%') ORDER BY msg_id`)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
+	ids := w.db.Int64s(t, `SELECT msg_id FROM proc_state WHERE `+deadLetters+` ORDER BY msg_id`)
 	predicted := map[int64]said{}
 	var replayable []int64
 	for _, id := range ids {

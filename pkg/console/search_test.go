@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,10 +21,7 @@ func TestMessageSearchAndCSV(t *testing.T) {
 	w, st := setupStory(t)
 	op := w.login(t, operatorToken)
 	ids := func(sql string, args ...any) []string {
-		rows, err := w.db.Pool.Query(ctx, sql, args...)
-		require.NoError(t, err)
-		list, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		require.NoError(t, err)
+		list := w.db.Int64s(t, sql, args...)
 		out := make([]string, len(list))
 		for i, id := range list {
 			out[i] = itoa(id)
@@ -90,7 +86,7 @@ func TestMessageSearchAndCSV(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	dead := readCSV(t, op, w.srv.URL+"/dead.csv")
-	require.Equal(t, ids(`SELECT msg_id FROM proc_state WHERE status IN ('DEAD', 'FAILED') OR (status = 'SKIPPED' AND reason LIKE 'no-match:%') ORDER BY msg_id DESC`),
+	require.Equal(t, ids(`SELECT msg_id FROM proc_state WHERE `+deadLetters+` ORDER BY msg_id DESC`),
 		column(dead[1:], 0), "every dead letter")
 	for _, r := range dead[1:] {
 		if r[0] == itoa(st.unsupported) {

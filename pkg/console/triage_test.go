@@ -28,8 +28,7 @@ func TestTriageOfThePipelinesDeadLetters(t *testing.T) {
 
 	// Groups, from proc_state's reasons with their value taken out here.
 	value, digits := regexp.MustCompile(sis.ValuePattern), regexp.MustCompile(`[0-9]+`)
-	rows, err := w.db.Pool.Query(ctx, `SELECT COALESCE(error_class, 'NO-MATCH'), reason FROM proc_state
-		WHERE status IN ('DEAD', 'FAILED') OR (status = 'SKIPPED' AND reason LIKE 'no-match:%')`)
+	rows, err := w.db.Pool.Query(ctx, `SELECT COALESCE(error_class, 'NO-MATCH'), reason FROM proc_state WHERE `+deadLetters)
 	require.NoError(t, err)
 	want := map[string]string{}
 	withValue := 0

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
@@ -184,10 +183,7 @@ func TestConsoleShowsWhatThePipelineWrote(t *testing.T) {
 	t.Parallel()
 	w, st := setupStory(t)
 	op := w.login(t, operatorToken)
-	rows, err := w.db.Pool.Query(ctx, `SELECT flid FROM flight ORDER BY flid`)
-	require.NoError(t, err)
-	flids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
+	flids := w.db.Int64s(t, `SELECT flid FROM flight ORDER BY flid`)
 	require.Greater(t, len(flids), 30)
 	for _, flid := range flids {
 		code, body := get(t, op, w.srv.URL+"/flights/"+itoa(flid))

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -98,12 +99,28 @@ func setup(t testing.TB, opt options) *bundle {
 		`INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('dispatcher', 7, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
 	b.lease = leader.Lease{Role: "dispatcher", Epoch: 7}
-	b.disp, err = dispatch.New(dispatch.Config{
-		Batch: opt.batch, FlushPeriod: 3 * time.Second, FlushLimit: 500,
-		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
-	}, b.store, b.sender, b.clock, b.reg, zerolog.Nop())
-	require.NoError(t, err)
+	b.disp = b.dispatcher(t, dispatch.Config{Batch: opt.batch}, b.reg, zerolog.Nop())
 	return b
+}
+
+// dispatcher is a dispatcher over the bundle's store, sender and clock that sends to the
+// bundle's topics, configured by cfg otherwise; where cfg leaves them zero, a batch and a flush
+// limit of 500 and a flush period of 3 s.
+func (b *bundle) dispatcher(t testing.TB, cfg dispatch.Config, reg prometheus.Registerer, log zerolog.Logger) *dispatch.Dispatcher {
+	t.Helper()
+	cfg.TopicChanges, cfg.TopicState = b.kcfg.TopicChanges, b.kcfg.TopicState
+	if cfg.Batch == 0 {
+		cfg.Batch = 500
+	}
+	if cfg.FlushLimit == 0 {
+		cfg.FlushLimit = 500
+	}
+	if cfg.FlushPeriod == 0 {
+		cfg.FlushPeriod = 3 * time.Second
+	}
+	d, err := dispatch.New(cfg, b.store, b.sender, b.clock, reg, log)
+	require.NoError(t, err)
+	return d
 }
 
 // dial connects the production producer, or (nonTxn, benchmarks only) a plain one without
@@ -483,15 +500,10 @@ func TestStatesAggregateNewest(t *testing.T) {
 	require.Equal(t, 1, res.Claimed)
 	require.Equal(t, 10, res.Retried)
 	require.Zero(t, countStatus(t, b, outbox.StatusSent))
-	var attempts []int
 	rows, err := b.db.Pool.Query(ctx, `SELECT attempts FROM msg_event ORDER BY event_id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var a int
-		require.NoError(t, rows.Scan(&a))
-		attempts = append(attempts, a)
-	}
-	require.NoError(t, rows.Err())
+	attempts, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
 	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, attempts)
 
 	// Backing off: nothing is due yet.

@@ -27,11 +27,9 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	_, err := b.db.Pool.Exec(ctx, `UPDATE inbox_cursor SET watermark = 41`)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	disp, err := dispatch.New(dispatch.Config{
-		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500, TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+	disp := b.dispatcher(t, dispatch.Config{
 		TopicHeartbeat: b.kcfg.TopicHeartbeat, HeartbeatKey: b.kcfg.TxnIDPrefix, HeartbeatPeriod: period,
-	}, b.store, b.sender, b.clock, reg, zerolog.Nop())
-	require.NoError(t, err)
+	}, reg, zerolog.Nop())
 	require.Equal(t, period.Seconds(), gauge(t, reg, "msgx_dispatch_heartbeat_period_seconds"))
 	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "no heartbeat before Run")
 	runCtx, stop := context.WithCancel(ctx)

@@ -26,9 +26,7 @@ func TestHoldFile(t *testing.T) {
 	ctx := context.Background()
 	hold := filepath.Join(t.TempDir(), "hold")
 	logs := &syncBuffer{}
-	disp, err := dispatch.New(dispatch.Config{Batch: 500, FlushPeriod: time.Second, FlushLimit: 500, HoldFile: hold,
-		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState}, b.store, b.sender, b.clock, prometheus.NewRegistry(), zerolog.New(logs))
-	require.NoError(t, err)
+	disp := b.dispatcher(t, dispatch.Config{FlushPeriod: time.Second, HoldFile: hold}, prometheus.NewRegistry(), zerolog.New(logs))
 
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(1, 1)))
 	res, err := disp.StepMsg(ctx, b.lease)

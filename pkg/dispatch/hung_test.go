@@ -51,11 +51,7 @@ func TestHungBroker(t *testing.T) {
 	ctx := context.Background()
 	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
-	disp, err := dispatch.New(dispatch.Config{
-		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500, SendWarn: 50 * time.Millisecond,
-		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
-	}, b.store, b.sender, b.clock, reg, zerolog.New(logs))
-	require.NoError(t, err)
+	disp := b.dispatcher(t, dispatch.Config{SendWarn: 50 * time.Millisecond}, reg, zerolog.New(logs))
 	var evs []event.Event
 	for f := int64(1); f <= 10; f++ {
 		evs = append(evs, msgEvent(f, 1))

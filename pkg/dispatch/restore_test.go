@@ -205,15 +205,7 @@ func TestLogicalRestoreOntoALowerTimelineResumes(t *testing.T) {
 	resume(t, b, append(flightChanges(2, 7, 8), flightChanges(3, 7)...), nil)
 	require.Equal(t, map[string]int64{"7": 3, "8": 2}, requireEventIdentity(t, b))
 	require.Equal(t, map[string]int{outbox.RestoreOlderTimeline: 1}, restoreKinds(t, b))
-	var gens []int64
-	rows, err := b.db.Pool.Query(context.Background(), `SELECT DISTINCT event_id >> 40 FROM msg_event ORDER BY 1`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var g int64
-		require.NoError(t, rows.Scan(&g))
-		gens = append(gens, g)
-	}
-	require.NoError(t, rows.Err())
+	gens := b.db.Int64s(t, `SELECT DISTINCT event_id >> 40 FROM msg_event ORDER BY 1`)
 	require.Equal(t, []int64{3, 4}, gens, "ids of the restored cluster continue above timeline 3's")
 }
 

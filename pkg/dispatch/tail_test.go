@@ -41,15 +41,12 @@ func successor(t *testing.T, b *bundle) (*dispatch.Dispatcher, leader.Lease, *pr
 	_, err := b.db.Pool.Exec(context.Background(), `UPDATE leader_lease SET epoch = 8 WHERE role = 'dispatcher'`)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	d, err := dispatch.New(dispatch.Config{
-		Batch: 500, FlushPeriod: 3 * time.Second, FlushLimit: 500,
-		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+	d := b.dispatcher(t, dispatch.Config{
 		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
 			_, err := kafka.ReadCommittedSince(ctx, b.kcfg, topic, since, fn)
 			return err
 		},
-	}, b.store, b.sender, b.clock, reg, zerolog.Nop())
-	require.NoError(t, err)
+	}, reg, zerolog.Nop())
 	return d, leader.Lease{Role: "dispatcher", Epoch: 8}, reg
 }
 
@@ -207,17 +204,15 @@ func TestReadyFailsWhileTheTailIsNotRead(t *testing.T) {
 	b := setup(t, options{})
 	var denied atomic.Bool
 	denied.Store(true)
-	d, err := dispatch.New(dispatch.Config{
-		Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
-		TopicChanges: b.kcfg.TopicChanges, TopicState: b.kcfg.TopicState,
+	d := b.dispatcher(t, dispatch.Config{
+		FlushPeriod: time.Second,
 		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
 			if denied.Load() {
 				return fmt.Errorf("kafka read %s/0: %w", topic, sarama.ErrTopicAuthorizationFailed)
 			}
 			return nil
 		},
-	}, b.store, b.sender, b.clock, prometheus.NewRegistry(), zerolog.Nop())
-	require.NoError(t, err)
+	}, prometheus.NewRegistry(), zerolog.Nop())
 	require.NoError(t, d.Ready(context.Background()), "no term: nothing to say")
 
 	ctx, cancel := context.WithCancel(context.Background())

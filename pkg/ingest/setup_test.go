@@ -154,11 +154,7 @@ func (b *bundle) stored(t testing.TB) map[int64]stored {
 
 func (b *bundle) ids(t testing.TB) []int64 {
 	t.Helper()
-	rows, err := b.pg.Pool.Query(context.Background(), `SELECT msg_id FROM proc_state ORDER BY msg_id`)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return ids
+	return b.pg.Int64s(t, `SELECT msg_id FROM proc_state ORDER BY msg_id`)
 }
 
 func (b *bundle) cursor(t testing.TB) cursor {

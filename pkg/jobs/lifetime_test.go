@@ -83,10 +83,7 @@ func TestProcStateHstRetention(t *testing.T) {
 	res, err := b.jobs(t).RunOnce(ctx, jobs.Retention, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 5, res.Done)
-	rows, err := b.db.Pool.Query(ctx, `SELECT msg_id FROM proc_state_hst ORDER BY 1`)
-	require.NoError(t, err)
-	left, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
+	left := b.db.Int64s(t, `SELECT msg_id FROM proc_state_hst ORDER BY 1`)
 	require.Equal(t, []int64{6, 7}, left)
 }
 

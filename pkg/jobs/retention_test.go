@@ -72,13 +72,7 @@ func TestRetention(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.More)
 
-	ids := func(q string) []int64 {
-		rows, err := b.db.Pool.Query(ctx, q)
-		require.NoError(t, err)
-		out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		require.NoError(t, err)
-		return out
-	}
+	ids := func(q string) []int64 { return b.db.Int64s(t, q) }
 	require.Equal(t, []int64{3, 4, 5, 8}, ids(`SELECT msg_id FROM proc_state ORDER BY 1`))
 	require.Equal(t, []int64{1, 2, 6, 7}, ids(`SELECT msg_id FROM proc_state_hst WHERE archived_at = '`+now.Format(time.RFC3339)+`' ORDER BY 1`))
 	require.Equal(t, []int64{6}, ids(`SELECT msg_id FROM proc_state_hst WHERE raw IS NULL AND raw_cleared_at IS NOT NULL ORDER BY 1`))

@@ -1,13 +1,11 @@
 package jobs_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/msgx/msgx/pkg/dev/privdb"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/replication"
@@ -38,9 +36,7 @@ func runDriven(t *testing.T, b *bundle, j *jobs.Jobs, step time.Duration) jobs.R
 // senders resumed, the next run marks them once the standby has replayed their commits.
 func TestNoBackfillMarkerBeforeTheStandbyHasTheCommit(t *testing.T) {
 	t.Parallel()
-	primary, standby, err := privdb.StartWithStandby(ctx, privdb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, errors.Join(standby.Close(), primary.Close())) })
+	primary := testdb.PrimaryWithStandby(t)
 	b := setupOn(t, testdb.NewAt(t, primary.AdminURL()))
 	const wait = time.Hour
 	b.cfg.Standbys = replication.NewWaiter(replication.Config{Standbys: 1, Wait: wait}, b.clock, nil)

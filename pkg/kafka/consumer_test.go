@@ -98,7 +98,7 @@ func TestReadCommittedPassesOverFrozenBrokers(t *testing.T) {
 	for _, err := range p.Send(context.Background(), []kafka.Record{{Topic: cfg.TopicChanges, Key: "1", Value: []byte("v")}}) {
 		require.NoError(t, err)
 	}
-	cfg.Brokers = append([]string{hungListener(t), hungListener(t), hungListener(t)}, b.Addrs()...)
+	cfg.Brokers = append([]string{kafka.FrozenBroker(t), kafka.FrozenBroker(t), kafka.FrozenBroker(t)}, b.Addrs()...)
 	cfg.IOTimeout, cfg.CheckTimeout = 5*time.Second, 500*time.Millisecond
 	start := time.Now()
 	n := 0

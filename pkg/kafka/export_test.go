@@ -7,3 +7,6 @@ var (
 	CheckD3            = checkD3
 	CheckProducerD3    = checkProducerD3
 )
+
+// FrozenBroker is frozenBroker, for the tests of package kafka_test.
+var FrozenBroker = frozenBroker

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -250,7 +249,7 @@ func TestCheckTopicsMissing(t *testing.T) {
 // check but fails the metadata probe within its timeout.
 func TestProbeSeesAHungBroker(t *testing.T) {
 	t.Parallel()
-	hung := hungListener(t)
+	hung := kafka.FrozenBroker(t)
 	const timeout = 500 * time.Millisecond
 	for _, sasl := range []bool{false, true} {
 		cfg := kafkatest.Config([]string{hung})
@@ -268,42 +267,12 @@ func TestProbeSeesAHungBroker(t *testing.T) {
 	}
 }
 
-// hungListener is the address of a listener that accepts connections and never answers (a
-// frozen broker), closed with the test.
-func hungListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // TestProbeAnyBrokerAnswers: a frozen broker first in the list does not fail the probe while
 // another broker answers: the brokers are asked at once, not one after the other.
 func TestProbeAnyBrokerAnswers(t *testing.T) {
 	t.Parallel()
 	b, cfg := kafkatest.Broker(t)
-	cfg.Brokers = append([]string{hungListener(t)}, b.Addrs()...)
+	cfg.Brokers = append([]string{kafka.FrozenBroker(t)}, b.Addrs()...)
 	const timeout = 2 * time.Second
 	start := time.Now()
 	require.NoError(t, kafka.Probe(context.Background(), cfg, timeout))
@@ -315,7 +284,7 @@ func TestProbeAnyBrokerAnswers(t *testing.T) {
 func TestSilentNamesTheFrozenBrokers(t *testing.T) {
 	t.Parallel()
 	b, cfg := kafkatest.Broker(t)
-	frozen := []string{hungListener(t), hungListener(t)}
+	frozen := []string{kafka.FrozenBroker(t), kafka.FrozenBroker(t)}
 	cfg.Brokers = []string{frozen[0], b.Addrs()[0], frozen[1]}
 	silent, err := kafka.Silent(cfg, 500*time.Millisecond)
 	require.NoError(t, err)
@@ -333,7 +302,7 @@ func TestSilentNamesTheFrozenBrokers(t *testing.T) {
 func TestDialPassesOverFrozenBrokers(t *testing.T) {
 	t.Parallel()
 	b, cfg := kafkatest.Broker(t)
-	cfg.Brokers = append([]string{hungListener(t), hungListener(t), hungListener(t)}, b.Addrs()...)
+	cfg.Brokers = append([]string{kafka.FrozenBroker(t), kafka.FrozenBroker(t), kafka.FrozenBroker(t)}, b.Addrs()...)
 	cfg.IOTimeout, cfg.CheckTimeout = 5*time.Second, 500*time.Millisecond
 	start := time.Now()
 	p, err := kafka.Dial(cfg)

@@ -88,6 +88,21 @@ func (b *watchBundle) answer(addrs ...string) {
 	}
 }
 
+// listedPair is a watch over two frozen brokers a and b that has read a cluster listing both.
+func listedPair(t *testing.T, ctx context.Context) (wb *watchBundle, a, b string) {
+	t.Helper()
+	a, b = frozenBroker(t), frozenBroker(t)
+	wb = newWatchBundle(t, a, b)
+	wb.relist(ctx, a, b)
+	return wb, a, b
+}
+
+// relist has the cluster list addrs from now on and the watch read it.
+func (b *watchBundle) relist(ctx context.Context, addrs ...string) {
+	b.answer(addrs...)
+	b.w.refresh(ctx)
+}
+
 // readErr reads from c until its deadline and returns the error.
 func readErr(c net.Conn, within time.Duration) error {
 	_ = c.SetReadDeadline(time.Now().Add(within))
@@ -100,11 +115,8 @@ func readErr(c net.Conn, within time.Duration) error {
 // refuses new connections to it (an outage error) until the cluster lists it again.
 func TestWatchCutsOffAnUnlistedBroker(t *testing.T) {
 	t.Parallel()
-	a, b := frozenBroker(t), frozenBroker(t)
-	wb := newWatchBundle(t, a, b)
 	ctx := context.Background()
-	wb.answer(a, b)
-	wb.w.refresh(ctx)
+	wb, a, b := listedPair(t, ctx)
 	ca, err := wb.w.Dial("tcp", a)
 	require.NoError(t, err)
 	defer ca.Close()
@@ -114,8 +126,7 @@ func TestWatchCutsOffAnUnlistedBroker(t *testing.T) {
 
 	read := make(chan error, 1)
 	go func() { read <- readErr(ca, time.Minute) }()
-	wb.answer(b)
-	wb.w.refresh(ctx)
+	wb.relist(ctx, b)
 	select {
 	case err := <-read:
 		require.ErrorIs(t, err, net.ErrClosed, "the read waiting on the unlisted broker ends")
@@ -140,13 +151,9 @@ func TestWatchCutsOffAnUnlistedBroker(t *testing.T) {
 // old; when no broker answers any more, every dial goes through.
 func TestWatchTrustsNoStaleAnswer(t *testing.T) {
 	t.Parallel()
-	a, b := frozenBroker(t), frozenBroker(t)
-	wb := newWatchBundle(t, a, b)
 	ctx := context.Background()
-	wb.answer(a, b)
-	wb.w.refresh(ctx)
-	wb.answer(b)
-	wb.w.refresh(ctx)
+	wb, a, b := listedPair(t, ctx)
+	wb.relist(ctx, b)
 	_, err := wb.w.Dial("tcp", a)
 	require.ErrorIs(t, err, errUnlisted)
 	wb.answer()

@@ -47,20 +47,16 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter) ([]DeadEvent, error)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	defer rows.Close()
-	var out []DeadEvent
-	for rows.Next() {
+	out, err := pgx.AppendRows([]DeadEvent(nil), rows, func(row pgx.CollectableRow) (DeadEvent, error) {
 		var d DeadEvent
 		var msgID *int64
-		if err := rows.Scan(&d.EventID, &d.Target, &d.FLID, &d.Type, &d.StateVersion, &msgID, &d.Attempts, &d.LastError, &d.CreatedAt, &d.Status, &d.Holding); err != nil {
-			return nil, fmt.Errorf("list dead letters: %w", err)
-		}
+		err := row.Scan(&d.EventID, &d.Target, &d.FLID, &d.Type, &d.StateVersion, &msgID, &d.Attempts, &d.LastError, &d.CreatedAt, &d.Status, &d.Holding)
 		if msgID != nil {
 			d.MsgID = *msgID
 		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+		return d, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
 	return out, nil

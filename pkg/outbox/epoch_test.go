@@ -29,6 +29,7 @@ func published(t *testing.T, b bundle, where string) []outbox.KafkaEvent {
 	return out
 }
 
+// seqValue is the last value the event id sequence gave.
 func seqValue(t *testing.T, b bundle) int64 {
 	t.Helper()
 	var v int64

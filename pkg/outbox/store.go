@@ -446,20 +446,16 @@ func (s *Store) Stats(ctx context.Context) ([]TargetStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox stats: %w", err)
 	}
-	defer rows.Close()
-	var out []TargetStats
-	for rows.Next() {
+	out, err := pgx.AppendRows([]TargetStats(nil), rows, func(row pgx.CollectableRow) (TargetStats, error) {
 		var st TargetStats
 		var oldest *time.Time
-		if err := rows.Scan(&st.Target, &st.Pending, &st.Dead, &oldest); err != nil {
-			return nil, fmt.Errorf("outbox stats: %w", err)
-		}
+		err := row.Scan(&st.Target, &st.Pending, &st.Dead, &oldest)
 		if oldest != nil {
 			st.OldestPending = *oldest
 		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
+		return st, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("outbox stats: %w", err)
 	}
 	return out, nil

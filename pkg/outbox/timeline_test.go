@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,20 +11,13 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// eventIDs returns every event id of msg_event in id order.
+// eventIDs is every event of msg_event by its id, as "FLID vVERSION".
 func eventIDs(t *testing.T, b bundle) map[int64]string {
 	t.Helper()
-	rows, err := b.db.Pool.Query(context.Background(), `SELECT event_id, partition_key || ' v' || state_version FROM msg_event`)
-	require.NoError(t, err)
-	defer rows.Close()
 	out := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var rec string
-		require.NoError(t, rows.Scan(&id, &rec))
-		out[id] = rec
+	for _, e := range published(t, b, "true") {
+		out[e.EventID] = e.FLID + " v" + strconv.FormatInt(e.StateVersion, 10)
 	}
-	require.NoError(t, rows.Err())
 	return out
 }
 
@@ -35,8 +29,7 @@ func TestEventIDsGrowAcrossALostTail(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(1, 1), msgEvent(2, 1)))
-	var replicated int64 // what the standby's sequence holds: the first two events only
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT last_value FROM msg_event_event_id_seq`).Scan(&replicated))
+	replicated := seqValue(t, b) // what the standby's sequence holds: the first two events only
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(1, 2), msgEvent(3, 1), msgEvent(2, 2)))
 	published := eventIDs(t, b) // the old primary's ids, on Kafka
 

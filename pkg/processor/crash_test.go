@@ -489,9 +489,6 @@ func TestTakeoverWaitsForTheOldLeadersBatch(t *testing.T) {
 	require.NoError(t, newStepErr)
 	require.Equal(t, int64(2), newEpoch, "the new leader took over")
 
-	rows, err := b.db.Pool.Query(ctx, `SELECT msg_id FROM effect_log ORDER BY msg_id`)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
+	ids := b.db.Int64s(t, `SELECT msg_id FROM effect_log ORDER BY msg_id`)
 	require.Equal(t, []int64{1, 2, 3}, ids, "each message applied once")
 }

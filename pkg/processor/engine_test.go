@@ -176,11 +176,7 @@ func (r *recorder) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (p
 }
 
 func effects(t *testing.T, b *bundle) []int64 {
-	rows, err := b.db.Pool.Query(context.Background(), `SELECT msg_id FROM effect ORDER BY seq`)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return ids
+	return b.db.Int64s(t, `SELECT msg_id FROM effect ORDER BY seq`)
 }
 
 func TestFailedHeadBlocksUntilDue(t *testing.T) {

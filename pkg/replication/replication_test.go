@@ -3,7 +3,6 @@ package replication_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -32,9 +31,7 @@ var t0 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 func primaryWithStandby(t *testing.T) (*privdb.Postgres, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
-	primary, standby, err := privdb.StartWithStandby(ctx, privdb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, errors.Join(standby.Close(), primary.Close())) })
+	primary := testdb.PrimaryWithStandby(t)
 	pool, err := pgxpool.New(ctx, primary.AdminURL())
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)

@@ -167,7 +167,7 @@ func TestPropertyOneOpenRequestPerDayAndNoDayLost(t *testing.T) {
 		// The last sends, the AODB answers every open request, the sweep expires what timed out.
 		_, err := p.sweeper.Sweep(ctx)
 		require.NoError(t, err)
-		for _, id := range p.ids(t, `SELECT req_id FROM req_track WHERE req_type = 'RQFD' AND status IN ('SENT', 'WAITING') ORDER BY req_id`) {
+		for _, id := range p.pg.Int64s(t, `SELECT req_id FROM req_track WHERE req_type = 'RQFD' AND status IN ('SENT', 'WAITING') ORDER BY req_id`) {
 			if r := p.get(t, id); r.Status.Open() {
 				answer(-1, r)
 			}
@@ -219,7 +219,7 @@ func (p *pipeline) flightsOrEmpty(t *testing.T) []int64 {
 // answered, registered less than the timeout ago.
 func (p *pipeline) pickUnanswered(t *testing.T, rng *rand.Rand, answered map[int64]bool) (request.Request, bool) {
 	t.Helper()
-	ids := p.ids(t, `SELECT req_id FROM req_track WHERE req_type = 'RQFD' AND sent_at IS NOT NULL
+	ids := p.pg.Int64s(t, `SELECT req_id FROM req_track WHERE req_type = 'RQFD' AND sent_at IS NOT NULL
 		AND registered_at > $1 ORDER BY req_id`, p.clock.Now().Add(-30*time.Minute))
 	ids = slices.DeleteFunc(ids, func(id int64) bool { return answered[id] })
 	if len(ids) == 0 {

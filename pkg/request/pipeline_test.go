@@ -145,17 +145,7 @@ func (p *pipeline) abdg(styp string, dttm time.Time, keys ...string) string {
 
 func (p *pipeline) flights(t *testing.T) []int64 {
 	t.Helper()
-	return p.ids(t, `SELECT flid FROM flight ORDER BY flid`)
-}
-
-// ids returns the first column of a query of ids.
-func (p *pipeline) ids(t *testing.T, sql string, args ...any) []int64 {
-	t.Helper()
-	rows, err := p.pg.Pool.Query(ctx, sql, args...)
-	require.NoError(t, err)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return ids
+	return p.pg.Int64s(t, `SELECT flid FROM flight ORDER BY flid`)
 }
 
 func (p *pipeline) refKeys(t *testing.T) []string {

@@ -2,7 +2,6 @@ package roles_test
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/clock"
-	"github.com/msgx/msgx/pkg/dev/privdb"
 	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/replication"
 	"github.com/msgx/msgx/pkg/roles"
@@ -21,9 +19,7 @@ import (
 // its commit; a role without the membership (ingest) cannot read them.
 func TestMarkerRolesReadTheStandbys(t *testing.T) {
 	t.Parallel()
-	primary, standby, err := privdb.StartWithStandby(ctx, privdb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, errors.Join(standby.Close(), primary.Close())) })
+	primary := testdb.PrimaryWithStandby(t)
 	db := testdb.NewAt(t, primary.AdminURL())
 	r := db.Roles(t)
 	cfg := replication.Config{Standbys: 1, Wait: 20 * time.Second}

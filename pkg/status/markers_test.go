@@ -18,18 +18,16 @@ import (
 // snapshot (msgxctl status, the console's verdict) counts them as the jobs stage lists them.
 func TestAbandonedMarkersLiveAndArchived(t *testing.T) {
 	t.Parallel()
-	db, ctx, at := testdb.New(t), context.Background(), markersAt
-	seed(t, db, at, []string{`
-INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
-                        backfill_outcome, backfill_done_at, backfill_abandoned_at)
-VALUES (1, 'SUCCEEDED', 1, $1, $1, $1, 0, NULL, NULL, NULL),     -- owes its marker on its own
+	db := markersDB(t, `
+       (1, 'SUCCEEDED', 1, $1, $1, $1, 0, NULL, NULL, NULL),     -- owes its marker on its own
        (2, 'SKIPPED', 1, $1, $1, $1, 9, 'OVERDUE', NULL, $1),     -- abandoned, live
        (3, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MARKED', $1, NULL)`, // settled
 		`
 INSERT INTO proc_state_hst (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
                             backfill_outcome, backfill_abandoned_at, archived_at)
 VALUES (4, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MISSING_ROW', $1, $1)`, // abandoned, archived
-	})
+	)
+	ctx, at := context.Background(), markersAt
 
 	s, err := status.Read(ctx, db.Pool, at.Add(time.Hour))
 	require.NoError(t, err)
@@ -52,11 +50,8 @@ VALUES (4, 'SUCCEEDED', 1, $1, $1, $1, 1, 'MISSING_ROW', $1, $1)`, // abandoned,
 // replayed since its debt (open again) owes nothing, nor do settled, abandoned or open rows.
 func TestMarkersOwedOncePerRow(t *testing.T) {
 	t.Parallel()
-	db, ctx, at := testdb.New(t), context.Background(), markersAt
-	seed(t, db, at, []string{`
-INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
-                        backfill_outcome, backfill_done_at, backfill_abandoned_at)
-VALUES (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, NULL, NULL), -- owes on its own
+	db := markersDB(t, `
+       (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, NULL, NULL), -- owes on its own
        (2, 'SKIPPED', 1, $1, $1, NULL, 0, NULL, NULL, NULL),                    -- in one debt
        (3, 'SKIPPED', 1, $1, $1, NULL, 0, NULL, NULL, NULL),                    -- in two debts
        (4, 'PENDING', 1, $1, NULL, NULL, 0, NULL, NULL, NULL),                  -- replayed since its debt
@@ -64,7 +59,8 @@ VALUES (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, 
        (6, 'SKIPPED', 1, $1, $1, $1, 9, 'OVERDUE', NULL, $1),                   -- abandoned
        (7, 'PENDING', 0, $1, NULL, NULL, 0, NULL, NULL, NULL)`, // open, never finished
 		`INSERT INTO marker_debt (ids, finished_at) VALUES ('{2,3,4}', $1::timestamptz + interval '1 min'), ('{3}', $1::timestamptz + interval '2 min')`,
-	})
+	)
+	ctx, at := context.Background(), markersAt
 	s, err := status.Read(ctx, db.Pool, at.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, int64(3), s.MarkersOwed, "rows 1, 2 and 3, once each")
@@ -75,11 +71,20 @@ VALUES (1, 'SUCCEEDED', 1, $1, $1::timestamptz + interval '5 min', $1, 0, NULL, 
 
 var markersAt = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 
-// seed runs the statements, each with $1 = at.
-func seed(t *testing.T, db *testdb.DB, at time.Time, stmts []string) {
+// markerRows inserts proc_state rows with every column the marker rules read.
+const markerRows = `
+INSERT INTO proc_state (msg_id, status, attempts, enqueued_at, finished_at, backfill_next_at, backfill_attempts,
+                        backfill_outcome, backfill_done_at, backfill_abandoned_at)
+VALUES`
+
+// markersDB is a fresh schema with the proc_state rows whose VALUES are rows (columns as in
+// markerRows), then the statements in more; in each, $1 is markersAt.
+func markersDB(t *testing.T, rows string, more ...string) *testdb.DB {
 	t.Helper()
-	for _, q := range stmts {
-		_, err := db.Pool.Exec(context.Background(), q, at)
-		require.NoError(t, err)
+	db := testdb.New(t)
+	for _, q := range append([]string{markerRows + rows}, more...) {
+		_, err := db.Pool.Exec(context.Background(), q, markersAt)
+		require.NoError(t, err, q)
 	}
+	return db
 }

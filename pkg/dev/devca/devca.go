@@ -37,20 +37,13 @@ type CA struct {
 // dir: ca.pem, server.pem and server.key (mode 0600).
 func New(dir string, validFor time.Duration) (*CA, error) {
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
+	caKey, caDER, err := sign(&x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "msgx development CA"},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(validFor),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	}, now, validFor, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
@@ -58,21 +51,14 @@ func New(dir string, validFor time.Duration) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
+	key, der, err := sign(&x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "localhost"},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(validFor),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	}, now, validFor, caCert, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("create server certificate: %w", err)
 	}
@@ -102,6 +88,24 @@ func New(dir string, validFor time.Duration) (*CA, error) {
 		return nil, err
 	}
 	return ca, nil
+}
+
+// sign makes a P-256 key and the DER certificate of tmpl for it, valid for validFor from a
+// minute before now, signed by parent with parentKey (parent nil: tmpl signs itself, as a CA does).
+func sign(tmpl *x509.Certificate, now time.Time, validFor time.Duration, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Minute), now.Add(validFor)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, der, nil
 }
 
 // ServerTLS is a server-side tls.Config with the server certificate.

@@ -78,6 +78,16 @@ func NewAt(t testing.TB, adminURL string) *DB {
 	return &DB{Schema: schema, URL: u, Pool: pool, adminURL: adminURL}
 }
 
+// Int64s is the one bigint column that sql selects in the schema, row by row.
+func (d *DB) Int64s(t testing.TB, sql string, args ...any) []int64 {
+	t.Helper()
+	rows, err := d.Pool.Query(context.Background(), sql, args...)
+	require.NoError(t, err, sql)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err, sql)
+	return out
+}
+
 // WithSearchPath returns dsn with its search_path set to schema. Test sessions also commit
 // without waiting for the WAL flush (synchronous_commit=off): a commit is still atomic and
 // visible, and survives the death of any client process; only a server crash could lose it.
