@@ -1,10 +1,8 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,23 +26,8 @@ func (s *switchedTrx) Transactions(ctx context.Context) (mailbox.TrxList, error)
 	return s.live.Transactions(ctx)
 }
 
-// syncBuffer is a log sink safe for the Ingester's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
+// logCount is how often substr stands in the log.
+func logCount(logs *lockedBuffer, substr string) int { return strings.Count(logs.String(), substr) }
 
 // TestTransactionListFailuresLoggedOnChange: failed reads of the transaction list are each
 // counted, but logged once when they start and once when a read answers again.
@@ -54,7 +37,7 @@ func TestTransactionListFailuresLoggedOnChange(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, unreachable.Close()) })
 	src := &switchedTrx{unreachable: unreachable}
 	src.down.Store(true)
-	var logs syncBuffer
+	var logs lockedBuffer
 	b := proofBundleWith(t, true, zerolog.New(&logs), func(box *mailbox.Mailbox) TrxSource {
 		src.live = box
 		return src
@@ -63,8 +46,8 @@ func TestTransactionListFailuresLoggedOnChange(t *testing.T) {
 	rollback()
 
 	b.stepUntil(t, "three reads fail", func() bool { return b.proofReads(t, proofError) >= 3 })
-	require.Equal(t, 1, logs.count("InnoDB transaction list not read"), "the first failure is logged, the others counted")
-	require.Zero(t, logs.count("InnoDB transaction list read again"))
+	require.Equal(t, 1, logCount(&logs, "InnoDB transaction list not read"), "the first failure is logged, the others counted")
+	require.Zero(t, logCount(&logs, "InnoDB transaction list read again"))
 
 	src.down.Store(false)
 	failed := b.proofReads(t, proofError)
@@ -72,6 +55,6 @@ func TestTransactionListFailuresLoggedOnChange(t *testing.T) {
 		return b.proofReads(t, proofSettling)+b.proofReads(t, proofProved)+b.proofReads(t, proofBlocked) >= 1
 	})
 	require.Equal(t, failed, b.proofReads(t, proofError))
-	require.Equal(t, 1, logs.count("InnoDB transaction list read again"))
-	require.Equal(t, 1, logs.count("InnoDB transaction list not read"))
+	require.Equal(t, 1, logCount(&logs, "InnoDB transaction list read again"))
+	require.Equal(t, 1, logCount(&logs, "InnoDB transaction list not read"))
 }
