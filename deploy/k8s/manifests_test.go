@@ -51,12 +51,16 @@ var egressPorts = map[string][]int32{
 	devBroker:    {},
 }
 
+// overlayEgressPorts are the ports an overlay adds to egressPorts: in production the console's
+// OpenID Connect provider (HTTPS), for its optional log-in.
+var overlayEgressPorts = map[string]map[string][]int32{"production": {"console": {443}}}
+
 // clientPorts are the ports clients (not the monitoring namespace) reach: ingest's API and the
 // console's pages, each apart from the ops port 8080.
 var clientPorts = map[string]int32{"ingest": 8091, "console": 8092}
 
 // egressSetting names the key of overlays/production/egress.yaml that narrows egress to a port.
-var egressSetting = map[int32]string{5432: "postgres", 3306: "mysql", 9092: "kafka", 9093: "kafka"}
+var egressSetting = map[int32]string{5432: "postgres", 3306: "mysql", 9092: "kafka", 9093: "kafka", 443: "oidc"}
 
 // egressSettings reads the production overlay's CIDR settings (a local-config ConfigMap).
 func egressSettings(t *testing.T) map[string]string {
@@ -66,7 +70,7 @@ func egressSettings(t *testing.T) map[string]string {
 	var cm corev1.ConfigMap
 	require.NoError(t, yaml.UnmarshalStrict(b, &cm))
 	require.Equal(t, "true", cm.Annotations["config.kubernetes.io/local-config"], "egress.yaml is a setting, not a deployed object")
-	for _, k := range []string{"postgres", "mysql", "kafka"} {
+	for _, k := range []string{"postgres", "mysql", "kafka", "oidc"} {
 		_, n, err := net.ParseCIDR(cm.Data[k])
 		require.NoError(t, err, "egress.yaml: %s", k)
 		ones, _ := n.Mask.Size()
@@ -679,6 +683,7 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 		}
 		want, ok := egressPorts[hit.component]
 		require.True(t, ok, "%s: no egress expectation for %s", id, hit.component)
+		want = append(slices.Clone(want), overlayEgressPorts[r.overlay][hit.component]...)
 		require.ElementsMatch(t, want, got, "%s: egress ports", id)
 		if r.overlay == "production" {
 			checkEgressCIDRs(t, id, np.Spec.Egress, cidrs)
@@ -775,7 +780,8 @@ func checkSecrets(t *testing.T, r, dev *rendered) {
 				ref := e.ValueFrom.SecretKeyRef
 				id := fmt.Sprintf("%s: %s %s env %s: Secret %s", r.overlay, w.kind, w.name, e.Name, ref.Name)
 				if r.overlay == "production" {
-					require.True(t, devNames[ref.Name], "%s is not defined in the dev overlay", id)
+					// An optional Secret is the operator's choice (the console's OIDC log-in).
+					require.True(t, devNames[ref.Name] || (ref.Optional != nil && *ref.Optional), "%s is not defined in the dev overlay", id)
 					continue
 				}
 				sec, ok := r.secrets[ref.Name]

@@ -286,7 +286,7 @@ func groupTotal(gs []deadGroup, group string) int64 {
 // most maxIDs; whole says it was a group or the filter, which f names.
 func (s *Server) selectedIDs(r *http.Request) (ids []int64, whole bool, f deadFilter, err error) {
 	ids, err = formIDs(r, "id")
-	if err != nil || len(ids) > 0 || (r.PostFormValue("group") == "" && r.PostFormValue("scope") != "filtered") {
+	if err != nil || len(ids) > 0 || !wholeAsked(r) {
 		return ids, false, f, err
 	}
 	if f, err = s.readDeadFilter(r.PostForm); err != nil {
@@ -303,6 +303,28 @@ func (s *Server) selectedIDs(r *http.Request) (ids []int64, whole bool, f deadFi
 		return nil, false, f, userError{fmt.Sprintf("More than %d messages: narrow the filter (a time range), or use msgxctl replay.", maxIDs)}
 	}
 	return ids, true, f, nil
+}
+
+// wholeAsked is whether a form acts on a whole group or the filtered set.
+func wholeAsked(r *http.Request) bool {
+	return r.PostFormValue("group") != "" || r.PostFormValue("scope") == "filtered"
+}
+
+// noteTargets is selectedIDs for a note, and whether it is a confirmed one: a confirmed note on
+// a whole group or filter acts on the messages its confirmation counted (confirm_ids), not on
+// those the filter selects now, so the filter is read for the audit but not queried again.
+func (s *Server) noteTargets(r *http.Request) (ids []int64, whole, confirmed bool, f deadFilter, err error) {
+	if r.PostFormValue("confirm") == "" || len(r.PostForm["id"]) > 0 || !wholeAsked(r) {
+		ids, whole, f, err = s.selectedIDs(r)
+		return ids, whole, false, f, err
+	}
+	if f, err = s.readDeadFilter(r.PostForm); err != nil {
+		return nil, false, false, f, err
+	}
+	if ids, err = formIDs(r, "confirm_ids"); err != nil || len(ids) == 0 {
+		return nil, false, false, f, userError{"This confirmation names no message: start again from the dead letters."}
+	}
+	return ids, true, true, f, nil
 }
 
 // maxIDs is the most ids one action takes: a page of a group; larger sets are msgxctl's.
@@ -407,7 +429,7 @@ type confirmPage struct {
 // note records an operator's note or acknowledgement on messages (console_note: who, when). On
 // a whole group or filter it first asks to confirm, and audits the action (replay_audit).
 func (s *Server) note(w http.ResponseWriter, r *http.Request) error {
-	ids, whole, f, err := s.selectedIDs(r)
+	ids, whole, confirmed, f, err := s.noteTargets(r)
 	if err != nil {
 		return err
 	}
@@ -427,15 +449,10 @@ func (s *Server) note(w http.ResponseWriter, r *http.Request) error {
 		action = "acknowledge"
 	}
 	back := safeNext(r.PostFormValue("back"))
-	if whole && r.PostFormValue("confirm") == "" {
+	if whole && !confirmed {
 		s.render(w, r, http.StatusOK, "confirm", "Confirm", confirmPage{Action: action, Note: text, Ack: ack, Count: len(ids), IDs: joinIDs(ids),
 			F: f, Scope: r.PostFormValue("scope"), Back: back})
 		return nil
-	}
-	if whole { // confirmed: the messages that were counted, not those the filter selects now
-		if ids, err = formIDs(r, "confirm_ids"); err != nil || len(ids) == 0 {
-			return userError{"This confirmation names no message: start again from the dead letters."}
-		}
 	}
 	err = pgx.BeginFunc(r.Context(), s.d.Pool, func(tx pgx.Tx) error {
 		now := s.d.Now()

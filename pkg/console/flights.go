@@ -53,16 +53,40 @@ func flightNumber(alcd, flno string) string {
 
 const searchLimit = 300
 
+// flightQuery is a flight search as the page and its CSV read it: a part of a flight number, a
+// registration or a stand (at most 40 characters), and a day (nil: any).
+type flightQuery struct {
+	Q, Day string
+	day    *time.Time
+}
+
+// readFlightQuery reads and checks the search of a request.
+func readFlightQuery(r *http.Request) (flightQuery, error) {
+	f := flightQuery{Q: strings.TrimSpace(r.URL.Query().Get("q")), Day: strings.TrimSpace(r.URL.Query().Get("day"))}
+	if len(f.Q) > 40 {
+		return f, userError{"Search for at most 40 characters."}
+	}
+	if f.Day != "" {
+		d, err := time.Parse(time.DateOnly, f.Day)
+		if err != nil {
+			return f, userError{"The day must be YYYY-MM-DD."}
+		}
+		f.day = &d
+	}
+	return f, nil
+}
+
 // flightSearch finds flights by a part of the flight number, a registration or a stand, on a day
 // or any; a day alone lists its flights; a number that is a FLID opens that flight.
 func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
-	p := flightsPage{Q: strings.TrimSpace(r.URL.Query().Get("q")), Day: strings.TrimSpace(r.URL.Query().Get("day"))}
+	f, err := readFlightQuery(r)
+	p := flightsPage{Q: f.Q, Day: f.Day}
 	if p.Q == "" && p.Day == "" {
 		s.render(w, r, http.StatusOK, "flights", "Flights", p)
 		return nil
 	}
-	if len(p.Q) > 40 {
-		return userError{"Search for at most 40 characters."}
+	if err != nil {
+		return err
 	}
 	if flid, err := strconv.ParseInt(p.Q, 10, 64); err == nil && p.Day == "" {
 		var found bool
@@ -74,15 +98,7 @@ func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-	var day *time.Time
-	if p.Day != "" {
-		d, err := time.Parse(time.DateOnly, p.Day)
-		if err != nil {
-			return userError{"The day must be YYYY-MM-DD."}
-		}
-		day = &d
-	}
-	hits, err := collect[flightHit](s, r, flightSearchSQL, p.Q, day, searchLimit+1)
+	hits, err := collect[flightHit](s, r, flightSearchSQL, f.Q, f.day, searchLimit+1)
 	if err != nil {
 		return fmt.Errorf("search flights: %w", err)
 	}
@@ -99,16 +115,11 @@ func (s *Server) flightSearch(w http.ResponseWriter, r *http.Request) error {
 
 // flightsCSV exports the flights of a search or a day (at most maxExport) as CSV.
 func (s *Server) flightsCSV(w http.ResponseWriter, r *http.Request) error {
-	q, day := strings.TrimSpace(r.URL.Query().Get("q")), strings.TrimSpace(r.URL.Query().Get("day"))
-	var d *time.Time
-	if day != "" {
-		t, err := time.Parse(time.DateOnly, day)
-		if err != nil {
-			return userError{"The day must be YYYY-MM-DD."}
-		}
-		d = &t
+	f, err := readFlightQuery(r)
+	if err != nil {
+		return err
 	}
-	hits, err := collect[flightHit](s, r, flightSearchSQL, q, d, maxExport)
+	hits, err := collect[flightHit](s, r, flightSearchSQL, f.Q, f.day, maxExport)
 	if err != nil {
 		return fmt.Errorf("search flights: %w", err)
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // loginView is the login page: where to go after, why the last try was refused, whether a
@@ -41,19 +44,15 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	host := clientHost(r)
 	now := s.d.Now()
-	if wait := s.throttle.wait(host, now); wait > 0 {
-		s.d.Metrics.logins.WithLabelValues("throttled").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", s.loginView(next,
-			"Too many failed logins from this address: wait "+wait.Round(time.Second).String()+" and try again."))
+	if s.throttled(w, r, host, now, next, s.d.Metrics.logins) {
 		return
 	}
 	cl, ok := s.d.Config.Tokens.Lookup(r.PostFormValue("token"))
 	scope := consoleScope(cl)
 	if ok && scope != "" {
-		var revoked bool
-		if err := s.d.Pool.QueryRow(r.Context(), tokenRevokedSQL, cl.Hash[:]).Scan(&revoked); err != nil {
-			s.fail(w, r, fmt.Errorf("read token revocation: %w", err))
+		revoked, err := s.revoked(r.Context(), cl.Hash[:])
+		if err != nil {
+			s.fail(w, r, err)
 			return
 		}
 		ok = !revoked // refused like an unknown token: its holder learns nothing more
@@ -70,6 +69,29 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	s.d.Metrics.logins.WithLabelValues("ok").Inc()
 	s.d.Log.Info().Str("user", cl.Name).Str("method", "token").Msg("console login")
+}
+
+// throttled answers a log-in from host that must wait (429 with Retry-After, the login page
+// going to next), counted as throttled in logins; false: host may try now.
+func (s *Server) throttled(w http.ResponseWriter, r *http.Request, host string, now time.Time, next string, logins *prometheus.CounterVec) bool {
+	wait := s.throttle.wait(host, now)
+	if wait <= 0 {
+		return false
+	}
+	logins.WithLabelValues("throttled").Inc()
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+	s.render(w, r, http.StatusTooManyRequests, "login", "Log in", s.loginView(next,
+		"Too many failed logins from this address: wait "+wait.Round(time.Second).String()+" and try again."))
+	return true
+}
+
+// revoked is whether the token or OIDC user of hash was revoked (msgxctl token revoke).
+func (s *Server) revoked(ctx context.Context, hash []byte) (bool, error) {
+	var revoked bool
+	if err := s.d.Pool.QueryRow(ctx, tokenRevokedSQL, hash).Scan(&revoked); err != nil {
+		return false, fmt.Errorf("read token revocation: %w", err)
+	}
+	return revoked, nil
 }
 
 // startSession opens id's session: its cookies, and the browser sent on to next. false: it could

@@ -168,11 +168,7 @@ func refused(reason, tell string) refusal {
 // oidcCallback ends the log-in the provider sent back: a session, or a refusal.
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	host, now := clientHost(r), s.d.Now()
-	if wait := s.throttle.wait(host, now); wait > 0 {
-		s.d.Metrics.oidcLogins.WithLabelValues("throttled").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-		s.render(w, r, http.StatusTooManyRequests, "login", "Log in", s.loginView("/",
-			"Too many failed logins from this address: wait "+wait.Round(time.Second).String()+" and try again."))
+	if s.throttled(w, r, host, now, "/", s.d.Metrics.oidcLogins) {
 		return
 	}
 	used := s.flowCookie(flow{})
@@ -239,9 +235,9 @@ func (s *Server) oidcIdentity(r *http.Request, now time.Time) (identity, string,
 	if err != nil {
 		return identity{}, f.Next, err
 	}
-	var revoked bool // msgxctl token revoke oidc:NAME
-	if err := s.d.Pool.QueryRow(r.Context(), tokenRevokedSQL, id.Hash).Scan(&revoked); err != nil {
-		return identity{}, f.Next, fmt.Errorf("read revocation of %s: %w", id.User, err)
+	revoked, err := s.revoked(r.Context(), id.Hash) // msgxctl token revoke oidc:NAME
+	if err != nil {
+		return identity{}, f.Next, fmt.Errorf("%s: %w", id.User, err)
 	}
 	if revoked {
 		return identity{}, f.Next, refusal{code: http.StatusForbidden, outcome: "revoked", reason: "revoked (token_revoked)", user: id.User,

@@ -209,6 +209,29 @@ func TestFlightSearch(t *testing.T) {
 	}
 }
 
+// TestFlightSearchAndItsCSVReadTheSameQuery: the page and its CSV refuse the same searches (more
+// than 40 characters, a day not YYYY-MM-DD) with the same words.
+func TestFlightSearchAndItsCSVReadTheSameQuery(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	op := w.login(t, operatorToken)
+	for _, c := range []struct {
+		query url.Values
+		says  string
+	}{
+		{url.Values{"q": {strings.Repeat("C", 41)}}, "Search for at most 40 characters."},
+		{url.Values{"q": {"CA"}, "day": {"23/01/2021"}}, "The day must be YYYY-MM-DD."},
+	} {
+		for _, path := range []string{"/flights", "/flights.csv"} {
+			code, body := get(t, op, w.srv.URL+path+"?"+c.query.Encode())
+			require.Equal(t, http.StatusBadRequest, code, "%s?%s", path, c.query.Encode())
+			require.Contains(t, body, c.says, "%s?%s", path, c.query.Encode())
+		}
+	}
+	code, _ := get(t, op, w.srv.URL+"/flights.csv?"+url.Values{"q": {strings.Repeat("C", 40)}}.Encode())
+	require.Equal(t, http.StatusOK, code, "40 characters are searched")
+}
+
 // A stand change for a flight not known yet ends SKIPPED no-match as the processor writes it: it
 // is listed as replayable (class NO-MATCH) with its flight, and its dry run says whether that
 // flight exists now. One flight comes with a later schedule, the other never.

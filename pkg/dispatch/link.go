@@ -81,9 +81,8 @@ type Link struct {
 	current atomic.Pointer[Producer]
 
 	mu sync.Mutex
-	// down is why the current term cannot produce (nil: it can, or no term runs), since downSince.
-	down      *Blocked
-	downSince time.Time
+	// down is why the current term cannot produce and since when (nil: it can, or no term runs).
+	down *Blocked
 	// brokenWait is the wait before dialling again after a broken producer (0: none).
 	brokenWait time.Duration
 	inflight   map[int64]sending    // every unanswered send
@@ -266,7 +265,7 @@ func (l *Link) answered(id int64, errs []error) {
 	for _, err := range errs {
 		if err == nil {
 			l.mu.Lock()
-			l.down, l.downSince, l.brokenWait = nil, time.Time{}, 0
+			l.down, l.brokenWait = nil, 0
 			l.lastOK[s.topic] = l.Clock.Now()
 			l.mu.Unlock()
 			return
@@ -289,17 +288,18 @@ func (l *Link) answered(id int64, errs []error) {
 func (l *Link) setDown(class string, err error, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.down == nil || at.Before(l.downSince) {
-		l.downSince = at
+	since := at
+	if l.down != nil && l.down.Since.Before(at) {
+		since = l.down.Since
 	}
-	l.down = &Blocked{Class: class, Err: err}
+	l.down = &Blocked{Class: class, Err: err, Since: since}
 }
 
 // clearDown records that the term can produce, or that no term runs.
 func (l *Link) clearDown() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.down, l.downSince = nil, time.Time{}
+	l.down = nil
 }
 
 // Ready is the dispatcher's readiness check of Kafka. It fails when no broker answers a
@@ -340,7 +340,8 @@ func (l *Link) Blocked(topic string, now time.Time) *Blocked {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.down != nil {
-		return &Blocked{Class: l.down.Class, Err: l.down.Err, Since: l.downSince}
+		b := *l.down // the caller keeps a copy
+		return &b
 	}
 	var oldest time.Time
 	for _, s := range l.inflight {

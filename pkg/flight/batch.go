@@ -57,8 +57,17 @@ type Result struct {
 	// (INV-24b), prefixed "FLID " when the message has more than one input (the inputs stale as a
 	// whole are also skipped: Skip.Stale).
 	Stale []string
+	// StaleUnits are Stale's units with their flights, in the same order.
+	StaleUnits []StaleUnit
 	// Changed are the flights the message changed, by FLID, from their state before the message.
 	Changed []Transition
+}
+
+// StaleUnit is a unit of a flight (as Changes.Stale names it) that an input did not write
+// because a later-created message had set it (INV-24b).
+type StaleUnit struct {
+	FLID int64
+	Unit string
 }
 
 // Skip is why an input was skipped: Err is ErrNoFlight or ErrDeleted, or nil when later-created
@@ -161,8 +170,9 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 			return Result{}, err
 		}
 		stale := ch.Stale
-		if len(inputs) > 1 {
-			for i, n := range stale {
+		for i, n := range stale {
+			r.StaleUnits = append(r.StaleUnits, StaleUnit{FLID: id, Unit: n})
+			if len(inputs) > 1 {
 				stale[i] = strconv.FormatInt(id, 10) + " " + n
 			}
 		}

@@ -277,3 +277,26 @@ func TestUnlinked(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, out)
 }
+
+// TestBatchNamesStaleUnitsWithTheirFlight: a message of several inputs names its stale units
+// "FLID unit" in Stale and as StaleUnits; a message of one input names the bare unit, and
+// StaleUnits still carries its flight.
+func TestBatchNamesStaleUnitsWithTheirFlight(t *testing.T) {
+	t.Parallel()
+	l := &storeLoader{states: map[int64]*flight.State{1: stored(t, 1, "CA101", 0, 4), 2: stored(t, 2, "CA102", 0, 1)}}
+	b := flight.NewBatch(l)
+	_, err := b.Apply(context.Background(), 200, []flight.Input{stamped(cncl(2, 10), 200, 10, 22)})
+	require.NoError(t, err)
+
+	one, err := b.Apply(context.Background(), 150, []flight.Input{stamped(cncl(2, 9), 150, 9, 11)})
+	require.NoError(t, err)
+	require.Len(t, one.Stale, 1)
+	unit := one.Stale[0]
+	require.Equal(t, []flight.StaleUnit{{FLID: 2, Unit: unit}}, one.StaleUnits)
+
+	two, err := b.Apply(context.Background(), 151, []flight.Input{stamped(cncl(1, 9), 151, 9, 12), stamped(cncl(2, 9), 151, 9, 12)})
+	require.NoError(t, err)
+	require.Equal(t, []string{"2 " + unit}, two.Stale)
+	require.Equal(t, []flight.StaleUnit{{FLID: 2, Unit: unit}}, two.StaleUnits)
+	require.Equal(t, 1, two.Applied, "flight 1 takes its cancellation")
+}

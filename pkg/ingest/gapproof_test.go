@@ -23,6 +23,13 @@ import (
 // without the PROCESS privilege, and is given the transaction list.
 func proofBundle(t *testing.T, process bool) *bundle {
 	t.Helper()
+	return proofBundleWith(t, process, zerolog.Nop(), func(box *mailbox.Mailbox) TrxSource { return box })
+}
+
+// proofBundleWith is proofBundle logging to log, its Ingester given the transaction list of
+// source(the ingest user's mailbox).
+func proofBundleWith(t *testing.T, process bool, log zerolog.Logger, source func(*mailbox.Mailbox) TrxSource) *bundle {
+	t.Helper()
 	b := setup(t, testConfig)
 	users := b.mb.Users(t)
 	require.NoError(t, roles.ApplyMySQL(context.Background(), b.mb.SQL,
@@ -30,7 +37,7 @@ func proofBundle(t *testing.T, process bool) *bundle {
 	box, err := mailbox.Open(users.DSN(roles.Ingest))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, box.Close()) })
-	b.ing, err = New(b.cfg, Deps{DB: b.pg.Pool, Mailbox: box, Transactions: box, Fence: b.lease, Clock: b.clock, Metrics: b.metrics, Log: zerolog.Nop()})
+	b.ing, err = New(b.cfg, Deps{DB: b.pg.Pool, Mailbox: box, Transactions: source(box), Fence: b.lease, Clock: b.clock, Metrics: b.metrics, Log: log})
 	require.NoError(t, err)
 	return b
 }

@@ -67,6 +67,7 @@ type Ingester struct {
 	proved     int64        // missing ids below it, still missing at a later read, never commit
 	proofRetry time.Time    // when the transaction list is read again after the account could not
 	proofLast  proofOutcome // the last outcome logged about the proof's availability
+	proofFails int          // transaction list reads failed in a row (logged on the first and on recovery)
 }
 
 // New returns an Ingester; cfg's zero fields take their defaults.
@@ -290,13 +291,13 @@ func (i *Ingester) prove(ctx context.Context, now time.Time) {
 		outcome, i.proofRetry = proofUnavailable, now.Add(proofRetry)
 	case err != nil:
 		outcome = proofError
-		i.log.Warn().Err(err).Msg("InnoDB transaction list not read; the gap ages meanwhile")
 	default:
 		var h int64
 		h, outcome = i.proof.judge(l, i.cfg.ProofSettle)
 		i.proved = max(i.proved, h)
 	}
 	i.d.Metrics.proofReads.WithLabelValues(string(outcome)).Inc()
+	i.noteProofRead(err, outcome)
 	switch {
 	case outcome == proofUnavailable && i.proofLast != proofUnavailable:
 		i.log.Info().Err(err).Dur("max_commit_delay", i.cfg.MaxCommitDelay).
@@ -310,6 +311,22 @@ func (i *Ingester) prove(ctx context.Context, now time.Time) {
 	}
 	if outcome != proofError {
 		i.proofLast = outcome
+	}
+}
+
+// noteProofRead logs a change of whether the transaction list can be read: its first failed read
+// (the following ones are only counted, msgx_ingest_gap_proof_reads_total{outcome="error"}) and
+// the read that answers again.
+func (i *Ingester) noteProofRead(err error, outcome proofOutcome) {
+	switch {
+	case outcome == proofError:
+		if i.proofFails == 0 {
+			i.log.Warn().Err(err).Msg("InnoDB transaction list not read; the gap ages meanwhile (further failures are counted, not logged)")
+		}
+		i.proofFails++
+	case i.proofFails > 0:
+		i.log.Info().Int("failed_reads", i.proofFails).Msg("InnoDB transaction list read again")
+		i.proofFails = 0
 	}
 }
 

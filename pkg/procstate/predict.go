@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,16 +39,34 @@ type NewerUnit struct {
 	MsgID int64  `json:"msg_id"`
 }
 
-// predict is the Prediction for message id (its text raw) replayed now, forced or not.
-func predict(ctx context.Context, tx pgx.Tx, id int64, raw *string, opt sis.Options, force bool) (Prediction, error) {
+// predictor predicts the replays of one dry run: the identity rule is read once for the run,
+// in the run's transaction.
+type predictor struct {
+	tx    pgx.Tx
+	force bool
+	rule  identity.Stored
+	ruled bool // a rule is stored
+}
+
+// newPredictor reads the stored identity rule for a dry run in tx, forced or not.
+func newPredictor(ctx context.Context, tx pgx.Tx, force bool) (*predictor, error) {
+	rule, ok, err := identity.Load(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	return &predictor{tx: tx, force: force, rule: rule, ruled: ok}, nil
+}
+
+// predict is the Prediction for message id replayed now: raw is its text (nil: the mailbox
+// bytes only), m and derr what sis.DecodePartialString made of it.
+func (pr *predictor) predict(ctx context.Context, id int64, raw *string, m *sis.Message, derr error) (Prediction, error) {
 	if raw == nil {
 		return Prediction{}, nil // the mailbox bytes only: left to the engine
 	}
-	m, err := sis.DecodePartialString(*raw, opt)
-	if err != nil {
-		class, reason := ClassInfra, err.Error()
+	if derr != nil {
+		class, reason := ClassInfra, derr.Error()
 		var se *sis.Error
-		if errors.As(err, &se) {
+		if errors.As(derr, &se) {
 			class = Class(se.Class)
 		}
 		st := StatusFailed
@@ -59,7 +75,7 @@ func predict(ctx context.Context, tx pgx.Tx, id int64, raw *string, opt sis.Opti
 		}
 		return Prediction{Status: st, Class: class, Reason: reason}, nil
 	}
-	if dup, err := duplicateOf(ctx, tx, id, *raw, m); err != nil || dup != nil {
+	if dup, err := pr.duplicateOf(ctx, id, *raw, m); err != nil || dup != nil {
 		return dup.orNone(), err
 	}
 	switch m.Kind {
@@ -70,13 +86,13 @@ func predict(ctx context.Context, tx pgx.Tx, id int64, raw *string, opt sis.Opti
 		return Prediction{}, nil
 	}
 	inputs := flight.Inputs(m)
-	r, states, err := trial(ctx, tx, id, m, inputs, false)
+	r, states, err := trial(ctx, pr.tx, id, m, inputs, false)
 	if err != nil {
 		return Prediction{}, err
 	}
-	p := newer(r, states, inputs)
-	if force && len(p.Newer) > 0 {
-		if r, _, err = trial(ctx, tx, id, m, inputs, true); err != nil {
+	p := newer(r, states)
+	if pr.force && len(p.Newer) > 0 {
+		if r, _, err = trial(ctx, pr.tx, id, m, inputs, true); err != nil {
 			return Prediction{}, err
 		}
 	}
@@ -92,21 +108,20 @@ func predict(ctx context.Context, tx pgx.Tx, id int64, raw *string, opt sis.Opti
 // duplicateOf is the prediction of a message whose identity is bound to another message within
 // the stored identity rule's window (identity.Rule.Bind, as the engine binds): SKIPPED
 // duplicate-of. Nil when it is not a duplicate, or no rule is stored yet.
-func duplicateOf(ctx context.Context, tx pgx.Tx, id int64, raw string, m *sis.Message) (*Prediction, error) {
-	rule, ok, err := identity.Load(ctx, tx)
-	if err != nil || !ok {
-		return nil, err
+func (pr *predictor) duplicateOf(ctx context.Context, id int64, raw string, m *sis.Message) (*Prediction, error) {
+	if !pr.ruled {
+		return nil, nil
 	}
-	key := rule.Key(m.Meta)
+	key := pr.rule.Key(m.Meta)
 	var b identity.Binding
-	switch err := tx.QueryRow(ctx, identityBindingSQL, key).Scan(&b.MsgID, &b.SHA256, &b.DTTM); {
+	switch err := pr.tx.QueryRow(ctx, identityBindingSQL, key).Scan(&b.MsgID, &b.SHA256, &b.DTTM); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read the identity of message %d: %w", id, err)
 	}
 	sum := sha256.Sum256([]byte(raw))
-	v, _ := rule.Bind(map[string]identity.Binding{key: b}, []identity.Claim{{Key: key, Binding: identity.Binding{MsgID: id, SHA256: sum[:], DTTM: m.Meta.DTTM}}})
+	v, _ := pr.rule.Bind(map[string]identity.Binding{key: b}, []identity.Claim{{Key: key, Binding: identity.Binding{MsgID: id, SHA256: sum[:], DTTM: m.Meta.DTTM}}})
 	if v[0].Dup == nil {
 		return nil, nil
 	}
@@ -149,18 +164,12 @@ func trial(ctx context.Context, tx pgx.Tx, id int64, m *sis.Message, inputs []fl
 }
 
 // newer names the units a trial found stale with the message that set each.
-func newer(r trialResult, states map[int64]*flight.State, inputs []flight.Input) Prediction {
+func newer(r trialResult, states map[int64]*flight.State) Prediction {
 	var p Prediction
-	for _, name := range r.Stale {
-		flid, unit := inputs[0].FLID(), name
-		if len(inputs) > 1 { // "FLID unit" (flight.Result.Stale)
-			f, u, _ := strings.Cut(name, " ")
-			flid, _ = strconv.ParseInt(f, 10, 64)
-			unit = u
-		}
-		nu := NewerUnit{FLID: flid, Unit: unit}
-		if st := states[flid]; st != nil {
-			nu.MsgID = st.P.Of(unit).MsgID
+	for _, su := range r.StaleUnits {
+		nu := NewerUnit{FLID: su.FLID, Unit: su.Unit}
+		if st := states[su.FLID]; st != nil {
+			nu.MsgID = st.P.Of(su.Unit).MsgID
 		}
 		p.Newer = append(p.Newer, nu)
 	}

@@ -90,17 +90,27 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, req ReplayRequest) (ReplayR
 		}
 		var ids []int64
 		var errs []string // the error text each replayed message had (replay_audit.errors)
+		var pr *predictor
+		if req.DryRun {
+			if pr, err = newPredictor(ctx, tx, req.Force); err != nil {
+				return err
+			}
+		}
 		opt := sis.Options{Location: req.Location}
 		for _, c := range cands {
 			item := c.item
-			if c.raw != nil {
-				item.FLIDs = flidsOf(*c.raw, opt)
+			var m *sis.Message
+			var derr error
+			if c.raw != nil { // decoded once, as the engine decodes it
+				if m, derr = sis.DecodePartialString(*c.raw, opt); derr == nil {
+					item.FLIDs = m.FLIDs() // undecodable text names none
+				}
 			}
 			if err := touches(ctx, tx, &item); err != nil {
 				return err
 			}
-			if req.DryRun {
-				p, err := predict(ctx, tx, item.MsgID, c.raw, opt, req.Force)
+			if pr != nil {
+				p, err := pr.predict(ctx, item.MsgID, c.raw, m, derr)
 				if err != nil {
 					return err
 				}
@@ -246,13 +256,4 @@ func refusals(ctx context.Context, tx pgx.Tx, ids []int64) ([]ReplayRefusal, err
 	}
 	slices.SortFunc(out, func(a, b ReplayRefusal) int { return int(a.MsgID - b.MsgID) })
 	return out, nil
-}
-
-// flidsOf lists the flights a message names (best effort: undecodable text names none).
-func flidsOf(raw string, opt sis.Options) []int64 {
-	m, err := sis.Decode([]byte(raw), opt)
-	if err != nil {
-		return nil
-	}
-	return m.FLIDs()
 }

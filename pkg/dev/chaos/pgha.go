@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/daemon"
@@ -330,7 +331,7 @@ func (h histogram) mean() string {
 	return time.Duration(h.sum / h.count * float64(time.Second)).Round(10 * time.Microsecond).String()
 }
 
-// scrapeHistogram reads histogram name (one series) and counter other from addr's /metrics.
+// scrapeHistogram reads histogram name (its first series) and counter other from addr's /metrics.
 func scrapeHistogram(ctx context.Context, addr, name, other string) (histogram, error) {
 	var h histogram
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
@@ -342,34 +343,23 @@ func scrapeHistogram(ctx context.Context, addr, name, other string) (histogram, 
 		return h, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return h, err
+	if resp.StatusCode != http.StatusOK {
+		return h, fmt.Errorf("scrape %s/metrics: %s", addr, resp.Status)
 	}
-	for _, line := range strings.Split(string(body), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 || strings.HasPrefix(line, "#") {
-			continue
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return h, fmt.Errorf("parse %s/metrics: %w", addr, err)
+	}
+	if f := fams[name]; f != nil && f.GetType() == dto.MetricType_HISTOGRAM {
+		hg := f.GetMetric()[0].GetHistogram()
+		for _, b := range hg.GetBucket() {
+			h.bounds, h.counts = append(h.bounds, b.GetUpperBound()), append(h.counts, float64(b.GetCumulativeCount()))
 		}
-		v, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(f[0], name+`_bucket{le="`):
-			le := strings.TrimSuffix(strings.TrimPrefix(f[0], name+`_bucket{le="`), `"}`)
-			b, err := strconv.ParseFloat(le, 64)
-			if err != nil {
-				continue
-			}
-			h.bounds, h.counts = append(h.bounds, b), append(h.counts, v)
-		case f[0] == name+"_sum":
-			h.sum = v
-		case f[0] == name+"_count":
-			h.count = v
-		case f[0] == other:
-			h.other = v
-		}
+		h.count, h.sum = float64(hg.GetSampleCount()), hg.GetSampleSum()
+	}
+	if f := fams[other]; f != nil {
+		h.other = f.GetMetric()[0].GetCounter().GetValue()
 	}
 	return h, nil
 }
