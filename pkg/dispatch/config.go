@@ -26,6 +26,10 @@ type Config struct {
 	Idle time.Duration `default:"100ms"`
 	// StatsPeriod is how often the backlog gauges are refreshed.
 	StatsPeriod time.Duration `default:"5s"`
+	// LagSample is the end-to-end lag's sampling: it observes the records of one message in
+	// LagSample, chosen by a hash of the message id (so independently of the lag and of the
+	// batch), one primary-key probe of proc_state each. 1: every record.
+	LagSample int `default:"16"`
 	// ErrorWait caps the wait after a database error or a Kafka outage.
 	ErrorWait time.Duration `default:"30s"`
 	// SendWarn is how long a send may stay unanswered before a warning is logged (and again
@@ -61,6 +65,8 @@ func (c *Config) defaults() error {
 	switch {
 	case c.Batch < 1:
 		return fmt.Errorf("dispatch: batch must be positive, got %d", c.Batch)
+	case c.LagSample < 1:
+		return fmt.Errorf("dispatch: lag sample must be positive, got %d", c.LagSample)
 	case c.FlushLimit < 1:
 		return fmt.Errorf("dispatch: flush limit must be positive, got %d", c.FlushLimit)
 	case c.FlushPeriod <= 0:

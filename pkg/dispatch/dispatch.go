@@ -78,7 +78,7 @@ func New(cfg Config, store *outbox.Store, sender Sender, clk clock.Clock, reg pr
 	}
 	d := &Dispatcher{cfg: cfg, store: store, sender: sender, clock: clk, log: log, inflight: map[int64]time.Time{},
 		lastSent: map[string]*atomic.Int64{event.TargetMsg: {}, event.TargetSchd: {}}}
-	m, err := newMetrics(reg, d.oldestUnacked)
+	m, err := newMetrics(reg, d.oldestUnacked, cfg.LagSample)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch metrics: %w", err)
 	}

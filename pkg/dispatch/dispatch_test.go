@@ -73,6 +73,8 @@ type options struct {
 	// benchmarks only: a producer without transactions, and a compression codec
 	nonTxn      bool
 	compression string
+	// lagSample: the lag's sampling (0: every record, so that tests see each observation)
+	lagSample int
 }
 
 func setup(t testing.TB, opt options) *bundle {
@@ -82,6 +84,9 @@ func setup(t testing.TB, opt options) *bundle {
 	}
 	if opt.batch == 0 {
 		opt.batch = 500
+	}
+	if opt.lagSample == 0 {
+		opt.lagSample = 1
 	}
 	b := &bundle{db: testdb.New(t), clock: clock.NewFake(t0), reg: prometheus.NewRegistry(), policy: opt.policy}
 	b.broker, b.kcfg = kafkatest.Broker(t, opt.kfake...)
@@ -99,7 +104,7 @@ func setup(t testing.TB, opt options) *bundle {
 		`INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('dispatcher', 7, 'test', 0, $1, $1)`, t0)
 	require.NoError(t, err)
 	b.lease = leader.Lease{Role: "dispatcher", Epoch: 7}
-	b.disp = b.dispatcher(t, dispatch.Config{Batch: opt.batch}, b.reg, zerolog.Nop())
+	b.disp = b.dispatcher(t, dispatch.Config{Batch: opt.batch, LagSample: opt.lagSample}, b.reg, zerolog.Nop())
 	return b
 }
 
@@ -686,9 +691,58 @@ func TestEndToEndLag(t *testing.T) {
 		"msgx_end_to_end_lag_seconds"))
 }
 
-const lagHelp = `# HELP msgx_end_to_end_lag_seconds From ingest's enqueue of the mailbox message (its first sight of the committed row) to the broker's acknowledgement of the record it caused, per target.
+const lagHelp = `# HELP msgx_end_to_end_lag_seconds From ingest's enqueue of the mailbox message (its first sight of the committed row) to the broker's acknowledgement of the record it caused, per target, every record.
 # TYPE msgx_end_to_end_lag_seconds histogram
 `
+
+// TestEndToEndLagSampled: with the default sampling, only the records of the messages
+// LagSampled picks are observed (a strict, non-empty part of 200), each from its own enqueue,
+// and the help says so.
+func TestEndToEndLagSampled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{lagSample: 16})
+	ctx := context.Background()
+	var evs []event.Event
+	picked := 0
+	for v := int64(1); v <= 200; v++ {
+		e := msgEvent(v, v) // message 1000+v, its own FLID
+		_, err := b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES ($1, 'x', 'PENDING', $2)`, e.MsgID, t0)
+		require.NoError(t, err)
+		if dispatch.LagSampled(e.MsgID, 16) {
+			picked++
+		}
+		evs = append(evs, e)
+	}
+	require.Greater(t, picked, 0)
+	require.Less(t, picked, 200)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, evs...))
+	b.clock.Advance(30 * time.Second)
+	res, err := b.disp.StepMsg(ctx, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, 200, res.Sent)
+	help := "# HELP msgx_end_to_end_lag_seconds From ingest's enqueue of the mailbox message (its first sight of the committed row) to the broker's acknowledgement of the record it caused, per target, for a sample: the records of one message in 16, picked by a hash of the message id.\n# TYPE msgx_end_to_end_lag_seconds histogram\n"
+	require.NoError(t, testutil.GatherAndCompare(b.reg, strings.NewReader(help+lagSeries(event.TargetMsg, picked, 30*float64(picked), 30)), "msgx_end_to_end_lag_seconds"))
+}
+
+// The sample is one message in n whatever the spacing of the ids: consecutive ids, and ids two
+// or ten apart (a mailbox with auto_increment_increment above 1), each within 10% of 1/n.
+func TestLagSampleIsOneInN(t *testing.T) {
+	t.Parallel()
+	for _, step := range []int64{1, 2, 10} {
+		for _, n := range []int{4, 16} {
+			const ids = 160000
+			picked := 0
+			for i := int64(0); i < ids; i++ {
+				if dispatch.LagSampled(1+i*step, n) {
+					picked++
+				}
+			}
+			want := float64(ids) / float64(n)
+			require.InDelta(t, want, float64(picked), want/10, "step %d, one in %d", step, n)
+		}
+	}
+	require.True(t, dispatch.LagSampled(12345, 1))
+}
 
 // lagSeries is the exposition of the lag histogram of target with count observations summing
 // to sum, all in the bucket of upper bound from and above.

@@ -142,8 +142,8 @@ var pgGrants = []pgGrant{
 	{Dispatcher, "SELECT, INSERT", []string{"db_restore"}},
 	{Dispatcher, "EXECUTE", []string{"msgx_raise_epoch(bigint)"}},
 	{Dispatcher, "USAGE", []string{"msg_event_event_id_seq"}},
-	// dispatcher: enqueued_at of the sent events' messages (msgx_end_to_end_lag_seconds), those
-	// two columns only (never raw).
+	// dispatcher: enqueued_at of a sample of the sent events' messages
+	// (msgx_end_to_end_lag_seconds), those two columns only (never raw).
 	{Dispatcher, "SELECT (msg_id, enqueued_at)", []string{"proc_state"}},
 	// dispatcher: the report of its sends (blocked since, the brokers concerned) the operators'
 	// status reads, one row per target, upserted under the lease.

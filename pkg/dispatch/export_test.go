@@ -1,0 +1,4 @@
+package dispatch
+
+// LagSampled is lagSampled, for the tests of the lag's sample.
+var LagSampled = lagSampled
