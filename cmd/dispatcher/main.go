@@ -91,10 +91,12 @@ func run(ctx context.Context, cfg Config, log zerolog.Logger, reg *prometheus.Re
 		// accepts connections fails it), and, while leading, a term that can produce.
 		Checks: []obs.Check{{Name: "kafka", Fn: link.Ready}, {Name: "tail", Fn: disp.Ready}},
 		Work: func(ctx context.Context, lease leader.Lease) error {
-			return report.Beside(ctx, lease, func(ctx context.Context) error {
-				return link.Term(ctx,
-					func(ctx context.Context) error { return store.CheckLease(ctx, lease) },
-					func(ctx context.Context) error { return disp.Run(ctx, lease) })
+			return disp.Leading(ctx, func(ctx context.Context) error {
+				return report.Beside(ctx, lease, func(ctx context.Context) error {
+					return link.Term(ctx,
+						func(ctx context.Context) error { return store.CheckLease(ctx, lease) },
+						func(ctx context.Context) error { return disp.Run(ctx, lease) })
+				})
 			})
 		},
 		Started: started,

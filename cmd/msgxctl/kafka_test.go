@@ -18,7 +18,6 @@ import (
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/jobs"
 	"github.com/msgx/msgx/pkg/kafka"
-	"github.com/msgx/msgx/pkg/settings"
 )
 
 // kafka verify against the development broker: the dispatcher's records of what PostgreSQL
@@ -50,7 +49,7 @@ func TestRealBrokerKafkaVerifyAndReseed(t *testing.T) {
 // at version 1: its change and a tombstone sent), as the dispatcher leaves them.
 func verifyDB(t *testing.T, kcfg kafka.Config) (config.Config, *testdb.DB) {
 	t.Helper()
-	db := testdb.New(t)
+	db, cfg := ctlDB(t, "Asia/Shanghai")
 	for _, q := range []string{
 		`INSERT INTO flight (flid, alcd, flno, mvin, sodt, operation_day, state, state_version, created_at, updated_at)
 		  VALUES (100, 'CA', 'CA100', 'D', '2021-01-23 08:00', '2021-01-23', 'ACTIVE', 2, now(), now()),
@@ -64,8 +63,7 @@ func verifyDB(t *testing.T, kcfg kafka.Config) (config.Config, *testdb.DB) {
 		_, err := db.Pool.Exec(context.Background(), q)
 		require.NoError(t, err, q)
 	}
-	cfg := config.Config{Process: settings.Process{PGURL: db.URL, AirportTZ: "Asia/Shanghai"}, Kafka: kcfg,
-		Jobs: jobs.Config{EventRetention: 168 * time.Hour}}
+	cfg.Kafka, cfg.Jobs = kcfg, jobs.Config{EventRetention: 168 * time.Hour}
 	return cfg, db
 }
 

@@ -31,11 +31,6 @@ func TestRequestCommands(t *testing.T) {
 	sender, err := request.NewSender(store, box, clk, false)
 	require.NoError(t, err)
 	jobsSweep := request.NewSweeper(store, sender, box, clk, nil, zerolog.Nop()) // what the jobs stage runs
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, pg.Pool.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
 	outRows := func() int {
 		var n int
 		require.NoError(t, mb.SQL.QueryRowContext(ctx, `SELECT count(*) FROM coutmsgs`).Scan(&n))
@@ -45,7 +40,7 @@ func TestRequestCommands(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, runRequest(ctx, env, []string{"schedule", "--from", "2026-12-02", "--to", "2026-12-03", "--dry-run"}, &out))
 	require.Contains(t, out.String(), "<STDB>02DEC260000</STDB>")
-	require.Zero(t, count(`SELECT count(*) FROM req_track`), "a dry run registers nothing")
+	require.Zero(t, count(t, pg, `SELECT count(*) FROM req_track`), "a dry run registers nothing")
 	require.Zero(t, outRows(), "a dry run sends nothing")
 
 	require.ErrorContains(t, runRequest(ctx, env, []string{"schedule", "--from", "2026-12-02", "--to", "2026-12-03"}, &out), "--reason")
@@ -53,8 +48,8 @@ func TestRequestCommands(t *testing.T) {
 	require.NoError(t, runRequest(ctx, env, []string{"schedule", "--from", "2026-12-02", "--to", "2026-12-03", "--reason", "DEAD schedule 4711", "--actor", "ops"}, &out))
 	require.Contains(t, out.String(), "REGISTERED")
 	require.Zero(t, outRows(), "msgxctl only registers; the jobs stage sends")
-	require.Equal(t, 1, count(`SELECT count(*) FROM replay_audit WHERE action = 'request' AND actor = 'ops' AND reason = 'DEAD schedule 4711' AND selector = 'RQFD 2026-12-02..2026-12-03'`))
-	require.Equal(t, 1, count(`SELECT count(*) FROM req_track WHERE actor = 'ops' AND reason = 'DEAD schedule 4711'`))
+	require.Equal(t, 1, count(t, pg, `SELECT count(*) FROM replay_audit WHERE action = 'request' AND actor = 'ops' AND reason = 'DEAD schedule 4711' AND selector = 'RQFD 2026-12-02..2026-12-03'`))
+	require.Equal(t, 1, count(t, pg, `SELECT count(*) FROM req_track WHERE actor = 'ops' AND reason = 'DEAD schedule 4711'`))
 	res, err := jobsSweep.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Sent)
@@ -95,5 +90,5 @@ func TestRequestCommands(t *testing.T) {
 	shadow.shadow = true
 	require.ErrorContains(t, runRequest(ctx, shadow, []string{"list", "GLST", "--reason", "x"}, &out), "shadow")
 	require.Equal(t, 2, outRows(), "nothing is sent in shadow mode")
-	require.Zero(t, count(`SELECT count(*) FROM req_track WHERE scope = 'GLST'`))
+	require.Zero(t, count(t, pg, `SELECT count(*) FROM req_track WHERE scope = 'GLST'`))
 }

@@ -760,9 +760,14 @@ func checkIngestService(t *testing.T, r *rendered) {
 	require.Equal(t, clientPorts["ingest"], containerPort(t, "Service msgx-ingest", hits[0].Spec.Template.Spec.Containers[0], s.Spec.Ports[0].TargetPort))
 }
 
+// optionalSecrets are the Secrets production may reference without dev defining them: each
+// turns on an optional feature, and every reference to it is marked optional.
+var optionalSecrets = map[string]bool{"msgx-console-oidc": true}
+
 // checkSecrets: in dev every referenced Secret and key exists (generated); production generates
 // none (they come from the cluster's secret store) and references only Secrets dev defines too,
-// so the dev overlay is the complete list an operator must provide.
+// or one of optionalSecrets by an optional reference, so the dev overlay is the complete list an
+// operator must provide and optionalSecrets what an operator may.
 func checkSecrets(t *testing.T, r, dev *rendered) {
 	devNames := map[string]bool{}
 	for _, orig := range dev.secretOrig {
@@ -780,8 +785,8 @@ func checkSecrets(t *testing.T, r, dev *rendered) {
 				ref := e.ValueFrom.SecretKeyRef
 				id := fmt.Sprintf("%s: %s %s env %s: Secret %s", r.overlay, w.kind, w.name, e.Name, ref.Name)
 				if r.overlay == "production" {
-					// An optional Secret is the operator's choice (the console's OIDC log-in).
-					require.True(t, devNames[ref.Name] || (ref.Optional != nil && *ref.Optional), "%s is not defined in the dev overlay", id)
+					optional := optionalSecrets[ref.Name] && ref.Optional != nil && *ref.Optional
+					require.True(t, devNames[ref.Name] || optional, "%s is not defined in the dev overlay (nor an optional reference to one of %v)", id, optionalSecrets)
 					continue
 				}
 				sec, ok := r.secrets[ref.Name]

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/msgx/msgx/pkg/dev/broker"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -15,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/msgx/msgx/pkg/dev/broker"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -82,9 +82,6 @@ func setup(t testing.TB, opt options) *bundle {
 	if opt.policy.MaxAttempts == 0 {
 		opt.policy = outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second}
 	}
-	if opt.batch == 0 {
-		opt.batch = 500
-	}
 	if opt.lagSample == 0 {
 		opt.lagSample = 1
 	}
@@ -109,19 +106,13 @@ func setup(t testing.TB, opt options) *bundle {
 }
 
 // dispatcher is a dispatcher over the bundle's store, sender and clock that sends to the
-// bundle's topics, configured by cfg otherwise; where cfg leaves them zero, a batch and a flush
-// limit of 500 and a flush period of 3 s.
+// bundle's topics, configured by cfg otherwise; where cfg leaves it zero, a batch of 500 (the
+// other zero values take the dispatcher's defaults).
 func (b *bundle) dispatcher(t testing.TB, cfg dispatch.Config, reg prometheus.Registerer, log zerolog.Logger) *dispatch.Dispatcher {
 	t.Helper()
 	cfg.TopicChanges, cfg.TopicState = b.kcfg.TopicChanges, b.kcfg.TopicState
 	if cfg.Batch == 0 {
 		cfg.Batch = 500
-	}
-	if cfg.FlushLimit == 0 {
-		cfg.FlushLimit = 500
-	}
-	if cfg.FlushPeriod == 0 {
-		cfg.FlushPeriod = 3 * time.Second
 	}
 	d, err := dispatch.New(cfg, b.store, b.sender, b.clock, reg, log)
 	require.NoError(t, err)
@@ -505,11 +496,7 @@ func TestStatesAggregateNewest(t *testing.T) {
 	require.Equal(t, 1, res.Claimed)
 	require.Equal(t, 10, res.Retried)
 	require.Zero(t, countStatus(t, b, outbox.StatusSent))
-	rows, err := b.db.Pool.Query(ctx, `SELECT attempts FROM msg_event ORDER BY event_id`)
-	require.NoError(t, err)
-	attempts, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	require.NoError(t, err)
-	require.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, attempts)
+	require.Equal(t, []int64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, b.db.Int64s(t, `SELECT attempts FROM msg_event ORDER BY event_id`))
 
 	// Backing off: nothing is due yet.
 	res, err = b.disp.FlushStates(ctx, b.lease)

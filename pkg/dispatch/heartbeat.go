@@ -62,6 +62,21 @@ func newBeatMetrics(reg prometheus.Registerer, clk clock.Clock, topic string, pe
 // heartbeat).
 func (b *beatMetrics) silentSince(t *time.Time) { b.since.Store(t) }
 
+// Leading runs work, a leadership term's (its dials and topic checks included), with the
+// heartbeat's silence counted from its start: the age gauge grows until the term's first
+// heartbeat is acknowledged, and through every re-dial after one, so a leader that cannot reach
+// Kafka shows its silence; once work returned (not leading) it reads 0. Without a heartbeat
+// topic it only runs work.
+func (d *Dispatcher) Leading(ctx context.Context, work func(context.Context) error) error {
+	if d.cfg.TopicHeartbeat == "" {
+		return work(ctx)
+	}
+	start := d.clock.Now()
+	d.beats.silentSince(&start)
+	defer d.beats.silentSince(nil)
+	return work(ctx)
+}
+
 // Heartbeat sends one heartbeat record (docs/events.md, "Heartbeat"): the progress read under
 // lease (a deposed leader reports nothing: leader.ErrFenced) and the highest event ids this term
 // sent, on the heartbeat topic in a transaction of its own, by the term's producer (a newer
@@ -95,9 +110,6 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, lease leader.Lease) error {
 // missing heartbeat is what consumers watch for.
 func (d *Dispatcher) heartbeats(ctx context.Context, lease leader.Lease) error {
 	next := d.clock.Now()
-	start := next
-	d.beats.silentSince(&start)
-	defer d.beats.silentSince(nil)
 	for {
 		lease.Tick(heartbeatLoop)
 		err := d.Heartbeat(ctx, lease)

@@ -18,7 +18,8 @@ import (
 // TestHeartbeatAtItsPeriodUntilTheDispatcherStops: a running dispatcher sends a heartbeat at
 // once and then one each period of its clock, each telling the watermark, the newest event id
 // sent and what waits; once Run has returned (the dispatcher stopped) none follows, however much
-// time passes. Its age gauge counts from the last acknowledged heartbeat, and is 0 once it stopped.
+// time passes. Its age gauge counts from the last acknowledged heartbeat, and is 0 once it no
+// longer leads.
 func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
@@ -31,10 +32,12 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 		TopicHeartbeat: b.kcfg.TopicHeartbeat, HeartbeatKey: b.kcfg.TxnIDPrefix, HeartbeatPeriod: period,
 	}, reg, zerolog.Nop())
 	require.Equal(t, period.Seconds(), gauge(t, reg, "msgx_dispatch_heartbeat_period_seconds"))
-	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "no heartbeat before Run")
+	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "not leading: no silence")
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- disp.Run(runCtx, b.lease) }()
+	go func() {
+		done <- disp.Leading(runCtx, func(ctx context.Context) error { return disp.Run(ctx, b.lease) })
+	}()
 
 	schemas, err := contract.NewValidator()
 	require.NoError(t, err)
@@ -78,8 +81,33 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 
 	stop()
 	require.NoError(t, <-done)
-	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "a stopped dispatcher sends no heartbeat")
+	require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "not leading: no silence")
 	b.clock.Advance(10 * period)
 	require.Len(t, kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicHeartbeat, 30*time.Second), 4,
 		"no heartbeat once the dispatcher stopped")
+}
+
+// TestHeartbeatSilenceCountsFromTheTermStart: a leader whose term sends no heartbeat (it cannot
+// dial Kafka, say) shows its silence growing from the start of its leadership, and 0 once it
+// no longer leads; with no heartbeat topic there is no silence to show.
+func TestHeartbeatSilenceCountsFromTheTermStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	for _, topic := range []string{b.kcfg.TopicHeartbeat, ""} {
+		reg := prometheus.NewRegistry()
+		disp := b.dispatcher(t, dispatch.Config{TopicHeartbeat: topic, HeartbeatKey: b.kcfg.TxnIDPrefix, HeartbeatPeriod: 10 * time.Second},
+			reg, zerolog.Nop())
+		var during float64
+		require.NoError(t, disp.Leading(context.Background(), func(context.Context) error {
+			b.clock.Advance(45 * time.Second) // no term ever runs: Kafka out of reach
+			during = gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds")
+			return nil
+		}))
+		if topic == "" {
+			require.Zero(t, during, "no heartbeat topic")
+			continue
+		}
+		require.Equal(t, 45.0, during, "silent since the leadership started")
+		require.Zero(t, gauge(t, reg, "msgx_dispatch_heartbeat_age_seconds"), "not leading: no silence")
+	}
 }

@@ -20,11 +20,10 @@ const reserveIDsSQL = `SELECT msgx_event_id() FROM generate_series(1, $1::int) O
 // the claimed FLIDs wait behind their heads in it (their next versions), and the smallest
 // event_id in the window.
 //
-// One pass over the window, grouped by FLID with hashing: per FLID its head (the smallest id),
-// its smallest due id (a head is due when the two are the same event) and how many of its
-// events the window holds. Everything else is read from those groups, one row per FLID, rather
-// than from the window again; sorting the window by FLID to pick the heads cost more than the
-// scan itself.
+// One pass over the window, grouped by FLID: per FLID its head (the smallest id), its smallest
+// due id (a head is due when the two are the same event) and how many of its events the window
+// holds. Everything else is read from those groups, one row per FLID, rather than from the
+// window again.
 const claimWindowSQL = `
 WITH heads AS (
     SELECT min(event_id) AS event_id,

@@ -2,7 +2,6 @@ package processor_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -19,9 +18,7 @@ import (
 // at most an hour of the fake clock. It returns the primary.
 func onPrimaryWithStandby(t *testing.T, n int) (*bundle, *privdb.Postgres) {
 	t.Helper()
-	primary, standby, err := privdb.StartWithStandby(context.Background(), privdb.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, errors.Join(standby.Close(), primary.Close())) })
+	primary := testdb.PrimaryWithStandby(t)
 	b := withMailbox(t, setupOn(t, testdb.NewAt(t, primary.AdminURL())), n)
 	b.cfg.Standbys = replication.NewWaiter(replication.Config{Standbys: 1, Wait: time.Hour}, b.clock, nil)
 	return b, primary
