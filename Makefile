@@ -39,9 +39,12 @@ schema: ## regenerate db/schema.sql from db/migrations
 GOTEST = $(GO) tool gotestsum --format pkgname --
 # The slowest packages first: go test starts packages in the order given, so the long ones run
 # beside the many short ones instead of alone at the end (2 cores: the tail decides the time).
+# TEST_P: packages tested at once. Three on two cores: many tests wait on their servers,
+# processes and brokers, and two packages at a time left the cores idle part of the run.
+TEST_P ?= 3
 SLOW_PKGS = ./pkg/processor/flights ./pkg/dispatch ./e2e ./pkg/processor ./cmd/dispatcher ./cmd ./pkg/console ./cmd/demo
 test-race: ## go test -race over everything (real PostgreSQL and MariaDB); lists the skipped tests and why
-	$(GOTEST) -race -count=1 -timeout 12m $(SLOW_PKGS) $(PKGS)
+	$(GOTEST) -race -count=1 -p $(TEST_P) -timeout 12m $(SLOW_PKGS) $(PKGS)
 
 .PHONY: setup
 setup: ## install and start what the tests need (PostgreSQL, MariaDB, Chromium, promtool, ORY Hydra, Apache Kafka's jars, the AsyncAPI parser, the reference consumer's Python environment); a no-op when they are there
