@@ -8,6 +8,8 @@ package stack
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,24 +69,88 @@ func Root() (string, error) {
 
 // Build compiles the binaries, the broker and the tools into binDir, each stamped with the
 // checkout's version the way `make build` stamps it (pkg/buildinfo), so --version, the start-up
-// log and msgx_build_info name the commit.
+// log and msgx_build_info name the commit. Every Build of one checkout links into one shared
+// directory (sharedBinDir) and binDir gets hard links to the results: go build leaves a target
+// whose build ID already matches untouched, so the test packages that each build a stack link
+// the binaries once per change of the tree rather than once each.
 func Build(ctx context.Context, binDir string) error {
 	root, err := Root()
 	if err != nil {
 		return err
 	}
-	var pkgs []string
-	for _, b := range append(append(slices.Clone(Binaries), Broker, Console), Tools...) {
-		pkgs = append(pkgs, "./cmd/"+b)
+	names := append(append(slices.Clone(Binaries), Broker, Console), Tools...)
+	shared, unlock, err := sharedBinDir(root)
+	if err != nil {
+		return err
 	}
-	return build(ctx, root, binDir, pkgs)
+	defer unlock()
+	if err := build(ctx, root, shared, names); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := linkOrCopy(filepath.Join(shared, n), filepath.Join(binDir, n)); err != nil {
+			return fmt.Errorf("build binaries: %w", err)
+		}
+	}
+	return nil
 }
 
-// build runs go build in root for pkgs, with the version ldflags when root is a git checkout.
-func build(ctx context.Context, root, binDir string, pkgs []string) error {
+// sharedBinDir is the directory every Build of the checkout at root links into (in the user's
+// cache, one per checkout path), locked until unlock is called.
+func sharedBinDir(root string) (dir string, unlock func(), err error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", nil, fmt.Errorf("build binaries: %w", err)
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir = filepath.Join(cache, "msgx", "bin", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("build binaries: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("build binaries: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return "", nil, fmt.Errorf("build binaries: lock %s: %w", dir, err)
+	}
+	return dir, func() { lock.Close() }, nil
+}
+
+// linkOrCopy makes dst the file src is: a hard link, or a copy where src is on another file
+// system. A later build that replaces src leaves dst as it was.
+func linkOrCopy(src, dst string) error {
+	_ = os.Remove(dst)
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// build runs go build in root for the commands names (cmd/<name>) into binDir, with the version
+// ldflags when root is a git checkout.
+func build(ctx context.Context, root, binDir string, names []string) error {
 	args := []string{"build", "-o", binDir + string(os.PathSeparator)}
 	if version, revision, ok := gitVersion(ctx, root); ok {
 		args = append(args, "-ldflags", buildinfo.LDFlags(version, revision))
+	}
+	var pkgs []string
+	for _, n := range names {
+		pkgs = append(pkgs, "./cmd/"+n)
 	}
 	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir = root
