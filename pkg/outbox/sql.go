@@ -19,33 +19,27 @@ const reserveIDsSQL = `SELECT msgx_event_id() FROM generate_series(1, $1::int) O
 // first, whether the window was full (more unsent events exist beyond it), whether events of
 // the claimed FLIDs wait behind their heads in it (their next versions), and the smallest
 // event_id in the window.
-//
-// One pass over the window, grouped by FLID with hashing: per FLID its head (the smallest id),
-// its smallest due id (a head is due when the two are the same event) and how many of its
-// events the window holds. Everything else is read from those groups, one row per FLID, rather
-// than from the window again; sorting the window by FLID to pick the heads cost more than the
-// scan itself.
 const claimWindowSQL = `
-WITH heads AS (
-    SELECT min(event_id) AS event_id,
-           min(event_id) FILTER (WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)) AS due_id,
-           count(*) AS n
-      FROM (SELECT event_id, partition_key, status, next_attempt_at
-              FROM msg_event
-             WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
-             ORDER BY event_id
-             LIMIT $3) win
-     GROUP BY partition_key
+WITH win AS (
+    SELECT event_id, partition_key, status, next_attempt_at
+      FROM msg_event
+     WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
+     ORDER BY event_id
+     LIMIT $3
+), heads AS (
+    SELECT DISTINCT ON (partition_key) event_id, partition_key, status, next_attempt_at
+      FROM win
+     ORDER BY partition_key, event_id
 ), due AS (
-    SELECT event_id, n FROM heads
-     WHERE due_id = event_id
+    SELECT event_id, partition_key FROM heads
+     WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
      ORDER BY event_id
      LIMIT $2
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
-       (SELECT sum(n) FROM heads) = $3,
-       EXISTS (SELECT 1 FROM due WHERE n > 1),
-       (SELECT min(event_id) FROM heads)
+       (SELECT count(*) FROM win) = $3,
+       EXISTS (SELECT 1 FROM win w JOIN due d ON d.partition_key = w.partition_key AND w.event_id > d.event_id),
+       (SELECT min(event_id) FROM win)
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
