@@ -3,13 +3,8 @@ package outbox
 // Every statement of the msg_event store. Time is always a parameter (never now()).
 
 // enqueueColumns are the msg_event columns Enqueue copies (the others take their defaults:
-// status PENDING). event_id is copied too: a column left to its volatile default
-// (msgx_event_id()) makes COPY insert row by row instead of in batches.
-var enqueueColumns = []string{"event_id", "target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
-
-// reserveIDsSQL draws $1 event ids, ascending (msgx_event_id: the generation's high bits and the
-// sequence).
-const reserveIDsSQL = `SELECT msgx_event_id() FROM generate_series(1, $1::int) ORDER BY 1`
+// event_id from msgx_event_id(), status PENDING).
+var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events at or above
 // event_id $4 in event order (msg_event_unsent_order); the first event of each FLID in that
