@@ -60,10 +60,10 @@ type Beginner interface {
 // writer of msg_event. Of the KAFKA:schd events it writes only the newest of each flight
 // (event.Latest). Call it inside the transaction that makes the change, so events commit with
 // it. Build events with package event. COPY rather than an INSERT of unnested arrays: the same
-// rows for less server work (no array parsing, no ordering step; docs/benchmarks.md). The ids
-// are drawn first, ascending, in one statement, and the events take them in order. It takes
-// PIPELINE_LOCK (held already by the processor's and the purge's transactions) before it draws
-// them, so events commit in id order: the claim's lower bound rests on it (ClaimHeadsFrom).
+// rows for less server work (no array parsing, no ordering step; docs/benchmarks.md), and
+// event_id's default is evaluated row by row in the order sent. It takes PIPELINE_LOCK (held
+// already by the processor's and the purge's transactions) before the rows take their ids, so
+// events commit in id order: the claim's lower bound rests on it (ClaimHeadsFrom).
 func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Event) error {
 	events = event.Latest(events) // one state per flight
 	if len(events) == 0 {
@@ -78,15 +78,7 @@ func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Ev
 		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
 			return fmt.Errorf("enqueue events: take pipeline lock: %w", err)
 		}
-		rows, err := tx.Query(ctx, reserveIDsSQL, len(events))
-		if err != nil {
-			return fmt.Errorf("enqueue events: draw ids: %w", err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return fmt.Errorf("enqueue events: draw ids: %w", err)
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: events, ids: ids, now: now}); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: events, now: now}); err != nil {
 			return fmt.Errorf("enqueue events: %w", err)
 		}
 		return nil
@@ -101,7 +93,6 @@ func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Ev
 // into one buffer that the copy encodes before it asks for the next row.
 type eventRows struct {
 	events []event.Event
-	ids    []int64 // the events' ids, in order
 	now    time.Time
 	next   int
 	body   []byte
@@ -120,5 +111,5 @@ func (r *eventRows) Values() ([]any, error) {
 	if r.body = e.AppendBody(r.body[:0]); len(r.body) > 0 {
 		body = r.body
 	}
-	return []any{r.ids[r.next-1], e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
+	return []any{e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
 }

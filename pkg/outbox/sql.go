@@ -3,13 +3,8 @@ package outbox
 // Every statement of the msg_event store. Time is always a parameter (never now()).
 
 // enqueueColumns are the msg_event columns Enqueue copies (the others take their defaults:
-// status PENDING). event_id is copied too: a column left to its volatile default
-// (msgx_event_id()) makes COPY insert row by row instead of in batches.
-var enqueueColumns = []string{"event_id", "target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
-
-// reserveIDsSQL draws $1 event ids, ascending (msgx_event_id: the generation's high bits and the
-// sequence).
-const reserveIDsSQL = `SELECT msgx_event_id() FROM generate_series(1, $1::int) ORDER BY 1`
+// event_id from msgx_event_id(), status PENDING).
+var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events at or above
 // event_id $4 in event order (msg_event_unsent_order); the first event of each FLID in that
@@ -19,32 +14,27 @@ const reserveIDsSQL = `SELECT msgx_event_id() FROM generate_series(1, $1::int) O
 // first, whether the window was full (more unsent events exist beyond it), whether events of
 // the claimed FLIDs wait behind their heads in it (their next versions), and the smallest
 // event_id in the window.
-//
-// One pass over the window, grouped by FLID: per FLID its head (the smallest id), its smallest
-// due id (a head is due when the two are the same event) and how many of its events the window
-// holds. Everything else is read from those groups, one row per FLID, rather than from the
-// window again.
 const claimWindowSQL = `
-WITH heads AS (
-    SELECT min(event_id) AS event_id,
-           min(event_id) FILTER (WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)) AS due_id,
-           count(*) AS n
-      FROM (SELECT event_id, partition_key, status, next_attempt_at
-              FROM msg_event
-             WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
-             ORDER BY event_id
-             LIMIT $3) win
-     GROUP BY partition_key
+WITH win AS (
+    SELECT event_id, partition_key, status, next_attempt_at
+      FROM msg_event
+     WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
+     ORDER BY event_id
+     LIMIT $3
+), heads AS (
+    SELECT DISTINCT ON (partition_key) event_id, partition_key, status, next_attempt_at
+      FROM win
+     ORDER BY partition_key, event_id
 ), due AS (
-    SELECT event_id, n FROM heads
-     WHERE due_id = event_id
+    SELECT event_id, partition_key FROM heads
+     WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
      ORDER BY event_id
      LIMIT $2
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
-       (SELECT sum(n) FROM heads) = $3,
-       EXISTS (SELECT 1 FROM due WHERE n > 1),
-       (SELECT min(event_id) FROM heads)
+       (SELECT count(*) FROM win) = $3,
+       EXISTS (SELECT 1 FROM win w JOIN due d ON d.partition_key = w.partition_key AND w.event_id > d.event_id),
+       (SELECT min(event_id) FROM win)
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
@@ -207,16 +197,12 @@ UPDATE msg_event e
  WHERE e.target = 'KAFKA:schd' AND e.status = 'PENDING' AND e.partition_key = f.k AND e.state_version <= f.v
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
-// progressSQL reads what the dispatcher's heartbeat reports: the lease's epoch of role $1 (NULL:
-// no row), ingest's watermark and the oldest unsent event of each target (the partial index
-// msg_event_unsent_order), in one snapshot. The epoch is read without a lock: the statement
-// writes nothing for a share lock to hold a takeover off from, and the report is sent to Kafka
-// after the statement ended, where the new leader's producer fences it; a takeover committed
-// before the read shows its epoch all the same. A lock would only make each beat wait behind a
-// lease renewal or takeover in flight, and hold them up in turn.
+// progressSQL reads what the dispatcher's heartbeat reports, fenced as markSentSQL is (role $1):
+// the lease's epoch (NULL: no row), ingest's watermark and the oldest unsent event of each target
+// (the partial index msg_event_unsent_order).
 const progressSQL = `
 WITH lease AS (
-    SELECT epoch FROM leader_lease WHERE role = $1
+    SELECT epoch FROM leader_lease WHERE role = $1 FOR SHARE
 )
 SELECT (SELECT epoch FROM lease),
        coalesce((SELECT watermark FROM inbox_cursor), 0),
