@@ -197,12 +197,16 @@ UPDATE msg_event e
  WHERE e.target = 'KAFKA:schd' AND e.status = 'PENDING' AND e.partition_key = f.k AND e.state_version <= f.v
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
-// progressSQL reads what the dispatcher's heartbeat reports, fenced as markSentSQL is (role $1):
-// the lease's epoch (NULL: no row), ingest's watermark and the oldest unsent event of each target
-// (the partial index msg_event_unsent_order).
+// progressSQL reads what the dispatcher's heartbeat reports: the lease's epoch of role $1 (NULL:
+// no row), ingest's watermark and the oldest unsent event of each target (the partial index
+// msg_event_unsent_order), in one snapshot. The epoch is read without a lock: the statement
+// writes nothing for a share lock to hold a takeover off from, and the report is sent to Kafka
+// after the statement ended, where the new leader's producer fences it; a takeover committed
+// before the read shows its epoch all the same. A lock would only make each beat wait behind a
+// lease renewal or takeover in flight, and hold them up in turn.
 const progressSQL = `
 WITH lease AS (
-    SELECT epoch FROM leader_lease WHERE role = $1 FOR SHARE
+    SELECT epoch FROM leader_lease WHERE role = $1
 )
 SELECT (SELECT epoch FROM lease),
        coalesce((SELECT watermark FROM inbox_cursor), 0),
