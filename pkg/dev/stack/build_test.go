@@ -41,7 +41,7 @@ func TestBuildsLinkOnce(t *testing.T) {
 	require.NoError(t, err)
 	unlock()
 
-	first, second := t.TempDir(), t.TempDir()
+	first, second := t.TempDir(), filepath.Join(t.TempDir(), "usr", "local", "bin") // made as go build -o makes it
 	require.NoError(t, Build(ctx, first))
 	before, err := os.Stat(filepath.Join(shared, "processor"))
 	require.NoError(t, err)

@@ -87,6 +87,9 @@ func Build(ctx context.Context, binDir string) error {
 	if err := build(ctx, root, shared, names); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return fmt.Errorf("build binaries: %w", err)
+	}
 	for _, n := range names {
 		if err := linkOrCopy(filepath.Join(shared, n), filepath.Join(binDir, n)); err != nil {
 			return fmt.Errorf("build binaries: %w", err)
