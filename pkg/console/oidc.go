@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/msgx/msgx/pkg/console/consoleconf"
+	"github.com/msgx/msgx/pkg/httpauth"
 )
 
 // Log-in through an OpenID Connect provider (MSGX_CONSOLE_OIDC_*): the authorization code flow
@@ -168,12 +169,12 @@ func refused(reason, tell string) refusal {
 // oidcCallback ends the log-in the provider sent back: a session, or a refusal.
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	host, now := clientHost(r), s.d.Now()
+	used := s.flowCookie(flow{})
+	used.MaxAge = -1
+	http.SetCookie(w, used) // a flow is used once, whatever its outcome (a throttled one too)
 	if s.throttled(w, r, host, now, "/", s.d.Metrics.oidcLogins) {
 		return
 	}
-	used := s.flowCookie(flow{})
-	used.MaxAge = -1
-	http.SetCookie(w, used) // a flow is used once, whatever its outcome
 	id, next, err := s.oidcIdentity(r, now)
 	var ref refusal
 	if errors.As(err, &ref) {
@@ -252,7 +253,7 @@ func (s *Server) oidcUser(idt *oidc.IDToken) (identity, error) {
 	if err := idt.Claims(&claims); err != nil {
 		return identity{}, refused("ID token claims: "+err.Error(), "The identity provider's answer could not be read: log in again.")
 	}
-	name := "oidc:" + userName(claims, idt.Subject)
+	name := httpauth.ProviderUserPrefix + userName(claims, idt.Subject)
 	var mapped []string
 	for _, g := range stringsClaim(claims[s.oidc.cfg.GroupsClaim]) {
 		if _, ok := s.oidc.cfg.GroupScopes[g]; ok {

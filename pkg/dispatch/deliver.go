@@ -300,9 +300,6 @@ func (d *Dispatcher) observeLag(ctx context.Context, target string, acked []outb
 // expectation, by a multiplicative hash of the id, so that neither a regular spacing of the
 // mailbox's ids (an auto_increment_increment above 1) nor the lag itself biases the sample.
 func lagSampled(msgID int64, every int) bool {
-	if every <= 1 {
-		return true
-	}
 	h := uint64(msgID) * 0x9E3779B97F4A7C15 // Fibonacci hashing: the high bits mix every bit of the id
 	return (h>>32)%uint64(every) == 0
 }

@@ -267,9 +267,9 @@ func (i *Ingester) commit(ctx context.Context, d decision, now time.Time) error 
 	return nil
 }
 
-// proofRetry is how long ingest waits before it reads the transaction list again after the
+// proofRetryWait is how long ingest waits before it reads the transaction list again after the
 // account was refused it (a PROCESS grant added later is used from then on).
-const proofRetry = time.Minute
+const proofRetryWait = time.Minute
 
 // prove reads InnoDB's transaction list while a gap holds W and keeps the horizon it proves for
 // the next step's read (proof.go). Any failure only leaves the gap to age.
@@ -288,7 +288,7 @@ func (i *Ingester) prove(ctx context.Context, now time.Time) {
 	case errors.Is(err, mailbox.ErrTrxListTooSoon):
 		return
 	case errors.Is(err, mailbox.ErrNoProcess):
-		outcome, i.proofRetry = proofUnavailable, now.Add(proofRetry)
+		outcome, i.proofRetry = proofUnavailable, now.Add(proofRetryWait)
 	case err != nil:
 		outcome = proofError
 	default:

@@ -139,10 +139,16 @@ func reseedChunk(ctx context.Context, db DB, flids []int64, held map[string]kafk
 		if err != nil {
 			return err
 		}
-		keys, purged := keysOf(flids, stored)
+		keys := keysOf(flids)
 		sent, err := versions(ctx, tx, sentSQL, keys) // the version the dispatcher records the topic holds
 		if err != nil {
 			return fmt.Errorf("reseed: read msg_state_sent: %w", err)
+		}
+		var purged []string // not stored but sent: their tombstones' versions
+		for i, id := range flids {
+			if stored.States[id] == nil && sent[keys[i]] > 0 {
+				purged = append(purged, keys[i])
+			}
 		}
 		newest, err := versions(ctx, tx, purgedSQL, purged)
 		if err != nil {
@@ -203,16 +209,13 @@ func reseedChunk(ctx context.Context, db DB, flids []int64, held map[string]kafk
 	return out, nil
 }
 
-// keysOf returns the partition keys of flids, and of those not stored (purged, or unknown).
-func keysOf(flids []int64, stored flight.Stored) (keys, purged []string) {
-	keys = make([]string, len(flids))
+// keysOf returns the partition keys of flids.
+func keysOf(flids []int64) []string {
+	keys := make([]string, len(flids))
 	for i, id := range flids {
 		keys[i] = strconv.FormatInt(id, 10)
-		if stored.States[id] == nil {
-			purged = append(purged, keys[i])
-		}
 	}
-	return keys, purged
+	return keys
 }
 
 // versions runs query (partition_key, version rows) for keys.
