@@ -87,37 +87,41 @@ func (d *Dispatcher) produce(ctx context.Context, target string, recs []kafka.Re
 // transaction: a non-retryable rejection aborts the others. Several rejections may be one
 // poisoned record failing the transaction (or its partition batch): each rejected record is
 // sent again alone before any is declared DEAD, then the others that failed with them together
-// once more.
+// once more. Only the first failed record of each key is sent again: the ones after it wait for
+// it and keep their answer, so nothing overtakes it.
 func (d *Dispatcher) resendRejected(ctx context.Context, target string, recs []kafka.Record, errs []error) {
-	var fatal []int
-	others := false
+	var fatal, retry []int // the first failed record of each key, by kind
+	seen := map[string]bool{}
+	failed := 0
 	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		failed++
+		if seen[recs[i].Key] {
+			continue
+		}
+		seen[recs[i].Key] = true
 		if kafka.NonRetryable(err) {
 			fatal = append(fatal, i)
-		} else if err != nil {
-			others = true
+		} else {
+			retry = append(retry, i)
 		}
 	}
-	if len(fatal) > 1 || others {
+	if len(fatal) > 1 || failed > len(fatal) {
 		for _, i := range fatal {
 			errs[i] = d.send(ctx, target, recs[i:i+1])[0]
 		}
 	}
-	var again []int
-	for i, err := range errs {
-		if err != nil && !kafka.NonRetryable(err) {
-			again = append(again, i)
-		}
-	}
-	if len(again) == 0 || len(again) == len(recs) {
+	if len(retry) == 0 || len(retry) == len(recs) {
 		return
 	}
-	sub := make([]kafka.Record, len(again))
-	for j, i := range again {
+	sub := make([]kafka.Record, len(retry))
+	for j, i := range retry {
 		sub[j] = recs[i]
 	}
 	for j, err := range d.send(ctx, target, sub) {
-		errs[again[j]] = err
+		errs[retry[j]] = err
 	}
 }
 
@@ -139,14 +143,21 @@ type answers struct {
 	stateFailures []outbox.StateFailure
 }
 
+// A FLID's failure is counted against its first failed event only: the ones after it in the
+// batch were held by it, not attempted on their own, and stay as they were.
 func sortAnswers(claimed []outbox.Claimed, errs []error) answers {
 	var a answers
+	failed := map[string]bool{}
 	for i, err := range errs {
 		if err == nil {
 			a.sent = append(a.sent, claimed[i].Represents...)
 			a.sentStates = append(a.sentStates, claimed[i])
 			continue
 		}
+		if failed[claimed[i].FLID] {
+			continue
+		}
+		failed[claimed[i].FLID] = true
 		fatal := kafka.NonRetryable(err)
 		a.failures = append(a.failures, outbox.Failure{IDs: claimed[i].Represents, Err: err.Error(), Fatal: fatal})
 		a.stateFailures = append(a.stateFailures, outbox.StateFailure{FLID: claimed[i].FLID, Version: claimed[i].StateVersion, Err: err.Error(), Fatal: fatal})

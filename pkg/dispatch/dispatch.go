@@ -19,7 +19,10 @@ import (
 
 // Sender produces records: in production the Link, over the kafka.Producer of the term.
 type Sender interface {
-	// Send produces recs and answers each (nil: acknowledged by the broker under D3b).
+	// Send produces recs and answers each (nil: acknowledged by the broker under D3b). The
+	// records of one key are answered in order: one is acknowledged only if every record of its
+	// key before it in recs was (kafka.Producer: a batch is one transaction, all or none), so a
+	// FLID's run never reaches the topic with a gap.
 	Send(ctx context.Context, recs []kafka.Record) []error
 	// Ping fails when no broker answers.
 	Ping(ctx context.Context) error
@@ -113,11 +116,12 @@ type Result struct {
 	Dead    int // events that went DEAD
 	Outage  bool
 	// More: step again at once. KAFKA:schd: the flush stopped at its limit, more FLIDs follow the
-	// cursor; KAFKA:msg: next events of the FLIDs just sent were already waiting behind them.
+	// cursor; KAFKA:msg: more due events were already waiting.
 	More bool
 }
 
-// StepMsg sends one batch of KAFKA:msg heads and records the outcome.
+// StepMsg sends one batch of KAFKA:msg events (each FLID's due run, in order) and records the
+// outcome.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
 	claimed, behind, from, err := d.store.ClaimHeadsFrom(ctx, d.clock.Now(), d.cfg.Batch, d.claimFrom)
 	d.claimFrom = from

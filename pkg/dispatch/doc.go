@@ -3,18 +3,21 @@
 //
 // KAFKA:msg → topic msgx.flight.changes (StepMsg, in a loop)
 //
-//	claim ≤ batch FLID heads ──▶ produce (one batch, key = FLID) ──▶ per record:
-//	   (oldest first; one event      acknowledged ──────────────▶ SENT     (one UPDATE per batch)
-//	    per FLID, the FLID's          retryable error ───────────▶ PENDING, attempts+1,
+//	claim ≤ batch events ─────▶ produce (one batch, key = FLID) ──▶ per record:
+//	   (oldest first; of each        acknowledged ──────────────▶ SENT     (one UPDATE per batch)
+//	    FLID its due run from its    retryable error ───────────▶ PENDING, attempts+1,
 //	    smallest unsent event_id)                                  next_attempt_at = now + backoff
 //	                                  retryable, attempts = max ─▶ DEAD
 //	                                  non-retryable (too large) ─▶ DEAD at once
 //
-// A FLID's next event is claimed only after its head is SENT, so a record can never overtake an
-// unacknowledged predecessor in Kafka, whatever the producer's retries do; a head that is
-// backing off or DEAD holds only its own FLID. A DEAD head holds its FLID until an operator
-// replays it (back to PENDING) or skips it (SKIPPED, msgxctl dlq). Events of different FLIDs share the
-// batch, so throughput comes from the number of FLIDs with a backlog, not from one FLID's depth.
+// A claim takes of each FLID its run of due events from its head (its smallest unsent event) in
+// event order, and a batch is one Kafka transaction, all or none (the Sender contract), so a
+// record can never overtake an unacknowledged predecessor in Kafka, whatever the producer's
+// retries do. A failure counts against the first failed event of its FLID only; the ones after
+// it stay PENDING, held. A head that is backing off or DEAD holds only its own FLID. A DEAD head
+// holds its FLID until an operator replays it (back to PENDING) or skips it (SKIPPED, msgxctl
+// dlq). Events of different FLIDs share the batch, and a FLID's backlog goes out a batch at a
+// time, not one event per round trip.
 //
 // When every record of a batch fails for a cause that is the cluster's (kafka.Unavailable: too
 // few in-sync replicas, a leader or coordinator moving or gone, a lost connection, a producer
@@ -25,7 +28,8 @@
 // the leader's term cannot produce.
 //
 // When the broker rejects several records of one batch as non-retryable (it may reject a whole
-// partition batch for one record), each is sent again alone before any is declared DEAD.
+// partition batch for one record), each is sent again alone before any is declared DEAD; only
+// the first failed record of a FLID is sent again, the FLID's later ones wait for it.
 //
 // KAFKA:schd → compacted topic msgx.flight.state (FlushStates, every flush period)
 //

@@ -79,32 +79,40 @@ func TestEnqueueValidates(t *testing.T) {
 	require.Empty(t, heads)
 }
 
-func TestClaimHeadsOnePerFLIDInOrder(t *testing.T) {
+func TestClaimRunsEachFLIDInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0,
 		msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1), msgEvent(20, 2), msgEvent(10, 3)))
 
-	heads, behind, err := b.store.ClaimHeads(ctx, t0, 10)
+	claimed, behind, err := b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
-	require.Equal(t, []int64{1, 2, 4}, ids(heads))
-	require.True(t, behind, "FLIDs 10 and 20 have next versions waiting")
-	require.Equal(t, "10", heads[0].FLID)
-	require.Equal(t, int64(101), heads[0].MsgID)
-	require.JSONEq(t, `{"flid":10,"state_version":1}`, string(heads[0].Payload))
-	require.Equal(t, []int64{1}, heads[0].Represents)
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, ids(claimed), "every FLID's due run, in event order")
+	require.False(t, behind, "nothing left out")
+	require.Equal(t, "10", claimed[0].FLID)
+	require.Equal(t, int64(101), claimed[0].MsgID)
+	require.JSONEq(t, `{"flid":10,"state_version":1}`, string(claimed[0].Payload))
+	require.Equal(t, []int64{1}, claimed[0].Represents)
 
-	heads, _, err = b.store.ClaimHeads(ctx, t0, 2)
+	claimed, behind, err = b.store.ClaimHeads(ctx, t0, 2)
 	require.NoError(t, err)
-	require.Equal(t, []int64{1, 2}, ids(heads), "limit keeps the oldest")
+	require.Equal(t, []int64{1, 2}, ids(claimed), "limit keeps the oldest")
+	require.True(t, behind, "due events were left out by the limit")
 
 	n, err := b.store.MarkSent(ctx, b.lease, []int64{1, 2, 4}, t0)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
-	heads, _, err = b.store.ClaimHeads(ctx, t0, 10)
+	claimed, _, err = b.store.ClaimHeads(ctx, t0, 10)
 	require.NoError(t, err)
-	require.Equal(t, []int64{3, 5}, ids(heads))
+	require.Equal(t, []int64{3, 5, 6}, ids(claimed))
+
+	// A FLID backing off holds its whole run; the others go on.
+	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{3}, Err: "boom"}}, t0)
+	require.NoError(t, err)
+	claimed, _, err = b.store.ClaimHeads(ctx, t0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{5}, ids(claimed), "FLID 10's events 3 and 6 wait for 3's backoff")
 }
 
 func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
@@ -128,7 +136,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 		now = now.Add(wantWait)
 		heads, _, err = b.store.ClaimHeads(ctx, now, 10)
 		require.NoError(t, err)
-		require.Equal(t, []int64{1, 2}, ids(heads))
+		require.Equal(t, []int64{1, 2, 3}, ids(heads), "due again: FLID 10's run follows its head")
 	}
 	out, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "boom"}}, now)
 	require.NoError(t, err)
@@ -168,7 +176,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	require.Equal(t, []int64{1}, got)
 	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
 	require.NoError(t, err)
-	require.Equal(t, []int64{1}, ids(heads))
+	require.Equal(t, []int64{1, 3}, ids(heads), "the replayed dead letter, and FLID 10's event it held")
 	require.Equal(t, 0, heads[0].Attempts)
 
 	_, err = b.store.Skip(ctx, []int64{2}, outbox.Admin{Actor: "ops"}, now)

@@ -7,35 +7,35 @@ package outbox
 var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events at or above
-// event_id $4 in event order (msg_event_unsent_order); the first event of each FLID in that
-// window is its head, since every older unsent event is inside the window too. $4 is a lower
-// bound of every unsent event (ClaimHeadsFrom): the scan starts there instead of walking the
-// index entries of the events sent since the last vacuum. It returns the due heads, oldest
-// first, whether the window was full (more unsent events exist beyond it), whether events of
-// the claimed FLIDs wait behind their heads in it (their next versions), and the smallest
-// event_id in the window.
+// event_id $4 in event order (msg_event_unsent_order). Every older unsent event of a FLID in that
+// window is inside the window too, so the window holds each of its FLIDs' oldest unsent events
+// in order. It claims, oldest first and at most $2, each FLID's run of due events from its head:
+// its events in the window up to the first one that is not due (DEAD, or PENDING and backing
+// off at $1), which holds it and everything after it. $4 is a lower bound of every unsent event
+// (ClaimHeadsFrom): the scan starts there instead of walking the index entries of the events
+// sent since the last vacuum. With each row it returns whether the window was full (more unsent
+// events exist beyond it), whether due events of the window were left out by $2, and the
+// smallest event_id in the window.
 const claimWindowSQL = `
 WITH win AS (
-    SELECT event_id, partition_key, status, next_attempt_at
+    SELECT event_id, partition_key,
+           status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1) AS due
       FROM msg_event
      WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
      ORDER BY event_id
      LIMIT $3
-), heads AS (
-    SELECT DISTINCT ON (partition_key) event_id, partition_key, status, next_attempt_at
+), runs AS (
+    SELECT event_id, bool_and(due) OVER (PARTITION BY partition_key ORDER BY event_id) AS due
       FROM win
-     ORDER BY partition_key, event_id
-), due AS (
-    SELECT event_id, partition_key FROM heads
-     WHERE status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+), claim AS (
+    SELECT event_id, count(*) OVER () AS n FROM runs WHERE due
      ORDER BY event_id
-     LIMIT $2
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        (SELECT count(*) FROM win) = $3,
-       EXISTS (SELECT 1 FROM win w JOIN due d ON d.partition_key = w.partition_key AND w.event_id > d.event_id),
+       c.n > $2,
        (SELECT min(event_id) FROM win)
-  FROM due JOIN msg_event e USING (event_id)
+  FROM (SELECT event_id, n FROM claim ORDER BY event_id LIMIT $2) c JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
 // countWindowSQL counts unsent KAFKA:msg events at or above event_id $2, up to $1.

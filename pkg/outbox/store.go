@@ -97,15 +97,18 @@ func scanClaimed(rows pgx.Rows, target string) ([]Claimed, error) {
 	return out, rows.Err()
 }
 
-// ClaimHeads returns up to limit due KAFKA:msg heads (at most one event per FLID: the FLID's
-// oldest unsent one), oldest first. The next event of a FLID is claimable only once its head is
-// SENT, so a record never overtakes an unacknowledged predecessor.
+// ClaimHeads returns up to limit due KAFKA:msg events, oldest first: of each FLID its run of due
+// events from its head (the FLID's oldest unsent event) in event order, up to the first one that
+// is not due. A DEAD event or one still backing off holds every later event of its FLID, so a
+// record never overtakes a predecessor that was not acknowledged; the caller sends a run in
+// order, in one Kafka transaction, and counts a failure only against the first failed event of
+// a FLID (the ones after it were not attempted on their own).
 //
 // It first reads a window of the oldest unsent events (cheap, and fair: oldest first); only when
-// that window is full yet yields fewer than limit due heads (held FLIDs with long backlogs fill
-// it) does it visit every FLID with unsent events. behind reports that a claimed FLID's next
-// event is already waiting (the window shows it), so the caller claims again once these are
-// sent instead of waiting for the next wake-up: a burst on one flight drains at the send rate.
+// that window is full yet yields fewer than limit due events (held FLIDs with long backlogs fill
+// it) does it visit every FLID with unsent events, for its head alone. behind reports that more
+// due events were already waiting (left out by limit, or beyond a full window), so the caller
+// claims again once these are sent instead of waiting for the next wake-up.
 func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads []Claimed, behind bool, err error) {
 	heads, behind, _, err = s.ClaimHeadsFrom(ctx, now, limit, 0)
 	return heads, behind, err
@@ -151,7 +154,7 @@ func (s *Store) ClaimHeadsFrom(ctx context.Context, now time.Time, limit int, fr
 		return nil, false, from, fmt.Errorf("claim heads: %w", err)
 	}
 	if len(out) == limit || (len(out) > 0 && !full) {
-		return out, behind, next, nil
+		return out, behind || full, next, nil
 	}
 	if len(out) == 0 {
 		// Nothing due in the window: was it full? Ask cheaply before the full scan.
