@@ -82,7 +82,7 @@ bench-ab: ## A/B of the end-to-end drain: this tree against BASE (a commit; defa
 
 .PHONY: bench
 # AB_BASE: the commit make bench compares this tree with (this wave's base).
-AB_BASE ?= 07185ae
+AB_BASE ?= 9afce9e
 bench: bench-modes ## benchmarks (separate from make test): an A/B of the drain against AB_BASE (PAIRS pairs), package benchmarks, then the end-to-end one, which writes its run to docs/runs/benchmarks with the A/B's ratios (MSGX_BENCH_1M=1 adds the 1,000,000-message backlog run)
 	mkdir -p .bench
 	AB_OUT=$(CURDIR)/.bench/ab.txt bash scripts/bench-ab.sh $(AB_BASE) $(PAIRS)
