@@ -88,7 +88,7 @@ func (d *Dispatcher) produce(ctx context.Context, target string, recs []kafka.Re
 // poisoned record failing the transaction (or its partition batch): each rejected record is
 // sent again alone before any is declared DEAD, then the others that failed with them together
 // once more. Only the first failed record of each key is sent again: the ones after it wait for
-// it and keep their answer, so nothing overtakes it.
+// it, so nothing overtakes it, and answer errHeld, since the batch's answer is no verdict on them.
 func (d *Dispatcher) resendRejected(ctx context.Context, target string, recs []kafka.Record, errs []error) {
 	var fatal, retry []int // the first failed record of each key, by kind
 	seen := map[string]bool{}
@@ -99,6 +99,7 @@ func (d *Dispatcher) resendRejected(ctx context.Context, target string, recs []k
 		}
 		failed++
 		if seen[recs[i].Key] {
+			errs[i] = errHeld
 			continue
 		}
 		seen[recs[i].Key] = true
@@ -125,6 +126,10 @@ func (d *Dispatcher) resendRejected(ctx context.Context, target string, recs []k
 	}
 }
 
+// errHeld answers a record that waited behind an earlier failed record of its key: no attempt
+// is counted against it, and it stays PENDING for a later claim.
+var errHeld = errors.New("dispatch: held behind an earlier failed record of its FLID")
+
 func hasNonRetryable(errs []error) bool {
 	for _, err := range errs {
 		if kafka.NonRetryable(err) {
@@ -144,7 +149,8 @@ type answers struct {
 }
 
 // A FLID's failure is counted against its first failed event only: the ones after it in the
-// batch were held by it, not attempted on their own, and stay as they were.
+// batch were held by it, not attempted on their own, and stay as they were; so are the events
+// that answered errHeld.
 func sortAnswers(claimed []outbox.Claimed, errs []error) answers {
 	var a answers
 	failed := map[string]bool{}
@@ -154,7 +160,8 @@ func sortAnswers(claimed []outbox.Claimed, errs []error) answers {
 			a.sentStates = append(a.sentStates, claimed[i])
 			continue
 		}
-		if failed[claimed[i].FLID] {
+		if failed[claimed[i].FLID] || errors.Is(err, errHeld) {
+			failed[claimed[i].FLID] = true
 			continue
 		}
 		failed[claimed[i].FLID] = true
@@ -186,13 +193,13 @@ func (d *Dispatcher) outage(ctx context.Context, target string, records int, a a
 }
 
 // clusterAtFault reports whether every failed answer blames the cluster (kafka.Unavailable),
-// ignoring the records aborted only because another record of the transaction failed; at
-// least one must blame it.
+// ignoring the records aborted only because another record of the transaction failed and the
+// ones held behind a record of their key (errHeld); at least one must blame it.
 func clusterAtFault(errs []error) bool {
 	blamed := false
 	for _, err := range errs {
 		switch {
-		case err == nil || errors.Is(err, kafka.ErrAborted):
+		case err == nil || errors.Is(err, kafka.ErrAborted) || errors.Is(err, errHeld):
 		case kafka.Unavailable(err):
 			blamed = true
 		default:

@@ -243,17 +243,27 @@ func (d *Dispatcher) raiseStates(ctx context.Context, lease leader.Lease, newest
 // dropHeld takes out of claimed the events whose (FLID, version) the changes topic already
 // holds: it marks them SENT without sending. A held record whose value differs from the event's
 // (a re-derivation that came out differently) is logged and counted: the version is on Kafka
-// and is not sent a second time with another value.
+// and is not sent a second time with another value. A held event behind one of its FLID that is
+// to be sent ends the FLID's run in this claim: it is marked only once its predecessor is SENT,
+// so no event is SENT while an earlier one of its FLID may still fail.
 func (d *Dispatcher) dropHeld(ctx context.Context, lease leader.Lease, claimed []outbox.Claimed) ([]outbox.Claimed, int, error) {
 	if len(d.held) == 0 {
 		return claimed, 0, nil
 	}
 	send := claimed[:0:0]
 	var already []int64
+	sending, cut := map[string]bool{}, map[string]bool{}
 	for _, c := range claimed {
+		if cut[c.FLID] {
+			continue
+		}
 		h, ok := d.held[c.FLID][c.StateVersion]
 		if !ok {
-			send = append(send, c)
+			send, sending[c.FLID] = append(send, c), true
+			continue
+		}
+		if sending[c.FLID] {
+			cut[c.FLID] = true
 			continue
 		}
 		already = append(already, c.EventID)

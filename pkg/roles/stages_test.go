@@ -370,7 +370,7 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 	require.NoError(t, err)
 	require.NoError(t, disp.ReadTail(ctx, leases[roles.Dispatcher]), "the term start: timeline, identity, the topics' tail")
 	sent := 0
-	for range 10 { // one event per FLID per step
+	for range 10 { // until nothing is left to claim
 		res, err := disp.StepMsg(ctx, leases[roles.Dispatcher])
 		require.NoError(t, err)
 		if res.Claimed == 0 {
