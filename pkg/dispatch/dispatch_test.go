@@ -428,20 +428,30 @@ msgx_dispatch_dead_letters{target="KAFKA:schd"} 0
 	require.Empty(t, checkStream(t, recs, want))
 }
 
-// A record the broker rejects as too large is DEAD at once, holds its FLID, and its partition
-// neighbours (rejected with it in one partition batch) are sent again alone and delivered.
-func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t, options{kfake: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"})}})
-	ctx := context.Background()
-	// Incompressible padding: the producer compresses (lz4), the broker limit applies after.
+// smallBroker is a bundle whose broker takes records of at most 20,000 bytes.
+func smallBroker(t *testing.T) *bundle {
+	return setup(t, options{kfake: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"})}})
+}
+
+// tooLarge is version 1 of flid, too large for smallBroker: incompressible padding, since the
+// producer compresses (lz4) and the broker's limit applies after.
+func tooLarge(flid int64) event.Event {
 	rnd := rand.New(rand.NewPCG(5, 5))
 	pad := make([]byte, 100000)
 	for i := range pad {
 		pad[i] = "0123456789abcdef"[rnd.IntN(16)]
 	}
-	big := event.Event{Target: event.TargetMsg, FLID: 5, Type: event.Upsert, StateVersion: 1,
-		Payload: json.RawMessage(fmt.Sprintf(`{"flid":5,"state_version":1,"pad":%q}`, pad))}
+	return event.Event{Target: event.TargetMsg, FLID: flid, Type: event.Upsert, StateVersion: 1,
+		Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":1,"pad":%q}`, flid, pad))}
+}
+
+// A record the broker rejects as too large is DEAD at once, holds its FLID, and its partition
+// neighbours (rejected with it in one partition batch) are sent again alone and delivered.
+func TestBrokerRejectedRecordDeadAtOnce(t *testing.T) {
+	t.Parallel()
+	b := smallBroker(t)
+	ctx := context.Background()
+	big := tooLarge(5)
 	var evs []event.Event
 	for f := int64(1); f <= 40; f++ {
 		if f == 5 {

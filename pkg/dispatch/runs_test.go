@@ -2,14 +2,10 @@ package dispatch_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
 	"github.com/msgx/msgx/pkg/event"
@@ -46,18 +42,12 @@ func TestLongRunsArriveInOrder(t *testing.T) {
 // (PENDING, no attempt) and go out at the next step, but for the one its DEAD predecessor holds.
 func TestRejectedRecordChargesNoOtherEvent(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{kfake: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"message.max.bytes": "20000"})}})
+	b := smallBroker(t)
 	ctx := context.Background()
-	rnd := rand.New(rand.NewPCG(5, 5))
-	pad := make([]byte, 100000)
-	for i := range pad {
-		pad[i] = "0123456789abcdef"[rnd.IntN(16)]
-	}
 	var evs []event.Event
 	for f := int64(1); f <= 40; f++ {
 		if f == 5 {
-			evs = append(evs, event.Event{Target: event.TargetMsg, FLID: 5, Type: event.Upsert, StateVersion: 1,
-				Payload: json.RawMessage(fmt.Sprintf(`{"flid":5,"state_version":1,"pad":%q}`, pad))})
+			evs = append(evs, tooLarge(5))
 			continue
 		}
 		evs = append(evs, msgEvent(f, 1))
