@@ -70,44 +70,58 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 	return res, nil
 }
 
-// produce sends recs once, observing the batch, then sends again what a rejection of another
-// record may have failed (resendRejected). It answers each record.
+// produce sends recs once, observing the batch, holds every failed record behind the first
+// failed one of its key (holdBehind), then sends again what a rejection of another record may
+// have failed (resendRejected). It answers each record.
 func (d *Dispatcher) produce(ctx context.Context, target string, recs []kafka.Record) []error {
 	start := time.Now()
 	errs := d.send(ctx, target, recs)
 	d.m.latency.WithLabelValues(target).Observe(time.Since(start).Seconds())
 	d.m.batchSize.WithLabelValues(target).Observe(float64(len(recs)))
-	if hasNonRetryable(errs) && brokenOrFenced(errs) == nil {
+	rejected := hasNonRetryable(errs) && brokenOrFenced(errs) == nil // a held record's rejection counts too
+	holdBehind(recs, errs)
+	if rejected {
 		d.resendRejected(ctx, target, recs, errs)
 	}
 	return errs
+}
+
+// holdBehind answers errHeld for every failed record after the first failed record of its key:
+// the batch's answer is no verdict on it (a rejected partition batch fails innocent records,
+// an aborted transaction all of them), and it waits for that record, so nothing overtakes it.
+// From here on a FLID's failure is counted against its first failed event only.
+func holdBehind(recs []kafka.Record, errs []error) {
+	failed := map[string]bool{}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if failed[recs[i].Key] {
+			errs[i] = errHeld
+		}
+		failed[recs[i].Key] = true
+	}
 }
 
 // resendRejected updates errs after a batch with non-retryable answers. A batch is one Kafka
 // transaction: a non-retryable rejection aborts the others. Several rejections may be one
 // poisoned record failing the transaction (or its partition batch): each rejected record is
 // sent again alone before any is declared DEAD, then the others that failed with them together
-// once more. Only the first failed record of each key is sent again: the ones after it wait for
-// it, so nothing overtakes it, and answer errHeld, since the batch's answer is no verdict on them.
+// once more. The records held behind a failed one of their key (errHeld) are not sent again.
 func (d *Dispatcher) resendRejected(ctx context.Context, target string, recs []kafka.Record, errs []error) {
-	var fatal, retry []int // the first failed record of each key, by kind
-	seen := map[string]bool{}
+	var fatal, retry []int
 	failed := 0
 	for i, err := range errs {
-		if err == nil {
+		switch {
+		case err == nil:
 			continue
-		}
-		failed++
-		if seen[recs[i].Key] {
-			errs[i] = errHeld
-			continue
-		}
-		seen[recs[i].Key] = true
-		if kafka.NonRetryable(err) {
+		case errors.Is(err, errHeld):
+		case kafka.NonRetryable(err):
 			fatal = append(fatal, i)
-		} else {
+		default:
 			retry = append(retry, i)
 		}
+		failed++
 	}
 	if len(fatal) > 1 || failed > len(fatal) {
 		for _, i := range fatal {
@@ -148,23 +162,19 @@ type answers struct {
 	stateFailures []outbox.StateFailure
 }
 
-// A FLID's failure is counted against its first failed event only: the ones after it in the
-// batch were held by it, not attempted on their own, and stay as they were; so are the events
-// that answered errHeld.
+// The events that answered errHeld are neither: held by an earlier failed event of their FLID,
+// not attempted on their own, they stay as they were.
 func sortAnswers(claimed []outbox.Claimed, errs []error) answers {
 	var a answers
-	failed := map[string]bool{}
 	for i, err := range errs {
 		if err == nil {
 			a.sent = append(a.sent, claimed[i].Represents...)
 			a.sentStates = append(a.sentStates, claimed[i])
 			continue
 		}
-		if failed[claimed[i].FLID] || errors.Is(err, errHeld) {
-			failed[claimed[i].FLID] = true
+		if errors.Is(err, errHeld) {
 			continue
 		}
-		failed[claimed[i].FLID] = true
 		fatal := kafka.NonRetryable(err)
 		a.failures = append(a.failures, outbox.Failure{IDs: claimed[i].Represents, Err: err.Error(), Fatal: fatal})
 		a.stateFailures = append(a.stateFailures, outbox.StateFailure{FLID: claimed[i].FLID, Version: claimed[i].StateVersion, Err: err.Error(), Fatal: fatal})

@@ -29,7 +29,6 @@ WITH win AS (
       FROM win
 ), claim AS (
     SELECT event_id, count(*) OVER () AS n FROM runs WHERE due
-     ORDER BY event_id
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        (SELECT count(*) FROM win) = $3,
