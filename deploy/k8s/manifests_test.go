@@ -444,7 +444,7 @@ func checkContainers(t *testing.T, r *rendered, known map[string]string, paths [
 
 			if slices.Contains(daemons, filepath.Base(c.Command[0])) {
 				require.True(t, slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" }),
-					"%s: GOMEMLIMIT unset: the binary keeps its 52 MiB default (daemon.LimitMemory) whatever the container's limit", id)
+					"%s: GOMEMLIMIT unset: the binary keeps its 44 MiB default (daemon.LimitMemory) whatever the container's limit", id)
 			}
 			for _, e := range c.Env {
 				if e.Name == "GOMEMLIMIT" {

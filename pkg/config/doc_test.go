@@ -37,7 +37,7 @@ variable: setting ` + "`MSGX_KAFKA_ACKS`, `MSGX_KAFKA_IDEMPOTENT`, `MSGX_KAFKA_M
 Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL_PASSWORD`" + `) come from Kubernetes Secrets;
 ` + "`MSGX_API_TOKENS`" + ` holds only SHA-256 hashes of the API tokens.
 Memory: the Go runtime's ` + "`GOMEMLIMIT`" + ` (not an msgx setting) is the soft limit the garbage collector
-keeps the heap under; a service binary started without it takes 52 MiB, which keeps its resident
+keeps the heap under; a service binary started without it takes 44 MiB, which keeps its resident
 memory under 64 MB (docs/benchmarks.md). deploy/k8s sets it to each container's memory limit.
 
 Each stage declares its own settings where it uses them (the tagged fields of ingest.Config,

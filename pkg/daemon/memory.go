@@ -7,10 +7,11 @@ import (
 
 // DefaultMemoryLimit is the Go runtime's soft memory limit of a binary started without
 // GOMEMLIMIT: the garbage collector works harder near it, so that a binary's resident memory
-// stays under 64 MB (the limit counts the runtime's memory, not the binary's code pages). It
+// stays under 64 MB. The limit counts the runtime's memory, not the pages of the binary's code
+// and of libc it touches (the processor: about 15 MB), so it leaves room for them. It
 // changes the collector's pacing only when the heap nears it (its cost: docs/benchmarks.md); a
 // deployment that gives a binary more memory says so with GOMEMLIMIT (deploy/k8s sets it to the container's memory limit).
-const DefaultMemoryLimit = 52 << 20
+const DefaultMemoryLimit = 44 << 20
 
 // LimitMemory applies DefaultMemoryLimit unless GOMEMLIMIT is set (LogStart logs the limit in
 // force).
