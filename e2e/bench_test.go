@@ -32,7 +32,8 @@ import (
 //     until every message is terminal and no KAFKA:msg event is left unacknowledged by the
 //     broker (e2e_msgs_per_s). The CPU time of every process during it, divided by the
 //     messages, is cpu_us_per_msg: the four binaries, the PostgreSQL backends of the run's
-//     database and the MariaDB server (its delta: other users included);
+//     database and the MariaDB server (its delta: other users included). The WAL the server
+//     wrote meanwhile, divided by the messages, is wal_bytes_per_msg;
 //  2. the ceilings, same servers, same run: pgbench with the one-message-per-transaction shape of
 //     the pump, and raw sarama produce of events of the observed size to the same broker;
 //  3. latency: fresh databases, no setting overridden, the snapshot first, then FLOPs at a
@@ -183,8 +184,8 @@ func (e *benchEnv) drainOnly(b *testing.B) {
 		rss := map[string]int64{}
 		peakRSS(b, s, rss)
 		require.NoError(b, s.Close())
-		fmt.Printf("throughput: %d messages in %s, %.0f msgs/s, %.0f µs CPU/msg (%s); ingested %s, processed %s\n",
-			d.backlog, d.drain.Round(time.Millisecond), d.rate, d.cpuPerMsg(), benchResult{e2e: d}.cpuParts(),
+		fmt.Printf("throughput: %d messages in %s, %.0f msgs/s, %.0f µs CPU/msg (%s); %.0f B WAL/msg; ingested %s, processed %s\n",
+			d.backlog, d.drain.Round(time.Millisecond), d.rate, d.cpuPerMsg(), benchResult{e2e: d}.cpuParts(), d.walPerMsg(),
 			d.ingested.Round(time.Millisecond), d.processed.Round(time.Millisecond))
 		for _, bin := range stack.Binaries {
 			fmt.Printf("peak RSS %s %.1f MB\n", bin, float64(rss[bin])/(1<<20))
@@ -231,6 +232,9 @@ type drainRun struct {
 	drain               time.Duration // stack start → all delivered
 	ingested, processed time.Duration // stack start → watermark at the end, nothing open
 	rate                float64
+	// wal is the WAL the server wrote during the drain, bytes (every database's; the run's is
+	// the only one at work): the storage's work per message, far steadier than time.
+	wal int64
 	// cpu is the CPU time of each process during the drain: the binaries (stack.Binaries),
 	// cpuPG (the run database's backends), cpuMariaDB (the server's delta, other users
 	// included), and for information cpuPGAll (every PostgreSQL process's delta, other users
@@ -352,6 +356,7 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	if heap != "" || cpuProf != "" {
 		env = []string{"MSGX_PPROF=true"}
 	}
+	walStart := walLSN(b, e.ctx, pool)
 	start := time.Now()
 	s, err := stack.Start(e.ctx, stack.Options{
 		BinDir: e.bin, LogDir: filepath.Join(e.logs, name), PGURL: pgURL, MySQL: dsn, RandomPorts: true, Env: env,
@@ -371,6 +376,7 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	stopPerf := startPerf(b, os.Getenv("MSGX_BENCH_PERF"))
 	e.drainStages(b, pool, maxID, start, &d, name)
 	stopPerf()
+	require.NoError(b, pool.QueryRow(e.ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, walStart).Scan(&d.wal))
 	d.rate = float64(d.backlog) / d.drain.Seconds()
 	d.cpu[cpuPGAll], d.cpu[cpuMariaDB] = stack.CommCPU("postgres")-pgAll, stack.CommCPU("mariadbd")-my
 	d.cpu[cpuPG] = backendsCPU(b, e.ctx, pool)
@@ -396,6 +402,16 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	require.Equal(b, map[string]int64{"SUCCEEDED": int64(d.backlog)}, byStatus, "every message applied")
 	return d, s, pool
 }
+
+// walLSN is the server's current WAL write position.
+func walLSN(b *testing.B, ctx context.Context, pool *pgxpool.Pool) string {
+	var lsn string
+	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn))
+	return lsn
+}
+
+// walPerMsg is the WAL written per message, bytes.
+func (d drainRun) walPerMsg() float64 { return float64(d.wal) / float64(d.backlog) }
 
 // backendsCPU is the CPU time of the PostgreSQL backends of the run's database other than the
 // benchmark's own: the pipeline's share of the server. The binaries keep their connections for

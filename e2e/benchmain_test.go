@@ -280,6 +280,7 @@ func (r benchResult) section() string {
 		target(ratio >= targetRatio, fmt.Sprintf("by %.0f%%", 100*(1-ratio/targetRatio))))
 	fmt.Fprintf(&b, "| CPU per message during the throughput run: the four binaries, the run database's PostgreSQL backends, the MariaDB server | %.0f µs (%s) | ≤ %d µs: %s |\n",
 		cpu, r.cpuParts(), targetCPU, target(cpu <= targetCPU, fmt.Sprintf("by %.0f µs", cpu-targetCPU)))
+	fmt.Fprintf(&b, "| WAL per message during the throughput run (the server's, checkpoints' full-page images included) | %.0f B | |\n", r.e2e.walPerMsg())
 	fmt.Fprintf(&b, "| raw sarama produce to the same broker (batches of 500, %d B values) | %.0f records/s (throughput is %.2f× of it) | |\n",
 		r.payload, r.saramaRate, r.e2e.rate/r.saramaRate)
 	fmt.Fprintf(&b, "| latency, default configuration, mailbox commit → consumer receipt on msgx.flight.changes, %s | %s | p50 < %d ms: %s; p99 < %d ms: %s |\n",
@@ -326,6 +327,7 @@ func (r benchResult) section() string {
 	fmt.Fprintf(&b, "e2e_over_ceiling: %.2f\n", ratio)
 	fmt.Fprintf(&b, "sarama_raw_per_s: %.0f\n", r.saramaRate)
 	fmt.Fprintf(&b, "cpu_us_per_msg: %.0f\n", cpu)
+	fmt.Fprintf(&b, "wal_bytes_per_msg: %.0f\n", r.e2e.walPerMsg())
 	for _, name := range cpuCounted {
 		fmt.Fprintf(&b, "cpu_us_per_msg_%s: %.0f\n", name, r.e2e.perMsg(r.e2e.cpu[name]))
 	}
