@@ -4,8 +4,9 @@
 # fresh stack (MSGX_BENCH_DRAIN_ONLY=1; MSGX_BENCH_BACKLOG and MSGX_BENCH_BRIEF pass through) once
 # with the base's binaries and once with the tree's, alternating which goes first so that a drift
 # of the machine falls on both. It prints benchstat's medians and the ratios tree/base of the
-# medians (msgs/s, CPU µs per message, WAL bytes per message where both trees print it, each
-# binary's peak RSS), the figures issue-level claims are stated in. The base is checked out in a temporary worktree, removed at the end.
+# medians (msgs/s, CPU µs per message in all and of the processor and of PostgreSQL, WAL bytes per
+# message where both trees print it, each binary's peak RSS), the figures issue-level claims are
+# stated in. The base is checked out in a temporary worktree, removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: scripts/bench-ab.sh BASE [PAIRS]}
@@ -30,12 +31,13 @@ drain() {
         if ($(i) ~ /^msgs\/s,?$/) rate = $(i-1)
         if ($(i) == "µs") cpu = $(i-1)
         if ($(i) == "WAL/msg;") wal = sprintf(" %s wal_B/msg", $(i-2))
+        if ($(i) ~ /^\(?(processor|postgres)$/) { n = $(i); sub(/^\(/, "", n); v = $(i+1); sub(/[,)]+$/, "", v); parts = parts sprintf(" %s %s_us/msg", v, n) }
       }
     }
     /^peak RSS / { rss = rss sprintf(" %s %s_rss_MB", $4, $3) }
     END {
       if (rate == "") exit 1
-      printf "BenchmarkDrain 1 %s msgs/s %s cpu_us/msg%s%s\n", rate, cpu, wal, rss
+      printf "BenchmarkDrain 1 %s msgs/s %s cpu_us/msg%s%s%s\n", rate, cpu, parts, wal, rss
     }' "$tmp/$2.last.log" >>"$tmp/$2.txt"
   tail -1 "$tmp/$2.txt"
 }
