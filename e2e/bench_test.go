@@ -233,7 +233,7 @@ type drainRun struct {
 	ingested, processed time.Duration // stack start → watermark at the end, nothing open
 	rate                float64
 	// wal is the WAL the server wrote during the drain, bytes (every database's; the run's is
-	// the only one at work): the storage's work per message, far steadier than time.
+	// the only one at work), checkpoints' full-page images included: the storage's work.
 	wal int64
 	// cpu is the CPU time of each process during the drain: the binaries (stack.Binaries),
 	// cpuPG (the run database's backends), cpuMariaDB (the server's delta, other users
@@ -375,8 +375,8 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	pgAll, my := stack.CommCPU("postgres"), stack.CommCPU("mariadbd")
 	stopPerf := startPerf(b, os.Getenv("MSGX_BENCH_PERF"))
 	e.drainStages(b, pool, maxID, start, &d, name)
-	stopPerf()
 	require.NoError(b, pool.QueryRow(e.ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, walStart).Scan(&d.wal))
+	stopPerf()
 	d.rate = float64(d.backlog) / d.drain.Seconds()
 	d.cpu[cpuPGAll], d.cpu[cpuMariaDB] = stack.CommCPU("postgres")-pgAll, stack.CommCPU("mariadbd")-my
 	d.cpu[cpuPG] = backendsCPU(b, e.ctx, pool)

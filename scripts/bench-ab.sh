@@ -57,7 +57,7 @@ go build -C tools -o "$tmp/benchstat" golang.org/x/perf/cmd/benchstat
 (cd "$tmp" && ./benchstat base.txt tree.txt)
 
 # ratio of the medians, tree/base, per unit
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 units=$(awk '{ for (i = 4; i <= NF; i += 2) print $i }' "$tmp/base.txt" | sort -u)
 echo
 echo "ratio of medians (tree/base):"

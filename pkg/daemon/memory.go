@@ -9,7 +9,7 @@ import (
 // GOMEMLIMIT: the garbage collector works harder near it, so that a binary's resident memory
 // stays under 64 MB. The limit counts the runtime's memory, not the pages of the binary's code
 // and of libc it touches (the processor: about 15 MB), so it leaves room for them. It
-// changes the collector's pacing only when the heap nears it (its cost: docs/benchmarks.md); a
+// changes the collector's pacing only while the heap is near it (its cost: docs/decisions.md); a
 // deployment that gives a binary more memory says so with GOMEMLIMIT (deploy/k8s sets it to the container's memory limit).
 const DefaultMemoryLimit = 44 << 20
 
