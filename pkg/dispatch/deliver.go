@@ -78,7 +78,9 @@ func (d *Dispatcher) produce(ctx context.Context, target string, recs []kafka.Re
 	errs := d.send(ctx, target, recs)
 	d.m.latency.WithLabelValues(target).Observe(time.Since(start).Seconds())
 	d.m.batchSize.WithLabelValues(target).Observe(float64(len(recs)))
-	rejected := hasNonRetryable(errs) && brokenOrFenced(errs) == nil // a held record's rejection counts too
+	// Read before holdBehind, which answers errHeld to a rejected record it holds: that
+	// rejection may still be what failed the others.
+	rejected := hasNonRetryable(errs) && brokenOrFenced(errs) == nil
 	holdBehind(recs, errs)
 	if rejected {
 		d.resendRejected(ctx, target, recs, errs)

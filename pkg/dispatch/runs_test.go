@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/kafkatest"
+	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
 	"github.com/msgx/msgx/pkg/outbox"
@@ -97,12 +98,7 @@ func TestHeldVersionWaitsForItsPredecessor(t *testing.T) {
 	for rows.Next() {
 		c := event.Claimed{Target: event.TargetMsg, FLID: "7", Type: event.Upsert}
 		require.NoError(t, rows.Scan(&c.EventID, &c.StateVersion, &c.MsgID, &c.Payload, &c.CreatedAt))
-		r := event.Record(c, 7)
-		hs := make([]kafka.Header, len(r.Headers))
-		for i, h := range r.Headers {
-			hs[i] = kafka.Header(h)
-		}
-		held = append(held, kafka.Record{Topic: b.kcfg.TopicChanges, Key: r.Key, Value: r.Value, Headers: hs})
+		held = append(held, dispatch.KafkaRecord(b.kcfg.TopicChanges, event.Record(c, 7)))
 	}
 	rows.Close()
 	require.NoError(t, rows.Err())

@@ -259,7 +259,8 @@ func (d *Dispatcher) dropHeld(ctx context.Context, lease leader.Lease, claimed [
 		}
 		h, ok := d.held[c.FLID][c.StateVersion]
 		if !ok {
-			send, sending[c.FLID] = append(send, c), true
+			send = append(send, c)
+			sending[c.FLID] = true
 			continue
 		}
 		if sending[c.FLID] {
