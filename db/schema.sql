@@ -906,6 +906,53 @@ CREATE TABLE public.msg_kafka_held (
 
 
 --
+-- Name: msg_state_log; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_state_log (
+    event_id bigint DEFAULT public.msgx_event_id() NOT NULL,
+    partition_key text NOT NULL,
+    event_type text NOT NULL,
+    state_version bigint NOT NULL,
+    msg_id bigint,
+    body text,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT msg_state_log_check CHECK (((event_type = 'TOMBSTONE'::text) OR (body IS NOT NULL))),
+    CONSTRAINT msg_state_log_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
+    CONSTRAINT msg_state_log_state_version_check CHECK ((state_version > 0))
+);
+ALTER TABLE ONLY public.msg_state_log ALTER COLUMN body SET COMPRESSION lz4;
+
+
+--
+-- Name: msg_state_out; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_state_out (
+    partition_key text NOT NULL,
+    event_id bigint NOT NULL,
+    event_type text NOT NULL,
+    state_version bigint NOT NULL,
+    msg_id bigint,
+    body text,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    sent_at timestamp with time zone,
+    last_error text,
+    CONSTRAINT msg_state_out_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT msg_state_out_check CHECK (((status = 'SENT'::text) = (sent_at IS NOT NULL))),
+    CONSTRAINT msg_state_out_check1 CHECK (((event_type = 'TOMBSTONE'::text) OR (body IS NOT NULL))),
+    CONSTRAINT msg_state_out_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
+    CONSTRAINT msg_state_out_state_version_check CHECK ((state_version > 0)),
+    CONSTRAINT msg_state_out_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text])))
+)
+WITH (fillfactor='50');
+ALTER TABLE ONLY public.msg_state_out ALTER COLUMN body SET COMPRESSION lz4;
+
+
+--
 -- Name: msg_state_sent; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1416,6 +1463,22 @@ ALTER TABLE ONLY public.msg_kafka_held
 
 
 --
+-- Name: msg_state_log msg_state_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_state_log
+    ADD CONSTRAINT msg_state_log_pkey PRIMARY KEY (event_id);
+
+
+--
+-- Name: msg_state_out msg_state_out_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_state_out
+    ADD CONSTRAINT msg_state_out_pkey PRIMARY KEY (partition_key);
+
+
+--
 -- Name: msg_state_sent msg_state_sent_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1621,6 +1684,13 @@ CREATE INDEX msg_event_unsent_order ON public.msg_event USING btree (target, eve
 --
 
 CREATE INDEX msg_identity_bound_at ON public.msg_identity USING btree (bound_at);
+
+
+--
+-- Name: msg_state_out_unsent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_state_out_unsent ON public.msg_state_out USING btree (partition_key) WHERE (status = ANY (ARRAY['PENDING'::text, 'DEAD'::text]));
 
 
 --
@@ -1933,4 +2003,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270110140000'),
     ('20270111120000'),
     ('20270111130000'),
-    ('20270111140000');
+    ('20270111140000'),
+    ('20270112120000');

@@ -10,7 +10,8 @@ const (
 	skippedByReasonSQL = `SELECT split_part(reason, ':', 1), count(*) FROM proc_state WHERE status = 'SKIPPED' GROUP BY 1`
 	// requestsSQL counts the requests by type and final state.
 	requestsSQL = `SELECT req_type || ' ' || status, count(*) FROM req_track GROUP BY 1`
-	// sentByTargetSQL counts the SENT outbox events by target (KAFKA:msg, KAFKA:schd).
+	// sentByTargetSQL counts the SENT msg_event rows by target (the state topic's are in
+	// msg_state_out, one per flight).
 	sentByTargetSQL = `SELECT target, count(*) FROM msg_event WHERE status = 'SENT' GROUP BY 1`
 	// enqueuedSQL: when ingest enqueued each message (its watermark passed the id).
 	enqueuedSQL = `SELECT msg_id, enqueued_at FROM proc_state`

@@ -84,7 +84,7 @@ func enqueue(t *testing.T, db *testdb.DB, flids, per int) int {
 func sentCount(t *testing.T, db *testdb.DB) int {
 	t.Helper()
 	var n int
-	require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM msg_event WHERE status = 'SENT'`).Scan(&n))
+	require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM `+testdb.AllEvents+` WHERE status = 'SENT'`).Scan(&n))
 	return n
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/dev/testdb"
 )
 
 // shared is the test binary's one headless Chromium (Debian's chromium, scripts/ensure-tools.sh)
@@ -149,7 +151,7 @@ func TestBrowserOperator(t *testing.T) {
 	require.Equal(t, strconv.FormatInt(version, 10), gotVersion)
 	require.Equal(t, stand, gotStand)
 	var events int64
-	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE partition_key = $1`, gotFLID).Scan(&events))
+	require.NoError(t, w.db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+testdb.AllEvents+` WHERE partition_key = $1`, gotFLID).Scan(&events))
 	require.Equal(t, int(events), strings.Count(versionsText, "KAFKA:"), "one row per event of the flight")
 
 	// The DEAD message: hostile text as text, nothing executed.

@@ -26,12 +26,21 @@ SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operati
 	flightExistsSQL = `SELECT EXISTS (SELECT 1 FROM flight WHERE flid = $1) OR EXISTS (SELECT 1 FROM flight_history WHERE flid = $1)`
 
 	// flightEventsSQL is a flight's version history: every event enqueued for it (key = FLID),
-	// with the message that caused it and its Kafka acknowledgement.
+	// with the message that caused it and its Kafka acknowledgement; of the state topic, the
+	// newest state (msg_state_out) and those not folded into it yet (msg_state_log).
 	flightEventsSQL = `
-SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.status, e.attempts,
+SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, e.body, e.status, e.attempts,
        e.created_at, e.sent_at, COALESCE(e.last_error, ''), COALESCE(p.msg_type, ''), COALESCE(p.msg_styp, '')
-  FROM msg_event e LEFT JOIN proc_state p ON p.msg_id = e.msg_id
- WHERE e.partition_key = $1
+  FROM (SELECT event_id, target, event_type, state_version, msg_id, COALESCE(body, payload::text) AS body, status, attempts,
+               created_at, sent_at, last_error
+          FROM msg_event WHERE partition_key = $1
+        UNION ALL
+        SELECT event_id, 'KAFKA:schd', event_type, state_version, msg_id, body, status, attempts, created_at, sent_at, last_error
+          FROM msg_state_out WHERE partition_key = $1
+        UNION ALL
+        SELECT event_id, 'KAFKA:schd', event_type, state_version, msg_id, body, 'PENDING', 0, created_at, NULL, NULL
+          FROM msg_state_log WHERE partition_key = $1) e
+  LEFT JOIN proc_state p ON p.msg_id = e.msg_id
  ORDER BY e.state_version DESC, e.target LIMIT $2`
 
 	// duplicatesSQL are the other messages of the same identity.
@@ -42,13 +51,25 @@ SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 A
 	// identityOwnerSQL is the message an identity is bound to.
 	identityOwnerSQL = `SELECT msg_id, bound_at FROM msg_identity WHERE identity_key = $1`
 
+	// messageEvents are the events a message caused still on record: its msg_event rows, and
+	// the newest states of the state topic that are its (a newer state replaces a flight's).
+	messageEvents = `
+SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, last_error
+  FROM msg_event WHERE msg_id = $1
+UNION ALL
+SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, status, sent_at, last_error
+  FROM msg_state_out WHERE msg_id = $1
+UNION ALL
+SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, 'PENDING', NULL, NULL
+  FROM msg_state_log WHERE msg_id = $1`
+
 	// messageEventsSQL are one page of the events a message caused: $2 of them after the first $3.
 	messageEventsSQL = `
 SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, COALESCE(last_error, '')
-  FROM msg_event WHERE msg_id = $1 ORDER BY event_id LIMIT $2 OFFSET $3`
+  FROM (` + messageEvents + `) e ORDER BY event_id LIMIT $2 OFFSET $3`
 
 	// messageEventCountSQL is how many events a message caused.
-	messageEventCountSQL = `SELECT count(*) FROM msg_event WHERE msg_id = $1`
+	messageEventCountSQL = `SELECT count(*) FROM (` + messageEvents + `) e`
 
 	// recentAuditSQL is the latest audit rows (the dead letters page shows what was done).
 	recentAuditSQL = `SELECT action, actor, reason, selector, ids, at FROM replay_audit ORDER BY audit_id DESC LIMIT $1`

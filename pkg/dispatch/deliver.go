@@ -225,7 +225,7 @@ func clusterAtFault(errs []error) bool {
 // event of their FLIDs).
 func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target string, a answers, now time.Time, res *Result) error {
 	if target == event.TargetSchd && len(a.sentStates) > 0 {
-		n, err := d.store.MarkStatesSent(ctx, lease, a.sentStates, now, d.stateFrom)
+		n, err := d.store.MarkStatesSent(ctx, lease, a.sentStates, now)
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,10 @@ type Sender interface {
 
 var _ Sender = (*kafka.Producer)(nil)
 
+// foldLimit bounds the msg_state_log rows one flush moves (one transaction's deletes and
+// rewrites): about a minute of states at the sustained rate, a flush period's at a drain's.
+const foldLimit = 20000
+
 // Dispatcher drains the outbox to Kafka.
 type Dispatcher struct {
 	cfg    Config
@@ -44,8 +48,8 @@ type Dispatcher struct {
 	nextSend int64
 
 	stateCursor string // FLID after which the next state flush starts (only FlushStates uses it)
+	stateFrom   int64  // lower bound of the msg_state_log ids left to fold (FlushStates; 0 at each term's start)
 	claimFrom   int64  // lower bound of the unsent KAFKA:msg event ids (StepMsg; 0 at each term's start)
-	stateFrom   int64  // lower bound of the unsent KAFKA:schd event ids (FlushStates; 0 at each term's start)
 
 	// held are the change records the changes topic holds beyond what the database knew as
 	// sent, by FLID and version (ReadTail sets them before the loops start; StepMsg reads them).
@@ -139,19 +143,26 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 	return res, err
 }
 
-// FlushStates visits up to flush-limit FLIDs with unsent KAFKA:schd events (after the previous
-// flush's cursor), sends the newest state of each due one that is newer than what the state
-// topic holds, settles the stale ones without sending, and records the outcome.
+// FlushStates moves the states written since the last flush into their FLIDs' rows (at most
+// foldLimit of them; more: the flush says so), then visits up to flush-limit FLIDs with an
+// unsent state (after the previous flush's cursor), sends the newest state of each due one that
+// is newer than what the state topic holds, settles the stale ones without sending, and records
+// the outcome.
 func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Result, error) {
-	sc, err := d.store.ClaimStates(ctx, d.clock.Now(), d.cfg.FlushLimit, d.stateCursor, d.stateFrom)
+	folded, from, err := d.store.FoldStates(ctx, lease, d.stateFrom, foldLimit)
 	if err != nil {
 		return Result{}, err
 	}
-	d.stateCursor, d.stateFrom = sc.Next, sc.From
-	more := sc.Next != ""
+	d.stateFrom = from
+	sc, err := d.store.ClaimStates(ctx, d.clock.Now(), d.cfg.FlushLimit, d.stateCursor)
+	if err != nil {
+		return Result{}, err
+	}
+	d.stateCursor = sc.Next
+	more := sc.Next != "" || folded == foldLimit
 	settled := int64(0)
 	if len(sc.Stale) > 0 {
-		if settled, err = d.store.MarkStatesSent(ctx, lease, sc.Stale, d.clock.Now(), d.stateFrom); err != nil {
+		if settled, err = d.store.MarkStatesSent(ctx, lease, sc.Stale, d.clock.Now()); err != nil {
 			return Result{More: more}, err
 		}
 		for _, c := range sc.Stale {

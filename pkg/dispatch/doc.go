@@ -33,16 +33,15 @@
 //
 // KAFKA:schd → compacted topic msgx.flight.state (FlushStates, every flush period)
 //
-//	visit ≤ flush-limit FLIDs ──▶ one record per due FLID: its newest state_version
-//	(index skip scan after a       (UPSERT: the full state JSON; TOMBSTONE: null value)
-//	 cursor, so the cost does      newest ≤ the version already sent (msg_state_sent) ──▶
-//	 not grow with the backlog)      settled, not sent
-//	   acknowledged ──▶ msg_state_sent raised; every unsent event of the FLID at or below the
-//	                    version (PENDING or DEAD) → SENT (one UPDATE)
-//	   failed       ──▶ every PENDING one at or below it: attempts+1 and backoff (DEAD as above)
+//	visit ≤ flush-limit FLIDs ──▶ one record per due FLID: its unsent state (msg_state_out's row)
+//	(by msg_state_out_unsent       (UPSERT: the full state JSON; TOMBSTONE: null value)
+//	 after a cursor, so the cost   ≤ the version already sent (msg_state_sent) ──▶
+//	 does not grow with flights)     settled, not sent
+//	   acknowledged ──▶ msg_state_sent raised; the row → SENT unless a newer state replaced it
+//	   failed       ──▶ the row, if still PENDING at or below it: attempts+1 and backoff (DEAD as above)
 //
-// A version at or below the highest already sent is never produced, and a sent newer state
-// settles the older dead letters it represents: a retry, a replay or a restart can never put an
+// A version at or below the highest already sent is never produced, and a newer state replaces
+// the older dead letter it represents: a retry, a replay or a restart can never put an
 // older state after a newer one on the compacted topic.
 //
 // Heartbeat → topic msgx.heartbeat (Heartbeat, every MSGX_HEARTBEAT_PERIOD on the dispatcher's

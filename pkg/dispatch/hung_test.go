@@ -108,10 +108,8 @@ const unackedAge = `# HELP msgx_dispatch_oldest_unacked_send_age_seconds Age of 
 # TYPE msgx_dispatch_oldest_unacked_send_age_seconds gauge
 `
 
-// TestReplayOfDeadStateAfterNewerPublishesNothingOlder: v5 of a FLID dies, v6 is
-// sent and settles it; a replay finds nothing. A dead v4 left from before (not settled) that an
-// operator replays is settled by the next flush without being sent: the state topic holds v6
-// only.
+// TestReplayOfDeadStateAfterNewerPublishesNothingOlder: v5 of a FLID dies, v6 replaces it and
+// is sent; a replay finds nothing: the state topic holds v6 only.
 func TestReplayOfDeadStateAfterNewerPublishesNothingOlder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
@@ -137,22 +135,10 @@ func TestReplayOfDeadStateAfterNewerPublishesNothingOlder(t *testing.T) {
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, stateEvent(9, 6, event.Upsert)))
 	res, err = b.disp.FlushStates(ctx, b.lease)
 	require.NoError(t, err)
-	require.Equal(t, 2, res.Sent, "v6 sent, the dead v5 settled with it")
+	require.Equal(t, 1, res.Sent, "v6 sent: it replaced the dead v5")
 	replayed, err := b.store.Replay(ctx, outbox.Selector{FLID: "9"}, outbox.Admin{Actor: "ops"}, t0)
 	require.NoError(t, err)
 	require.Empty(t, replayed)
-
-	// A dead v4 the old code left DEAD: replayed, then settled, never sent.
-	_, err = b.db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, payload, status, attempts, created_at)
-VALUES ('KAFKA:schd', '9', 'UPSERT', 4, '{"flid":9,"state_version":4}', 'DEAD', 3, $1)`, t0)
-	require.NoError(t, err)
-	replayed, err = b.store.Replay(ctx, outbox.Selector{FLID: "9"}, outbox.Admin{Actor: "ops"}, t0)
-	require.NoError(t, err)
-	require.Len(t, replayed, 1)
-	res, err = b.disp.FlushStates(ctx, b.lease)
-	require.NoError(t, err)
-	require.Zero(t, res.Claimed, "nothing produced")
-	require.Equal(t, 1, res.Sent, "the replayed v4 is settled")
 	require.Zero(t, countStatus(t, b, outbox.StatusPending)+countStatus(t, b, outbox.StatusDead))
 
 	recs := kafkatest.ConsumeAll(t, b.broker.Addrs(), b.kcfg.TopicState, time.Minute)

@@ -34,10 +34,10 @@ func newMetrics(reg prometheus.Registerer, oldestUnacked func() float64, lagSamp
 	target := []string{"target"}
 	m := &metrics{
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "msgx_dispatch_pending", Help: "PENDING msg_event rows per target.",
+			Name: "msgx_dispatch_pending", Help: "PENDING events per target (KAFKA:schd: flights whose newest state is unsent).",
 		}, target),
 		deadNow: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "msgx_dispatch_dead_letters", Help: "DEAD msg_event rows (the DLQ) per target.",
+			Name: "msgx_dispatch_dead_letters", Help: "DEAD events (the DLQ) per target.",
 		}, target),
 		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "msgx_dispatch_oldest_pending_age_seconds", Help: "Age of the oldest PENDING event per target (0 when none).",

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/leader"
@@ -17,7 +18,7 @@ import (
 )
 
 // backedUp are the tables a restore puts back: everything the outbox and the tail read keep.
-var backedUp = []string{"msg_event", "msg_state_sent", "msg_kafka_held", "db_timeline", "db_epoch", "db_restore", "leader_lease"}
+var backedUp = []string{"msg_event", "msg_state_log", "msg_state_out", "msg_state_sent", "msg_kafka_held", "db_timeline", "db_epoch", "db_restore", "leader_lease"}
 
 // backup copies the outbox's tables, its sequence and msgx_event_id (whose body carries the
 // restore epoch) as a backup of the database holds them, and returns the restore of that backup.
@@ -63,7 +64,7 @@ func deliverAll(t *testing.T, b *bundle, d *dispatch.Dispatcher, lease leader.Le
 		_, err = d.FlushStates(ctx, lease)
 		require.NoError(t, err)
 		var unsent int
-		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE status <> 'SENT'`).Scan(&unsent))
+		require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+testdb.AllEvents+` WHERE status <> 'SENT'`).Scan(&unsent))
 		if unsent == 0 {
 			return
 		}

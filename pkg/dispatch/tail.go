@@ -236,7 +236,7 @@ func (d *Dispatcher) raiseStates(ctx context.Context, lease leader.Lease, newest
 	for flid, v := range newest {
 		states = append(states, outbox.Claimed{Target: event.TargetSchd, FLID: flid, StateVersion: v})
 	}
-	_, err := d.store.MarkStatesSent(ctx, lease, states, d.clock.Now(), 0)
+	_, err := d.store.MarkStatesSent(ctx, lease, states, d.clock.Now())
 	return err
 }
 

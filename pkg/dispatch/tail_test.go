@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/dispatch"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/kafka"
@@ -81,6 +82,8 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	}
 	_, err = b.db.Pool.Exec(ctx, `
 		DELETE FROM msg_event WHERE state_version > 1;
+		DELETE FROM msg_state_log WHERE state_version > 1;
+		DELETE FROM msg_state_out WHERE state_version > 1;
 		UPDATE msg_state_sent SET state_version = 1;
 		SELECT setval('msg_event_event_id_seq', `+strconv.FormatInt(replicated, 10)+`);
 		DO $$ BEGIN EXECUTE format('CREATE OR REPLACE FUNCTION msgx_timeline() RETURNS bigint LANGUAGE sql AS %L',
@@ -109,7 +112,7 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var unsent int
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE status <> 'SENT'`).Scan(&unsent))
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+testdb.AllEvents+` WHERE status <> 'SENT'`).Scan(&unsent))
 	require.Zero(t, unsent)
 
 	newest := int64(0)
@@ -140,6 +143,8 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	_, err = b.db.Pool.Exec(ctx, `
 		DELETE FROM db_timeline WHERE timeline >= msgx_timeline();
 		DELETE FROM msg_event WHERE event_id >> 40 >= msgx_timeline();
+		DELETE FROM msg_state_log WHERE event_id >> 40 >= msgx_timeline();
+		DELETE FROM msg_state_out WHERE event_id >> 40 >= msgx_timeline();
 		DO $$ BEGIN EXECUTE format('CREATE OR REPLACE FUNCTION msgx_timeline() RETURNS bigint LANGUAGE sql AS %L',
 		'SELECT ' || (msgx_timeline() - 1)); END $$;`)
 	require.NoError(t, err)

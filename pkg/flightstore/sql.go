@@ -197,14 +197,21 @@ SELECT $1, $2::date, $3::date, (SELECT received_at FROM proc_state WHERE msg_id 
 
 const (
 	// flightVersionsSQL is a flight's version history as the outbox recorded it (key = FLID),
-	// newest first, each event with the message behind it, live or archived (ReadHistory).
+	// newest first, each event with the message behind it, live or archived (ReadHistory); of
+	// the state topic, the newest state and those not folded into it yet.
 	flightVersionsSQL = `
 SELECT e.state_version, e.target, e.event_id, e.event_type, e.status, e.created_at, e.sent_at, e.msg_id,
        COALESCE(p.msg_type, h.msg_type, ''), COALESCE(p.msg_styp, h.msg_styp, '')
-  FROM msg_event e
+  FROM (SELECT state_version, target, event_id, event_type, status, created_at, sent_at, msg_id
+          FROM msg_event WHERE partition_key = $1
+        UNION ALL
+        SELECT state_version, 'KAFKA:schd', event_id, event_type, status, created_at, sent_at, msg_id
+          FROM msg_state_out WHERE partition_key = $1
+        UNION ALL
+        SELECT state_version, 'KAFKA:schd', event_id, event_type, 'PENDING', created_at, NULL, msg_id
+          FROM msg_state_log WHERE partition_key = $1) e
   LEFT JOIN proc_state p ON p.msg_id = e.msg_id
   LEFT JOIN proc_state_hst h ON h.msg_id = e.msg_id
- WHERE e.partition_key = $1
  ORDER BY e.state_version DESC, e.target LIMIT $2`
 
 	// flightPurgesSQL is what the history sweep kept of a flight each time it purged it, newest

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/jobs"
 )
 
@@ -41,7 +42,7 @@ func TestPurgedChildBumpsItsMaster(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version, updated_at FROM flight WHERE flid = 10`).Scan(&version, &updated))
 	require.Equal(t, int64(4), version, "the master's version is bumped once")
 	require.True(t, updated.Equal(sweepAt), "%s", updated)
-	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, COALESCE(body, payload::text) FROM msg_event WHERE partition_key = '10' ORDER BY event_id`)
+	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, COALESCE(body, payload::text) FROM `+testdb.AllEvents+` WHERE partition_key = '10' ORDER BY event_id`)
 	require.NoError(t, err)
 	type ev struct {
 		Target, Type string
@@ -76,6 +77,6 @@ func TestPurgedChildBumpsItsMaster(t *testing.T) {
 	require.Contains(t, string(evs[0].Payload), `"mafl"`)
 
 	// The master purged with its child: TOMBSTONEs only, no change event.
-	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM msg_event WHERE partition_key = '20'`))
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM `+testdb.AllEvents+` WHERE partition_key = '20'`))
 	require.Equal(t, 2, b.tombstones(t, 20))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/flight"
 	"github.com/msgx/msgx/pkg/flightstore"
 	"github.com/msgx/msgx/pkg/jobs"
@@ -38,7 +39,7 @@ func (b *bundle) flightExists(t *testing.T, flid int64) bool {
 }
 
 func (b *bundle) tombstones(t *testing.T, flid int64) int {
-	return b.count(t, `SELECT count(*) FROM msg_event WHERE partition_key = $1 AND event_type = 'TOMBSTONE'`, strconv.FormatInt(flid, 10))
+	return b.count(t, `SELECT count(*) FROM `+testdb.AllEvents+` WHERE partition_key = $1 AND event_type = 'TOMBSTONE'`, strconv.FormatInt(flid, 10))
 }
 
 // The sweep at 2026-12-10 03:30: retention 3 days → operation days before 12-07 are old.
@@ -82,7 +83,7 @@ func TestHistorySweepPurges(t *testing.T) {
 	}())
 
 	require.Zero(t, b.tombstones(t, 1))
-	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, msg_id, COALESCE(body, payload::text) FROM msg_event WHERE partition_key = '2' ORDER BY event_id`)
+	rows, err := b.db.Pool.Query(ctx, `SELECT target, event_type, state_version, msg_id, COALESCE(body, payload::text) FROM `+testdb.AllEvents+` WHERE partition_key = '2' ORDER BY event_id`)
 	require.NoError(t, err)
 	type ev struct {
 		Target, Type string
@@ -204,14 +205,14 @@ func TestHistoryDeleteFailureRollsBack(t *testing.T) {
 	require.True(t, b.flightExists(t, 1))
 	require.True(t, b.flightExists(t, 2))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM flight_history`))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM msg_event`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM `+testdb.AllEvents))
 
 	_, err = b.db.Pool.Exec(ctx, `DROP TRIGGER refuse_delete ON flight`)
 	require.NoError(t, err)
 	res, err := j.RunOnce(ctx, jobs.History, b.lease)
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Done)
-	require.Equal(t, 4, b.count(t, `SELECT count(*) FROM msg_event`))
+	require.Equal(t, 4, b.count(t, `SELECT count(*) FROM `+testdb.AllEvents))
 }
 
 // The history document is a state as flightstore loads it: its collections cover every table

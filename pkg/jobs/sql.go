@@ -156,6 +156,12 @@ DELETE FROM schd_snap_log WHERE snap_id IN (
 DELETE FROM msg_event WHERE event_id IN (
     SELECT event_id FROM msg_event WHERE status = 'SENT' AND sent_at < $1 ORDER BY sent_at LIMIT $2)`
 
+	// deleteSentStatesSQL removes a flight's state row sent before $1 (its next state writes a
+	// new one); the outer test holds against a newer state written meanwhile.
+	deleteSentStatesSQL = `
+DELETE FROM msg_state_out WHERE status = 'SENT' AND sent_at < $1 AND partition_key IN (
+    SELECT partition_key FROM msg_state_out WHERE status = 'SENT' AND sent_at < $1 LIMIT $2)`
+
 	// deleteIdentitySQL deletes identity bindings older than the identity window plus a margin
 	// (bound_at rechecked on the row: a binding the processor renewed meanwhile stays).
 	deleteIdentitySQL = `

@@ -53,7 +53,7 @@ type Identity struct {
 	SeenTimeline int64 // the timeline it last saw (0: none yet)
 	SeenAt       time.Time
 	MaxTimeline  int64 // the highest timeline recorded (db_timeline; 0: none)
-	MaxEventID   int64 // the highest event id msg_event holds (0: none)
+	MaxEventID   int64 // the highest event id msg_event, msg_state_log or msg_state_out holds (0: none)
 	// RefusedAt is when the dispatcher last refused to send from the database (zero: not since
 	// its last term start), RefusedKafkaID the highest event id Kafka held then.
 	RefusedAt      time.Time
@@ -202,11 +202,11 @@ func raise(ctx context.Context, tx pgx.Tx, req EpochRequest, timeline, sysID, to
 	if _, err := tx.Exec(ctx, raiseEpochSQL, out.To); err != nil {
 		return fmt.Errorf("raise the restore epoch to %d: %w", out.To, err)
 	}
-	tag, err := tx.Exec(ctx, renumberSQL, gen)
-	if err != nil {
+	var renumbered int64
+	if err := tx.QueryRow(ctx, renumberSQL, gen).Scan(&renumbered); err != nil {
 		return fmt.Errorf("renumber the unsent events: %w", err)
 	}
-	out.Raised, out.Generation, out.Renumbered = true, gen, tag.RowsAffected()
+	out.Raised, out.Generation, out.Renumbered = true, gen, renumbered
 	if _, err := tx.Exec(ctx, restoreLogSQL, out.To, out.From, req.Now, out.Kind, out.Detail, sysID, timeline, req.KafkaMax, out.Renumbered); err != nil {
 		return fmt.Errorf("record the raise of the restore epoch: %w", err)
 	}

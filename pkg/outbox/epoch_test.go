@@ -226,7 +226,7 @@ func TestTailFromIsTheDispatchersLastKeptCommit(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.store.MarkSent(ctx, b.lease, ids(heads), t0.Add(time.Minute))
 	require.NoError(t, err)
-	_, err = b.store.MarkStatesSent(ctx, b.lease, []outbox.Claimed{{Target: event.TargetSchd, FLID: "1", StateVersion: 1}}, t0.Add(2*time.Minute), 0)
+	_, err = b.store.MarkStatesSent(ctx, b.lease, []outbox.Claimed{{Target: event.TargetSchd, FLID: "1", StateVersion: 1}}, t0.Add(2*time.Minute))
 	require.NoError(t, err)
 	_, err = b.db.Pool.Exec(ctx, `INSERT INTO leader_lease (role, epoch, holder, backend_pid, acquired_at, renewed_at) VALUES ('processor', 1, 'p', 0, $1, $1)`,
 		t0.Add(3*time.Hour))

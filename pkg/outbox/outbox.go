@@ -1,5 +1,5 @@
-// Package outbox is the msg_event store: the transactional outbox between the flight writers
-// (processor, history sweep) and the dispatcher.
+// Package outbox is the msg_event, msg_state_log and msg_state_out store: the transactional
+// outbox between the flight writers (processor, history sweep) and the dispatcher.
 //
 // Writers call Enqueue inside their own transaction, so an event exists if and only if the
 // change it describes committed. The dispatcher claims work (ClaimHeads for KAFKA:msg,
@@ -19,10 +19,13 @@
 // A FLID's unsent events (PENDING or DEAD) are delivered in event_id order: a DEAD event keeps
 // holding the FLID's later KAFKA:msg events until it is replayed or skipped.
 //
-// KAFKA:schd events settle differently: when a FLID's state version v reaches the state topic,
-// every unsent KAFKA:schd event of the FLID at or below v becomes SENT (PENDING or DEAD: the
-// newer state represents them), and msg_state_sent remembers v, so no flush ever sends a version
-// at or below it (a replayed older dead letter is settled, not sent).
+// KAFKA:schd events live apart. Writers append them to msg_state_log; each flush first moves
+// that log into msg_state_out (FoldStates): one row per FLID, its newest state, which each newer
+// state rewrites in place, PENDING again with the newer event id and a fresh attempt budget (it
+// represents the older ones, sent or not). When a FLID's state version v reaches the state
+// topic, the row becomes SENT unless a newer state replaced it meanwhile, and msg_state_sent
+// remembers v, so no flush ever sends a version at or below it (a replayed older dead letter
+// is settled, not sent).
 //
 // Ordering assumes event_id order is commit order per FLID: every writer holds PIPELINE_LOCK
 // (INV-18), so flight-writing transactions never overlap. A raise of the restore epoch at a
@@ -56,30 +59,45 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// Enqueue inserts events in the given order (event_id follows it) with one COPY: it is the one
-// writer of msg_event. Of the KAFKA:schd events it writes only the newest of each flight
-// (event.Latest). Call it inside the transaction that makes the change, so events commit with
-// it. Build events with package event. COPY rather than an INSERT of unnested arrays: the same
-// rows for less server work (no array parsing, no ordering step; docs/benchmarks.md), and
-// event_id's default is evaluated row by row in the order sent. It takes PIPELINE_LOCK (held
-// already by the processor's and the purge's transactions) before the rows take their ids, so
-// events commit in id order: the claim's lower bound rests on it (ClaimHeadsFrom).
+// Enqueue writes events in the given order, each target with one COPY: the KAFKA:msg events
+// into msg_event, and of the KAFKA:schd events the newest of each flight (event.Latest) into
+// msg_state_log; event_id follows their order. It is the one writer of both. Call it inside the
+// transaction that makes the change, so events commit with it. Build events with package event.
+// COPY rather than an INSERT of unnested arrays: the same rows for less server work (no array
+// parsing, no ordering step; docs/benchmarks.md) and no batch-sized parameter buffers in the
+// writer, and event_id's default is evaluated row by row in the order sent. It takes
+// PIPELINE_LOCK (held already by the processor's and the purge's transactions) before the rows
+// take their ids, so events commit in id order: the claims' and the fold's lower bounds rest on
+// it (ClaimHeadsFrom, FoldStates).
 func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Event) error {
 	events = event.Latest(events) // one state per flight
 	if len(events) == 0 {
 		return nil
 	}
+	var changes, states []event.Event
 	for _, e := range events {
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("enqueue events: %w", err)
+		}
+		if e.Target == event.TargetSchd {
+			states = append(states, e)
+		} else {
+			changes = append(changes, e)
 		}
 	}
 	write := func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, leader.PipelineLockSQL); err != nil {
 			return fmt.Errorf("enqueue events: take pipeline lock: %w", err)
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: events, now: now}); err != nil {
-			return fmt.Errorf("enqueue events: %w", err)
+		if len(changes) > 0 {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"msg_event"}, enqueueColumns, &eventRows{events: changes, now: now}); err != nil {
+				return fmt.Errorf("enqueue events: %w", err)
+			}
+		}
+		if len(states) > 0 {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"msg_state_log"}, stateColumns, &eventRows{events: states, now: now, state: true}); err != nil {
+				return fmt.Errorf("enqueue states: %w", err)
+			}
 		}
 		return nil
 	}
@@ -89,11 +107,13 @@ func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Ev
 	return pgx.BeginFunc(ctx, db, write)
 }
 
-// eventRows is the COPY source of Enqueue: one row per event (enqueueColumns), each body rendered
-// into one buffer that the copy encodes before it asks for the next row.
+// eventRows is a COPY source of Enqueue: one row per event (enqueueColumns; with state,
+// stateColumns), each body rendered into one buffer that the copy encodes before it asks for the
+// next row.
 type eventRows struct {
 	events []event.Event
 	now    time.Time
+	state  bool
 	next   int
 	body   []byte
 }
@@ -110,6 +130,9 @@ func (r *eventRows) Values() ([]any, error) {
 	}
 	if r.body = e.AppendBody(r.body[:0]); len(r.body) > 0 {
 		body = r.body
+	}
+	if r.state {
+		return []any{strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
 	}
 	return []any{e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
 }

@@ -252,66 +252,109 @@ func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	for _, e := range evs { // each its own transaction: one transaction writes only its newest state
 		require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
 	}
+	var rows int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_state_log`).Scan(&rows))
+	require.Equal(t, 12, rows, "every transaction's state is logged")
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event`).Scan(&rows))
+	require.Zero(t, rows, "no state is written to msg_event")
+	fold := func() {
+		t.Helper()
+		_, _, err := b.store.FoldStates(ctx, b.lease, 0, 1000)
+		require.NoError(t, err)
+	}
+	fold()
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_state_out`).Scan(&rows))
+	require.Equal(t, 2, rows, "one row per flight, its newest state")
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_state_log`).Scan(&rows))
+	require.Zero(t, rows, "the fold empties the log")
 
-	got, err := b.store.ClaimStates(ctx, t0, 10, "", 0)
+	got, err := b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
 	require.Len(t, got.Due, 2)
 	require.Equal(t, 2, got.Visited)
 	require.Empty(t, got.Next, "the visit reached the end")
 	require.Equal(t, "7", got.Due[0].FLID)
 	require.Equal(t, int64(10), got.Due[0].StateVersion)
-	require.Equal(t, []int64{10}, got.Due[0].Represents)
+	require.JSONEq(t, `{"v":10}`, string(got.Due[0].Payload))
+	require.Equal(t, []int64{got.Due[0].EventID}, got.Due[0].Represents)
 	require.Equal(t, "8", got.Due[1].FLID)
 	require.Equal(t, event.Tombstone, got.Due[1].Type)
 	require.Nil(t, got.Due[1].Payload)
 
 	// The limit bounds the FLIDs visited; the cursor carries on from the last one.
-	got, err = b.store.ClaimStates(ctx, t0, 1, "", 0)
+	got, err = b.store.ClaimStates(ctx, t0, 1, "")
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "7", got.Next)
-	got, err = b.store.ClaimStates(ctx, t0, 1, got.Next, 0)
+	got, err = b.store.ClaimStates(ctx, t0, 1, got.Next)
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "8", got.Due[0].FLID)
 
-	// A failure backs off the newest; the FLID waits until it is due or a newer version comes.
-	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{10}, Err: "x"}}, t0)
+	// A failure backs off the newest; the FLID waits until it is due or a newer version comes,
+	// which starts afresh.
+	out, err := b.store.MarkStatesFailed(ctx, b.lease, []outbox.StateFailure{{FLID: "7", Version: 10, Err: "x"}}, t0)
 	require.NoError(t, err)
-	got, err = b.store.ClaimStates(ctx, t0, 10, "", 0)
+	require.Len(t, out, 1)
+	require.Equal(t, outbox.StatusPending, out[0].Status)
+	require.Equal(t, 1, out[0].Attempts)
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
 	require.Equal(t, "8", got.Due[0].FLID)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
-	got, err = b.store.ClaimStates(ctx, t0, 10, "", 0)
+	fold()
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
 	require.Len(t, got.Due, 2)
 	require.Equal(t, int64(11), got.Due[0].StateVersion)
+	require.Zero(t, got.Due[0].Attempts)
 
-	// Sending v11 settles every older unsent event of FLID 7, a DEAD one included.
-	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{3}, Err: "x", Fatal: true}}, t0)
+	// A failure of the version claimed before a newer one was written counts against nothing.
+	out, err = b.store.MarkStatesFailed(ctx, b.lease, []outbox.StateFailure{{FLID: "7", Version: 10, Err: "x", Fatal: true}}, t0)
 	require.NoError(t, err)
-	n, err := b.store.MarkStatesSent(ctx, b.lease, got.Due[:1], t0, 0)
-	require.NoError(t, err)
-	require.Equal(t, int64(11), n)
-	var unsent int
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE partition_key = '7' AND status <> 'SENT'`).Scan(&unsent))
-	require.Zero(t, unsent)
+	require.Empty(t, out)
 
-	// An older version appearing later (a replayed dead letter, a late row) is stale: never due.
-	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 5, Payload: json.RawMessage(`{"v":5}`)}))
-	got, err = b.store.ClaimStates(ctx, t0, 10, "", 0)
+	// Sending v11 settles the row; a v12 written between the claim and the mark stays unsent.
+	n, err := b.store.MarkStatesSent(ctx, b.lease, got.Due[:1], t0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	var status string
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status FROM msg_state_out WHERE partition_key = '7'`).Scan(&status))
+	require.Equal(t, outbox.StatusSent, status)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 8, Type: event.Upsert, StateVersion: 3, Payload: json.RawMessage(`{"v":3}`)}))
+	fold()
+	n, err = b.store.MarkStatesSent(ctx, b.lease, got.Due[1:], t0)
+	require.NoError(t, err)
+	require.Zero(t, n, "the newer state written after the claim is not settled by the older one's send")
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
 	require.NoError(t, err)
 	require.Len(t, got.Due, 1)
-	require.Equal(t, "8", got.Due[0].FLID)
+	require.Equal(t, int64(3), got.Due[0].StateVersion)
+
+	// An older version written later (a late writer) does not replace the newer one.
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 5, Payload: json.RawMessage(`{"v":5}`)}))
+	fold()
+	var v int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version, status FROM msg_state_out WHERE partition_key = '7'`).Scan(&v, &status))
+	require.Equal(t, int64(11), v)
+	require.Equal(t, outbox.StatusSent, status)
+
+	// The same version written again (msgxctl kafka reseed after lowering msg_state_sent) is
+	// unsent again; at or below the version already sent it is stale: settled, never due.
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, event.Event{Target: event.TargetSchd, FLID: 7, Type: event.Upsert, StateVersion: 11, Payload: json.RawMessage(`{"v":11}`)}))
+	fold()
+	got, err = b.store.ClaimStates(ctx, t0, 10, "")
+	require.NoError(t, err)
 	require.Len(t, got.Stale, 1)
-	require.Equal(t, int64(5), got.Stale[0].StateVersion)
-	// Settling it keeps the high-water mark at 11.
-	_, err = b.store.MarkStatesSent(ctx, b.lease, got.Stale, t0, 0)
+	require.Equal(t, "7", got.Stale[0].FLID)
+	_, err = b.store.MarkStatesSent(ctx, b.lease, got.Stale, t0)
 	require.NoError(t, err)
 	var hw int64
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT state_version FROM msg_state_sent WHERE partition_key = '7'`).Scan(&hw))
 	require.Equal(t, int64(11), hw)
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT status FROM msg_state_out WHERE partition_key = '7'`).Scan(&status))
+	require.Equal(t, outbox.StatusSent, status)
 }
 
 func TestStats(t *testing.T) {
@@ -454,5 +497,67 @@ func TestProgressWaitsForNoLeaseWrite(t *testing.T) {
 
 	require.NoError(t, tx.Commit(ctx))
 	_, err = b.store.Progress(ctx, b.lease)
+	require.ErrorIs(t, err, leader.ErrFenced)
+}
+
+// TestFoldStates: the fold moves the state log into one row per FLID, in id order from its
+// bound and at most its limit at a time, each FLID's newest state winning; an older state folded
+// later does not replace a newer one. A state not folded yet counts as pending.
+func TestFoldStates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	state := func(flid, v int64) event.Event {
+		return event.Event{Target: event.TargetSchd, FLID: flid, Type: event.Upsert, StateVersion: v, Payload: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))}
+	}
+	for _, e := range []event.Event{state(1, 1), state(1, 2), state(2, 1), state(3, 1)} {
+		require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, e))
+	}
+	st, err := b.store.Stats(ctx)
+	require.NoError(t, err)
+	require.Len(t, st, 1)
+	require.Equal(t, event.TargetSchd, st[0].Target)
+	require.Equal(t, int64(4), st[0].Pending)
+	require.True(t, st[0].OldestPending.Equal(t0))
+	rows, err := b.db.Pool.Query(ctx, `SELECT event_id FROM msg_state_log ORDER BY event_id`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Len(t, ids, 4)
+
+	n, next, err := b.store.FoldStates(ctx, b.lease, 0, 3)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, ids[2]+1, next)
+	folded := func() map[string]int64 {
+		t.Helper()
+		rows, err := b.db.Pool.Query(ctx, `SELECT partition_key, state_version FROM msg_state_out`)
+		require.NoError(t, err)
+		out := map[string]int64{}
+		var k string
+		var v int64
+		_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil })
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, map[string]int64{"1": 2, "2": 1}, folded())
+
+	n, next, err = b.store.FoldStates(ctx, b.lease, next, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, ids[3]+1, next)
+	n, again, err := b.store.FoldStates(ctx, b.lease, next, 10)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, next, again, "nothing moved: the bound stays")
+	require.Equal(t, map[string]int64{"1": 2, "2": 1, "3": 1}, folded())
+
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, state(1, 1)))
+	_, _, err = b.store.FoldStates(ctx, b.lease, next, 10)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"1": 2, "2": 1, "3": 1}, folded(), "an older state does not replace a newer one")
+
+	// The fold is the dispatcher's: fenced by its lease.
+	_, _, err = b.store.FoldStates(ctx, leader.Lease{Role: "dispatcher", Epoch: 99}, 0, 10)
 	require.ErrorIs(t, err, leader.ErrFenced)
 }

@@ -74,59 +74,57 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
   FROM due JOIN msg_event e USING (event_id)
  ORDER BY e.event_id`
 
-// claimStatesSQL visits at most $2 FLIDs with unsent KAFKA:schd events, in partition_key
-// order after the cursor $3: a skip scan over msg_event_unsent, one index descent per FLID
-// however long its backlog, then one backward descent for its newest unsent event (highest
-// event_id: commit order, so the highest state_version). It returns one row per visited FLID:
-// the newest event, whether it is due (PENDING and not backing off at $1), the highest
-// version already sent to the state topic (msg_state_sent; 0: none), and the smallest unsent
-// KAFKA:schd event_id at or above the lower bound $4 (msg_event_unsent_order, from $4: the
-// entries of the events sent below it are not walked).
-const claimStatesSQL = `
-WITH RECURSIVE flids AS (
-    (SELECT partition_key, 1 AS n
-       FROM msg_event
-      WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND partition_key > $3
-      ORDER BY partition_key, event_id
-      LIMIT 1)
-  UNION ALL
-    SELECT nx.partition_key, f.n + 1
-      FROM flids f
-      CROSS JOIN LATERAL (
-            SELECT partition_key
-              FROM msg_event
-             WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND partition_key > f.partition_key
-             ORDER BY partition_key, event_id
-             LIMIT 1) nx
-     WHERE f.n < $2
+// stateColumns are the msg_state_log columns Enqueue copies states into (event_id takes its
+// default).
+var stateColumns = []string{"partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
+
+// foldStatesSQL moves at most $2 rows of msg_state_log, from event_id $1 in id order (a lower bound
+// of the rows left: the index entries of the rows moved before are not walked), into
+// msg_state_out: the newest of each FLID (highest event_id: commit order, so the highest
+// version) becomes its row, new or rewritten in place with its event id, PENDING again with a
+// fresh attempt budget, unless the row already holds a newer version. An equal version is
+// written again (msgxctl kafka reseed re-enqueues the version the topic lost). The rows of
+// msg_state_out are written in key order, the order MarkStatesSent locks them in. It returns how
+// many log rows it moved and the highest id among them (0: none).
+const foldStatesSQL = `
+WITH moved AS (
+    DELETE FROM msg_state_log
+     WHERE event_id IN (SELECT event_id FROM msg_state_log WHERE event_id >= $1 ORDER BY event_id LIMIT $2)
+    RETURNING *
+), newest AS (
+    SELECT DISTINCT ON (partition_key) * FROM moved ORDER BY partition_key, event_id DESC
+), fold AS (
+    INSERT INTO msg_state_out AS o (partition_key, event_id, event_type, state_version, msg_id, body, created_at)
+    SELECT partition_key, event_id, event_type, state_version, msg_id, body, created_at FROM newest ORDER BY partition_key
+    ON CONFLICT (partition_key) DO UPDATE
+       SET event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type, state_version = EXCLUDED.state_version,
+           msg_id = EXCLUDED.msg_id, body = EXCLUDED.body, created_at = EXCLUDED.created_at,
+           status = 'PENDING', attempts = 0, next_attempt_at = NULL, sent_at = NULL, last_error = NULL
+     WHERE EXCLUDED.state_version >= o.state_version
 )
-SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
-       e.status = 'PENDING' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1),
-       coalesce(s.state_version, 0),
-       coalesce((SELECT min(event_id) FROM msg_event
-                  WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND event_id >= $4), $4)
-  FROM flids f
-  CROSS JOIN LATERAL (
-        SELECT event_id
-          FROM msg_event
-         WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND partition_key = f.partition_key
-         ORDER BY partition_key DESC, event_id DESC
-         LIMIT 1) nw
-  JOIN msg_event e ON e.event_id = nw.event_id
-  LEFT JOIN msg_state_sent s ON s.partition_key = f.partition_key
- ORDER BY f.partition_key`
+SELECT count(*), coalesce(max(event_id), 0) FROM moved`
+
+// claimStatesSQL visits at most $2 FLIDs with an unsent state (msg_state_out_unsent), in
+// partition_key order after the cursor $3. It returns one row per visited FLID: its newest state,
+// whether it is due (PENDING and not backing off at $1) and the highest version already sent to
+// the state topic (msg_state_sent; 0: none).
+const claimStatesSQL = `
+SELECT o.event_id, o.partition_key, o.event_type, o.state_version, o.msg_id, o.body, o.attempts, o.created_at,
+       o.status = 'PENDING' AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= $1),
+       coalesce(s.state_version, 0)
+  FROM (SELECT * FROM msg_state_out
+         WHERE status IN ('PENDING', 'DEAD') AND partition_key > $3
+         ORDER BY partition_key
+         LIMIT $2) o
+  LEFT JOIN msg_state_sent s ON s.partition_key = o.partition_key
+ ORDER BY o.partition_key`
 
 // markStatesSentSQL records that the state topic holds version $2[i] of FLID $1[i]: it raises the
-// FLID's high-water mark (never lowers it) and settles every unsent KAFKA:schd event of the FLID at
-// or below that version, PENDING or DEAD, as SENT: the newer state represents them. It takes the
-// rows of msg_state_sent in key order, the order msgxctl kafka reseed locks them in, so the two
-// never deadlock. $4 is a lower bound of the unsent KAFKA:schd event ids (StateClaims.From). The
-// statement is shaped so that no plan walks the entries of the events sent since the last vacuum (a
-// 1,000,000-message drain's join of the whole target read 400,000 of them, 1.2 s a flush;
-// docs/benchmarks.md): the unsent events from $4 are read in id order, then updated by ctid. The
-// status test of the update is written as "neither SENT nor SKIPPED" so that it cannot use the
-// partial unsent indexes: when ANALYZE finds at most one unsent row the planner prices such an
-// index at one page however many dead entries it holds, and scanned one whole per update.
+// FLID's high-water mark (never lowers it) and settles the FLID's unsent state as SENT (PENDING or
+// DEAD) unless it is newer than that version (written since the claim: the next flush sends it).
+// It takes the rows of msg_state_sent, then those of msg_state_out, in key order: msgxctl kafka
+// reseed locks msg_state_sent's in the same order, and the fold writes msg_state_out's in key
+// order too, so none of them deadlock.
 const markStatesSentSQL = `
 WITH s AS (
     SELECT k, max(v) AS v FROM unnest($1::text[], $2::bigint[]) AS u(k, v) GROUP BY k
@@ -136,15 +134,16 @@ WITH s AS (
     ON CONFLICT (partition_key) DO UPDATE
        SET state_version = greatest(m.state_version, EXCLUDED.state_version),
            sent_at = CASE WHEN EXCLUDED.state_version > m.state_version THEN EXCLUDED.sent_at ELSE m.sent_at END
-), win AS MATERIALIZED (
-    SELECT ctid, partition_key, state_version FROM msg_event
-     WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
-     ORDER BY event_id
+), settle AS MATERIALIZED (
+    SELECT o.partition_key FROM msg_state_out o JOIN s ON s.k = o.partition_key
+     WHERE o.state_version <= s.v AND o.status IN ('PENDING', 'DEAD')
+     ORDER BY o.partition_key
+       FOR UPDATE OF o
 )
-UPDATE msg_event e
+UPDATE msg_state_out o
    SET status = 'SENT', sent_at = $3, next_attempt_at = NULL
- WHERE e.ctid = ANY (ARRAY(SELECT w.ctid FROM win w JOIN s ON s.k = w.partition_key AND w.state_version <= s.v))
-   AND e.status <> 'SENT' AND e.status <> 'SKIPPED'`
+  FROM settle
+ WHERE o.partition_key = settle.partition_key`
 
 // markSentSQL marks a batch SENT in one statement, fenced by the lease of role $3, epoch $4, in
 // its own implicit transaction: one round trip instead of begin, check, update and commit. The
@@ -182,10 +181,10 @@ UPDATE msg_event e
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
 // markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $7[i]
-// counts against every PENDING KAFKA:schd event of FLID $1[i] at or below it (the events it
-// represents), found by index.
+// counts against FLID $1[i]'s unsent state if it is still PENDING at or below that version (a
+// newer one written since is a new attempt).
 const markStatesFailedSQL = `
-UPDATE msg_event e
+UPDATE msg_state_out e
    SET attempts = e.attempts + 1,
        last_error = f.err,
        status = CASE WHEN f.fatal OR e.attempts + 1 >= $5 THEN 'DEAD' ELSE 'PENDING' END,
@@ -193,12 +192,13 @@ UPDATE msg_event e
                          ELSE $4::timestamptz + ($6::float8[])[e.attempts + 1] * interval '1 microsecond'
                          END
   FROM unnest($1::text[], $2::text[], $3::bool[], $7::bigint[]) AS f(k, err, fatal, v)
- WHERE e.target = 'KAFKA:schd' AND e.status = 'PENDING' AND e.partition_key = f.k AND e.state_version <= f.v
+ WHERE e.partition_key = f.k AND e.status = 'PENDING' AND e.state_version <= f.v
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
 // progressSQL reads what the dispatcher's heartbeat reports: the lease's epoch of role $1 (NULL:
-// no row), ingest's watermark and the oldest unsent event of each target (the partial index
-// msg_event_unsent_order), in one snapshot. The epoch is read without a lock: the statement
+// no row), ingest's watermark and the oldest unsent event of each target (KAFKA:msg by the
+// partial index msg_event_unsent_order; KAFKA:schd of msg_state_log and the unsent rows of
+// msg_state_out), in one snapshot. The epoch is read without a lock: the statement
 // writes nothing for a share lock to hold a takeover off from, and the report is sent to Kafka
 // after the statement ended, where the new leader's producer fences it; a takeover committed
 // before the read shows its epoch all the same. A lock would only make each beat wait behind a
@@ -210,49 +210,85 @@ WITH lease AS (
 SELECT (SELECT epoch FROM lease),
        coalesce((SELECT watermark FROM inbox_cursor), 0),
        coalesce((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')), 0),
-       coalesce((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')), 0)`
+       coalesce(least((SELECT min(event_id) FROM msg_state_log),
+                      (SELECT min(event_id) FROM msg_state_out WHERE status IN ('PENDING', 'DEAD'))), 0)`
 
-// statsSQL feeds the backlog gauges.
+// statsSQL feeds the backlog gauges (a state not folded yet is pending).
 const statsSQL = `
 SELECT target,
        count(*) FILTER (WHERE status = 'PENDING'),
        count(*) FILTER (WHERE status = 'DEAD'),
        min(created_at) FILTER (WHERE status = 'PENDING')
   FROM msg_event
- WHERE status IN ('PENDING', 'DEAD')
- GROUP BY target`
+ WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
+ GROUP BY target
+UNION ALL
+SELECT 'KAFKA:schd',
+       count(*) FILTER (WHERE status = 'PENDING'),
+       count(*) FILTER (WHERE status = 'DEAD'),
+       min(created_at) FILTER (WHERE status = 'PENDING')
+  FROM (SELECT status, created_at FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
+        UNION ALL
+        SELECT 'PENDING', created_at FROM msg_state_log) s
+HAVING count(*) > 0`
 
 // listDeadSQL lists dead letters (with $4 also the skipped ones) with the number of later
-// events each holds back.
+// events each holds back (a state holds none: a newer one replaces it).
 const listDeadSQL = `
-SELECT d.event_id, d.target, d.partition_key, d.event_type, d.state_version, d.msg_id, d.attempts,
-       coalesce(d.last_error, ''), d.created_at, d.status,
-       CASE WHEN d.status = 'SKIPPED' THEN 0 ELSE (SELECT count(*) FROM msg_event w
-         WHERE w.target = d.target AND w.partition_key = d.partition_key
-           AND w.status = 'PENDING' AND w.event_id > d.event_id) END
-  FROM msg_event d
- WHERE (d.status = 'DEAD' OR ($4 AND d.status = 'SKIPPED'))
-   AND ($1::text = '' OR d.target = $1)
-   AND ($2::text = '' OR d.partition_key = $2)
- ORDER BY d.event_id
+SELECT * FROM (
+    SELECT d.event_id, d.target, d.partition_key, d.event_type, d.state_version, d.msg_id, d.attempts,
+           coalesce(d.last_error, ''), d.created_at, d.status,
+           CASE WHEN d.status = 'SKIPPED' THEN 0 ELSE (SELECT count(*) FROM msg_event w
+             WHERE w.target = d.target AND w.partition_key = d.partition_key
+               AND w.status = 'PENDING' AND w.event_id > d.event_id) END
+      FROM msg_event d
+     WHERE (d.status = 'DEAD' OR ($4 AND d.status = 'SKIPPED'))
+       AND ($1::text = '' OR d.target = $1)
+       AND ($2::text = '' OR d.partition_key = $2)
+    UNION ALL
+    SELECT d.event_id, 'KAFKA:schd', d.partition_key, d.event_type, d.state_version, d.msg_id, d.attempts,
+           coalesce(d.last_error, ''), d.created_at, d.status, 0
+      FROM msg_state_out d
+     WHERE (d.status = 'DEAD' OR ($4 AND d.status = 'SKIPPED'))
+       AND ($1::text = '' OR $1 = 'KAFKA:schd')
+       AND ($2::text = '' OR d.partition_key = $2)
+) d
+ ORDER BY event_id
  LIMIT $3`
 
 // replaySQL puts dead letters back to PENDING with a fresh attempt budget (the last error is
 // kept until the next attempt overwrites it).
 const replaySQL = `
-UPDATE msg_event
-   SET status = 'PENDING', attempts = 0, next_attempt_at = NULL
- WHERE status = 'DEAD'
-   AND (event_id = ANY($1::bigint[]) OR ($2::text <> '' AND partition_key = $2 AND ($3::text = '' OR target = $3)))
-RETURNING event_id`
+WITH e AS (
+    UPDATE msg_event
+       SET status = 'PENDING', attempts = 0, next_attempt_at = NULL
+     WHERE status = 'DEAD'
+       AND (event_id = ANY($1::bigint[]) OR ($2::text <> '' AND partition_key = $2 AND ($3::text = '' OR target = $3)))
+    RETURNING event_id
+), s AS (
+    UPDATE msg_state_out
+       SET status = 'PENDING', attempts = 0, next_attempt_at = NULL
+     WHERE status = 'DEAD'
+       AND (event_id = ANY($1::bigint[]) OR ($2::text <> '' AND partition_key = $2 AND ($3::text = '' OR $3 = 'KAFKA:schd')))
+    RETURNING event_id
+)
+SELECT event_id FROM e UNION ALL SELECT event_id FROM s`
 
 // skipSQL gives up on dead letters: they become SKIPPED (never sent, no longer holding their
 // FLID, kept past the SENT retention) with the reason in last_error.
 const skipSQL = `
-UPDATE msg_event
-   SET status = 'SKIPPED', next_attempt_at = NULL, last_error = $2
- WHERE status = 'DEAD' AND event_id = ANY($1::bigint[])
-RETURNING event_id`
+WITH e AS (
+    UPDATE msg_event
+       SET status = 'SKIPPED', next_attempt_at = NULL, last_error = $2
+     WHERE status = 'DEAD' AND event_id = ANY($1::bigint[])
+    RETURNING event_id
+), s AS (
+    UPDATE msg_state_out
+       SET status = 'SKIPPED', next_attempt_at = NULL, last_error = $2
+     WHERE status = 'DEAD' AND event_id = ANY($1::bigint[])
+    RETURNING event_id
+)
+SELECT event_id FROM e UNION ALL SELECT event_id FROM s`
 
 const auditSQL = `
 INSERT INTO replay_audit (action, actor, reason, selector, ids, at)
@@ -279,10 +315,12 @@ SELECT event_id, partition_key, state_version, status, sha256(convert_to(COALESC
 // stateSentSQL is the highest version sent to the state topic, per FLID.
 const stateSentSQL = `SELECT partition_key, state_version FROM msg_state_sent`
 
-// unsentStatesSQL is the newest unsent KAFKA:schd version, per FLID (msg_event_unsent).
+// unsentStatesSQL is the newest unsent KAFKA:schd version, per FLID (folded or not).
 const unsentStatesSQL = `
-SELECT partition_key, max(state_version) FROM msg_event
- WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')
+SELECT partition_key, max(state_version) FROM (
+    SELECT partition_key, state_version FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
+    UNION ALL
+    SELECT partition_key, state_version FROM msg_state_log) s
  GROUP BY partition_key`
 
 // timelineSQL is the database's current timeline (msgx_timeline: every promotion raises it)
@@ -335,18 +373,21 @@ SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_t
 // identifier (0: withheld) and timeline, the restore epoch, the system identifier and timeline a
 // term last saw and when (0, 0, NULL: none), the highest timeline recorded, the highest event id
 // msg_event holds (0: none), the dispatcher's last refusal (NULL, 0: none since its last term
-// start) and an operator's confirmation of a restore not acted on yet.
+// start) and an operator's confirmation of a restore not acted on yet. The highest event id is
+// that of msg_event, msg_state_log or msg_state_out (ids of one sequence).
 const identitySQL = `
 SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
        coalesce(d.system_identifier, 0), coalesce(d.timeline, 0), d.seen_at,
-       coalesce((SELECT max(timeline) FROM db_timeline), 0), coalesce((SELECT max(event_id) FROM msg_event), 0),
+       coalesce((SELECT max(timeline) FROM db_timeline), 0), greatest(coalesce((SELECT max(event_id) FROM msg_event), 0), coalesce((SELECT max(event_id) FROM msg_state_log), 0),
+                coalesce((SELECT max(event_id) FROM msg_state_out), 0)),
        d.refused_at, coalesce(d.refused_kafka_event_id, 0), d.confirmed_by, d.confirmed_reason, d.confirmed_at
   FROM db_epoch d`
 
 // lockEpochSQL reads the restore epoch and the server's timeline and system identifier (0:
 // withheld), locking db_epoch's row until the transaction ends.
 const lockEpochSQL = `
-SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), coalesce((SELECT max(event_id) FROM msg_event), 0)
+SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), greatest(coalesce((SELECT max(event_id) FROM msg_event), 0), coalesce((SELECT max(event_id) FROM msg_state_log), 0),
+                coalesce((SELECT max(event_id) FROM msg_state_out), 0))
   FROM db_epoch d FOR UPDATE`
 
 // foreignIDsSQL counts the records Kafka holds ($1 event_id, $2 target, $3 FLID, $4 version) of
@@ -370,17 +411,32 @@ const raiseEpochSQL = `SELECT msgx_raise_epoch($1)`
 
 // renumberSQL gives every unsent event (PENDING, DEAD) below the id generation $1 a new id of
 // the current one, in the order of the old ids, so each FLID's events keep their order and every
-// unsent event stays above every sent one. The new ids are above every id in use (the generation
-// is above every generation in msg_event), so no row ever meets another's id. The CTE sorts
-// before msgx_event_id runs (a volatile target is computed after the sort).
+// unsent event stays above every sent one; then every row of msg_state_log (in order: the fold
+// takes the highest id of a FLID as its newest) and every unsent state of msg_state_out. The new
+// ids are above every id in use (the generation is above every generation in these tables), so
+// no row ever meets another's id. The CTE sorts before msgx_event_id runs (a volatile target is
+// computed after the sort). It returns how many rows it renumbered.
 const renumberSQL = `
 WITH n AS MATERIALIZED (
     SELECT event_id, msgx_event_id() AS new_id
       FROM msg_event
      WHERE status IN ('PENDING', 'DEAD') AND event_id < ($1::bigint << 40)
      ORDER BY event_id
+), e AS (
+    UPDATE msg_event e SET event_id = n.new_id FROM n WHERE e.event_id = n.event_id RETURNING 1
+), l AS MATERIALIZED (
+    SELECT event_id, msgx_event_id() AS new_id
+      FROM msg_state_log
+     WHERE event_id < ($1::bigint << 40)
+     ORDER BY event_id
+), lu AS (
+    UPDATE msg_state_log g SET event_id = l.new_id FROM l WHERE g.event_id = l.event_id RETURNING 1
+), s AS (
+    UPDATE msg_state_out SET event_id = msgx_event_id()
+     WHERE status IN ('PENDING', 'DEAD') AND event_id < ($1::bigint << 40)
+    RETURNING 1
 )
-UPDATE msg_event e SET event_id = n.new_id FROM n WHERE e.event_id = n.event_id`
+SELECT (SELECT count(*) FROM e) + (SELECT count(*) FROM lu) + (SELECT count(*) FROM s)`
 
 // restoreLogSQL records a raise of the restore epoch.
 const restoreLogSQL = `

@@ -183,12 +183,31 @@ func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]
 	return out, nil
 }
 
+// FoldStates moves at most limit rows of msg_state_log, from event_id from in id order, into
+// msg_state_out under the lease: the newest state of each FLID becomes its row (foldStatesSQL).
+// from is a lower bound of the rows left (0: none known); it returns how many rows it moved and
+// the next bound.
+func (s *Store) FoldStates(ctx context.Context, fence leader.Fence, from int64, limit int) (int, int64, error) {
+	var n int
+	var last int64
+	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, foldStatesSQL, from, limit).Scan(&n, &last)
+	})
+	if err != nil {
+		return 0, from, fmt.Errorf("fold states: %w", err)
+	}
+	if n == 0 {
+		return 0, from, nil
+	}
+	return n, last + 1, nil
+}
+
 // StateClaims is what one KAFKA:schd flush visited.
 type StateClaims struct {
-	// Due are the newest events of the visited FLIDs whose newest event is due and newer than
-	// the version the state topic already holds: one record each.
+	// Due are the newest states of the visited FLIDs that are due and newer than the version
+	// the state topic already holds: one record each.
 	Due []Claimed
-	// Stale are newest events at or below the version already sent (a replayed older dead
+	// Stale are newest states at or below the version already sent (a replayed older dead
 	// letter, a duplicate): settled without sending (MarkStatesSent).
 	Stale []Claimed
 	// Visited is how many FLIDs the claim read (at most its limit).
@@ -196,18 +215,13 @@ type StateClaims struct {
 	// Next is the cursor of the next flush: the last visited FLID when the limit stopped the
 	// visit, "" when it reached the end (the next flush starts over).
 	Next string
-	// From is a lower bound of the unsent KAFKA:schd event ids for the next claim and for
-	// MarkStatesSent: the smallest one at the claim (the claim's from when there was none).
-	// It holds for the reasons ClaimHeadsFrom's does.
-	From int64
 }
 
-// ClaimStates visits at most limit FLIDs with unsent KAFKA:schd events, in FLID order after the
-// cursor after ("": from the start), each by index: its cost does not grow with the backlog.
-// from is a lower bound of the unsent KAFKA:schd event ids (0: none known; StateClaims.From).
-func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after string, from int64) (StateClaims, error) {
-	out := StateClaims{From: from}
-	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit, after, from)
+// ClaimStates visits at most limit FLIDs with an unsent state, in FLID order after the cursor
+// after ("": from the start), by index: its cost does not grow with the number of flights.
+func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after string) (StateClaims, error) {
+	var out StateClaims
+	rows, err := s.pool.Query(ctx, claimStatesSQL, now, limit, after)
 	if err != nil {
 		return out, fmt.Errorf("claim states: %w", err)
 	}
@@ -218,7 +232,7 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after
 		var msgID *int64
 		var due bool
 		var sent int64
-		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &due, &sent, &out.From); err != nil {
+		if err := rows.Scan(&c.EventID, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt, &due, &sent); err != nil {
 			return out, fmt.Errorf("claim states: %w", err)
 		}
 		if msgID != nil {
@@ -244,10 +258,9 @@ func (s *Store) ClaimStates(ctx context.Context, now time.Time, limit int, after
 }
 
 // MarkStatesSent records, under the lease, that the state topic holds each claimed state: it
-// raises each FLID's sent version and settles every unsent KAFKA:schd event of the FLID at or
-// below it as SENT (PENDING and DEAD alike). from is a lower bound of the unsent KAFKA:schd
-// event ids (StateClaims.From; 0: none known). It returns how many events it settled.
-func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time, from int64) (int64, error) {
+// raises each FLID's sent version and settles the FLID's unsent state as SENT (PENDING and DEAD
+// alike) unless a newer one was written since the claim. It returns how many states it settled.
+func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states []Claimed, now time.Time) (int64, error) {
 	if len(states) == 0 {
 		return 0, nil
 	}
@@ -257,7 +270,7 @@ func (s *Store) MarkStatesSent(ctx context.Context, fence leader.Fence, states [
 	}
 	var n int64
 	err := leader.Fenced(ctx, s.pool, fence, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now, from)
+		tag, err := tx.Exec(ctx, markStatesSentSQL, keys, versions, now)
 		n = tag.RowsAffected()
 		return err
 	})

@@ -127,7 +127,7 @@ func (b *bundle) published(t *testing.T, flid int64) (string, int64) {
 	t.Helper()
 	var payload *string
 	var version int64
-	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT COALESCE(body, payload::text), state_version FROM msg_event
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), `SELECT COALESCE(body, payload::text), state_version FROM `+testdb.AllEvents+`
 		WHERE target = 'KAFKA:schd' AND partition_key = $1 ORDER BY event_id DESC LIMIT 1`, fmt.Sprint(flid)).Scan(&payload, &version))
 	if payload == nil {
 		return "", version

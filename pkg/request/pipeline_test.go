@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/processor/plugins"
@@ -193,7 +194,7 @@ func TestResponseGuardInTheProcessor(t *testing.T) {
 	}
 	require.Empty(t, p.flights(t), "an unsolicited SCHD RESP creates no flight")
 	require.Equal(t, []string{"A1", "A2", "A3"}, p.refKeys(t), "an unsolicited list RESP deletes nothing")
-	require.Zero(t, p.count(t, `SELECT count(*) FROM msg_event`), "no event from a skipped response")
+	require.Zero(t, p.count(t, `SELECT count(*) FROM `+testdb.AllEvents), "no event from a skipped response")
 
 	// An RQFD for 2 December, sent at t0+1m.
 	p.clock.Advance(time.Minute)

@@ -72,7 +72,7 @@ var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
-	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_sent", "msg_identity", "ref_master", "req_track",
+	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_log", "msg_state_out", "msg_state_sent", "msg_identity", "ref_master", "req_track",
 	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "token_revoked", "dispatch_send", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
@@ -104,6 +104,7 @@ var pgGrants = []pgGrant{
 	{Processor, "SELECT, UPDATE", []string{"proc_state"}},
 	{Processor, "SELECT", []string{"inbox_cursor", "flight_history"}},
 	{Processor, "SELECT, INSERT", []string{"msg_event", "schd_snap_log"}},
+	{Processor, "INSERT", []string{"msg_state_log"}}, // a flight's newest state of the transaction
 	// processor: identity bindings (a reused key is bound again, the keys are locked FOR UPDATE);
 	// the identity rule stored by the first start (pkg/identity; LOCK TABLE needs UPDATE).
 	{Processor, "SELECT, INSERT, UPDATE", []string{"msg_identity", "identity_rule"}},
@@ -125,8 +126,12 @@ var pgGrants = []pgGrant{
 	{Processor, "SELECT", []string{"marker_owed"}}, // the marker-owed gauge
 	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
-	// dispatcher: the outbox, status only; the state topic's sent versions (upserted).
+	// dispatcher: the outbox, status only (and ids at a raise of the restore epoch); the state
+	// topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
+	// dispatcher: the state log folded into one row per FLID, whose delivery it records.
+	{Dispatcher, "SELECT, UPDATE, DELETE", []string{"msg_state_log"}},
+	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_out"}},
 	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_sent"}},
 	{Dispatcher, "SELECT (watermark)", []string{"inbox_cursor"}}, // the heartbeat
 	// dispatcher: the timelines it ran on (a promotion), and the change records the changes
@@ -160,6 +165,8 @@ var pgGrants = []pgGrant{
 	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
+	{Jobs, "INSERT", []string{"msg_state_log"}},         // a purge's TOMBSTONE state
+	{Jobs, "SELECT, DELETE", []string{"msg_state_out"}}, // retention
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
 	// jobs: a send renumbers a request whose SEQN the mailbox shows in use (after a failover
 	// that lost the counter's last advances) and raises the counter.
@@ -176,7 +183,7 @@ var pgGrants = []pgGrant{
 
 	// admin (msgxctl operators): read everything; the audited actions.
 	{Admin, "SELECT", allTables},
-	{Admin, "UPDATE", []string{"proc_state", "msg_event", "inbox_cursor", "inbox_gap", "job_state"}},
+	{Admin, "UPDATE", []string{"proc_state", "msg_event", "msg_state_out", "inbox_cursor", "inbox_gap", "job_state"}},
 	{Admin, "INSERT, DELETE", []string{"proc_state", "proc_state_hst"}}, // backfill retry of archived rows
 	{Admin, "DELETE", []string{"msg_attempt"}},                          // the trigger msg_attempt_cascade on that DELETE (it keeps rows moved back)
 	{Admin, "INSERT", []string{"msg_attempt"}},                          // a replay writes the attempt a row kept on itself (outcome_epoch) first
@@ -184,9 +191,9 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
 	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
-	{Admin, "INSERT, UPDATE", []string{"req_open_day"}},   // a registration takes its days
-	{Admin, "INSERT", []string{"msg_event"}},              // msgxctl kafka reseed enqueues state events
-	{Admin, "UPDATE, DELETE", []string{"msg_state_sent"}}, // and lowers the record of what the state topic holds
+	{Admin, "INSERT, UPDATE", []string{"req_open_day"}},       // a registration takes its days
+	{Admin, "INSERT", []string{"msg_event", "msg_state_log"}}, // msgxctl kafka reseed enqueues state events
+	{Admin, "UPDATE, DELETE", []string{"msg_state_sent"}},     // and lowers the record of what the state topic holds
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq", "msg_event_event_id_seq"}},
 	// msgxctl db restored: an operator's confirmation of a restore, nothing else of db_epoch.
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
@@ -195,10 +202,10 @@ var pgGrants = []pgGrant{
 
 	// console (cmd/console): reads every table it shows; writes only through the functions
 	// msgxctl uses, each with its audit row: procstate.Replay (proc_state, msg_attempt), outbox Replay/Skip
-	// (msg_event), request RegisterAudited (req_track, req_seqn, req_open_day). No backfill, gap or history
+	// (msg_event, msg_state_out), request RegisterAudited (req_track, req_seqn, req_open_day). No backfill, gap or history
 	// action, no DELETE.
 	{Console, "SELECT", allTables},
-	{Console, "UPDATE", []string{"proc_state", "msg_event"}},
+	{Console, "UPDATE", []string{"proc_state", "msg_event", "msg_state_out"}},
 	{Console, "INSERT", []string{"replay_audit"}},
 	{Console, "INSERT", []string{"msg_attempt"}}, // procstate.Replay writes the attempt a row kept on itself first
 	{Console, "INSERT, UPDATE", []string{"req_track"}},

@@ -17,10 +17,17 @@ SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, 
 	// openSQL counts the open messages through proc_state_open (Options.OpenOnly).
 	openSQL    = `SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
 	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
-	outboxSQL  = `
+	// outboxSQL is the backlog per target: msg_event's, and the state topic's (msg_state_out's
+	// unsent rows and the states not folded into them yet, which are pending).
+	outboxSQL = `
 SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
        min(created_at) FILTER (WHERE status = 'PENDING')
-  FROM msg_event WHERE status IN ('PENDING', 'DEAD') GROUP BY target ORDER BY target`
+  FROM (SELECT target, status, created_at FROM msg_event WHERE status IN ('PENDING', 'DEAD')
+        UNION ALL
+        SELECT 'KAFKA:schd', status, created_at FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
+        UNION ALL
+        SELECT 'KAFKA:schd', 'PENDING', created_at FROM msg_state_log) e
+ GROUP BY target ORDER BY target`
 	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
 	sendsSQL   = `
 SELECT target, topic, epoch, blocked_since, error_class, error, brokers, brokers_silent, last_sent_at, stall_after,

@@ -116,3 +116,20 @@ func RandomSuffix() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// AllEvents is every event the flight writers wrote, as one relation named msg_event with
+// msg_event's columns, for tests that read what was enqueued: msg_event's rows, and the
+// KAFKA:schd states, folded into msg_state_out (one per FLID) or not yet (msg_state_log,
+// PENDING). Use it where a query says FROM msg_event: "FROM " + testdb.AllEvents.
+const AllEvents = `(
+    SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
+           next_attempt_at, created_at, sent_at, last_error
+      FROM msg_event
+    UNION ALL
+    SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, msg_id, NULL::jsonb, body, status, attempts,
+           next_attempt_at, created_at, sent_at, last_error
+      FROM msg_state_out
+    UNION ALL
+    SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, msg_id, NULL::jsonb, body, 'PENDING', 0,
+           NULL::timestamptz, created_at, NULL::timestamptz, NULL::text
+      FROM msg_state_log) AS msg_event`

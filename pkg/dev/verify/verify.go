@@ -373,12 +373,13 @@ type sentSets struct {
 	held      map[int64]bool
 	heldByKey map[string]int64 // "flid/version" -> the held record's event_id
 	keyOf     map[int64]string // SENT KAFKA:msg event -> "flid/version"
+	stateSent map[string]int64 // FLID -> the highest version the state topic holds (msg_state_sent)
 	timeline  int64            // the newest id generation (timeline + restore epoch: ids >> 40) among the SENT events
 }
 
 func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
-	s := sentSets{sent: map[string]map[int64]bool{TopicChanges: {}, TopicState: {}}, held: map[int64]bool{},
-		heldByKey: map[string]int64{}, keyOf: map[int64]string{}}
+	s := sentSets{sent: map[string]map[int64]bool{TopicChanges: {}}, held: map[int64]bool{},
+		heldByKey: map[string]int64{}, keyOf: map[int64]string{}, stateSent: map[string]int64{}}
 	rows, err := pool.Query(ctx, `SELECT event_id, target, partition_key || '/' || state_version FROM msg_event WHERE status = 'SENT'`)
 	if err != nil {
 		return s, fmt.Errorf("read sent events: %w", err)
@@ -387,16 +388,21 @@ func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
 	var target, key string
 	if _, err := pgx.ForEachRow(rows, []any{&id, &target, &key}, func() error {
 		s.timeline = max(s.timeline, id>>40)
-		switch target {
-		case "KAFKA:msg":
+		if target == "KAFKA:msg" {
 			s.sent[TopicChanges][id] = true
 			s.keyOf[id] = key
-		case "KAFKA:schd":
-			s.sent[TopicState][id] = true
 		}
 		return nil
 	}); err != nil {
 		return s, fmt.Errorf("read sent events: %w", err)
+	}
+	rows, err = pool.Query(ctx, `SELECT partition_key, state_version FROM msg_state_sent`)
+	if err != nil {
+		return s, fmt.Errorf("read state topic versions: %w", err)
+	}
+	var v int64
+	if _, err := pgx.ForEachRow(rows, []any{&key, &v}, func() error { s.stateSent[key] = v; return nil }); err != nil {
+		return s, fmt.Errorf("read state topic versions: %w", err)
 	}
 	rows, err = pool.Query(ctx, `SELECT event_id, partition_key || '/' || state_version FROM msg_kafka_held`)
 	if err != nil {
@@ -412,10 +418,11 @@ func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
 }
 
 // SentEvents compares msgx.flight.changes with the KAFKA:msg events: every SENT event is on the
-// topic, and every record is a SENT event; every msgx.flight.state record is a SENT KAFKA:schd
-// event (the flush sends one record for the newest of a FLID's events). duplicates counts the
-// records beyond the first of their event (the idempotent producer's allowance after a retry or
-// a takeover). After a failover or a restore that lost the database's last transactions, a
+// topic, and every record is a SENT event; every msgx.flight.state record is of a version at or
+// below the one msg_state_sent records for its FLID (the flush records each version it sent; a
+// state's event id names it only until a newer state of the FLID replaces it). duplicates
+// counts the records beyond the first of their event (the idempotent producer's allowance after
+// a retry or a takeover). After a failover or a restore that lost the database's last transactions, a
 // change record the dispatcher recorded as held stands for the SENT event of its version, and a
 // state record of an older id generation than the database's may name an event the database
 // lost (or renumbered); lostTail counts them.
@@ -436,9 +443,12 @@ func SentEvents(ctx context.Context, pool *pgxpool.Pool, recs []stack.Record) (b
 		}
 		seen[r.Topic][r.EventID] = true
 		switch {
-		case s.sent[r.Topic][r.EventID]:
+		case r.Topic == TopicChanges && s.sent[r.Topic][r.EventID]:
+		case r.Topic == TopicState && r.StateVersion <= s.stateSent[r.FLID]:
 		case r.Topic == TopicChanges && s.held[r.EventID], r.Topic == TopicState && r.EventID>>40 < s.timeline:
 			lostTail++
+		case r.Topic == TopicState:
+			bad = append(bad, fmt.Sprintf("%s: record of event %d (FLID %s v%d), above the version recorded as sent (%d)", r.Topic, r.EventID, r.FLID, r.StateVersion, s.stateSent[r.FLID]))
 		default:
 			bad = append(bad, fmt.Sprintf("%s: record of event %d (FLID %s v%d), which is not a SENT event", r.Topic, r.EventID, r.FLID, r.StateVersion))
 		}

@@ -195,7 +195,7 @@ type event struct {
 func (e *env) events(t testing.TB, flid int64) []event {
 	t.Helper()
 	rows, err := e.db.Pool.Query(context.Background(), `SELECT target, partition_key, event_type, state_version, msg_id, COALESCE(body, payload::text)
-		FROM msg_event WHERE partition_key = $1 ORDER BY event_id`, fmt.Sprint(flid))
+		FROM `+testdb.AllEvents+` WHERE partition_key = $1 ORDER BY event_id`, fmt.Sprint(flid))
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (event, error) {
 		var ev event
@@ -213,7 +213,7 @@ func (e *env) events(t testing.TB, flid int64) []event {
 func (e *env) countEvents(t testing.TB) int {
 	t.Helper()
 	var n int
-	require.NoError(t, e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM msg_event`).Scan(&n))
+	require.NoError(t, e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM `+testdb.AllEvents).Scan(&n))
 	return n
 }
 

@@ -54,7 +54,7 @@ func TestSimulatedDayInstants(t *testing.T) {
 
 			var n verify.InstantCount
 			bodies := 0
-			rows, _ := db.Pool.Query(context.Background(), `SELECT COALESCE(body, payload::text) FROM msg_event WHERE COALESCE(body, payload::text) IS NOT NULL ORDER BY event_id`)
+			rows, _ := db.Pool.Query(context.Background(), `SELECT COALESCE(body, payload::text) FROM `+testdb.AllEvents+` WHERE COALESCE(body, payload::text) IS NOT NULL ORDER BY event_id`)
 			values, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			require.NoError(t, err)
 			for _, v := range values {

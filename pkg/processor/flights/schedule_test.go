@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/testdb"
 	"github.com/msgx/msgx/pkg/flight"
 )
 
@@ -19,7 +20,7 @@ func (e *env) dump(t testing.TB) string {
 		`SELECT coalesce(string_agg(to_jsonb(r)::text, E'\n' ORDER BY flid, kind, rtno), '') FROM flight_route r`,
 		`SELECT coalesce(string_agg(to_jsonb(s)::text, E'\n' ORDER BY flid, psno), '') FROM flight_stand s`,
 		`SELECT coalesce(string_agg(to_jsonb(d)::text, E'\n' ORDER BY flid, code), '') FROM flight_delay d`,
-		`SELECT count(*)::text FROM msg_event`,
+		`SELECT count(*)::text FROM ` + testdb.AllEvents,
 		`SELECT count(*)::text FROM schd_snap_log`,
 	} {
 		var s string
