@@ -104,6 +104,19 @@ $$;
 
 
 --
+-- Name: msgx_take_legacy_states(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_take_legacy_states() RETURNS TABLE(event_id bigint, partition_key text, event_type text, state_version bigint, msg_id bigint, body text, created_at timestamp with time zone)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+  DELETE FROM msg_event e WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD')
+  RETURNING e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.created_at
+$$;
+
+
+--
 -- Name: msgx_timeline(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -939,6 +952,7 @@ CREATE TABLE public.msg_state_out (
     attempts integer DEFAULT 0 NOT NULL,
     next_attempt_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,
+    pending_since timestamp with time zone NOT NULL,
     sent_at timestamp with time zone,
     last_error text,
     CONSTRAINT msg_state_out_attempts_check CHECK ((attempts >= 0)),

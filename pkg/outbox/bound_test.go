@@ -67,8 +67,8 @@ func seedStates(t *testing.T, db *testdb.DB, t0 time.Time, sent string) {
 	t.Helper()
 	for _, sql := range []string{
 		`ALTER TABLE msg_state_out SET (autovacuum_enabled = off)`,
-		`INSERT INTO msg_state_out (partition_key, event_id, event_type, state_version, body, created_at)
-		 SELECT (100000 + f)::text, f + 1, 'UPSERT', 7, '{}', $1 FROM generate_series(0, 19999) f`,
+		`INSERT INTO msg_state_out (partition_key, event_id, event_type, state_version, body, created_at, pending_since)
+		 SELECT (100000 + f)::text, f + 1, 'UPSERT', 7, '{}', $1, $1 FROM generate_series(0, 19999) f`,
 		`UPDATE msg_state_out SET status = 'SENT', sent_at = $1 WHERE ` + sent,
 		`ANALYZE msg_state_out`,
 	} {

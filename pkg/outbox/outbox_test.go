@@ -561,3 +561,46 @@ func TestFoldStates(t *testing.T) {
 	_, _, err = b.store.FoldStates(ctx, leader.Lease{Role: "dispatcher", Epoch: 99}, 0, 10)
 	require.ErrorIs(t, err, leader.ErrFenced)
 }
+
+// TestFoldTakesAPreviousReleasesStates: while the Deployments roll, the previous release's
+// processor writes its states to msg_event; the fold moves them, newest of each FLID, with the
+// log's. A state that keeps being replaced while unsent keeps the age of the first.
+func TestFoldTakesAPreviousReleasesStates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, body, created_at) VALUES
+		('KAFKA:schd', '5', 'UPSERT', 1, '{"v":1}', $1), ('KAFKA:schd', '5', 'UPSERT', 2, '{"v":2}', $1)`, t0)
+	require.NoError(t, err)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0.Add(time.Minute),
+		event.Event{Target: event.TargetSchd, FLID: 5, Type: event.Upsert, StateVersion: 3, Payload: json.RawMessage(`{"v":3}`)},
+		event.Event{Target: event.TargetSchd, FLID: 6, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{"v":1}`)}))
+	n, _, err := b.store.FoldStates(ctx, b.lease, 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the log's rows (msg_event's are not counted against the bound)")
+	var legacy int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event`).Scan(&legacy))
+	require.Zero(t, legacy)
+	got, err := b.store.ClaimStates(ctx, t0.Add(time.Minute), 10, "")
+	require.NoError(t, err)
+	require.Len(t, got.Due, 2)
+	require.Equal(t, int64(3), got.Due[0].StateVersion, "the newest of FLID 5, from the log")
+	require.JSONEq(t, `{"v":3}`, string(got.Due[0].Payload))
+
+	st, err := b.store.Stats(ctx)
+	require.NoError(t, err)
+	require.Len(t, st, 1)
+	require.True(t, st[0].OldestPending.Equal(t0), "FLID 5 has waited since its first unsent state: %v", st[0].OldestPending)
+
+	// Sent, then a newer state: it waits from its own time.
+	_, err = b.store.MarkStatesSent(ctx, b.lease, got.Due, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0.Add(2*time.Minute),
+		event.Event{Target: event.TargetSchd, FLID: 5, Type: event.Upsert, StateVersion: 4, Payload: json.RawMessage(`{"v":4}`)}))
+	_, _, err = b.store.FoldStates(ctx, b.lease, 0, 100)
+	require.NoError(t, err)
+	st, err = b.store.Stats(ctx)
+	require.NoError(t, err)
+	require.Len(t, st, 1)
+	require.True(t, st[0].OldestPending.Equal(t0.Add(2*time.Minute)), "%v", st[0].OldestPending)
+}

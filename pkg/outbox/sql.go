@@ -80,29 +80,36 @@ var stateColumns = []string{"partition_key", "event_type", "state_version", "msg
 
 // foldStatesSQL moves at most $2 rows of msg_state_log, from event_id $1 in id order (a lower bound
 // of the rows left: the index entries of the rows moved before are not walked), into
-// msg_state_out: the newest of each FLID (highest event_id: commit order, so the highest
-// version) becomes its row, new or rewritten in place with its event id, PENDING again with a
-// fresh attempt budget, unless the row already holds a newer version. An equal version is
-// written again (msgxctl kafka reseed re-enqueues the version the topic lost). The rows of
-// msg_state_out are written in key order, the order MarkStatesSent locks them in. It returns how
-// many log rows it moved and the highest id among them (0: none).
+// msg_state_out, and with them every unsent KAFKA:schd event of msg_event (the previous release's
+// processor writes its states there while the Deployments roll: msgx_take_legacy_states; one
+// descent of msg_event_unsent when there is none). The newest state of each FLID (highest event_id: commit
+// order, so the highest version) becomes its row, new or rewritten in place with its event id,
+// PENDING again with a fresh attempt budget, unless the row already holds a newer version. An
+// equal version is written again (msgxctl kafka reseed re-enqueues the version the topic lost).
+// pending_since, the oldest moved state's time for a new or sent row, stays while a newer state
+// replaces an unsent one, so the backlog's age keeps growing while a flight's states fail. The rows of msg_state_out are written in key order, the
+// order MarkStatesSent locks them in. It returns how many log rows it moved and the highest id
+// among them (0: none).
 const foldStatesSQL = `
-WITH moved AS (
+WITH logged AS (
     DELETE FROM msg_state_log
      WHERE event_id IN (SELECT event_id FROM msg_state_log WHERE event_id >= $1 ORDER BY event_id LIMIT $2)
-    RETURNING *
+    RETURNING event_id, partition_key, event_type, state_version, msg_id, body, created_at
 ), newest AS (
-    SELECT DISTINCT ON (partition_key) * FROM moved ORDER BY partition_key, event_id DESC
+    SELECT DISTINCT ON (partition_key) *, min(created_at) OVER (PARTITION BY partition_key) AS since
+      FROM (SELECT * FROM logged UNION ALL SELECT * FROM msgx_take_legacy_states()) m
+     ORDER BY partition_key, event_id DESC
 ), fold AS (
-    INSERT INTO msg_state_out AS o (partition_key, event_id, event_type, state_version, msg_id, body, created_at)
-    SELECT partition_key, event_id, event_type, state_version, msg_id, body, created_at FROM newest ORDER BY partition_key
+    INSERT INTO msg_state_out AS o (partition_key, event_id, event_type, state_version, msg_id, body, created_at, pending_since)
+    SELECT partition_key, event_id, event_type, state_version, msg_id, body, created_at, since FROM newest ORDER BY partition_key
     ON CONFLICT (partition_key) DO UPDATE
        SET event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type, state_version = EXCLUDED.state_version,
            msg_id = EXCLUDED.msg_id, body = EXCLUDED.body, created_at = EXCLUDED.created_at,
+           pending_since = CASE WHEN o.status = 'PENDING' THEN o.pending_since ELSE EXCLUDED.pending_since END,
            status = 'PENDING', attempts = 0, next_attempt_at = NULL, sent_at = NULL, last_error = NULL
      WHERE EXCLUDED.state_version >= o.state_version
 )
-SELECT count(*), coalesce(max(event_id), 0) FROM moved`
+SELECT count(*), coalesce(max(event_id), 0) FROM logged`
 
 // claimStatesSQL visits at most $2 FLIDs with an unsent state (msg_state_out_unsent), in
 // partition_key order after the cursor $3. It returns one row per visited FLID: its newest state,
@@ -226,8 +233,8 @@ UNION ALL
 SELECT 'KAFKA:schd',
        count(*) FILTER (WHERE status = 'PENDING'),
        count(*) FILTER (WHERE status = 'DEAD'),
-       min(created_at) FILTER (WHERE status = 'PENDING')
-  FROM (SELECT status, created_at FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
+       min(since) FILTER (WHERE status = 'PENDING')
+  FROM (SELECT status, pending_since AS since FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
         UNION ALL
         SELECT 'PENDING', created_at FROM msg_state_log) s
 HAVING count(*) > 0`
@@ -392,7 +399,7 @@ SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), greatest
 
 // foreignIDsSQL counts the records Kafka holds ($1 event_id, $2 target, $3 FLID, $4 version) of
 // the id generation $5 that are not this database's: an id beyond what its sequence has drawn, or
-// one msg_event gives to another event. Either means it went back behind ids it published (a
+// one msg_event, msg_state_log or msg_state_out gives to another event. Either means it went back behind ids it published (a
 // restore that kept the timeline), so the ids it draws next would name two records. An id the
 // sequence passed that msg_event does not hold is not: the database will never draw it again
 // (its event was deleted after MSGX_EVENT_RETENTION, or its transaction rolled back). It returns
@@ -400,10 +407,14 @@ SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), greatest
 const foreignIDsSQL = `
 SELECT count(*), coalesce(max(u.id), 0)
   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(id, t, k, v)
+  LEFT JOIN (SELECT event_id, partition_key, state_version FROM msg_state_log
+             UNION ALL
+             SELECT event_id, partition_key, state_version FROM msg_state_out) s ON s.event_id = u.id
  WHERE u.id >> 40 = $5
    AND ((u.id & 1099511627775) > coalesce(pg_sequence_last_value('msg_event_event_id_seq'::regclass), 0)
         OR EXISTS (SELECT 1 FROM msg_event e
-                    WHERE e.event_id = u.id AND (e.target, e.partition_key, e.state_version) <> (u.t, u.k, u.v)))`
+                    WHERE e.event_id = u.id AND (e.target, e.partition_key, e.state_version) <> (u.t, u.k, u.v))
+        OR (s.event_id IS NOT NULL AND ('KAFKA:schd', s.partition_key, s.state_version) <> (u.t, u.k, u.v)))`
 
 // raiseEpochSQL raises the restore epoch to $1 (db_epoch and msgx_event_id's constant, in this
 // transaction; the function refuses anything but a raise).

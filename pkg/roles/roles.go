@@ -129,6 +129,10 @@ var pgGrants = []pgGrant{
 	// dispatcher: the outbox, status only (and ids at a raise of the restore epoch); the state
 	// topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
+	// dispatcher: the fold moves KAFKA:schd events a previous release's processor wrote to
+	// msg_event (while the Deployments roll) into msg_state_out, through a function that runs as
+	// its owner and removes only those.
+	{Dispatcher, "EXECUTE", []string{"msgx_take_legacy_states()"}},
 	// dispatcher: the state log folded into one row per FLID, whose delivery it records.
 	{Dispatcher, "SELECT, UPDATE, DELETE", []string{"msg_state_log"}},
 	{Dispatcher, "SELECT, INSERT, UPDATE", []string{"msg_state_out"}},
@@ -191,9 +195,9 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT, UPDATE", []string{"identity_rule"}}, // msgxctl identity set
 	{Admin, "INSERT, UPDATE", []string{"req_track"}},     // msgxctl request registers (the jobs stage sends)
 	{Admin, "UPDATE", []string{"req_seqn"}},
-	{Admin, "INSERT, UPDATE", []string{"req_open_day"}},       // a registration takes its days
-	{Admin, "INSERT", []string{"msg_event", "msg_state_log"}}, // msgxctl kafka reseed enqueues state events
-	{Admin, "UPDATE, DELETE", []string{"msg_state_sent"}},     // and lowers the record of what the state topic holds
+	{Admin, "INSERT, UPDATE", []string{"req_open_day"}},   // a registration takes its days
+	{Admin, "INSERT", []string{"msg_state_log"}},          // msgxctl kafka reseed enqueues state events
+	{Admin, "UPDATE, DELETE", []string{"msg_state_sent"}}, // and lowers the record of what the state topic holds
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq", "msg_event_event_id_seq"}},
 	// msgxctl db restored: an operator's confirmation of a restore, nothing else of db_epoch.
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},

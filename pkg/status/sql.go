@@ -24,7 +24,7 @@ SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHER
        min(created_at) FILTER (WHERE status = 'PENDING')
   FROM (SELECT target, status, created_at FROM msg_event WHERE status IN ('PENDING', 'DEAD')
         UNION ALL
-        SELECT 'KAFKA:schd', status, created_at FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
+        SELECT 'KAFKA:schd', status, pending_since FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
         UNION ALL
         SELECT 'KAFKA:schd', 'PENDING', created_at FROM msg_state_log) e
  GROUP BY target ORDER BY target`
