@@ -574,7 +574,9 @@ func runAlone(ctx context.Context, cfg Config, sc Scenario, r *Run, dir, pgURL s
 const recoveredSQL = `
 SELECT (SELECT watermark FROM inbox_cursor) >= $1
    AND NOT EXISTS (SELECT 1 FROM proc_state WHERE msg_id <= $1 AND status IN ('PENDING', 'FAILED'))
-   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE status = 'PENDING' AND created_at <= $2)`
+   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE status = 'PENDING' AND created_at <= $2)
+   AND NOT EXISTS (SELECT 1 FROM msg_state_log WHERE created_at <= $2)
+   AND NOT EXISTS (SELECT 1 FROM msg_state_out WHERE status = 'PENDING' AND pending_since <= $2)`
 
 // waitRecovered polls until every mailbox row up to maxID is processed and every event created
 // before from is sent, and returns the time since from.
