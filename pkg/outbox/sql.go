@@ -220,7 +220,9 @@ SELECT (SELECT epoch FROM lease),
        coalesce(least((SELECT min(event_id) FROM msg_state_log),
                       (SELECT min(event_id) FROM msg_state_out WHERE status IN ('PENDING', 'DEAD'))), 0)`
 
-// statsSQL feeds the backlog gauges (a state not folded yet is pending).
+// statsSQL feeds the backlog gauges. A state not folded yet is pending; one at or below the
+// version the state topic holds is not (the next flush settles it without sending: a replayed
+// older state, or one a previous release republished after a rollback).
 const statsSQL = `
 SELECT target,
        count(*) FILTER (WHERE status = 'PENDING'),
@@ -234,9 +236,12 @@ SELECT 'KAFKA:schd',
        count(*) FILTER (WHERE status = 'PENDING'),
        count(*) FILTER (WHERE status = 'DEAD'),
        min(since) FILTER (WHERE status = 'PENDING')
-  FROM (SELECT status, pending_since AS since FROM msg_state_out WHERE status IN ('PENDING', 'DEAD')
+  FROM (SELECT o.status, o.pending_since AS since, o.partition_key, o.state_version
+          FROM msg_state_out o WHERE o.status IN ('PENDING', 'DEAD')
         UNION ALL
-        SELECT 'PENDING', created_at FROM msg_state_log) s
+        SELECT 'PENDING', created_at, partition_key, state_version FROM msg_state_log) u
+  LEFT JOIN msg_state_sent s USING (partition_key)
+ WHERE u.state_version > coalesce(s.state_version, 0)
 HAVING count(*) > 0`
 
 // listDeadSQL lists dead letters (with $4 also the skipped ones) with the number of later
