@@ -604,3 +604,28 @@ func TestFoldTakesAPreviousReleasesStates(t *testing.T) {
 	require.Len(t, st, 1)
 	require.True(t, st[0].OldestPending.Equal(t0.Add(2*time.Minute)), "%v", st[0].OldestPending)
 }
+
+// TestStaleStateIsNotPending: a state at or below the version the state topic holds (a
+// previous release republished it after a rollback) is not pending; the next flush settles it
+// without sending.
+func TestStaleStateIsNotPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0,
+		event.Event{Target: event.TargetSchd, FLID: 5, Type: event.Upsert, StateVersion: 3, Payload: json.RawMessage(`{"v":3}`)}))
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO msg_state_sent (partition_key, state_version, sent_at) VALUES ('5', 3, $1)`, t0)
+	require.NoError(t, err)
+	st, err := b.store.Stats(ctx)
+	require.NoError(t, err)
+	require.Empty(t, st, "logged, not folded, and already on the topic")
+	_, _, err = b.store.FoldStates(ctx, b.lease, 0, 100)
+	require.NoError(t, err)
+	st, err = b.store.Stats(ctx)
+	require.NoError(t, err)
+	require.Empty(t, st, "folded, unsent, and already on the topic")
+	got, err := b.store.ClaimStates(ctx, t0, 10, "")
+	require.NoError(t, err)
+	require.Empty(t, got.Due)
+	require.Len(t, got.Stale, 1)
+}
