@@ -115,7 +115,7 @@ func (d *Dispatcher) oldestUnacked() float64 {
 // Result is what one step did.
 type Result struct {
 	Claimed int // records produced (KAFKA:schd: FLIDs)
-	Sent    int // events marked SENT (KAFKA:schd: every settled event)
+	Sent    int // events marked SENT (KAFKA:schd: states settled, one per flight)
 	Retried int // events that will retry after backoff
 	Dead    int // events that went DEAD
 	Outage  bool
