@@ -78,18 +78,21 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
 // default).
 var stateColumns = []string{"partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
-// foldStatesSQL moves at most $2 rows of msg_state_log, from event_id $1 in id order (a lower bound
-// of the rows left: the index entries of the rows moved before are not walked), into
+// foldStatesSQL moves at most $2 rows of msg_state_log, from event_id $1 in id order (a lower
+// bound of the rows left: the index entries of the rows moved before are not walked), into
 // msg_state_out, and with them every unsent KAFKA:schd event of msg_event (the previous release's
 // processor writes its states there while the Deployments roll: msgx_take_legacy_states; one
-// descent of msg_event_unsent when there is none). The newest state of each FLID (highest event_id: commit
-// order, so the highest version) becomes its row, new or rewritten in place with its event id,
-// PENDING again with a fresh attempt budget, unless the row already holds a newer version. An
-// equal version is written again (msgxctl kafka reseed re-enqueues the version the topic lost).
-// pending_since, the oldest moved state's time for a new or sent row, stays while a newer state
-// replaces an unsent one, so the backlog's age keeps growing while a flight's states fail. The rows of msg_state_out are written in key order, the
-// order MarkStatesSent locks them in. It returns how many log rows it moved and the highest id
-// among them (0: none).
+// descent of msg_event_unsent when there is none). The newest state of each FLID (the highest
+// version; of equal ones the highest id) becomes its row, new or rewritten in place with its
+// event id, PENDING again with a fresh attempt budget, unless the row already holds a newer
+// version. Not the highest id alone: a raise of the restore epoch renumbers in the old ids'
+// order, and after a logical restore the states the processor wrote before the raise had ids
+// below the restored ones. An equal version is written again (msgxctl kafka reseed re-enqueues
+// the version the topic lost). pending_since, the oldest moved state's time for a new or sent
+// row, stays while a newer state replaces an unsent one, so the backlog's age keeps growing while
+// a flight's states fail. The rows of msg_state_out are written in key order, the order
+// MarkStatesSent locks them in. It returns how many log rows it moved and the highest id among
+// them (0: none).
 const foldStatesSQL = `
 WITH logged AS (
     DELETE FROM msg_state_log
@@ -98,7 +101,7 @@ WITH logged AS (
 ), newest AS (
     SELECT DISTINCT ON (partition_key) *, min(created_at) OVER (PARTITION BY partition_key) AS since
       FROM (SELECT * FROM logged UNION ALL SELECT * FROM msgx_take_legacy_states()) m
-     ORDER BY partition_key, event_id DESC
+     ORDER BY partition_key, state_version DESC, event_id DESC
 ), fold AS (
     INSERT INTO msg_state_out AS o (partition_key, event_id, event_type, state_version, msg_id, body, created_at, pending_since)
     SELECT partition_key, event_id, event_type, state_version, msg_id, body, created_at, since FROM newest ORDER BY partition_key
