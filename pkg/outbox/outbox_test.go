@@ -629,3 +629,22 @@ func TestStaleStateIsNotPending(t *testing.T) {
 	require.Empty(t, got.Due)
 	require.Len(t, got.Stale, 1)
 }
+
+// TestFoldTakesTheHighestVersion: the fold keeps each FLID's highest version, whatever the ids
+// say: after a logical restore and the raise of the restore epoch, the states written before the
+// raise are renumbered below the restored ones (chaos pg-restore-logical).
+func TestFoldTakesTheHighestVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO msg_state_log (event_id, partition_key, event_type, state_version, body, created_at) VALUES
+		(50, '9', 'UPSERT', 7, '{"v":7}', $1), (100, '9', 'UPSERT', 5, '{"v":5}', $1)`, t0)
+	require.NoError(t, err)
+	_, _, err = b.store.FoldStates(ctx, b.lease, 0, 100)
+	require.NoError(t, err)
+	got, err := b.store.ClaimStates(ctx, t0, 10, "")
+	require.NoError(t, err)
+	require.Len(t, got.Due, 1)
+	require.Equal(t, int64(7), got.Due[0].StateVersion)
+	require.Equal(t, int64(50), got.Due[0].EventID)
+}
