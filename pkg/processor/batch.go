@@ -60,6 +60,9 @@ func (p *Engine) apply(ctx context.Context, lease leader.Lease, now time.Time, b
 		}
 		for i := range batch {
 			r := p.process(ctx, tx, now, lease, &batch[i], sessions, i)
+			if r.err != nil && environmental(r.err) {
+				return r.err // not the message's failure: the batch ends without an outcome (failBatch)
+			}
 			if r.status == procstate.StatusFailed {
 				// FIFO: nothing behind a failed message runs in this batch.
 				f := p.failure(batch[i], r.class, r.reason, now)
@@ -157,13 +160,13 @@ func (p *Engine) process(ctx context.Context, tx pgx.Tx, now time.Time, lease le
 	}
 	sp := fmt.Sprintf("m%d", i)
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
-		r.status, r.class, r.reason = procstate.StatusFailed, procstate.ClassInfra, "savepoint: "+err.Error()
+		r.status, r.class, r.reason, r.err = procstate.StatusFailed, procstate.ClassInfra, "savepoint: "+err.Error(), err
 		return r
 	}
 	out, err := p.applyOne(ctx, m, func() (Outcome, error) { return h.Apply(ctx, tx, m) })
 	if err != nil {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
-			r.status, r.class, r.reason = procstate.StatusFailed, procstate.ClassInfra, "rollback to savepoint: "+rerr.Error()
+			r.status, r.class, r.reason, r.err = procstate.StatusFailed, procstate.ClassInfra, "rollback to savepoint: "+rerr.Error(), rerr
 			return r
 		}
 	}
@@ -187,10 +190,15 @@ func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, e
 // messages charges nobody: the engine goes on one message per transaction (careful mode), so the
 // message that causes it fails alone. A message alone is charged: FAILED (or DEAD EXHAUSTED at
 // the attempt limit). Fencing and cancellation are returned as they are (the attempt was
-// interrupted, INV-23b).
+// interrupted, INV-23c), and so is a failure of the database that is not the message's
+// (environmental): nobody is charged, and the next attempt records why this one ended.
 func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, batch []work, err error) (StepResult, error) {
 	if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
 		return StepResult{}, err
+	}
+	if environmental(err) {
+		p.interrupted = clip.String(err.Error(), reasonBound)
+		return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w", batch[0].row.id, batch[len(batch)-1].row.id, err)
 	}
 	if len(batch) > 1 {
 		p.careful = max(p.careful, p.cfg.Batch)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/msgx/msgx/pkg/procstate"
 	"github.com/msgx/msgx/pkg/sis"
 )
@@ -42,4 +44,28 @@ func statusOf(c procstate.Class) procstate.Status {
 		return procstate.StatusDead
 	}
 	return procstate.StatusFailed
+}
+
+// environmental reports whether err is PostgreSQL refusing or failing the work for a reason
+// that is not the message's: a privilege missing (a grant revoked, as a rollback's roles apply
+// does before the pods roll), the connection or the server going away, the server out of
+// resources or read-only (a standby), a serialization failure or a deadlock. Such an attempt is
+// not charged to the message (INV-23c): the step ends with the error and the loop retries the
+// head after its backoff, however long the cause lasts, instead of ending message after message
+// DEAD EXHAUSTED. A statement cancelled (57014, e.g. a statement timeout) may be the message's
+// doing and stays charged.
+func environmental(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code == "57014" {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "08", "53", "57", "58": // connection, insufficient resources, operator intervention, system error
+		return true
+	}
+	switch pe.Code {
+	case "42501", "25006", "40001", "40P01", "55P03": // privilege, read-only, serialization, deadlock, lock not available
+		return true
+	}
+	return false
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,7 @@ import (
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
+	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -167,7 +169,7 @@ func childCmd(b *bundle, mode string, env ...string) *exec.Cmd {
 
 // A message that panics the processor on every attempt is poison: each attempt is a real
 // process that dies, and after PoisonCrashes crashes charged to it (it ran alone) it ends DEAD
-// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23b).
+// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23c).
 func TestPoisonMessageEndsExhausted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -209,7 +211,7 @@ func TestPoisonMessageEndsExhausted(t *testing.T) {
 
 // An attempt interrupted by the engine's context ending (SIGTERM, a lost lease, a lost database)
 // is not a failure of the message: an 11-minute outage later the head is processed normally and
-// in order, by the same engine or by a new process (INV-23b).
+// in order, by the same engine or by a new process (INV-23c).
 func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	for _, restart := range []bool{false, true} {
@@ -270,6 +272,54 @@ func TestOutageDoesNotExpireAFailedHead(t *testing.T) {
 	b.drain(t, p)
 	require.Equal(t, "SUCCEEDED", b.row(t, 1).Status)
 	require.Equal(t, []int64{1, 2}, effects(t, b))
+}
+
+// refusing is a processor whose statement the database refuses for a reason of its own (a
+// role without the privilege) while refuse is set.
+type refusing struct {
+	refuse atomic.Bool
+	role   string
+}
+
+func (r *refusing) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
+	if r.refuse.Load() {
+		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{r.role}.Sanitize()); err != nil {
+			return processor.Outcome{}, err
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO effect (msg_id, flid) VALUES ($1, $2)`, m.ID, m.Decoded.Flop.FLID)
+	return processor.Outcome{}, err
+}
+
+// A message whose processor the database refuses (permission denied, the server's state, not
+// the message's) is not charged, however often it is retried: the head waits, nothing behind it
+// runs, and it applies once the database accepts it (INV-23c).
+func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &refusing{role: b.db.Roles(t).Name(roles.Ingest)}
+	h.refuse.Store(true)
+	b.procs[sis.KindFlightUpdate] = h
+	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	for range 8 {
+		_, err := p.Step(context.Background(), b.lease)
+		var pe *pgconn.PgError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, "42501", pe.Code)
+		b.clock.Advance(11 * time.Minute) // past the head deadline each time
+	}
+	for id := int64(1); id <= 3; id++ {
+		r := b.row(t, id)
+		require.Equal(t, "PENDING", r.Status, "message %d", id)
+		require.Zero(t, r.Attempts, "message %d", id)
+	}
+	require.Empty(t, effects(t, b))
+	h.refuse.Store(false)
+	b.drain(t, p)
+	require.Equal(t, []int64{1, 2, 3}, effects(t, b))
+	require.Equal(t, "SUCCEEDED", b.row(t, 1).Status)
+	require.Equal(t, 1, b.row(t, 1).Attempts, "its success is its one attempt with an outcome")
 }
 
 // SIGKILL the pump process, immediate markers included, at random points: afterwards every

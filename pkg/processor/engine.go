@@ -40,8 +40,11 @@ type Engine struct {
 	careful int
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
-	// charges nothing (INV-23b). A mark the engine does not know was left by a process that died.
+	// charges nothing (INV-23c). A mark the engine does not know was left by a process that died.
 	ownMark int64
+	// interrupted says why ownMark's attempt ended (the database's error), for its history; ""
+	// when the engine does not know (cancelled, lease or database lost).
+	interrupted string
 
 	markers sync.WaitGroup // immediate marker writes in flight (WaitMarkers)
 	writers chan struct{}  // their slots
@@ -132,7 +135,8 @@ type result struct {
 	styp     string
 	meta     string // JSON of the META read, for a message that failed to decode (msg_attempt.meta)
 	nextAt   time.Time
-	reused   bool // the key was reused (SEQN reset or wrap): counted and logged after the commit
+	reused   bool  // the key was reused (SEQN reset or wrap): counted and logged after the commit
+	err      error // a FAILED outcome's error, as the handler or the database returned it
 }
 
 // Step processes the next batch of head messages: it waits for a FAILED head that is not due,
@@ -182,7 +186,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		}
 		return StepResult{}, err
 	}
-	p.ownMark = head.id
+	p.ownMark, p.interrupted = head.id, ""
 	if p.careful > 0 {
 		p.careful--
 	}

@@ -50,7 +50,7 @@ func (p *Engine) describe(r *result, w *work) {
 func (p *Engine) outcome(r result, out Outcome, err error) result {
 	if err != nil {
 		r.class, r.reason = classify(err)
-		r.status = statusOf(r.class)
+		r.status, r.err = statusOf(r.class), err
 		return r
 	}
 	r.status, r.reason = procstate.StatusSucceeded, out.Reason
