@@ -426,12 +426,13 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 }
 
 // TestProcessorNeedsFlightHistory: without SELECT on flight_history the processor cannot create
-// a flight; the schedule goes DEAD EXHAUSTED and a FLOP for an unknown flight DEAD instead of
-// SKIPPED. Revoking the grant brings the failure back; TestStagesRunUnderTheirRoles passes with it.
+// a flight: the head is refused and held, charged nothing (INV-23c), and nothing behind it runs.
+// Revoking the grant brings the refusal back; TestStagesRunUnderTheirRoles passes with it.
 func TestProcessorNeedsFlightHistory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.db.Pool.Exec(ctx, "REVOKE SELECT ON flight_history FROM "+pgx.Identifier{b.roles.Name(roles.Processor)}.Sanitize())
+	proc := pgx.Identifier{b.roles.Name(roles.Processor)}.Sanitize()
+	_, err := b.db.Pool.Exec(ctx, "REVOKE SELECT ON flight_history FROM "+proc)
 	require.NoError(t, err)
 	li, lp := b.lead(t, roles.Ingest), b.lead(t, roles.Processor)
 	for _, raw := range []string{schdAdd(15), flopCncl(99)} {
@@ -439,12 +440,18 @@ func TestProcessorNeedsFlightHistory(t *testing.T) {
 		require.NoError(t, err)
 	}
 	b.ingestAll(t, li)
-	b.drain(t, b.pump(b.pools[roles.Processor], nil), lp)
-	var reason string
-	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT reason FROM proc_state ORDER BY msg_id LIMIT 1`).Scan(&reason))
-	require.Contains(t, reason, "permission denied for table flight_history")
-	for _, o := range b.outcomes(t) {
-		require.Equal(t, outcome{"DEAD", "EXHAUSTED"}, o)
+	p := b.pump(b.pools[roles.Processor], nil)
+	for range 3 {
+		_, err := p.Step(ctx, lp)
+		require.ErrorContains(t, err, "permission denied for table flight_history")
+		b.clock.Advance(time.Minute)
 	}
+	require.Equal(t, map[int64]outcome{1: {"PENDING", ""}, 2: {"PENDING", ""}}, b.outcomes(t))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM flight`))
+
+	_, err = b.db.Pool.Exec(ctx, "GRANT SELECT ON flight_history TO "+proc)
+	require.NoError(t, err)
+	b.drain(t, p, lp)
+	require.Equal(t, map[int64]outcome{1: {"SUCCEEDED", ""}, 2: {"SKIPPED", ""}}, b.outcomes(t))
+	require.EqualValues(t, 1, b.count(t, `SELECT count(*) FROM flight`))
 }
