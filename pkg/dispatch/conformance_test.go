@@ -222,11 +222,11 @@ func newConfStage(t *testing.T, cfg kafka.Config, dc dispatch.Config) *confStage
 	return &confStage{db: db, disp: disp, lease: leader.Lease{Role: "dispatcher", Epoch: 7}}
 }
 
-// unsent counts the outbox rows not SENT yet.
+// unsent counts the outbox rows not SENT yet, the state topic's included (folded or not).
 func (s *confStage) unsent(t *testing.T) int {
 	t.Helper()
 	var n int
-	require.NoError(t, s.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM msg_event WHERE status <> $1`, outbox.StatusSent).Scan(&n))
+	require.NoError(t, s.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM `+testdb.AllEvents+` WHERE status <> $1`, outbox.StatusSent).Scan(&n))
 	return n
 }
 

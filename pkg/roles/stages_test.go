@@ -383,7 +383,7 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 	require.NoError(t, err)
 	require.Positive(t, res.Sent)
 	require.NoError(t, disp.RefreshStats(ctx))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM msg_event WHERE status <> 'SENT'`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM `+testdb.AllEvents+` WHERE status <> 'SENT'`))
 
 	// jobs: backfill (nothing owed but it reads), history sweep purges the 2021 flights, retention.
 	cfg := jobs.Defaults()
