@@ -29,6 +29,7 @@ import (
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
+	"github.com/msgx/msgx/pkg/wake"
 )
 
 // versioned is the crash tests' business effect: a per-flight version bumped by every message
@@ -320,6 +321,44 @@ func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
 	require.Equal(t, []int64{1, 2, 3}, effects(t, b))
 	require.Equal(t, "SUCCEEDED", b.row(t, 1).Status)
 	require.Equal(t, 1, b.row(t, 1).Attempts, "its success is its one attempt with an outcome")
+}
+
+// While the database refuses the head, the running pump retries it at its backoff, not at the
+// rate messages arrive: each arrival wakes the pump, and a retry per wake-up would record an
+// attempt (and log an error) per message ingested for as long as the refusal lasts.
+func TestRefusedHeadIsRetriedAtTheBackoffNotPerArrival(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &refusing{role: b.db.Roles(t).Name(roles.Ingest)}
+	h.refuse.Store(true)
+	b.procs[sis.KindFlightUpdate] = h
+	b.enqueueSeq(t, 1, 1, func(id int64) string { return flop(int(id), 15, "S") })
+	p := b.pump(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, b.lease) }()
+	attempts := func() int64 {
+		return b.db.Int64s(t, `SELECT count(*) FROM msg_attempt WHERE msg_id = 1 AND outcome = 'INTERRUPTED'`)[0]
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond, what)
+	}
+	waitFor("the pump waits out its first backoff", b.clock.Waiting)
+	// Messages arrive (each with a wake-up, as ingest sends) while the head is refused.
+	for id := int64(2); id <= 21; id++ {
+		b.enqueueSeq(t, id, id, func(id int64) string { return flop(int(id), 15, "S") })
+		_, err := b.db.Pool.Exec(context.Background(), `SELECT pg_notify($1, '')`, wake.Inbox)
+		require.NoError(t, err)
+	}
+	require.True(t, b.clock.Waiting(), "still in its backoff")
+	require.Zero(t, attempts(), "no retry before the backoff ended")
+	b.clock.Advance(time.Second)
+	waitFor("the second attempt, then the next backoff", func() bool { return attempts() == 1 && b.clock.Waiting() })
+	stop()
+	require.NoError(t, <-done)
+	require.Equal(t, int64(1), attempts())
+	require.Equal(t, "PENDING", b.row(t, 1).Status)
 }
 
 // SIGKILL the pump process, immediate markers included, at random points: afterwards every

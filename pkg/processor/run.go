@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/msgx/msgx/pkg/backoff"
+	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/wake"
 )
@@ -42,6 +45,16 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 		case err != nil:
 			p.log.Error().Err(err).Dur("retry_in", pause).Msg("pump: step failed")
 			wait, pause = pause, backoff.Next(pause, p.cfg.BackoffBase, p.cfg.BackoffMax)
+			// The database answered with an error (a refusal): the whole pause. A wake-up
+			// (messages arriving) would not change its answer, and the head would be retried,
+			// and each refusal recorded in its history, at the rate messages arrive. Without an
+			// answer (the database lost), a wake-up says it is back.
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+				if !clock.Sleep(ctx, p.clock, wait) {
+					return nil
+				}
+				continue
+			}
 		case res.Idle:
 			wait, pause = p.cfg.IdlePoll, p.cfg.BackoffBase
 		case !res.WaitUntil.IsZero():

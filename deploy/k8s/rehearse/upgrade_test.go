@@ -2,6 +2,7 @@ package rehearse_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -157,6 +159,7 @@ func TestRehearseUpgrade(t *testing.T) {
 		Extra: extra, Records: consumer.Records, Wait: time.Minute})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "the demo's checks failed:\n%s", strings.Join(rep.Failed(3), "\n"))
+	logAttempts(t, r.ctx, pool)
 	r.flid = firstFLID(t, r.ctx, pool)
 	r.operate()
 	q := lat.Percentiles(0.5, 0.99, 1)
@@ -280,4 +283,27 @@ func readyLeaderRole(cl *http.Client, p *proc) string {
 		}
 	}
 	return ""
+}
+
+// logAttempts logs the attempts of the day that ended without success, by outcome, class and
+// reason: what the rolls cost the messages (a grant revoked under a running processor shows as
+// INTERRUPTED, not charged; INV-23c).
+func logAttempts(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	rows, err := pool.Query(ctx, `SELECT outcome, coalesce(error_class, ''), left(coalesce(reason, ''), 200), count(*), count(DISTINCT msg_id)
+		  FROM msg_attempt WHERE outcome NOT IN ('SUCCEEDED', 'SKIPPED')
+		 GROUP BY 1, 2, 3 ORDER BY 4 DESC LIMIT 20`)
+	require.NoError(t, err)
+	var b strings.Builder
+	var outcome, class, reason string
+	var n, msgs int64
+	_, err = pgx.ForEachRow(rows, []any{&outcome, &class, &reason, &n, &msgs}, func() error {
+		fmt.Fprintf(&b, "\n  %d × %s %s (%d messages): %s", n, outcome, class, msgs, reason)
+		return nil
+	})
+	require.NoError(t, err)
+	if b.Len() == 0 {
+		b.WriteString(" none")
+	}
+	t.Logf("attempts that did not succeed:%s", b.String())
 }
