@@ -1,6 +1,9 @@
 package console
 
-import "github.com/msgx/msgx/pkg/procstate"
+import (
+	"github.com/msgx/msgx/pkg/outbox"
+	"github.com/msgx/msgx/pkg/procstate"
+)
 
 // The console's queries. Each page reads through an index or a small table, so a page costs the
 // same with any length of history (BenchmarkPages).
@@ -29,18 +32,11 @@ SELECT flid, COALESCE(alcd, ''), COALESCE(flno, ''), COALESCE(mvin, ''), operati
 	// with the message that caused it and its Kafka acknowledgement; of the state topic, the
 	// newest state (msg_state_out) and those not folded into it yet (msg_state_log).
 	flightEventsSQL = `
-SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, e.body, e.status, e.attempts,
+SELECT e.event_id, e.target, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.status, e.attempts,
        e.created_at, e.sent_at, COALESCE(e.last_error, ''), COALESCE(p.msg_type, ''), COALESCE(p.msg_styp, '')
-  FROM (SELECT event_id, target, event_type, state_version, msg_id, COALESCE(body, payload::text) AS body, status, attempts,
-               created_at, sent_at, last_error
-          FROM msg_event WHERE partition_key = $1
-        UNION ALL
-        SELECT event_id, 'KAFKA:schd', event_type, state_version, msg_id, body, status, attempts, created_at, sent_at, last_error
-          FROM msg_state_out WHERE partition_key = $1
-        UNION ALL
-        SELECT event_id, 'KAFKA:schd', event_type, state_version, msg_id, body, 'PENDING', 0, created_at, NULL, NULL
-          FROM msg_state_log WHERE partition_key = $1) e
+  FROM (SELECT * FROM ` + outbox.Events + `) e
   LEFT JOIN proc_state p ON p.msg_id = e.msg_id
+ WHERE e.partition_key = $1
  ORDER BY e.state_version DESC, e.target LIMIT $2`
 
 	// duplicatesSQL are the other messages of the same identity.
@@ -55,13 +51,7 @@ SELECT msg_id, status, content_differs FROM proc_state WHERE identity_key = $1 A
 	// the newest states of the state topic that are its (a newer state replaces a flight's).
 	messageEvents = `
 SELECT event_id, target, partition_key, event_type, state_version, status, sent_at, last_error
-  FROM msg_event WHERE msg_id = $1
-UNION ALL
-SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, status, sent_at, last_error
-  FROM msg_state_out WHERE msg_id = $1
-UNION ALL
-SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, 'PENDING', NULL, NULL
-  FROM msg_state_log WHERE msg_id = $1`
+  FROM ` + outbox.Events + ` WHERE msg_id = $1`
 
 	// messageEventsSQL are one page of the events a message caused: $2 of them after the first $3.
 	messageEventsSQL = `

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/msgx/msgx/pkg/flight"
+	"github.com/msgx/msgx/pkg/outbox"
 )
 
 // Every SQL statement of the flight store. The column lists come from the one description of
@@ -202,16 +203,10 @@ const (
 	flightVersionsSQL = `
 SELECT e.state_version, e.target, e.event_id, e.event_type, e.status, e.created_at, e.sent_at, e.msg_id,
        COALESCE(p.msg_type, h.msg_type, ''), COALESCE(p.msg_styp, h.msg_styp, '')
-  FROM (SELECT state_version, target, event_id, event_type, status, created_at, sent_at, msg_id
-          FROM msg_event WHERE partition_key = $1
-        UNION ALL
-        SELECT state_version, 'KAFKA:schd', event_id, event_type, status, created_at, sent_at, msg_id
-          FROM msg_state_out WHERE partition_key = $1
-        UNION ALL
-        SELECT state_version, 'KAFKA:schd', event_id, event_type, 'PENDING', created_at, NULL, msg_id
-          FROM msg_state_log WHERE partition_key = $1) e
+  FROM (SELECT * FROM ` + outbox.Events + `) e
   LEFT JOIN proc_state p ON p.msg_id = e.msg_id
   LEFT JOIN proc_state_hst h ON h.msg_id = e.msg_id
+ WHERE e.partition_key = $1
  ORDER BY e.state_version DESC, e.target LIMIT $2`
 
 	// flightPurgesSQL is what the history sweep kept of a flight each time it purged it, newest

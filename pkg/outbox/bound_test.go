@@ -160,3 +160,9 @@ func TestMarkStatesSentReadsItsKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestAllEventsIsOutboxEvents: the tests' relation of every event is the readers' one.
+func TestAllEventsIsOutboxEvents(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, Events, testdb.AllEvents)
+}

@@ -245,7 +245,8 @@ SELECT 'KAFKA:schd',
         SELECT 'PENDING', created_at, partition_key, state_version FROM msg_state_log) u
   LEFT JOIN msg_state_sent s USING (partition_key)
  WHERE u.state_version > coalesce(s.state_version, 0)
-HAVING count(*) > 0`
+HAVING count(*) > 0
+ ORDER BY 1`
 
 // listDeadSQL lists dead letters (with $4 also the skipped ones) with the number of later
 // events each holds back (a state holds none: a newer one replaces it).
@@ -497,3 +498,20 @@ ON CONFLICT (target) DO UPDATE
        brokers_silent = EXCLUDED.brokers_silent,
        last_sent_at = COALESCE(EXCLUDED.last_sent_at, d.last_sent_at), stall_after = EXCLUDED.stall_after,
        report_every = EXCLUDED.report_every, reported_at = EXCLUDED.reported_at`
+
+// Events is every event on record as one relation named msg_event with msg_event's columns:
+// msg_event's rows and the state topic's, folded into msg_state_out (one per flight) or not yet
+// (msg_state_log, PENDING). Readers select from it (`FROM ` + Events + ` WHERE ...`); PostgreSQL
+// pushes their conditions into each branch, so each branch still uses its table's indexes.
+const Events = `(
+    SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
+           next_attempt_at, created_at, sent_at, last_error
+      FROM msg_event
+    UNION ALL
+    SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, msg_id, NULL::jsonb, body, status, attempts,
+           next_attempt_at, created_at, sent_at, last_error
+      FROM msg_state_out
+    UNION ALL
+    SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, msg_id, NULL::jsonb, body, 'PENDING', 0,
+           NULL::timestamptz, created_at, NULL::timestamptz, NULL::text
+      FROM msg_state_log) AS msg_event`

@@ -457,8 +457,12 @@ type TargetStats struct {
 }
 
 // Stats returns the backlog per target (targets without unsent events are absent).
-func (s *Store) Stats(ctx context.Context) ([]TargetStats, error) {
-	rows, err := s.pool.Query(ctx, statsSQL)
+func (s *Store) Stats(ctx context.Context) ([]TargetStats, error) { return Backlog(ctx, s.pool) }
+
+// Backlog returns the backlog per target, in target order (targets without unsent events are
+// absent): what the dispatcher's gauges and msgxctl status show.
+func Backlog(ctx context.Context, q Querier) ([]TargetStats, error) {
+	rows, err := q.Query(ctx, statsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("outbox stats: %w", err)
 	}

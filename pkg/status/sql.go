@@ -17,22 +17,6 @@ SELECT msg_id, status, attempts, enqueued_at, next_attempt_at, COALESCE(reason, 
 	// openSQL counts the open messages through proc_state_open (Options.OpenOnly).
 	openSQL    = `SELECT status, count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED') GROUP BY status`
 	leadersSQL = `SELECT role, epoch, holder, acquired_at, renewed_at FROM leader_lease ORDER BY role`
-	// outboxSQL is the backlog per target: msg_event's, and the state topic's (msg_state_out's
-	// unsent rows and the states not folded into them yet, which are pending), but for a state
-	// at or below the version the topic holds (outbox.Stats says why).
-	outboxSQL = `
-SELECT target, count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD'),
-       min(created_at) FILTER (WHERE status = 'PENDING')
-  FROM (SELECT target, status, created_at FROM msg_event WHERE status IN ('PENDING', 'DEAD')
-        UNION ALL
-        SELECT 'KAFKA:schd', o.status, o.pending_since FROM msg_state_out o
-          LEFT JOIN msg_state_sent s USING (partition_key)
-         WHERE o.status IN ('PENDING', 'DEAD') AND o.state_version > coalesce(s.state_version, 0)
-        UNION ALL
-        SELECT 'KAFKA:schd', 'PENDING', l.created_at FROM msg_state_log l
-          LEFT JOIN msg_state_sent s USING (partition_key)
-         WHERE l.state_version > coalesce(s.state_version, 0)) e
- GROUP BY target ORDER BY target`
 	flightsSQL = `SELECT state, count(*) FROM flight GROUP BY state`
 	sendsSQL   = `
 SELECT target, topic, epoch, blocked_since, error_class, error, brokers, brokers_silent, last_sent_at, stall_after,

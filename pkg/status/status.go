@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/msgx/msgx/pkg/outbox"
 	"github.com/msgx/msgx/pkg/procstate"
 )
 
@@ -192,22 +193,17 @@ func ReadWith(ctx context.Context, pool *pgxpool.Pool, now time.Time, opt Option
 		return s, err
 	}
 	s.Leaders = leaders
-	rows, err := pool.Query(ctx, outboxSQL)
+	backlog, err := outbox.Backlog(ctx, pool)
 	if err != nil {
 		return s, fmt.Errorf("read outbox: %w", err)
 	}
-	var t Target
-	var created *time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&t.Target, &t.Pending, &t.Dead, &created}, func() error {
-		t.Oldest = nil
-		if created != nil {
-			a := now.Sub(*created).Seconds()
+	for _, b := range backlog {
+		t := Target{Target: b.Target, Pending: b.Pending, Dead: b.Dead}
+		if !b.OldestPending.IsZero() {
+			a := now.Sub(b.OldestPending).Seconds()
 			t.Oldest = &a
 		}
 		s.Outbox = append(s.Outbox, t)
-		return nil
-	}); err != nil {
-		return s, fmt.Errorf("read outbox: %w", err)
 	}
 	if err := counts(ctx, pool, flightsSQL, s.Flights); err != nil {
 		return s, fmt.Errorf("count flights: %w", err)

@@ -117,10 +117,10 @@ func RandomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// AllEvents is every event the flight writers wrote, as one relation named msg_event with
-// msg_event's columns, for tests that read what was enqueued: msg_event's rows, and the
-// KAFKA:schd states, folded into msg_state_out (one per FLID) or not yet (msg_state_log,
-// PENDING). Use it where a query says FROM msg_event: "FROM " + testdb.AllEvents.
+// AllEvents is every event the flight writers wrote, as one relation named msg_event, for
+// tests that read what was enqueued: "FROM " + testdb.AllEvents. It is outbox.Events (testdb
+// cannot import outbox, whose tests import testdb; TestAllEventsIsOutboxEvents keeps the two
+// equal).
 const AllEvents = `(
     SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
            next_attempt_at, created_at, sent_at, last_error
