@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +56,45 @@ func (l loaded) Load(context.Context, []int64) (flight.Stored, error) {
 		out.States[id] = &c
 	}
 	return out, nil
+}
+
+// BenchmarkStateJSON writes a flight state as the state topic publishes it: every field set,
+// half of them times, two rows in every collection, instants in the airport's zone.
+func BenchmarkStateJSON(b *testing.B) {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(b, err)
+	s, _, err := flight.Apply(nil, rec(1000, "CA1234", 0))
+	require.NoError(b, err)
+	at := time.Date(2026, 12, 6, 8, 35, 0, 0, time.UTC)
+	for f := range s.F {
+		switch flight.Fields[f].Kind {
+		case flight.KindTime:
+			s.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
+		case flight.KindInt:
+			s.F[f] = flight.Int(int64(f))
+		case flight.KindText:
+			s.F[f] = flight.Text("A" + fmt.Sprint(f))
+		}
+	}
+	for c := range s.C {
+		for r := range 2 {
+			var row flight.Row
+			for i, col := range flight.Collections[c].Cols {
+				switch col.Kind {
+				case flight.KindTime:
+					row[i] = flight.Time(at.Add(time.Duration(r*10+i) * time.Minute))
+				case flight.KindInt:
+					row[i] = flight.Int(int64(r + 1))
+				default:
+					row[i] = flight.Text("X" + fmt.Sprint(i))
+				}
+			}
+			s.C[c] = append(s.C[c], row)
+		}
+	}
+	var buf []byte
+	for b.Loop() {
+		buf = s.AppendJSONIn(buf[:0], loc)
+	}
+	b.ReportMetric(float64(len(buf)), "bytes")
 }

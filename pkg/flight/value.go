@@ -121,12 +121,13 @@ func (v Value) appendInstant(b []byte, loc *time.Location) []byte {
 	if !v.Valid {
 		return append(b, "null"...)
 	}
-	t, ok := Instant(v.T(), loc)
+	off, ok := instantOffset(v.I, loc)
 	if !ok {
 		return append(b, "null"...)
 	}
 	b = append(b, '"')
-	b = t.AppendFormat(b, InstantLayout)
+	b = appendWall(b, v.I) // the instant in loc shows the wall clock, with its offset
+	b = appendOffset(b, off)
 	return append(b, '"')
 }
 
@@ -140,7 +141,7 @@ func (v Value) appendJSON(b []byte, k Kind) []byte {
 		return strconv.AppendInt(b, v.I, 10)
 	case KindTime:
 		b = append(b, '"')
-		b = v.T().AppendFormat(b, TimeLayout)
+		b = appendWall(b, v.I)
 		return append(b, '"')
 	case KindJSON:
 		return append(b, v.S...)
