@@ -3,6 +3,7 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -68,4 +69,12 @@ func environmental(err error) bool {
 		return true
 	}
 	return false
+}
+
+// refused reports whether err is PostgreSQL refusing the work while it serves others: a
+// privilege missing (42501) or the server out of resources (class 53). Neither ends because
+// messages arrive.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42501" || strings.HasPrefix(pe.Code, "53"))
 }

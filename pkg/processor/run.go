@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/msgx/msgx/pkg/backoff"
 	"github.com/msgx/msgx/pkg/clock"
 	"github.com/msgx/msgx/pkg/leader"
@@ -45,11 +43,12 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 		case err != nil:
 			p.log.Error().Err(err).Dur("retry_in", pause).Msg("pump: step failed")
 			wait, pause = pause, backoff.Next(pause, p.cfg.BackoffBase, p.cfg.BackoffMax)
-			// The database answered with an error (a refusal): the whole pause. A wake-up
-			// (messages arriving) would not change its answer, and the head would be retried,
-			// and each refusal recorded in its history, at the rate messages arrive. Without an
-			// answer (the database lost), a wake-up says it is back.
-			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+			// A refusal (a privilege, the server's resources): the whole pause. A wake-up
+			// (messages arriving) would not change the answer, and the head would be retried,
+			// and each refusal recorded in its history, at the rate messages arrive. After any
+			// other error (the database lost, read-only after a failover) a wake-up may say it
+			// is back.
+			if refused(err) {
 				if !clock.Sleep(ctx, p.clock, wait) {
 					return nil
 				}
