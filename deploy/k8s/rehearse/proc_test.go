@@ -3,6 +3,7 @@ package rehearse_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -150,11 +151,20 @@ func ready(p *proc, timeout time.Duration) error {
 	}
 }
 
-// freeAddr is a free loopback address.
+// freeAddr is a loopback address free now, for a process to listen on. Its port is below the
+// kernel's ephemeral range (32768 and up on Linux): a port ":0" gives comes from that range,
+// where any outgoing connection (to PostgreSQL, Kafka, MariaDB) may take it between this check
+// and the process's own listen ("address already in use", seen once in make test).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	for range 100 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+		if err != nil {
+			continue // taken
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	t.Fatal("no free port in 20000-31999 after 100 tries")
+	return ""
 }
