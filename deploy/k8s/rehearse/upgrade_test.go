@@ -138,7 +138,7 @@ func TestRehearseUpgrade(t *testing.T) {
 			}
 			return r.argv(c), env
 		}, strings.ReplaceAll(s.to.name, " ", "-"))
-		t.Logf("%s: every Deployment rolled (at once, pod by pod) in %s", s.name, time.Since(began).Round(time.Millisecond))
+		t.Logf("%s: every Deployment rolled (at once, pod by pod) from %s in %s", s.name, began.Format("15:04:05.000"), time.Since(began).Round(time.Millisecond))
 	}
 	writing.Wait()
 	require.NoError(t, writeErr)
@@ -169,8 +169,9 @@ func TestRehearseUpgrade(t *testing.T) {
 		q[0].Round(time.Millisecond), q[1].Round(time.Millisecond), q[2].Round(time.Millisecond))
 	for _, role := range []string{"ingest", "processor", "dispatcher", "jobs"} {
 		g := gaps[role]
-		t.Logf("role %s: %d leader changes, longest time without a ready leader %s, total %s, two leaders at once: %d polls",
-			role, g.changes, g.longest.Round(time.Millisecond), g.total.Round(time.Millisecond), g.twoLeaders)
+		t.Logf("role %s: %d leader changes, longest time without a ready leader %s (from %s, ended by %s), total %s, two leaders at once: %d polls",
+			role, g.changes, g.longest.Round(time.Millisecond), g.longestAt.Format("15:04:05.000"), g.longestBy,
+			g.total.Round(time.Millisecond), g.twoLeaders)
 		require.Zero(t, g.twoLeaders, "role %s had two leaders", role)
 	}
 }
@@ -187,6 +188,8 @@ func (r *rehearsal) use(rel *release) {
 type leaderGaps struct {
 	changes    int           // times the ready leader changed process
 	longest    time.Duration // longest time no process answered as the role's ready leader
+	longestAt  time.Time     // when it began
+	longestBy  string        // the process that answered as leader when it ended ("": none did)
 	total      time.Duration
 	twoLeaders int // polls at which two processes answered as ready leaders
 }
@@ -216,7 +219,9 @@ func watchLeaders(r *rehearsal) *leaderWatch {
 						g := gaps[role]
 						d := time.Since(at)
 						g.total += d
-						g.longest = max(g.longest, d)
+						if d > g.longest {
+							g.longest, g.longestAt, g.longestBy = d, at, ""
+						}
 						gaps[role] = g
 					}
 				}
@@ -239,7 +244,9 @@ func watchLeaders(r *rehearsal) *leaderWatch {
 				case n > 0 && !since[role].IsZero():
 					d := now.Sub(since[role])
 					g.total += d
-					g.longest = max(g.longest, d)
+					if d > g.longest {
+						g.longest, g.longestAt, g.longestBy = d, since[role], leaders[role][0]
+					}
 					since[role] = time.Time{}
 				}
 				if len(leaders[role]) > 1 {
