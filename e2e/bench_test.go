@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -362,14 +363,15 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 		BinDir: e.bin, LogDir: filepath.Join(e.logs, name), PGURL: pgURL, MySQL: dsn, RandomPorts: true, Env: env,
 	})
 	require.NoError(b, err)
+	profiled := cmp.Or(os.Getenv("MSGX_BENCH_PROFILE_BIN"), "processor")
 	if heap != "" {
-		// The processor's heap 8 s into the drain (mid-drain on this machine), for pprof.
-		t := time.AfterFunc(8*time.Second, func() { saveProfile(s.Proc("processor").Addr, "heap", heap) })
+		// The binary's heap 8 s into the drain (mid-drain on this machine), for pprof.
+		t := time.AfterFunc(8*time.Second, func() { saveProfile(s.Proc(profiled).Addr, "heap", heap) })
 		defer t.Stop()
 	}
 	if cpuProf != "" {
-		// The processor's CPU profile of 10 s from 3 s into the drain.
-		t := time.AfterFunc(3*time.Second, func() { saveProfile(s.Proc("processor").Addr, "profile?seconds=10", cpuProf) })
+		// The binary's CPU profile of 10 s from 3 s into the drain.
+		t := time.AfterFunc(3*time.Second, func() { saveProfile(s.Proc(profiled).Addr, "profile?seconds=10", cpuProf) })
 		defer t.Stop()
 	}
 	pgAll, my := stack.CommCPU("postgres"), stack.CommCPU("mariadbd")
