@@ -92,6 +92,19 @@ func newRehearsal(t *testing.T, f form) *rehearsal {
 	rel, err := rehearse.Render("../overlays/production")
 	require.NoError(t, err)
 	scratch := t.TempDir()
+	if keep := os.Getenv("MSGX_REHEARSE_KEEP_LOGS"); keep != "" {
+		// The processes' logs outlive the scratch directory (a cleanup runs before its removal).
+		t.Cleanup(func() {
+			logs, _ := filepath.Glob(filepath.Join(scratch, "*.log"))
+			require.NoError(t, os.MkdirAll(keep, 0o755))
+			for _, l := range logs {
+				b, err := os.ReadFile(l)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(keep, filepath.Base(l)), b, 0o644))
+			}
+			t.Logf("kept %d process logs in %s", len(logs), keep)
+		})
+	}
 	r := &rehearsal{t: t, ctx: context.Background(), form: f, rel: rel, scratch: scratch,
 		binDir: filepath.Join(scratch, "usr", "local", "bin"), tokens: map[string]string{}}
 	r.platformBin = r.binDir
