@@ -15,7 +15,7 @@ import (
 	"github.com/msgx/msgx/pkg/roles"
 )
 
-// TestPoisonMessageKillsTheRealProcessor (INV-23c): a message on which the real
+// TestPoisonMessageKillsTheRealProcessor (INV-23d): a message on which the real
 // processor binary dies on every attempt — here it hangs on a row lock the test holds and is
 // SIGKILLed each time, as a liveness probe would — ends DEAD EXHAUSTED poison after
 // 3×MSGX_POISON_CRASHES deaths while it ran alone, and every other message flows; the deaths

@@ -166,3 +166,25 @@ func TestAllEventsIsOutboxEvents(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, Events, testdb.AllEvents)
 }
+
+// TestBacklogCountsLegacyStates: a state a previous release's processor wrote to msg_event
+// during a roll is pending until the fold takes it, in the gauges and in msgxctl status.
+func TestBacklogCountsLegacyStates(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, body, created_at)
+		VALUES ('KAFKA:schd', '15', 'UPSERT', 3, '{}', $1), ('KAFKA:msg', '15', 'UPSERT', 3, '{}', $1)`, at)
+	require.NoError(t, err)
+	got, err := Backlog(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, []TargetStats{{Target: "KAFKA:msg", Pending: 1, OldestPending: at}, {Target: "KAFKA:schd", Pending: 1, OldestPending: at}}, utc(got))
+}
+
+func utc(ts []TargetStats) []TargetStats {
+	for i := range ts {
+		ts[i].OldestPending = ts[i].OldestPending.UTC()
+	}
+	return ts
+}

@@ -223,9 +223,10 @@ SELECT (SELECT epoch FROM lease),
        coalesce(least((SELECT min(event_id) FROM msg_state_log),
                       (SELECT min(event_id) FROM msg_state_out WHERE status IN ('PENDING', 'DEAD'))), 0)`
 
-// statsSQL feeds the backlog gauges. A state not folded yet is pending; one at or below the
-// version the state topic holds is not (the next flush settles it without sending: a replayed
-// older state, or one a previous release republished after a rollback).
+// statsSQL feeds the backlog gauges. A state not folded yet is pending, one a previous release
+// wrote to msg_event during a roll included (the fold takes it); one at or below the version
+// the state topic holds is not (the next flush settles it without sending: a replayed older
+// state, or one a previous release republished after a rollback).
 const statsSQL = `
 SELECT target,
        count(*) FILTER (WHERE status = 'PENDING'),
@@ -242,7 +243,10 @@ SELECT 'KAFKA:schd',
   FROM (SELECT o.status, o.pending_since AS since, o.partition_key, o.state_version
           FROM msg_state_out o WHERE o.status IN ('PENDING', 'DEAD')
         UNION ALL
-        SELECT 'PENDING', created_at, partition_key, state_version FROM msg_state_log) u
+        SELECT 'PENDING', created_at, partition_key, state_version FROM msg_state_log
+        UNION ALL
+        SELECT status, created_at, partition_key, state_version
+          FROM msg_event WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')) u
   LEFT JOIN msg_state_sent s USING (partition_key)
  WHERE u.state_version > coalesce(s.state_version, 0)
 HAVING count(*) > 0

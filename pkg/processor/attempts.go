@@ -17,13 +17,13 @@ type startMark struct {
 	write   bool      // false: the head's mark stays as it is
 	at      time.Time // processing_started_at
 	through int64     // the batch's last msg_id (set by Step once the batch is picked)
-	deaths  int       // silent deaths charged in a row so far (INV-23c), as the mark records them
+	deaths  int       // silent deaths charged in a row so far (INV-23d), as the mark records them
 	// ended is the outcome recorded in msg_attempt for the previous attempt, which ended without
 	// one (DIED, INTERRUPTED; empty: none), with why.
 	ended, why string
 }
 
-// attemptMark applies the attempt rule (INV-23c) to the head: it returns the start mark of the
+// attemptMark applies the attempt rule (INV-23d) to the head: it returns the start mark of the
 // next attempt, or the reason the head ends DEAD EXHAUSTED instead.
 //
 //   - A message that panics is charged one crash by the dying process itself (recordPanic):
@@ -100,7 +100,7 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 }
 
 // markStarted commits the head's start mark in its own transaction, before the batch runs:
-// processing_started_at, the batch's last msg_id and the deaths charged (INV-23c), with the
+// processing_started_at, the batch's last msg_id and the deaths charged (INV-23d), with the
 // attempt rows of the previous attempt when it ended without an outcome (recordEnded). The
 // other messages of the batch get their own start mark (the same time) when their outcome is
 // written. It is fenced like every write: a deposed leader's mark would make the next leader
@@ -141,7 +141,7 @@ func (p *Engine) recordEnded(ctx context.Context, tx pgx.Tx, lease leader.Lease,
 	return nil
 }
 
-// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23c) and records
+// recordPanic charges a panic to the message that caused it (crashes + 1, INV-23d) and records
 // the attempt (CRASHED, with the panic value), on its own connection with a short deadline,
 // before the process dies. The batch's transaction is still open and will be rolled back by the
 // death; the charge is the only write that survives.

@@ -190,30 +190,41 @@ func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, e
 // messages charges nobody: the engine goes on one message per transaction (careful mode), so the
 // message that causes it fails alone. A message alone is charged: FAILED (or DEAD EXHAUSTED at
 // the attempt limit). Fencing and cancellation are returned as they are (the attempt was
-// interrupted, INV-23c), and so is a failure of the database that is not the message's
+// interrupted, INV-23d), and so is a failure of the database that is not the message's
 // (environmental): nobody is charged, and the next attempt records why this one ended.
 func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Time, batch []work, err error) (StepResult, error) {
 	if errors.Is(err, leader.ErrFenced) || ctx.Err() != nil {
 		return StepResult{}, err
 	}
+	from, to := batch[0].row.id, batch[len(batch)-1].row.id
+	ids := make([]int64, len(batch))
+	for i, w := range batch {
+		ids[i] = w.row.id
+	}
 	if environmental(err) {
-		p.interrupted = clip.String(err.Error(), reasonBound)
-		return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w", batch[0].row.id, batch[len(batch)-1].row.id, err)
+		// The attempt ends here, recorded: a mark left naming it would be read by another
+		// process (a restart, a new leader) as a death of the message, and enough of those
+		// make it poison.
+		why := clip.String(fmt.Sprintf("the attempt of the batch %d..%d ended without an outcome (the database's failure: %v): not charged", from, to, err), reasonBound)
+		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, endAttemptSQL, from, ids, now, lease.Epoch, why, procstate.AttemptInterrupted)
+			return err
+		}); werr != nil {
+			p.interrupted = clip.String(err.Error(), reasonBound) // the next attempt records it
+			return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w (recording it: %v)", from, to, err, werr)
+		}
+		p.ownMark = 0
+		return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w", from, to, err)
 	}
 	if len(batch) > 1 {
 		p.careful = max(p.careful, p.cfg.Batch)
-		from, to := batch[0].row.id, batch[len(batch)-1].row.id
 		p.batchLog.Warn().Err(err).Int64("from", from).Int64("to", to).
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
 		// The attempt ended: the head's mark no longer names the batch, and each message's
 		// history says what happened to it (nobody is charged).
 		why := clip.String(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err), reasonBound)
-		ids := make([]int64, len(batch))
-		for i, w := range batch {
-			ids[i] = w.row.id
-		}
 		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, batchFailedSQL, from, ids, now, lease.Epoch, why)
+			_, err := tx.Exec(ctx, endAttemptSQL, from, ids, now, lease.Epoch, why, procstate.AttemptBatchFailed)
 			return err
 		}); werr != nil {
 			return StepResult{}, fmt.Errorf("apply batch: %w (recording its end: %v)", err, werr)

@@ -50,8 +50,9 @@ func statusOf(c procstate.Class) procstate.Status {
 // environmental reports whether err is PostgreSQL refusing or failing the work for a reason
 // that is not the message's: a privilege missing (a grant revoked, as a rollback's roles apply
 // does before the pods roll), the connection or the server going away, the server out of
-// resources or read-only (a standby), a serialization failure or a deadlock. Such an attempt is
-// not charged to the message (INV-23c): the step ends with the error and the loop retries the
+// resources (disk full, too many connections) or read-only (a standby), a serialization failure
+// or a deadlock. Such an attempt is
+// not charged to the message (INV-23d): the step ends with the error and the loop retries the
 // head after its backoff, however long the cause lasts, instead of ending message after message
 // DEAD EXHAUSTED. A statement cancelled (57014, e.g. a statement timeout) may be the message's
 // doing and stays charged.
@@ -61,20 +62,29 @@ func environmental(err error) bool {
 		return false
 	}
 	switch pe.Code[:2] {
-	case "08", "53", "57", "58": // connection, insufficient resources, operator intervention, system error
+	case "08", "57", "58": // connection, operator intervention, system error
 		return true
 	}
 	switch pe.Code {
-	case "42501", "25006", "40001", "40P01", "55P03": // privilege, read-only, serialization, deadlock, lock not available
+	case "42501", "25006", "40001", "40P01", "55P03", // privilege, read-only, serialization, deadlock, lock not available
+		"53100", "53300": // disk full, too many connections (not out of memory or a configuration limit: a message may cause those)
 		return true
 	}
 	return false
 }
 
-// refused reports whether err is PostgreSQL refusing the work while it serves others: a
-// privilege missing (42501) or the server out of resources (class 53). Neither ends because
-// messages arrive.
+// refused reports whether err is PostgreSQL failing the work while it answers, for a reason a
+// quick retry does not change: every environmental error but a lost connection or server (08,
+// 57P01–57P03: a wake-up says it is back), a read-only server (25006: the pool finds the new
+// primary) and a serialization failure or deadlock (40001, 40P01: transient).
 func refused(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "42501" || strings.HasPrefix(pe.Code, "53"))
+	if !environmental(err) || !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "25006", "40001", "40P01", "57P01", "57P02", "57P03":
+		return false
+	}
+	return !strings.HasPrefix(pe.Code, "08")
 }

@@ -17,8 +17,8 @@ type Config struct {
 	MaxAttempts        int           // MSGX_MAX_ATTEMPTS
 	BackoffBase        time.Duration // MSGX_BACKOFF_BASE
 	BackoffMax         time.Duration // MSGX_BACKOFF_MAX
-	HeadDeadline       time.Duration `envconfig:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a FAILED head whose retries have gone on this long (counting only time the engine was running, INV-23c) ends DEAD EXHAUSTED"`
-	PoisonCrashes      int           `envconfig:"MSGX_POISON_CRASHES" default:"3" desc:"processor: a message whose attempt, run alone, ended with the process dying this many times in a row is poison: DEAD EXHAUSTED (INV-23c)"`
+	HeadDeadline       time.Duration `envconfig:"MSGX_HEAD_DEADLINE" default:"10m" desc:"processor: a FAILED head whose retries have gone on this long (counting only time the engine was running, INV-23d) ends DEAD EXHAUSTED"`
+	PoisonCrashes      int           `envconfig:"MSGX_POISON_CRASHES" default:"3" desc:"processor: a message whose attempt, run alone, ended with the process dying this many times in a row is poison: DEAD EXHAUSTED (INV-23d)"`
 	FlightCache        int           `envconfig:"MSGX_FLIGHT_CACHE" default:"4000" desc:"processor: flights whose full state is kept between batches, so a batch reads in full only the flights changed since (each entry is checked against its flight row's xmin before use); 0 turns the cache off"`
 	IdlePoll           time.Duration // wait when there is no work (ingest's new rows)
 	IgnoreTypes        []string      `envconfig:"MSGX_IGNORE_TYPES" default:"LDM,REGN,RSTA,EROR" desc:"processor: message TYPEs marked SKIPPED ignored:<TYPE> after identity binding"`

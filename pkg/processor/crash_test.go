@@ -170,7 +170,7 @@ func childCmd(b *bundle, mode string, env ...string) *exec.Cmd {
 
 // A message that panics the processor on every attempt is poison: each attempt is a real
 // process that dies, and after PoisonCrashes crashes charged to it (it ran alone) it ends DEAD
-// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23c).
+// EXHAUSTED, whatever the clock says, and the messages behind it then flow (INV-23d).
 func TestPoisonMessageEndsExhausted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -212,7 +212,7 @@ func TestPoisonMessageEndsExhausted(t *testing.T) {
 
 // An attempt interrupted by the engine's context ending (SIGTERM, a lost lease, a lost database)
 // is not a failure of the message: an 11-minute outage later the head is processed normally and
-// in order, by the same engine or by a new process (INV-23c).
+// in order, by the same engine or by a new process (INV-23d).
 func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	for _, restart := range []bool{false, true} {
@@ -294,7 +294,7 @@ func (r *refusing) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (p
 
 // A message whose processor the database refuses (permission denied, the server's state, not
 // the message's) is not charged, however often it is retried: the head waits, nothing behind it
-// runs, and it applies once the database accepts it (INV-23c).
+// runs, and it applies once the database accepts it (INV-23d).
 func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -302,14 +302,16 @@ func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
 	h.refuse.Store(true)
 	b.procs[sis.KindFlightUpdate] = h
 	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
-	p := b.pump(t)
-	for range 8 {
+	for range 12 { // more than 3×MSGX_POISON_CRASHES
+		p := b.pump(t) // a new process each time (restarts, new leaders): no death is charged
 		_, err := p.Step(context.Background(), b.lease)
 		var pe *pgconn.PgError
 		require.ErrorAs(t, err, &pe)
 		require.Equal(t, "42501", pe.Code)
 		b.clock.Advance(11 * time.Minute) // past the head deadline each time
 	}
+	require.Empty(t, b.db.Int64s(t, `SELECT msg_id FROM msg_attempt WHERE outcome <> 'INTERRUPTED'`), "only INTERRUPTED entries")
+	p := b.pump(t)
 	for id := int64(1); id <= 3; id++ {
 		r := b.row(t, id)
 		require.Equal(t, "PENDING", r.Status, "message %d", id)
@@ -344,20 +346,21 @@ func TestRefusedHeadIsRetriedAtTheBackoffNotPerArrival(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond, what)
 	}
-	waitFor("the pump waits out its first backoff", b.clock.Waiting)
-	// Messages arrive (each with a wake-up, as ingest sends) while the head is refused.
+	waitFor("the pump waits out its first backoff", func() bool { return attempts() == 1 && b.clock.Waiting() })
+	// Messages arrive, each with the wake-up ingest sends, while the head is refused.
 	for id := int64(2); id <= 21; id++ {
 		b.enqueueSeq(t, id, id, func(id int64) string { return flop(int(id), 15, "S") })
-		_, err := b.db.Pool.Exec(context.Background(), `SELECT pg_notify($1, '')`, wake.Inbox)
-		require.NoError(t, err)
+		require.NoError(t, pgx.BeginFunc(context.Background(), b.db.Pool, func(tx pgx.Tx) error {
+			return wake.Notify(context.Background(), tx, wake.Inbox)
+		}))
 	}
 	require.True(t, b.clock.Waiting(), "still in its backoff")
-	require.Zero(t, attempts(), "no retry before the backoff ended")
+	require.Equal(t, int64(1), attempts(), "no retry before the backoff ended")
 	b.clock.Advance(time.Second)
-	waitFor("the second attempt, then the next backoff", func() bool { return attempts() == 1 && b.clock.Waiting() })
+	waitFor("the second attempt, then the next backoff", func() bool { return attempts() == 2 && b.clock.Waiting() })
 	stop()
 	require.NoError(t, <-done)
-	require.Equal(t, int64(1), attempts())
+	require.Equal(t, int64(2), attempts())
 	require.Equal(t, "PENDING", b.row(t, 1).Status)
 }
 

@@ -35,7 +35,7 @@
 // debt, one marker_debt row (INV-8c: the marker is owed exactly when the status is terminal).
 // PIPELINE_LOCK and the leader epoch check open every batch transaction.
 //
-// Attempts (INV-23c, attemptMark): before a batch, the start mark of its first message
+// Attempts (INV-23d, attemptMark): before a batch, the start mark of its first message
 // (processing_started_at and processing_through = the batch's last msg_id) is committed in its
 // own transaction; every other message gets its own start mark with its outcome. A head found
 // with processing_through set was being processed when an attempt ended without an outcome: if

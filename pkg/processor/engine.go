@@ -40,7 +40,7 @@ type Engine struct {
 	careful int
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
-	// charges nothing (INV-23c). A mark the engine does not know was left by a process that died.
+	// charges nothing (INV-23d). A mark the engine does not know was left by a process that died.
 	ownMark int64
 	// interrupted says why ownMark's attempt ended (the database's error), for its history; ""
 	// when the engine does not know (cancelled, lease or database lost).

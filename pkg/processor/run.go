@@ -43,7 +43,7 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 		case err != nil:
 			p.log.Error().Err(err).Dur("retry_in", pause).Msg("pump: step failed")
 			wait, pause = pause, backoff.Next(pause, p.cfg.BackoffBase, p.cfg.BackoffMax)
-			// A refusal (a privilege, the server's resources): the whole pause. A wake-up
+			// A refusal (refused: the server answers, a quick retry changes nothing): the whole pause. A wake-up
 			// (messages arriving) would not change the answer, and the head would be retried,
 			// and each refusal recorded in its history, at the rate messages arrive. After any
 			// other error (the database lost, read-only after a failover) a wake-up may say it

@@ -51,14 +51,15 @@ SELECT p.msg_id, p.attempts, $2, $3, $4, $5
    AND p.status IN ('PENDING', 'FAILED')
    AND NOT EXISTS (SELECT 1 FROM msg_attempt a WHERE a.msg_id = p.msg_id AND a.outcome = 'CRASHED' AND a.at >= $2)`
 
-	// batchFailedSQL ends the attempt of a batch that failed as a whole: the head's mark no
-	// longer names the batch ($1) and every message of it ($2) gets a BATCH_FAILED attempt row.
-	batchFailedSQL = `
+	// endAttemptSQL ends the attempt of a batch without charging anybody (a batch that failed
+	// as a whole, or the database's failure): the head's mark no longer names the batch ($1) and
+	// every message of it ($2) gets an attempt row with outcome $6 (BATCH_FAILED, INTERRUPTED).
+	endAttemptSQL = `
 WITH ended AS (
   UPDATE proc_state SET processing_through = NULL WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
   RETURNING msg_id)
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, reason)
-SELECT p.msg_id, p.attempts, $3, $4, 'BATCH_FAILED', $5
+SELECT p.msg_id, p.attempts, $3, $4, $6, $5
   FROM proc_state p
  WHERE p.msg_id = ANY($2::bigint[]) AND p.status IN ('PENDING', 'FAILED') AND EXISTS (SELECT 1 FROM ended)`
 

@@ -426,7 +426,7 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 }
 
 // TestProcessorNeedsFlightHistory: without SELECT on flight_history the processor cannot create
-// a flight: the head is refused and held, charged nothing (INV-23c), and nothing behind it runs.
+// a flight: the head is refused and held, charged nothing (INV-23d), and nothing behind it runs.
 // Revoking the grant brings the refusal back; TestStagesRunUnderTheirRoles passes with it.
 func TestProcessorNeedsFlightHistory(t *testing.T) {
 	t.Parallel()
