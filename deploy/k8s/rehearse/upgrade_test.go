@@ -294,7 +294,7 @@ func readyLeaderRole(cl *http.Client, p *proc) string {
 
 // logAttempts logs the attempts of the day that ended without success, by outcome, class and
 // reason: what the rolls cost the messages (a grant revoked under a running processor shows as
-// INTERRUPTED, not charged; INV-23c).
+// INTERRUPTED, not charged; INV-23d).
 func logAttempts(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
 	t.Helper()
 	rows, err := pool.Query(ctx, `SELECT outcome, coalesce(error_class, ''), left(coalesce(reason, ''), 200), count(*), count(DISTINCT msg_id)
