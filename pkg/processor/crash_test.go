@@ -292,16 +292,22 @@ func (r *refusing) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (p
 	return processor.Outcome{}, err
 }
 
+// refused installs a refusing processor, refusing, and enqueues n FLOPs (ids 1..n) for it.
+func (b *bundle) refused(t *testing.T, n int64) *refusing {
+	h := &refusing{role: b.db.Roles(t).Name(roles.Ingest)}
+	h.refuse.Store(true)
+	b.procs[sis.KindFlightUpdate] = h
+	b.enqueueSeq(t, 1, n, func(id int64) string { return flop(int(id), 15, "S") })
+	return h
+}
+
 // A message whose processor the database refuses (permission denied, the server's state, not
 // the message's) is not charged, however often it is retried: the head waits, nothing behind it
 // runs, and it applies once the database accepts it (INV-23d).
 func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := &refusing{role: b.db.Roles(t).Name(roles.Ingest)}
-	h.refuse.Store(true)
-	b.procs[sis.KindFlightUpdate] = h
-	b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+	h := b.refused(t, 3)
 	for range 12 { // more than 3×MSGX_POISON_CRASHES
 		p := b.pump(t) // a new process each time (restarts, new leaders): no death is charged
 		_, err := p.Step(context.Background(), b.lease)
@@ -331,10 +337,7 @@ func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
 func TestRefusedHeadIsRetriedAtTheBackoffNotPerArrival(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := &refusing{role: b.db.Roles(t).Name(roles.Ingest)}
-	h.refuse.Store(true)
-	b.procs[sis.KindFlightUpdate] = h
-	b.enqueueSeq(t, 1, 1, func(id int64) string { return flop(int(id), 15, "S") })
+	b.refused(t, 1)
 	p := b.pump(t)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
