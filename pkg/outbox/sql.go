@@ -10,31 +10,32 @@ var enqueueColumns = []string{"target", "partition_key", "event_type", "state_ve
 // event_id $4 in event order (msg_event_unsent_order). Every older unsent event of a FLID in that
 // window is inside the window too, so the window holds each of its FLIDs' oldest unsent events
 // in order. It claims, oldest first and at most $2, each FLID's run of due events from its head:
-// its events in the window up to the first one that is not due (DEAD, or PENDING and backing
+// its events in the window before the first one that is not due (DEAD, or PENDING and backing
 // off at $1), which holds it and everything after it. $4 is a lower bound of every unsent event
 // (ClaimHeadsFrom): the scan starts there instead of walking the index entries of the events
-// sent since the last vacuum. With each row it returns whether the window was full (more unsent
-// events exist beyond it), whether due events of the window were left out by $2, and the
-// smallest event_id in the window.
+// sent since the last vacuum. The claimed rows are read back by the tuple the window saw (one
+// statement, one snapshot: the same row version), not by a descent of the primary key each.
+// With each row it returns whether the window was full (more unsent events exist beyond it),
+// whether due events of the window were left out by $2, and the smallest event_id in the window.
 const claimWindowSQL = `
 WITH win AS (
-    SELECT event_id, partition_key,
+    SELECT ctid AS tid, event_id, partition_key,
            status = 'PENDING' AND (next_attempt_at IS NULL OR next_attempt_at <= $1) AS due
       FROM msg_event
      WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD') AND event_id >= $4
      ORDER BY event_id
      LIMIT $3
-), runs AS (
-    SELECT event_id, bool_and(due) OVER (PARTITION BY partition_key ORDER BY event_id) AS due
-      FROM win
+), held AS (
+    SELECT partition_key, min(event_id) AS from_id FROM win WHERE NOT due GROUP BY partition_key
 ), claim AS (
-    SELECT event_id, count(*) OVER () AS n FROM runs WHERE due
+    SELECT w.tid, w.event_id FROM win w LEFT JOIN held h USING (partition_key)
+     WHERE w.due AND (h.from_id IS NULL OR w.event_id < h.from_id)
 )
 SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.attempts, e.created_at,
        (SELECT count(*) FROM win) = $3,
-       c.n > $2,
+       (SELECT count(*) FROM claim) > $2,
        (SELECT min(event_id) FROM win)
-  FROM (SELECT event_id, n FROM claim ORDER BY event_id LIMIT $2) c JOIN msg_event e USING (event_id)
+  FROM (SELECT tid FROM claim ORDER BY event_id LIMIT $2) c JOIN msg_event e ON e.ctid = c.tid
  ORDER BY e.event_id`
 
 // countWindowSQL counts unsent KAFKA:msg events at or above event_id $2, up to $1.
