@@ -570,7 +570,8 @@ func TestFoldTakesAPreviousReleasesStates(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	_, err := b.db.Pool.Exec(ctx, `INSERT INTO msg_event (target, partition_key, event_type, state_version, body, created_at) VALUES
-		('KAFKA:schd', '5', 'UPSERT', 1, '{"v":1}', $1), ('KAFKA:schd', '5', 'UPSERT', 2, '{"v":2}', $1)`, t0)
+		('KAFKA:schd', '5', 'UPSERT', 1, '{"v":1}', $1), ('KAFKA:schd', '5', 'UPSERT', 2, '{"v":2}', $1),
+		('KAFKA:schd', '7', 'UPSERT', 1, '{"w":1}', $1), ('KAFKA:schd', '7', 'UPSERT', 2, '{"w":2}', $1)`, t0)
 	require.NoError(t, err)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0.Add(time.Minute),
 		event.Event{Target: event.TargetSchd, FLID: 5, Type: event.Upsert, StateVersion: 3, Payload: json.RawMessage(`{"v":3}`)},
@@ -583,9 +584,12 @@ func TestFoldTakesAPreviousReleasesStates(t *testing.T) {
 	require.Zero(t, legacy)
 	got, err := b.store.ClaimStates(ctx, t0.Add(time.Minute), 10, "")
 	require.NoError(t, err)
-	require.Len(t, got.Due, 2)
+	require.Len(t, got.Due, 3)
 	require.Equal(t, int64(3), got.Due[0].StateVersion, "the newest of FLID 5, from the log")
 	require.JSONEq(t, `{"v":3}`, string(got.Due[0].Payload))
+	require.Equal(t, "7", got.Due[2].FLID)
+	require.Equal(t, int64(2), got.Due[2].StateVersion, "the newest of FLID 7, from msg_event")
+	require.JSONEq(t, `{"w":2}`, string(got.Due[2].Payload))
 
 	st, err := b.store.Stats(ctx)
 	require.NoError(t, err)

@@ -92,20 +92,35 @@ var stateColumns = []string{"partition_key", "event_type", "state_version", "msg
 // the version the topic lost). pending_since, the oldest moved state's time for a new or sent
 // row, stays while a newer state replaces an unsent one, so the backlog's age keeps growing while
 // a flight's states fail. The rows of msg_state_out are written in key order, the order
-// MarkStatesSent locks them in. It returns how many log rows it moved and the highest id among
-// them (0: none).
+// MarkStatesSent locks them in. The newest state of each FLID is chosen from the moved rows
+// without their bodies, then only the chosen ones are read (the log's still visible to the
+// statement's snapshot): sorting the bodies of a few thousand states spilled to disk. It returns
+// how many log rows it moved and the highest id among them (0: none).
 const foldStatesSQL = `
 WITH logged AS (
     DELETE FROM msg_state_log
      WHERE event_id IN (SELECT event_id FROM msg_state_log WHERE event_id >= $1 ORDER BY event_id LIMIT $2)
-    RETURNING event_id, partition_key, event_type, state_version, msg_id, body, created_at
+    RETURNING event_id, partition_key, state_version, created_at
+), legacy AS MATERIALIZED (
+    SELECT * FROM msgx_take_legacy_states()
 ), newest AS (
-    SELECT DISTINCT ON (partition_key) *, min(created_at) OVER (PARTITION BY partition_key) AS since
-      FROM (SELECT * FROM logged UNION ALL SELECT * FROM msgx_take_legacy_states()) m
+    SELECT DISTINCT ON (partition_key) partition_key, event_id, legacy,
+           min(created_at) OVER (PARTITION BY partition_key) AS since
+      FROM (SELECT partition_key, event_id, state_version, created_at, false AS legacy FROM logged
+            UNION ALL
+            SELECT partition_key, event_id, state_version, created_at, true FROM legacy) m
      ORDER BY partition_key, state_version DESC, event_id DESC
+), moved AS (
+    SELECT l.event_id, l.partition_key, l.event_type, l.state_version, l.msg_id, l.body, l.created_at, n.since
+      FROM newest n JOIN msg_state_log l ON l.event_id = n.event_id
+     WHERE NOT n.legacy
+    UNION ALL
+    SELECT g.event_id, g.partition_key, g.event_type, g.state_version, g.msg_id, g.body, g.created_at, n.since
+      FROM newest n JOIN legacy g ON g.event_id = n.event_id
+     WHERE n.legacy
 ), fold AS (
     INSERT INTO msg_state_out AS o (partition_key, event_id, event_type, state_version, msg_id, body, created_at, pending_since)
-    SELECT partition_key, event_id, event_type, state_version, msg_id, body, created_at, since FROM newest ORDER BY partition_key
+    SELECT partition_key, event_id, event_type, state_version, msg_id, body, created_at, since FROM moved ORDER BY partition_key
     ON CONFLICT (partition_key) DO UPDATE
        SET event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type, state_version = EXCLUDED.state_version,
            msg_id = EXCLUDED.msg_id, body = EXCLUDED.body, created_at = EXCLUDED.created_at,
