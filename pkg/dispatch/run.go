@@ -21,8 +21,9 @@ import (
 
 // Run reads the topics' tail (until it succeeds: nothing is sent before), then runs the KAFKA:msg
 // and KAFKA:schd loops, the heartbeat (when it has a topic) and the backlog gauges until ctx ends (nil), a newer leader fenced the
-// lease (leader.ErrFenced) or the Kafka producer broke (kafka.ErrBroken: the term's caller dials
-// a new one, link.go).
+// lease (leader.ErrFenced), the Kafka producer broke (kafka.ErrBroken: the term's caller dials
+// a new one, link.go) or PostgreSQL refused a privilege to the tail read or a loop's step
+// (leader.ErrStepDown: another release's instance may have it).
 func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	log := d.log.With().Int64("epoch", lease.Epoch).Logger()
 	log.Info().Int("batch", d.cfg.Batch).Dur("flush_period", d.cfg.FlushPeriod).Int("flush_limit", d.cfg.FlushLimit).
@@ -32,8 +33,8 @@ func (d *Dispatcher) Run(ctx context.Context, lease leader.Lease) error {
 	for _, last := range d.lastSent {
 		last.Store(0)
 	}
-	if !d.readTailUntilDone(ctx, lease) {
-		return nil
+	if done, err := d.readTailUntilDone(ctx, lease); !done {
+		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	// The processor's commits wake the KAFKA:msg loop at once; polling stays the fallback.
@@ -77,8 +78,9 @@ var errTailNotRead = errors.New("the topics' tail is not read yet: nothing is se
 
 // readTailUntilDone runs ReadTail until it succeeds, backing off after each failure (Kafka or
 // the database unavailable, a stray old primary, or a restore waiting for the operator's
-// confirmation: nothing is sent meanwhile). It reports false when ctx ended first.
-func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) bool {
+// confirmation: nothing is sent meanwhile). It reports false when ctx ended first (nil) or the
+// database refused a privilege (leader.ErrStepDown).
+func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) (bool, error) {
 	defer lease.Stopped("tail")
 	defer d.tail.Store(nil)
 	since := d.clock.Now()
@@ -88,24 +90,29 @@ func (d *Dispatcher) readTailUntilDone(ctx context.Context, lease leader.Lease) 
 		lease.Tick("tail")
 		err := d.ReadTail(ctx, lease)
 		if err == nil {
-			return true
+			return true, nil
 		}
 		if ctx.Err() != nil {
-			return false
+			return false, nil
+		}
+		if leader.Refused(err) {
+			d.log.Warn().Err(err).Msg("dispatcher: the database refuses the tail read a privilege; stepping down")
+			return false, fmt.Errorf("%w: the topics' tail: %w", leader.ErrStepDown, err)
 		}
 		notRead := fmt.Errorf("the topics' tail not read, nothing is sent: %w", err)
 		d.tail.Store(&Blocked{Class: sendclass.Tail, Err: notRead, Since: since})
 		pause = backoff.Next(pause, time.Second, d.cfg.ErrorWait)
 		d.log.Error().Err(err).Dur("retry_in", pause).Msg("dispatcher: the topics' tail not read; nothing is sent until it is")
 		if !clock.WallSleep(ctx, pause) {
-			return false
+			return false, nil
 		}
 	}
 }
 
 // loop runs step again at once after a full batch (or one that says More), else after idle waits
 // wait; after an error or an outage it backs off (doubling from wait up to ErrorWait). Fencing
-// and a broken producer end it with their error, ctx's end with nil.
+// and a broken producer end it with their error, a privilege PostgreSQL refuses with
+// leader.ErrStepDown, ctx's end with nil.
 func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration, full int,
 	idle func(context.Context, time.Duration) bool, step func(context.Context) (Result, error)) error {
 	pause := time.Duration(0)
@@ -120,6 +127,9 @@ func (d *Dispatcher) loop(ctx context.Context, target string, wait time.Duration
 		case errors.Is(err, kafka.ErrBroken):
 			d.log.Warn().Str("target", target).Err(err).Msg("dispatcher: kafka producer broken; the term dials a new one")
 			return err
+		case leader.Refused(err):
+			d.log.Warn().Str("target", target).Err(err).Msg("dispatcher: the database refuses a privilege; stepping down")
+			return fmt.Errorf("%w: %w", leader.ErrStepDown, err)
 		case err != nil || res.Outage:
 			pause = backoff.Next(pause, wait, d.cfg.ErrorWait)
 			if err != nil {

@@ -83,7 +83,8 @@ func New(cfg Config, d Deps) (*Ingester, error) {
 	return &Ingester{cfg: cfg, d: d, log: d.Log.With().Str("stage", "ingest").Logger()}, nil
 }
 
-// Run polls until ctx ends or leadership is fenced (leader.ErrFenced is returned). It polls
+// Run polls until ctx ends, leadership is fenced (leader.ErrFenced is returned) or PostgreSQL
+// refuses a privilege (leader.ErrStepDown: another release's instance may have it). It polls
 // again at once after a full batch that moved W, else waits the poll interval. Store failures
 // are logged and counted, and the next poll starts from the persisted cursor.
 func (i *Ingester) Run(ctx context.Context) error {
@@ -101,6 +102,9 @@ func (i *Ingester) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, leader.ErrFenced):
 			return err
+		case leader.Refused(err):
+			i.log.Warn().Err(err).Msg("ingest: the database refuses a privilege; stepping down")
+			return fmt.Errorf("%w: %w", leader.ErrStepDown, err)
 		case err != nil:
 			failures++
 			i.log.Warn().Err(err).Int("consecutive_failures", failures).Msg("ingest poll failed; retrying after the poll interval")

@@ -3,7 +3,7 @@
 //
 //	standby ──pg_try_advisory_lock ok──▶ epoch+1 in leader_lease ──▶ leader (work runs)
 //	   ▲                                                                 │
-//	   └──── lock ping fails / work fenced / work ends ◀─────────────────┘
+//	   └──── lock ping fails / work fenced / work ends / steps down ◀────┘
 //
 // The lock lives on a dedicated session whose idle_session_timeout is the lease: the leader
 // pings it well within that time, so a leader that dies, is paused (SIGSTOP) or is cut off loses
@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/rs/zerolog"
 
 	"github.com/msgx/msgx/pkg/clock"
@@ -41,6 +42,20 @@ var ErrFenced = errors.New("leadership lost: epoch fenced by a newer leader")
 // ErrPooler means the lock session is not pinned to one backend (a transaction-pooling proxy
 // such as PgBouncer in transaction mode sits in between); session advisory locks cannot work.
 var ErrPooler = errors.New("leader lock is not held by this session's backend: a transaction-pooling proxy? connect msgx directly to PostgreSQL or through a session-pooling proxy")
+
+// ErrStepDown, returned by the work (wrapping its cause), gives the leadership up: the instance
+// goes back to standby and campaigns again only after StepDownPause, so that another instance,
+// which may be able to do the work, takes it first.
+var ErrStepDown = errors.New("stepping down")
+
+// Refused reports whether err is PostgreSQL refusing this process a privilege (42501). The
+// grants are per release (roles apply), so while a rollout or a rollback runs another release's
+// grants, the other release's instances may be allowed what this one is refused: work that
+// meets a refusal steps down (ErrStepDown) rather than keep the lock and retry.
+func Refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
+}
 
 // PipelineLockKey is the second key of PIPELINE_LOCK (see PipelineLockSQL).
 const PipelineLockKey = 1
@@ -234,8 +249,9 @@ func (e *Elector) logCampaignFailure(failing *obs.Repeats, err error) {
 }
 
 // Run campaigns until ctx ends. While leader it runs work with a context that is cancelled as
-// soon as leadership is lost. work returning nil or ErrFenced (or the cancellation) sends the
-// instance back to standby; any other error ends Run with that error.
+// soon as leadership is lost. work returning nil, ErrFenced or ErrStepDown (or the
+// cancellation) sends the instance back to standby, after ErrStepDown for StepDownPause; any
+// other error ends Run with that error.
 func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease Lease) error) error {
 	failing := obs.Repeats{Every: obs.RepeatEvery}
 	for ctx.Err() == nil {
@@ -259,18 +275,29 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_ = conn.Close(closeCtx) // closing the session releases the lock
 		cancel()
+		pause := e.cfg.Retry
+		if errors.Is(err, errSteppedDown) {
+			pause, err = e.StepDownPause(), nil
+		}
 		if err != nil {
 			return err
 		}
 		if ctx.Err() == nil {
-			e.log.Warn().Int64("epoch", lease.Epoch).Msg("stepped down; back to standby")
-			if !clock.WallSleep(ctx, e.cfg.Retry) {
+			e.log.Warn().Int64("epoch", lease.Epoch).Dur("campaign_in", pause).Msg("stepped down; back to standby")
+			if !clock.WallSleep(ctx, pause) {
 				return nil
 			}
 		}
 	}
 	return nil
 }
+
+// StepDownPause is how long an instance that stepped down (ErrStepDown) waits before it
+// campaigns again: three lock attempts of every other instance (Retry each).
+func (e *Elector) StepDownPause() time.Duration { return 3 * e.cfg.Retry }
+
+// errSteppedDown is lead's answer when the work stepped down.
+var errSteppedDown = errors.New("the work stepped down")
 
 // acquire blocks until this instance holds the lock and has bumped the epoch.
 func (e *Elector) acquire(ctx context.Context) (*pgx.Conn, Lease, error) {
@@ -331,6 +358,9 @@ func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, lease Lease, work fu
 			case errors.Is(err, ErrFenced):
 				log.Warn().Msg("leader: work fenced by a newer epoch")
 				return nil
+			case errors.Is(err, ErrStepDown):
+				log.Warn().Err(err).Msg("leader: the work steps down; releasing the lock")
+				return errSteppedDown
 			default:
 				return fmt.Errorf("%s work: %w", e.cfg.Role, err)
 			}

@@ -388,3 +388,68 @@ func TestLeaderRenewsItsRow(t *testing.T) {
 	cancel()
 	require.NoError(t, wait())
 }
+
+// TestRefusedLeaderStepsDown: work refused a privilege by PostgreSQL (another release's grants:
+// a rollback under way) steps down; the lock goes at once to a standby, which may be granted
+// what this instance is refused, and the instance that stepped down stays standby meanwhile.
+func TestRefusedLeaderStepsDown(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	a, b := newElector(t, db, "a"), newElector(t, db, "b")
+	refusal := make(chan error, 1)
+	var aTerms atomic.Int32
+	waitA := runElector(ctx, a, func(ctx context.Context, _ leader.Lease) error {
+		aTerms.Add(1)
+		err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL ROLE pg_monitor`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `SELECT count(*) FROM pg_catalog.pg_authid`)
+			return err
+		})
+		select {
+		case refusal <- err:
+		default:
+		}
+		if leader.Refused(err) {
+			return fmt.Errorf("%w: %w", leader.ErrStepDown, err)
+		}
+		<-ctx.Done()
+		return nil
+	})
+	var err error
+	select {
+	case err = <-refusal: // a led, and its work was refused
+	case <-time.After(waitLimit):
+		t.Fatal("a did not lead")
+	}
+	require.True(t, leader.Refused(err), "a statement refused a privilege: %v", err)
+
+	bEpoch := make(chan int64, 1)
+	waitB := runElector(ctx, b, func(ctx context.Context, l leader.Lease) error {
+		bEpoch <- l.Epoch
+		<-ctx.Done()
+		return nil
+	})
+	select {
+	case epoch := <-bEpoch:
+		require.Greater(t, epoch, int64(1))
+	case <-time.After(waitLimit):
+		t.Fatal("b did not take over from the instance that stepped down")
+	}
+	// a campaigns again after its pause, and must not get in while b holds the lock.
+	terms := aTerms.Load()
+	deadline := time.Now().Add(2 * a.StepDownPause())
+	for time.Now().Before(deadline) {
+		ok, _ := a.IsLeader()
+		require.False(t, ok)
+		time.Sleep(retry / 4)
+	}
+	require.Equal(t, terms, aTerms.Load(), "a led again while b held the lock")
+	cancel()
+	require.NoError(t, waitA(), "stepping down is not an error of Run")
+	require.NoError(t, waitB())
+}

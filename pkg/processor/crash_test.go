@@ -280,10 +280,17 @@ func TestOutageDoesNotExpireAFailedHead(t *testing.T) {
 type refusing struct {
 	refuse atomic.Bool
 	role   string
+	// nowait: the refusal is a lock not available (55P03: a row of table held that the test
+	// holds, taken NOWAIT) instead of a privilege (42501).
+	nowait bool
 }
 
 func (r *refusing) Apply(ctx context.Context, tx pgx.Tx, m processor.Message) (processor.Outcome, error) {
-	if r.refuse.Load() {
+	if r.refuse.Load() && r.nowait {
+		if _, err := tx.Exec(ctx, `SELECT id FROM held WHERE id = 1 FOR UPDATE NOWAIT`); err != nil {
+			return processor.Outcome{}, err
+		}
+	} else if r.refuse.Load() {
 		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{r.role}.Sanitize()); err != nil {
 			return processor.Outcome{}, err
 		}
@@ -331,13 +338,43 @@ func TestDatabaseRefusalIsNotAFailureOfTheMessage(t *testing.T) {
 	require.Equal(t, 1, b.row(t, 1).Attempts, "its success is its one attempt with an outcome")
 }
 
+// A privilege the database refuses (42501: during a rollout or a rollback, another release's
+// grants) makes the pump step down once the refused attempt's end is recorded: another
+// release's instance may be granted it, and the next leader finds no open attempt to charge as
+// a death.
+func TestPrivilegeRefusalStepsDown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.refused(t, 2)
+	p := b.pump(t)
+	err := p.Run(context.Background(), b.lease)
+	require.ErrorIs(t, err, leader.ErrStepDown)
+	require.True(t, leader.Refused(err), "%v", err)
+	require.Equal(t, []int64{1, 2}, b.db.Int64s(t, `SELECT msg_id FROM msg_attempt WHERE outcome = 'INTERRUPTED' ORDER BY msg_id`),
+		"the refused batch's attempt ends recorded, on each of its messages")
+	require.Zero(t, b.db.Int64s(t, `SELECT count(*) FROM proc_state WHERE processing_through IS NOT NULL`)[0],
+		"no attempt is left open")
+	for id := int64(1); id <= 2; id++ {
+		require.Equal(t, "PENDING", b.row(t, id).Status, "message %d", id)
+		require.Zero(t, b.row(t, id).Attempts, "message %d", id)
+	}
+}
+
 // While the database refuses the head, the running pump retries it at its backoff, not at the
 // rate messages arrive: each arrival wakes the pump, and a retry per wake-up would record an
 // attempt (and log an error) per message ingested for as long as the refusal lasts.
 func TestRefusedHeadIsRetriedAtTheBackoffNotPerArrival(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.refused(t, 1)
+	b.refused(t, 1).nowait = true
+	ctx0 := context.Background()
+	_, err := b.db.Pool.Exec(ctx0, `CREATE TABLE held (id int PRIMARY KEY); INSERT INTO held VALUES (1)`)
+	require.NoError(t, err)
+	holder, err := b.db.Pool.Begin(ctx0)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(ctx0) }()
+	_, err = holder.Exec(ctx0, `SELECT id FROM held WHERE id = 1 FOR UPDATE`)
+	require.NoError(t, err)
 	p := b.pump(t)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -12,10 +13,14 @@ import (
 	"github.com/msgx/msgx/pkg/wake"
 )
 
-// Run drains the head until ctx ends. It returns leader.ErrFenced when a newer leader took over;
+// Run drains the head until ctx ends. It returns leader.ErrFenced when a newer leader took over,
+// and steps down (leader.ErrStepDown) when PostgreSQL refuses it a privilege once no attempt of
+// its own is left open (its end recorded: another process would read an open one as a death);
 // other errors are logged and retried after a pause (the failure is recorded on the message
 // where it can be).
 func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
+	ctx, cancel := context.WithCancel(ctx) // a return before ctx ends stops the listener too
+	defer cancel()
 	defer p.WaitMarkers()
 	defer p.dropAhead()
 	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
@@ -49,6 +54,9 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 			// other error (the database lost, read-only after a failover) a wake-up may say it
 			// is back.
 			if refused(err) {
+				if leader.Refused(err) && p.ownMark == 0 {
+					return fmt.Errorf("%w: %w", leader.ErrStepDown, err)
+				}
 				if !clock.Sleep(ctx, p.clock, wait) {
 					return nil
 				}

@@ -455,3 +455,54 @@ func TestProcessorNeedsFlightHistory(t *testing.T) {
 	require.Equal(t, map[int64]outcome{1: {"SUCCEEDED", ""}, 2: {"SKIPPED", ""}}, b.outcomes(t))
 	require.EqualValues(t, 1, b.count(t, `SELECT count(*) FROM flight`))
 }
+
+// A stage refused a privilege steps down (leader.ErrStepDown) instead of keeping the lock: in a
+// rollback the previous release's roles apply revokes the grants on tables it does not know,
+// while this release's instances still lead; another release's instance may have the grant.
+// The dispatcher is refused at its term start (the database's identity reads msg_state_log),
+// ingest at its copy into proc_state.
+func TestStagesStepDownWhenRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, kcfg := kafkatest.Broker(t)
+	revoke := func(what string, r roles.Role) {
+		_, err := b.db.Pool.Exec(ctx, "REVOKE "+what+" FROM "+pgx.Identifier{b.roles.Name(r)}.Sanitize())
+		require.NoError(t, err)
+	}
+
+	revoke("SELECT ON msg_state_log", roles.Dispatcher)
+	prod, err := kafka.Dial(kcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, prod.Close()) })
+	store, err := outbox.New(b.pools[roles.Dispatcher], outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
+	require.NoError(t, err)
+	disp, err := dispatch.New(dispatch.Config{Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
+		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState,
+		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
+			_, err := kafka.ReadCommittedSince(ctx, kcfg, topic, since, fn)
+			return err
+		}}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+	require.NoError(t, err)
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = disp.Run(dctx, b.lead(t, roles.Dispatcher))
+	require.ErrorIs(t, err, leader.ErrStepDown)
+	require.True(t, leader.Refused(err), "%v", err)
+	require.NoError(t, dctx.Err(), "it stepped down at once, not at the test's timeout")
+
+	revoke("INSERT ON proc_state", roles.Ingest)
+	_, err = b.boxes[roles.Ingest].Insert(ctx, mailbox.NewMessage{Text: schdAdd(15), Received: t0})
+	require.NoError(t, err)
+	ing, err := ingest.New(ingest.Config{PollInterval: 10 * time.Millisecond, ClaimBatch: 50,
+		MaxCommitDelay: 30 * time.Second, ReprobeWindow: time.Hour, ReprobeEvery: 10 * time.Second, DBTimeout: 30 * time.Second},
+		ingest.Deps{DB: b.pools[roles.Ingest], Mailbox: b.boxes[roles.Ingest], Fence: b.lead(t, roles.Ingest), Clock: b.clock,
+			Metrics: ingest.NewMetrics(prometheus.NewRegistry(), b.clock), Log: zerolog.Nop()})
+	require.NoError(t, err)
+	ictx, icancel := context.WithTimeout(ctx, 30*time.Second)
+	defer icancel()
+	err = ing.Run(ictx)
+	require.ErrorIs(t, err, leader.ErrStepDown)
+	require.True(t, leader.Refused(err), "%v", err)
+	require.NoError(t, ictx.Err(), "it stepped down at once, not at the test's timeout")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state`))
+}
