@@ -188,3 +188,66 @@ func utc(ts []TargetStats) []TargetStats {
 	}
 	return ts
 }
+
+// TestClaimReadsClaimedRowsByTuple: the change claim reads each claimed row back by the tuple
+// its window saw, in either plan mode: msg_event is visited once for the window's rows and once
+// per claimed row by TID, never again through an index descent per row.
+func TestClaimReadsClaimedRowsByTuple(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			ctx := context.Background()
+			_, err := db.Pool.Exec(ctx, `
+INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, body, created_at, status, sent_at)
+SELECT g, 'KAFKA:msg', (g % 50)::text, 'UPSERT', g, g, '{}', '2026-12-15 08:00:00Z',
+       CASE WHEN g <= 5000 THEN 'SENT' ELSE 'PENDING' END, CASE WHEN g <= 5000 THEN timestamptz '2026-12-15 08:00:00Z' END
+  FROM generate_series(1, 6000) g;
+ANALYZE msg_event`)
+			require.NoError(t, err)
+			var shown string
+			var tid, byKey float64
+			require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+				for _, sql := range []string{
+					`SET LOCAL plan_cache_mode = ` + mode,
+					`PREPARE claim(timestamptz, int, int, bigint) AS ` + claimWindowSQL,
+					`EXECUTE claim('2026-12-15 08:00:00Z', 1, 4, 0)`, // a generic plan is made here
+				} {
+					if _, err := tx.Exec(ctx, sql); err != nil {
+						return err
+					}
+				}
+				var plan []byte
+				if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('2026-12-15 08:00:00Z', 500, 2000, 5001)`).Scan(&plan); err != nil {
+					return err
+				}
+				shown = string(plan)
+				var root []struct {
+					Plan planNode `json:"Plan"`
+				}
+				require.NoError(t, json.Unmarshal(plan, &root))
+				var walk func(p planNode)
+				walk = func(p planNode) {
+					if p.Relation == "msg_event" {
+						switch p.Type {
+						case "Tid Scan":
+							tid += p.Rows * p.Loops
+						case "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
+							if p.Loops > 1 {
+								byKey += p.Rows * p.Loops
+							}
+						}
+					}
+					for _, c := range p.Plans {
+						walk(c)
+					}
+				}
+				walk(root[0].Plan)
+				return errors.New("rolled back")
+			}), "rolled back")
+			require.Equal(t, float64(500), tid, "the 500 claimed rows read back by tuple (plan %s)", shown)
+			require.Zero(t, byKey, "no row read again through an index (plan %s)", shown)
+		})
+	}
+}

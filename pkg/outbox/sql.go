@@ -93,9 +93,12 @@ var stateColumns = []string{"partition_key", "event_type", "state_version", "msg
 // row, stays while a newer state replaces an unsent one, so the backlog's age keeps growing while
 // a flight's states fail. The rows of msg_state_out are written in key order, the order
 // MarkStatesSent locks them in. The newest state of each FLID is chosen from the moved rows
-// without their bodies, then only the chosen ones are read (the log's still visible to the
-// statement's snapshot): sorting the bodies of a few thousand states spilled to disk. It returns
-// how many log rows it moved and the highest id among them (0: none).
+// without their bodies, then only the chosen ones are read: sorting the bodies of a few thousand
+// states spilled to disk. The log's rows are read by event_id as the statement's snapshot sees
+// them (the sub-statements of a WITH share one snapshot and do not see each other's changes), so
+// a log row must never be rewritten in place under its event_id: the one writer that updates the
+// log, the restore epoch's renumbering, gives every row a new id. It returns how many log rows
+// it moved and the highest id among them (0: none).
 const foldStatesSQL = `
 WITH logged AS (
     DELETE FROM msg_state_log
