@@ -254,6 +254,7 @@ func (e *Elector) logCampaignFailure(failing *obs.Repeats, err error) {
 // other error ends Run with that error.
 func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease Lease) error) error {
 	failing := obs.Repeats{Every: obs.RepeatEvery}
+	stepDowns := 0 // in a row
 	for ctx.Err() == nil {
 		conn, lease, err := e.acquire(ctx)
 		if err != nil {
@@ -270,6 +271,7 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 			continue
 		}
 		failing.Reset()
+		began := time.Now()
 		err = e.lead(ctx, conn, lease, work)
 		e.setLeader(false, 0)
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -277,7 +279,13 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 		cancel()
 		pause := e.cfg.Retry
 		if errors.Is(err, errSteppedDown) {
-			pause, err = e.StepDownPause(), nil
+			if time.Since(began) >= maxStepDownPause {
+				stepDowns = 0 // the term did its work for a while: not the same refusal
+			}
+			stepDowns++
+			pause, err = e.stepDownPause(stepDowns), nil
+		} else {
+			stepDowns = 0
 		}
 		if err != nil {
 			return err
@@ -293,8 +301,26 @@ func (e *Elector) Run(ctx context.Context, work func(ctx context.Context, lease 
 }
 
 // StepDownPause is how long an instance that stepped down (ErrStepDown) waits before it
-// campaigns again: three lock attempts of every other instance (Retry each).
-func (e *Elector) StepDownPause() time.Duration { return 3 * e.cfg.Retry }
+// campaigns again: three lock attempts of every other instance (Retry each). It doubles with
+// each step-down in a row, up to maxStepDownPause: where every instance is refused (a grant
+// revoked by mistake), each term would otherwise start its work again, and the processor
+// record its head's attempt, every few seconds.
+func (e *Elector) StepDownPause() time.Duration { return e.stepDownPause(1) }
+
+// maxStepDownPause bounds the pause after step-downs in a row (the processor's retry pause,
+// MSGX_BACKOFF_MAX, has the same default).
+const maxStepDownPause = time.Minute
+
+func (e *Elector) stepDownPause(inARow int) time.Duration {
+	d := 3 * e.cfg.Retry
+	for range inARow - 1 {
+		if d >= maxStepDownPause {
+			break
+		}
+		d *= 2
+	}
+	return min(d, max(maxStepDownPause, 3*e.cfg.Retry))
+}
 
 // errSteppedDown is lead's answer when the work stepped down.
 var errSteppedDown = errors.New("the work stepped down")

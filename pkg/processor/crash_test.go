@@ -347,7 +347,10 @@ func TestPrivilegeRefusalStepsDown(t *testing.T) {
 	b := setup(t)
 	b.refused(t, 2)
 	p := b.pump(t)
-	err := p.Run(context.Background(), b.lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := p.Run(ctx, b.lease)
+	require.NoError(t, ctx.Err(), "it stepped down at once, not at the test's timeout")
 	require.ErrorIs(t, err, leader.ErrStepDown)
 	require.True(t, leader.Refused(err), "%v", err)
 	require.Equal(t, []int64{1, 2}, b.db.Int64s(t, `SELECT msg_id FROM msg_attempt WHERE outcome = 'INTERRUPTED' ORDER BY msg_id`),

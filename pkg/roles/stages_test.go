@@ -470,7 +470,6 @@ func TestStagesStepDownWhenRefused(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	revoke("SELECT ON msg_state_log", roles.Dispatcher)
 	prod, err := kafka.Dial(kcfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, prod.Close()) })
@@ -483,12 +482,21 @@ func TestStagesStepDownWhenRefused(t *testing.T) {
 			return err
 		}}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
 	require.NoError(t, err)
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	err = disp.Run(dctx, b.lead(t, roles.Dispatcher))
-	require.ErrorIs(t, err, leader.ErrStepDown)
-	require.True(t, leader.Refused(err), "%v", err)
-	require.NoError(t, dctx.Err(), "it stepped down at once, not at the test's timeout")
+	lease := b.lead(t, roles.Dispatcher)
+	stepsDown := func(what string) {
+		t.Helper()
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		err := disp.Run(dctx, lease)
+		require.NoError(t, dctx.Err(), "it stepped down at once, not at the test's timeout")
+		require.ErrorIs(t, err, leader.ErrStepDown)
+		require.True(t, leader.Refused(err), "%v", err)
+		require.ErrorContains(t, err, what)
+	}
+	revoke("DELETE ON msg_state_log", roles.Dispatcher) // the fold's: a loop's step
+	stepsDown("fold states")
+	revoke("SELECT ON msg_state_log", roles.Dispatcher) // the database's identity: the term start
+	stepsDown("the topics' tail")
 
 	revoke("INSERT ON proc_state", roles.Ingest)
 	_, err = b.boxes[roles.Ingest].Insert(ctx, mailbox.NewMessage{Text: schdAdd(15), Received: t0})
