@@ -652,3 +652,48 @@ func TestFoldTakesTheHighestVersion(t *testing.T) {
 	require.Equal(t, int64(7), got.Due[0].StateVersion)
 	require.Equal(t, int64(50), got.Due[0].EventID)
 }
+
+// TestFoldChoosesAcrossTheLogAndAPreviousRelease: each FLID's newest state wins wherever it was
+// written, with its own body: a previous release's state newer than the log's, equal versions
+// decided by the higher id, a previous release's TOMBSTONE (no body) and its state kept as a
+// JSON payload only (the oldest releases' column).
+func TestFoldChoosesAcrossTheLogAndAPreviousRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.db.Pool.Exec(ctx, `INSERT INTO msg_state_log (event_id, partition_key, event_type, state_version, body, created_at) VALUES
+		(10, '1', 'UPSERT', 4, '{"log":4}', $1),
+		(11, '2', 'UPSERT', 3, '{"id":11}', $1), (12, '2', 'UPSERT', 3, '{"id":12}', $1),
+		(13, '3', 'UPSERT', 2, '{"log":2}', $1),
+		(14, '4', 'UPSERT', 1, '{"log":1}', $1)`, t0)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, body, payload, created_at) VALUES
+		(5, 'KAFKA:schd', '1', 'UPSERT', 5, '{"legacy":5}', NULL, $1),
+		(6, 'KAFKA:schd', '3', 'TOMBSTONE', 3, NULL, NULL, $1),
+		(7, 'KAFKA:schd', '4', 'UPSERT', 2, NULL, '{"payload": 2}', $1)`, t0)
+	require.NoError(t, err)
+	n, _, err := b.store.FoldStates(ctx, b.lease, 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, 5, n)
+
+	rows, err := b.db.Pool.Query(ctx, `SELECT partition_key, event_id, event_type, state_version, COALESCE(body, '') FROM msg_state_out ORDER BY partition_key`)
+	require.NoError(t, err)
+	type out struct {
+		FLID    string
+		EventID int64
+		Type    string
+		Version int64
+		Body    string
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[out])
+	require.NoError(t, err)
+	require.Equal(t, []out{
+		{"1", 5, "UPSERT", 5, `{"legacy":5}`},
+		{"2", 12, "UPSERT", 3, `{"id":12}`},
+		{"3", 6, "TOMBSTONE", 3, ""},
+		{"4", 7, "UPSERT", 2, `{"payload": 2}`},
+	}, got)
+	var left int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM msg_state_log) + (SELECT count(*) FROM msg_event)`).Scan(&left))
+	require.Zero(t, left, "every moved row is gone from where it was written")
+}
