@@ -288,11 +288,7 @@ func (b *bundle) count(t *testing.T, sql string, args ...any) int64 {
 // ingestAll runs ingest (as its role, with its mailbox user) until W reaches the mailbox's end.
 func (b *bundle) ingestAll(t *testing.T, lease leader.Lease) {
 	t.Helper()
-	ing, err := ingest.New(ingest.Config{PollInterval: 10 * time.Millisecond, ClaimBatch: 50,
-		MaxCommitDelay: 30 * time.Second, ReprobeWindow: time.Hour, ReprobeEvery: 10 * time.Second, DBTimeout: 30 * time.Second},
-		ingest.Deps{DB: b.pools[roles.Ingest], Mailbox: b.boxes[roles.Ingest], Fence: lease, Clock: b.clock,
-			Metrics: ingest.NewMetrics(prometheus.NewRegistry(), b.clock), Log: zerolog.Nop()})
-	require.NoError(t, err)
+	ing := b.ingester(t, lease)
 	for range 100 {
 		progressed, err := ing.Step(ctx)
 		require.NoError(t, err)
@@ -356,18 +352,7 @@ func (b *bundle) runStages(t *testing.T, kcfg kafka.Config) {
 	require.Equal(t, 4, marked, "the processor's user writes the markers")
 
 	// dispatcher: claims the outbox and marks it SENT.
-	prod, err := kafka.Dial(kcfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, prod.Close()) })
-	store, err := outbox.New(b.pools[roles.Dispatcher], outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
-	require.NoError(t, err)
-	disp, err := dispatch.New(dispatch.Config{Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
-		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState,
-		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
-			_, err := kafka.ReadCommittedSince(ctx, kcfg, topic, since, fn)
-			return err
-		}}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
-	require.NoError(t, err)
+	disp := b.dispatcher(t, kcfg)
 	require.NoError(t, disp.ReadTail(ctx, leases[roles.Dispatcher]), "the term start: timeline, identity, the topics' tail")
 	sent := 0
 	for range 10 { // until nothing is left to claim
@@ -470,18 +455,7 @@ func TestStagesStepDownWhenRefused(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	prod, err := kafka.Dial(kcfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, prod.Close()) })
-	store, err := outbox.New(b.pools[roles.Dispatcher], outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
-	require.NoError(t, err)
-	disp, err := dispatch.New(dispatch.Config{Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
-		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState,
-		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
-			_, err := kafka.ReadCommittedSince(ctx, kcfg, topic, since, fn)
-			return err
-		}}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
-	require.NoError(t, err)
+	disp := b.dispatcher(t, kcfg)
 	lease := b.lead(t, roles.Dispatcher)
 	stepsDown := func(what string) {
 		t.Helper()
@@ -499,18 +473,42 @@ func TestStagesStepDownWhenRefused(t *testing.T) {
 	stepsDown("the topics' tail")
 
 	revoke("INSERT ON proc_state", roles.Ingest)
-	_, err = b.boxes[roles.Ingest].Insert(ctx, mailbox.NewMessage{Text: schdAdd(15), Received: t0})
-	require.NoError(t, err)
-	ing, err := ingest.New(ingest.Config{PollInterval: 10 * time.Millisecond, ClaimBatch: 50,
-		MaxCommitDelay: 30 * time.Second, ReprobeWindow: time.Hour, ReprobeEvery: 10 * time.Second, DBTimeout: 30 * time.Second},
-		ingest.Deps{DB: b.pools[roles.Ingest], Mailbox: b.boxes[roles.Ingest], Fence: b.lead(t, roles.Ingest), Clock: b.clock,
-			Metrics: ingest.NewMetrics(prometheus.NewRegistry(), b.clock), Log: zerolog.Nop()})
+	_, err := b.boxes[roles.Ingest].Insert(ctx, mailbox.NewMessage{Text: schdAdd(15), Received: t0})
 	require.NoError(t, err)
 	ictx, icancel := context.WithTimeout(ctx, 30*time.Second)
 	defer icancel()
-	err = ing.Run(ictx)
+	err = b.ingester(t, b.lead(t, roles.Ingest)).Run(ictx)
 	require.ErrorIs(t, err, leader.ErrStepDown)
 	require.True(t, leader.Refused(err), "%v", err)
 	require.NoError(t, ictx.Err(), "it stepped down at once, not at the test's timeout")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state`))
+}
+
+// ingester is the ingest stage on its role's pool and mailbox user, fenced by lease.
+func (b *bundle) ingester(t *testing.T, lease leader.Lease) *ingest.Ingester {
+	t.Helper()
+	ing, err := ingest.New(ingest.Config{PollInterval: 10 * time.Millisecond, ClaimBatch: 50,
+		MaxCommitDelay: 30 * time.Second, ReprobeWindow: time.Hour, ReprobeEvery: 10 * time.Second, DBTimeout: 30 * time.Second},
+		ingest.Deps{DB: b.pools[roles.Ingest], Mailbox: b.boxes[roles.Ingest], Fence: lease, Clock: b.clock,
+			Metrics: ingest.NewMetrics(prometheus.NewRegistry(), b.clock), Log: zerolog.Nop()})
+	require.NoError(t, err)
+	return ing
+}
+
+// dispatcher is the dispatcher stage on its role's pool, producing to kcfg's broker.
+func (b *bundle) dispatcher(t *testing.T, kcfg kafka.Config) *dispatch.Dispatcher {
+	t.Helper()
+	prod, err := kafka.Dial(kcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, prod.Close()) })
+	store, err := outbox.New(b.pools[roles.Dispatcher], outbox.Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
+	require.NoError(t, err)
+	disp, err := dispatch.New(dispatch.Config{Batch: 500, FlushPeriod: time.Second, FlushLimit: 500,
+		TopicChanges: kcfg.TopicChanges, TopicState: kcfg.TopicState,
+		TailReader: func(ctx context.Context, topic string, since time.Time, fn func(kafka.ConsumedRecord) error) error {
+			_, err := kafka.ReadCommittedSince(ctx, kcfg, topic, since, fn)
+			return err
+		}}, store, prod, b.clock, prometheus.NewRegistry(), zerolog.Nop())
+	require.NoError(t, err)
+	return disp
 }
