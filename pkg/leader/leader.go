@@ -312,14 +312,12 @@ func (e *Elector) StepDownPause() time.Duration { return e.stepDownPause(1) }
 const maxStepDownPause = time.Minute
 
 func (e *Elector) stepDownPause(inARow int) time.Duration {
-	d := 3 * e.cfg.Retry
-	for range inARow - 1 {
-		if d >= maxStepDownPause {
-			break
-		}
+	first := 3 * e.cfg.Retry
+	d := first
+	for n := 1; n < inARow && d < maxStepDownPause; n++ {
 		d *= 2
 	}
-	return min(d, max(maxStepDownPause, 3*e.cfg.Retry))
+	return max(first, min(d, maxStepDownPause))
 }
 
 // errSteppedDown is lead's answer when the work stepped down.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,6 +92,34 @@ type planNode struct {
 	Plans    []planNode `json:"Plans"`
 }
 
+// explainPrepared prepares sql as name(types) in tx under plan_cache_mode mode, runs it once
+// with warm (a generic plan is made there), then returns the plan of EXPLAIN (ANALYZE, BUFFERS)
+// of its run with run, and that plan as JSON text for failure messages. EXECUTE takes literals
+// only: warm and run are parenthesized argument lists.
+func explainPrepared(ctx context.Context, tx pgx.Tx, mode, nameTypes, sql, warm, run string) (planNode, string, error) {
+	name, _, _ := strings.Cut(nameTypes, "(")
+	for _, stmt := range []string{
+		`SET LOCAL plan_cache_mode = ` + mode,
+		`PREPARE ` + nameTypes + ` AS ` + sql,
+		`EXECUTE ` + name + warm,
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return planNode{}, "", err
+		}
+	}
+	var plan []byte
+	if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE `+name+run).Scan(&plan); err != nil {
+		return planNode{}, "", err
+	}
+	var root []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &root); err != nil || len(root) != 1 {
+		return planNode{}, string(plan), fmt.Errorf("read the plan: %v (%d roots)", err, len(root))
+	}
+	return root[0].Plan, string(plan), nil
+}
+
 // TestMarkStatesSentReadsItsKeys: settling the states a flush sent reads the rows of their
 // keys by index, in either plan mode, however many flights msg_state_out holds: with 20,000
 // rows (their updates not vacuumed), settling 10 reads a few pages per key.
@@ -117,24 +146,12 @@ func TestMarkStatesSentReadsItsKeys(t *testing.T) {
 			var read float64
 			var shown string
 			require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-				for _, sql := range []string{
-					`SET LOCAL plan_cache_mode = ` + mode,
-					`PREPARE mark_states_sent(text[], bigint[], timestamptz) AS ` + markStatesSentSQL,
-					`EXECUTE mark_states_sent('{1}', '{1}', '2026-12-15 08:00:00Z')`, // a generic plan is made here
-				} {
-					if _, err := tx.Exec(ctx, sql); err != nil {
-						return err
-					}
-				}
-				var plan []byte
-				if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE mark_states_sent(`+args+`)`).Scan(&plan); err != nil {
+				root, plan, err := explainPrepared(ctx, tx, mode, `mark_states_sent(text[], bigint[], timestamptz)`, markStatesSentSQL,
+					`('{1}', '{1}', '2026-12-15 08:00:00Z')`, `(`+args+`)`)
+				if err != nil {
 					return err
 				}
-				var root []struct {
-					Plan planNode `json:"Plan"`
-				}
-				require.NoError(t, json.Unmarshal(plan, &root))
-				shown = string(plan)
+				shown = plan
 				var walk func(p planNode)
 				walk = func(p planNode) {
 					if p.Relation == "msg_state_out" && p.Type != "ModifyTable" {
@@ -146,7 +163,7 @@ func TestMarkStatesSentReadsItsKeys(t *testing.T) {
 						walk(c)
 					}
 				}
-				walk(root[0].Plan)
+				walk(root)
 				var unsent int
 				if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_out WHERE status <> 'SENT'`).Scan(&unsent); err != nil {
 					return err
@@ -209,24 +226,12 @@ ANALYZE msg_event`)
 			var shown string
 			var tid, byKey float64
 			require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-				for _, sql := range []string{
-					`SET LOCAL plan_cache_mode = ` + mode,
-					`PREPARE claim(timestamptz, int, int, bigint) AS ` + claimWindowSQL,
-					`EXECUTE claim('2026-12-15 08:00:00Z', 1, 4, 0)`, // a generic plan is made here
-				} {
-					if _, err := tx.Exec(ctx, sql); err != nil {
-						return err
-					}
-				}
-				var plan []byte
-				if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('2026-12-15 08:00:00Z', 500, 2000, 5001)`).Scan(&plan); err != nil {
+				root, plan, err := explainPrepared(ctx, tx, mode, `claim(timestamptz, int, int, bigint)`, claimWindowSQL,
+					`('2026-12-15 08:00:00Z', 1, 4, 0)`, `('2026-12-15 08:00:00Z', 500, 2000, 5001)`)
+				if err != nil {
 					return err
 				}
-				shown = string(plan)
-				var root []struct {
-					Plan planNode `json:"Plan"`
-				}
-				require.NoError(t, json.Unmarshal(plan, &root))
+				shown = plan
 				var walk func(p planNode)
 				walk = func(p planNode) {
 					if p.Relation == "msg_event" {
@@ -243,7 +248,7 @@ ANALYZE msg_event`)
 						walk(c)
 					}
 				}
-				walk(root[0].Plan)
+				walk(root)
 				return errors.New("rolled back")
 			}), "rolled back")
 			require.Equal(t, float64(500), tid, "the 500 claimed rows read back by tuple (plan %s)", shown)

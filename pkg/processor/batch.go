@@ -186,6 +186,21 @@ func (p *Engine) applyOne(_ context.Context, m Message, apply func() (Outcome, e
 	return apply()
 }
 
+// endAttempt ends the attempt of the batch ids (the head first) without charging anybody: the
+// head's mark no longer names it, and each message's history gets outcome with why. The engine
+// then holds no open attempt of its own.
+func (p *Engine) endAttempt(ctx context.Context, lease leader.Lease, now time.Time, ids []int64, why, outcome string) error {
+	why = clip.String(why, reasonBound)
+	if err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, endAttemptSQL, ids[0], ids, now, lease.Epoch, why, outcome)
+		return err
+	}); err != nil {
+		return err
+	}
+	p.ownMark = 0
+	return nil
+}
+
 // failBatch handles a batch transaction that failed as a whole (e.g. a Flush). A batch of several
 // messages charges nobody: the engine goes on one message per transaction (careful mode), so the
 // message that causes it fails alone. A message alone is charged: FAILED (or DEAD EXHAUSTED at
@@ -205,15 +220,11 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 		// The attempt ends here, recorded: a mark left naming it would be read by another
 		// process (a restart, a new leader) as a death of the message, and enough of those
 		// make it poison.
-		why := clip.String(fmt.Sprintf("the attempt of the batch %d..%d ended without an outcome (the database's failure: %v): not charged", from, to, err), reasonBound)
-		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, endAttemptSQL, from, ids, now, lease.Epoch, why, procstate.AttemptInterrupted)
-			return err
-		}); werr != nil {
+		why := fmt.Sprintf("the attempt of the batch %d..%d ended without an outcome (the database's failure: %v): not charged", from, to, err)
+		if werr := p.endAttempt(ctx, lease, now, ids, why, procstate.AttemptInterrupted); werr != nil {
 			p.interrupted = clip.String(err.Error(), reasonBound) // the next attempt records it
 			return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w (recording it: %v)", from, to, err, werr)
 		}
-		p.ownMark = 0
 		return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w", from, to, err)
 	}
 	if len(batch) > 1 {
@@ -222,14 +233,10 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
 		// The attempt ended: the head's mark no longer names the batch, and each message's
 		// history says what happened to it (nobody is charged).
-		why := clip.String(fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err), reasonBound)
-		if werr := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, endAttemptSQL, from, ids, now, lease.Epoch, why, procstate.AttemptBatchFailed)
-			return err
-		}); werr != nil {
+		why := fmt.Sprintf("the batch %d..%d failed as a whole (%v): nobody charged; retried one message per transaction", from, to, err)
+		if werr := p.endAttempt(ctx, lease, now, ids, why, procstate.AttemptBatchFailed); werr != nil {
 			return StepResult{}, fmt.Errorf("apply batch: %w (recording its end: %v)", err, werr)
 		}
-		p.ownMark = 0
 		return StepResult{Failed: true}, nil
 	}
 	class, reason := classify(err)
