@@ -251,6 +251,58 @@ func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
 	}
 }
 
+// The engine reads an open mark of its own as an attempt it saw end (not charged) only while no
+// other leader's term came between: another leader may have re-stamped the head and died on it
+// since, and that death is charged (INV-23d). A message runs alone here (Batch 1), where a
+// death is charged and an interruption is not.
+func TestOwnMarkOfAnEarlierTerm(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		between bool // another leader's term on the head between the engine's two terms
+		want    []string
+	}{
+		{"the next term, nobody between", false, []string{"INTERRUPTED", "SUCCEEDED"}},
+		{"another leader's term between", true, []string{"DIED", "DIED", "SUCCEEDED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.cfg.Batch = 1
+			var cancel context.CancelFunc
+			interrupt := true
+			b.procs[sis.KindFlightUpdate] = &recorder{fail: func(processor.Message) error {
+				if interrupt {
+					cancel()
+					return context.Canceled
+				}
+				return nil
+			}}
+			b.enqueueSeq(t, 1, 2, func(id int64) string { return flop(int(id), 15, "S") })
+			term := func(p *processor.Engine, epoch int64) error {
+				_, err := b.db.Pool.Exec(context.Background(), `UPDATE leader_lease SET epoch = $1`, epoch)
+				require.NoError(t, err)
+				var ctx context.Context
+				ctx, cancel = context.WithCancel(context.Background())
+				defer cancel()
+				_, err = p.Step(ctx, leader.Lease{Role: "processor", Epoch: epoch})
+				return err
+			}
+			a := b.pump(t)
+			require.Error(t, term(a, 1), "the engine's attempt ends without an outcome (its lease lost)")
+			epoch := int64(2)
+			if tc.between {
+				require.Error(t, term(b.pump(t), epoch), "another leader's attempt, then it dies")
+				epoch++
+			}
+			interrupt = false
+			require.NoError(t, term(a, epoch))
+			require.Equal(t, tc.want, outcomes(t, b, 1))
+			require.Equal(t, []int64{1}, effects(t, b))
+		})
+	}
+}
+
 // A FAILED head whose retries could not run for a long time (an outage) is retried when the
 // engine is back, not expired: the head deadline counts the time its attempts were being made.
 func TestOutageDoesNotExpireAFailedHead(t *testing.T) {
@@ -361,6 +413,53 @@ func TestPrivilegeRefusalStepsDown(t *testing.T) {
 		require.Equal(t, "PENDING", b.row(t, id).Status, "message %d", id)
 		require.Zero(t, b.row(t, id).Attempts, "message %d", id)
 	}
+}
+
+// A refused leader whose attempt is still open (recording its end failed too) does not step
+// down: the next leader would read the open mark as a death of the message. It waits its pause,
+// records the end on its next attempt, and steps down then.
+func TestRefusedLeaderWithAnOpenAttemptStaysUntilItIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.refused(t, 2)
+	ctx0 := context.Background()
+	_, err := b.db.Pool.Exec(ctx0, `
+CREATE TABLE attempt_block (x int);
+INSERT INTO attempt_block VALUES (1);
+CREATE FUNCTION attempt_block() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM attempt_block) THEN RAISE EXCEPTION 'attempt rows blocked by the test'; END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER attempt_block BEFORE INSERT ON msg_attempt FOR EACH ROW EXECUTE FUNCTION attempt_block();`)
+	require.NoError(t, err)
+	p := b.pump(t)
+	ctx, cancel := context.WithTimeout(ctx0, 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, b.lease) }()
+	require.Eventually(t, func() bool { return b.clock.Waiting() }, 10*time.Second, 5*time.Millisecond,
+		"the refused pump waits its pause")
+	select {
+	case err := <-done:
+		t.Fatalf("it left with its attempt open: %v", err)
+	default:
+	}
+	require.Equal(t, []int64{1}, b.db.Int64s(t, `SELECT msg_id FROM proc_state WHERE processing_through IS NOT NULL`),
+		"the refused attempt is still open")
+
+	_, err = b.db.Pool.Exec(ctx0, `DELETE FROM attempt_block`)
+	require.NoError(t, err)
+	b.clock.Advance(b.cfg.BackoffMax)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, leader.ErrStepDown)
+	case <-ctx.Done():
+		t.Fatal("it did not step down once the attempt's end was recorded")
+	}
+	require.Zero(t, b.db.Int64s(t, `SELECT count(*) FROM proc_state WHERE processing_through IS NOT NULL OR deaths > 0`)[0],
+		"no attempt left open, no death charged")
+	require.Equal(t, []string{"INTERRUPTED", "INTERRUPTED"}, outcomes(t, b, 1), "both refused attempts, neither charged")
 }
 
 // While the database refuses the head, the running pump retries it at its backoff, not at the

@@ -41,7 +41,11 @@ type Engine struct {
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
 	// charges nothing (INV-23d). A mark the engine does not know was left by a process that died.
-	ownMark int64
+	// ownEpoch is the lease epoch of the engine's latest Step: the mark stays its own into the
+	// engine's next term only when that term's epoch is one above (each acquisition raises it by
+	// one, so no other leader's term came between, which may have re-stamped the head).
+	ownMark  int64
+	ownEpoch int64
 	// interrupted says why ownMark's attempt ended (the database's error), for its history; ""
 	// when the engine does not know (cancelled, lease or database lost).
 	interrupted string
@@ -144,6 +148,12 @@ type result struct {
 // then applies it in one transaction; a transaction that fails as a whole is recorded on the head.
 func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, error) {
 	now := p.clock.Now()
+	if lease.Epoch != p.ownEpoch {
+		if lease.Epoch != p.ownEpoch+1 {
+			p.ownMark, p.interrupted = 0, ""
+		}
+		p.ownEpoch = lease.Epoch
+	}
 	limit := p.cfg.Batch
 	if p.careful > 0 {
 		limit = 1
