@@ -97,12 +97,16 @@ var stateColumns = []string{"partition_key", "event_type", "state_version", "msg
 // states spilled to disk. The log's rows are read by event_id as the statement's snapshot sees
 // them (the sub-statements of a WITH share one snapshot and do not see each other's changes), so
 // a log row must never be rewritten in place under its event_id: the one writer that updates the
-// log, the restore epoch's renumbering, gives every row a new id. It returns how many log rows
-// it moved and the highest id among them (0: none).
+// log, the restore epoch's renumbering, gives every row a new id. The batch is deleted as a range
+// of the primary key up to its highest id (the rows the statement's snapshot sees in it are the
+// batch): a generic plan of "event_id IN (the batch)", whose size it does not know, hashed the
+// batch and scanned the whole log. It returns how many log rows it moved and the highest id among
+// them (0: none).
 const foldStatesSQL = `
 WITH logged AS (
     DELETE FROM msg_state_log
-     WHERE event_id IN (SELECT event_id FROM msg_state_log WHERE event_id >= $1 ORDER BY event_id LIMIT $2)
+     WHERE event_id >= $1
+       AND event_id <= (SELECT max(event_id) FROM (SELECT event_id FROM msg_state_log WHERE event_id >= $1 ORDER BY event_id LIMIT $2) b)
     RETURNING event_id, partition_key, state_version, created_at
 ), legacy AS MATERIALIZED (
     SELECT * FROM msgx_take_legacy_states()
