@@ -96,10 +96,11 @@ var stateColumns = []string{"partition_key", "event_type", "state_version", "msg
 // without their bodies, then only the chosen ones are read: sorting the bodies of a few thousand
 // states spilled to disk. The log's rows are read by event_id as the statement's snapshot sees
 // them (the sub-statements of a WITH share one snapshot and do not see each other's changes), so
-// a log row must never be rewritten in place under its event_id: the one writer that updates the
-// log, the restore epoch's renumbering, gives every row a new id. The batch is deleted as a range
-// of the primary key up to its highest id (the rows the statement's snapshot sees in it are the
-// batch): a generic plan of "event_id IN (the batch)", whose size it does not know, hashed the
+// a log row must never be rewritten in place under its event_id, nor moved to another id inside
+// the batch's range (the delete, rechecking a row updated meanwhile, would take it without its
+// body): the one writer that updates the log, the restore epoch's renumbering, gives every row an
+// id above every id in use. The batch is deleted as a range of the primary key up to its highest
+// id (the rows the statement's snapshot sees in it are the batch): a generic plan of "event_id IN (the batch)", whose size it does not know, hashed the
 // batch and scanned the whole log. It returns how many log rows it moved and the highest id among
 // them (0: none).
 const foldStatesSQL = `

@@ -48,7 +48,7 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 		return m, fmt.Sprintf("poison: it crashed the processor %d times in a row (MSGX_POISON_CRASHES)", head.crashes)
 	}
 	switch {
-	case head.through != nil && head.id != p.ownMark:
+	case head.through != nil && !p.ownsMark(head):
 		m.ended, m.why = procstate.AttemptInterrupted, fmt.Sprintf("the process ended during the batch %d..%d (nobody charged; careful mode)", head.id, *head.through)
 		if *head.through == head.id {
 			m.deaths++
@@ -75,6 +75,13 @@ func (p *Engine) attemptMark(head headRow, now time.Time) (startMark, string) {
 	}
 	m.write = true // every attempt names its batch (processing_through)
 	return m, ""
+}
+
+// ownsMark reports whether head's open mark is the one this engine committed (ownMark): the
+// same head, batch and start time (stored to the microsecond).
+func (p *Engine) ownsMark(head headRow) bool {
+	return head.id == p.ownMark && head.through != nil && *head.through == p.ownThrough &&
+		head.startedAt != nil && head.startedAt.Sub(p.ownAt).Abs() < time.Microsecond
 }
 
 // expireHead ends the head DEAD EXHAUSTED without another attempt (poison, or retried past the

@@ -251,19 +251,21 @@ func TestInterruptedAttemptIsNotAFailure(t *testing.T) {
 	}
 }
 
-// The engine reads an open mark of its own as an attempt it saw end (not charged) only while no
-// other leader's term came between: another leader may have re-stamped the head and died on it
-// since, and that death is charged (INV-23d). A message runs alone here (Batch 1), where a
-// death is charged and an interruption is not.
+// The engine reads an open mark of its own as an attempt it saw end (not charged) as long as the
+// row holds the mark it wrote, in a later term too: another leader's term that re-stamped the
+// head and died on it is charged its death (INV-23d); one that never touched the mark changes
+// nothing. A message runs alone here (Batch 1), where a death is charged and an interruption
+// is not.
 func TestOwnMarkOfAnEarlierTerm(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		between bool // another leader's term on the head between the engine's two terms
+		between string // another leader's term between the engine's two: "" none, "died" on the head, "idle" without a step
 		want    []string
 	}{
-		{"the next term, nobody between", false, []string{"INTERRUPTED", "SUCCEEDED"}},
-		{"another leader's term between", true, []string{"DIED", "DIED", "SUCCEEDED"}},
+		{"the next term, nobody between", "", []string{"INTERRUPTED", "SUCCEEDED"}},
+		{"another leader died on the head between", "died", []string{"DIED", "DIED", "SUCCEEDED"}},
+		{"another leader's term between left the mark alone", "idle", []string{"INTERRUPTED", "SUCCEEDED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -279,20 +281,28 @@ func TestOwnMarkOfAnEarlierTerm(t *testing.T) {
 				return nil
 			}}
 			b.enqueueSeq(t, 1, 2, func(id int64) string { return flop(int(id), 15, "S") })
-			term := func(p *processor.Engine, epoch int64) error {
+			acquire := func(epoch int64) {
 				_, err := b.db.Pool.Exec(context.Background(), `UPDATE leader_lease SET epoch = $1`, epoch)
 				require.NoError(t, err)
+			}
+			term := func(p *processor.Engine, epoch int64) error {
+				acquire(epoch)
 				var ctx context.Context
 				ctx, cancel = context.WithCancel(context.Background())
 				defer cancel()
-				_, err = p.Step(ctx, leader.Lease{Role: "processor", Epoch: epoch})
+				b.clock.Advance(time.Second) // each attempt at its own time
+				_, err := p.Step(ctx, leader.Lease{Role: "processor", Epoch: epoch})
 				return err
 			}
 			a := b.pump(t)
 			require.Error(t, term(a, 1), "the engine's attempt ends without an outcome (its lease lost)")
 			epoch := int64(2)
-			if tc.between {
+			switch tc.between {
+			case "died":
 				require.Error(t, term(b.pump(t), epoch), "another leader's attempt, then it dies")
+				epoch++
+			case "idle":
+				acquire(epoch) // its term ended before its first step
 				epoch++
 			}
 			interrupt = false

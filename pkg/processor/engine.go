@@ -41,11 +41,12 @@ type Engine struct {
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
 	// charges nothing (INV-23d). A mark the engine does not know was left by a process that died.
-	// ownEpoch is the lease epoch of the engine's latest Step: the mark stays its own into the
-	// engine's next term only when that term's epoch is one above (each acquisition raises it by
-	// one, so no other leader's term came between, which may have re-stamped the head).
-	ownMark  int64
-	ownEpoch int64
+	// The mark is its own only while the row still holds what it wrote, ownAt and ownThrough:
+	// another leader's term since (whatever its epoch: a failover may reuse one) re-stamps it
+	// before its own attempt, with the time of that attempt.
+	ownMark    int64
+	ownAt      time.Time
+	ownThrough int64
 	// interrupted says why ownMark's attempt ended (the database's error), for its history; ""
 	// when the engine does not know (cancelled, lease or database lost).
 	interrupted string
@@ -148,12 +149,6 @@ type result struct {
 // then applies it in one transaction; a transaction that fails as a whole is recorded on the head.
 func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, error) {
 	now := p.clock.Now()
-	if lease.Epoch != p.ownEpoch {
-		if lease.Epoch != p.ownEpoch+1 {
-			p.ownMark, p.interrupted = 0, ""
-		}
-		p.ownEpoch = lease.Epoch
-	}
 	limit := p.cfg.Batch
 	if p.careful > 0 {
 		limit = 1
@@ -196,7 +191,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		}
 		return StepResult{}, err
 	}
-	p.ownMark, p.interrupted = head.id, ""
+	p.ownMark, p.ownAt, p.ownThrough, p.interrupted = head.id, mark.at, mark.through, ""
 	if p.careful > 0 {
 		p.careful--
 	}
