@@ -219,10 +219,7 @@ func Diff(old *State, next *State) Changes { return DiffIn(old, next, nil) }
 // counts as all-null. With loc set, the values carry their instants in loc as AppendJSONIn
 // writes them.
 func DiffIn(old *State, next *State, loc *time.Location) Changes {
-	var o State
-	if old.Exists() {
-		o = *old
-	}
+	o := orNone(old)
 	var ch Changes
 	if o.Status != next.Status {
 		oldStatus := json.RawMessage("null")
@@ -245,7 +242,7 @@ func DiffIn(old *State, next *State, loc *time.Location) Changes {
 		}
 	}
 	for c := range NumColls {
-		if !slices.Equal(o.C[c], next.C[c]) {
+		if !RowsEqual(o.C[c], next.C[c]) {
 			ch.Fields = append(ch.Fields, Change{Name: Collections[c].Name, Old: appendRows(nil, c, o.C[c], loc), New: appendRows(nil, c, next.C[c], loc)})
 		}
 	}
@@ -257,19 +254,41 @@ func DiffIn(old *State, next *State, loc *time.Location) Changes {
 
 // Changed reports whether next differs from old in anything Diff would list (cheaper than Diff).
 func Changed(old *State, next *State) bool {
-	var o State
-	if old.Exists() {
-		o = *old
-	}
+	o := orNone(old)
 	if o.Status != next.Status || o.OperationDay != next.OperationDay || o.F != next.F || !slices.Equal(o.MAFL, next.MAFL) {
 		return true
 	}
 	for c := range NumColls {
-		if !slices.Equal(o.C[c], next.C[c]) {
+		if !RowsEqual(o.C[c], next.C[c]) {
 			return true
 		}
 	}
 	return false
+}
+
+// RowsEqual reports whether two collections hold the same rows. A state forked from another
+// shares the collections it did not change (State.fork), so the same backing array answers
+// without comparing the rows.
+func RowsEqual(a, b []Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// none is the all-null state a missing flight compares as (DiffIn, Changed); never written.
+var none State
+
+// orNone returns s when it is a stored flight, else &none: a pointer, because a State is too
+// large to copy for every comparison.
+func orNone(s *State) *State {
+	if s.Exists() {
+		return s
+	}
+	return &none
 }
 
 func dayJSON(d string) json.RawMessage {

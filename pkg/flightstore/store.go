@@ -485,7 +485,7 @@ func queueDetail(b *pgx.Batch, c flight.C, changes []flight.Transition) {
 			old = ch.Old.C[c]
 		}
 		next := ch.Next.C[c]
-		if slices.Equal(old, next) {
+		if flight.RowsEqual(old, next) {
 			continue
 		}
 		for _, r := range old {
