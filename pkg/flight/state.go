@@ -252,6 +252,64 @@ func DiffIn(old *State, next *State, loc *time.Location) Changes {
 	return ch
 }
 
+// AppendDiffJSON appends what DiffIn(old, next, loc).AppendJSON appends, byte for byte, without
+// building the Changes: each value is written into b at once (the "changed" object of every
+// KAFKA:msg payload, package event/change).
+func AppendDiffJSON(b []byte, old *State, next *State, loc *time.Location) []byte {
+	o := orNone(old)
+	b = append(b, '{')
+	first := len(b)
+	if o.Status != next.Status {
+		b = openChange(b, first, "state")
+		if o.Status == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendString(b, o.Status)
+		}
+		b = appendString(append(b, `,"new":`...), next.Status)
+		b = append(b, '}')
+	}
+	if o.OperationDay != next.OperationDay {
+		b = openChange(b, first, "operation_day")
+		b = appendDay(append(appendDay(b, o.OperationDay), `,"new":`...), next.OperationDay)
+		b = append(b, '}')
+	}
+	for f := range NumFields {
+		if o.F[f] != next.F[f] {
+			k := Fields[f].Kind
+			b = openChange(b, first, Fields[f].Name)
+			b = next.F[f].appendJSON(append(o.F[f].appendJSON(b, k), `,"new":`...), k)
+			if k == KindTime && loc != nil {
+				b = o.F[f].appendInstant(append(b, `,"old_instant":`...), loc)
+				b = next.F[f].appendInstant(append(b, `,"new_instant":`...), loc)
+			}
+			b = append(b, '}')
+		}
+	}
+	for c := range NumColls {
+		if !RowsEqual(o.C[c], next.C[c]) {
+			b = openChange(b, first, Collections[c].Name)
+			b = appendRows(append(appendRows(b, c, o.C[c], loc), `,"new":`...), c, next.C[c], loc)
+			b = append(b, '}')
+		}
+	}
+	if !slices.Equal(o.MAFL, next.MAFL) {
+		b = openChange(b, first, "mafl")
+		b = appendMAFL(append(appendMAFL(b, o.MAFL), `,"new":`...), next.MAFL)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// openChange starts the member of a change named name in the object whose first member starts at
+// first: `"name":{"old":`, after a comma unless it is the first.
+func openChange(b []byte, first int, name string) []byte {
+	if len(b) > first {
+		b = append(b, ',')
+	}
+	return append(appendString(b, name), `:{"old":`...)
+}
+
 // Changed reports whether next differs from old in anything Diff would list (cheaper than Diff).
 func Changed(old *State, next *State) bool {
 	o := orNone(old)
@@ -291,9 +349,12 @@ func orNone(s *State) *State {
 	return &none
 }
 
-func dayJSON(d string) json.RawMessage {
+func dayJSON(d string) json.RawMessage { return appendDay(nil, d) }
+
+// appendDay appends an operation day as JSON: null when not set.
+func appendDay(b []byte, d string) []byte {
 	if d == "" {
-		return json.RawMessage("null")
+		return append(b, "null"...)
 	}
-	return appendString(nil, d)
+	return appendString(b, d)
 }
