@@ -72,67 +72,81 @@ func (in Input) FLID() int64 {
 // once per changed flight and message and derives MAFL over the whole message. Errors are
 // ErrNoFlight, ErrDeleted or a *Violation; on error next is cur unchanged.
 func Apply(cur *State, in Input) (State, Changes, error) {
+	next, ch, err := applyInput(cur, in)
+	if err != nil {
+		return zero(cur), Changes{}, err
+	}
+	ch.Fields = Diff(cur, next).Fields
+	return *next, ch, nil
+}
+
+// applyInput is Apply without the changed fields (Changes.Fields stays nil), for Batch, which
+// compares the states itself: the next state is a new State of its own, or nil on error.
+func applyInput(cur *State, in Input) (*State, Changes, error) {
 	var w *writer
 	if in.At != (Stamp{}) {
 		w = &writer{at: in.At, force: in.Force}
 	}
-	next, ch, err := apply(cur, in, w)
+	next, notes, err := apply(cur, in, w)
+	if err != nil {
+		return nil, Changes{}, err
+	}
 	next.w = nil
-	if w != nil && err == nil {
+	ch := Changes{Notes: notes}
+	if w != nil {
 		ch.Stale, ch.Written = w.stale, w.written
 	}
-	return next, ch, err
+	return next, ch, nil
 }
 
-func apply(cur *State, in Input, w *writer) (State, Changes, error) {
-	var next State
+func apply(cur *State, in Input, w *writer) (*State, []string, error) {
+	next := new(State)
 	var notes []string
 	var err error
 	switch {
 	case in.Op != nil:
 		if !cur.Exists() {
-			return zero(cur), Changes{}, ErrNoFlight
+			return nil, nil, ErrNoFlight
 		}
 		if cur.Status == Deleted {
-			return *cur, Changes{}, ErrDeleted
+			return nil, nil, ErrDeleted
 		}
-		next = cur.fork()
+		*next = cur.fork()
 		next.w = w
-		notes, err = applyOp(&next, in.Op)
+		notes, err = applyOp(next, in.Op)
 	case in.Delete:
 		if !cur.Exists() {
-			return zero(cur), Changes{}, ErrNoFlight
+			return nil, nil, ErrNoFlight
 		}
 		if cur.Status == Deleted {
-			return *cur, Changes{}, ErrDeleted
+			return nil, nil, ErrDeleted
 		}
-		next = cur.fork()
+		*next = cur.fork()
 		next.w = w
 		next.setStatus(Deleted)
 	case in.Record != nil:
 		if cur.Exists() {
-			next = cur.fork()
+			*next = cur.fork()
 		} else {
-			next = State{FLID: in.Record.FLID.Value}
+			next.FLID = in.Record.FLID.Value
 		}
 		next.w = w
 		next.setStatus(Active)
 		if next.Status == Deleted { // a later-created delete overtook this record (INV-24b)
-			return *cur, Changes{}, nil
+			*next = *cur
+			return next, nil, nil
 		}
-		notes, err = applyRecord(&next, in.Record)
+		notes, err = applyRecord(next, in.Record)
 	default:
-		return zero(cur), Changes{}, violation("nothing to apply")
+		return nil, nil, violation("nothing to apply")
 	}
 	if err != nil {
-		return zero(cur), Changes{}, err
+		return nil, nil, err
 	}
 	if next.Status == Deleted { // only an ACTIVE master has a projection (INV-21)
 		next.MAFL = nil
 	}
-	ch := Diff(cur, &next)
-	ch.Notes = notes
-	return next, ch, nil
+	return next, notes, nil
 }
 
 func zero(cur *State) State {

@@ -2,6 +2,7 @@ package flight_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -230,4 +231,17 @@ func TestTimeValueKeepsTheWallClock(t *testing.T) {
 		require.Equal(t, flight.Time(want), v, "the same clock is the same value")
 		require.Equal(t, want.Format(flight.TimeLayout), v.T().Format(flight.TimeLayout))
 	}
+}
+
+// TestRowsEqual: collections sharing their rows are equal; otherwise the rows are compared.
+func TestRowsEqual(t *testing.T) {
+	t.Parallel()
+	rows := base().C[flight.PSDT]
+	require.True(t, flight.RowsEqual(rows, rows))
+	require.True(t, flight.RowsEqual(nil, []flight.Row{}))
+	require.True(t, flight.RowsEqual(rows, slices.Clone(rows)))
+	require.False(t, flight.RowsEqual(rows, rows[:1]), "a prefix of the same rows")
+	other := slices.Clone(rows)
+	other[1][1] = flight.Text("505")
+	require.False(t, flight.RowsEqual(rows, other))
 }

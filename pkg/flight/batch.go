@@ -160,7 +160,7 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 	}
 	for _, in := range inputs {
 		id := in.FLID()
-		next, ch, err := Apply(work[id], in)
+		next, ch, err := applyInput(work[id], in)
 		switch {
 		case errors.Is(err, ErrNoFlight), errors.Is(err, ErrDeleted):
 			r.Skipped++
@@ -184,7 +184,7 @@ func (b *Batch) Apply(ctx context.Context, msgID int64, inputs []Input) (Result,
 		}
 		r.Applied++
 		r.Notes = append(r.Notes, ch.Notes...)
-		work[id] = &next
+		work[id] = next
 	}
 	if err := b.deriveMAFL(ctx, flids, work); err != nil {
 		return Result{}, err

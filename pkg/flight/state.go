@@ -219,10 +219,7 @@ func Diff(old *State, next *State) Changes { return DiffIn(old, next, nil) }
 // counts as all-null. With loc set, the values carry their instants in loc as AppendJSONIn
 // writes them.
 func DiffIn(old *State, next *State, loc *time.Location) Changes {
-	var o State
-	if old.Exists() {
-		o = *old
-	}
+	o := orNone(old)
 	var ch Changes
 	if o.Status != next.Status {
 		oldStatus := json.RawMessage("null")
@@ -245,7 +242,7 @@ func DiffIn(old *State, next *State, loc *time.Location) Changes {
 		}
 	}
 	for c := range NumColls {
-		if !slices.Equal(o.C[c], next.C[c]) {
+		if !RowsEqual(o.C[c], next.C[c]) {
 			ch.Fields = append(ch.Fields, Change{Name: Collections[c].Name, Old: appendRows(nil, c, o.C[c], loc), New: appendRows(nil, c, next.C[c], loc)})
 		}
 	}
@@ -255,26 +252,109 @@ func DiffIn(old *State, next *State, loc *time.Location) Changes {
 	return ch
 }
 
+// AppendDiffJSON appends what DiffIn(old, next, loc).AppendJSON appends, byte for byte, without
+// building the Changes: each value is written into b at once (the "changed" object of every
+// KAFKA:msg payload, package event/change).
+func AppendDiffJSON(b []byte, old *State, next *State, loc *time.Location) []byte {
+	o := orNone(old)
+	b = append(b, '{')
+	first := len(b)
+	if o.Status != next.Status {
+		b = openChange(b, first, "state")
+		if o.Status == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendString(b, o.Status)
+		}
+		b = appendString(append(b, `,"new":`...), next.Status)
+		b = append(b, '}')
+	}
+	if o.OperationDay != next.OperationDay {
+		b = openChange(b, first, "operation_day")
+		b = appendDay(append(appendDay(b, o.OperationDay), `,"new":`...), next.OperationDay)
+		b = append(b, '}')
+	}
+	for f := range NumFields {
+		if o.F[f] != next.F[f] {
+			k := Fields[f].Kind
+			b = openChange(b, first, Fields[f].Name)
+			b = next.F[f].appendJSON(append(o.F[f].appendJSON(b, k), `,"new":`...), k)
+			if k == KindTime && loc != nil {
+				b = o.F[f].appendInstant(append(b, `,"old_instant":`...), loc)
+				b = next.F[f].appendInstant(append(b, `,"new_instant":`...), loc)
+			}
+			b = append(b, '}')
+		}
+	}
+	for c := range NumColls {
+		if !RowsEqual(o.C[c], next.C[c]) {
+			b = openChange(b, first, Collections[c].Name)
+			b = appendRows(append(appendRows(b, c, o.C[c], loc), `,"new":`...), c, next.C[c], loc)
+			b = append(b, '}')
+		}
+	}
+	if !slices.Equal(o.MAFL, next.MAFL) {
+		b = openChange(b, first, "mafl")
+		b = appendMAFL(append(appendMAFL(b, o.MAFL), `,"new":`...), next.MAFL)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// openChange starts the member of a change named name in the object whose first member starts at
+// first: `"name":{"old":`, after a comma unless it is the first.
+func openChange(b []byte, first int, name string) []byte {
+	if len(b) > first {
+		b = append(b, ',')
+	}
+	return append(appendString(b, name), `:{"old":`...)
+}
+
 // Changed reports whether next differs from old in anything Diff would list (cheaper than Diff).
 func Changed(old *State, next *State) bool {
-	var o State
-	if old.Exists() {
-		o = *old
-	}
+	o := orNone(old)
 	if o.Status != next.Status || o.OperationDay != next.OperationDay || o.F != next.F || !slices.Equal(o.MAFL, next.MAFL) {
 		return true
 	}
 	for c := range NumColls {
-		if !slices.Equal(o.C[c], next.C[c]) {
+		if !RowsEqual(o.C[c], next.C[c]) {
 			return true
 		}
 	}
 	return false
 }
 
-func dayJSON(d string) json.RawMessage {
-	if d == "" {
-		return json.RawMessage("null")
+// RowsEqual reports whether two collections hold the same rows. A state forked from another
+// shares the collections it did not change (State.fork), so the same backing array answers
+// without comparing the rows.
+func RowsEqual(a, b []Row) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return appendString(nil, d)
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
+}
+
+// none is the all-null state a missing flight compares as (DiffIn, Changed); never written.
+var none State
+
+// orNone returns s when it is a stored flight, else &none: a pointer, because a State is too
+// large to copy for every comparison.
+func orNone(s *State) *State {
+	if s.Exists() {
+		return s
+	}
+	return &none
+}
+
+func dayJSON(d string) json.RawMessage { return appendDay(nil, d) }
+
+// appendDay appends an operation day as JSON: null when not set.
+func appendDay(b []byte, d string) []byte {
+	if d == "" {
+		return append(b, "null"...)
+	}
+	return appendString(b, d)
 }

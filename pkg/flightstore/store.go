@@ -257,12 +257,15 @@ func (c *cell) value() (flight.Value, error) {
 	return flight.Text(c.t.String), nil
 }
 
-// columns collects one unnest array per column.
+// columns collects one unnest array per column. Its text and integer elements point into the
+// states being saved, which no one changes (a batch's states are never changed in place); its
+// times are converted into chunks of its own (tbuf), never grown, so no element moves.
 type columns struct {
 	kinds []flight.Kind
 	text  [][]*string
 	ints  [][]*int64
 	times [][]*time.Time
+	tbuf  []time.Time
 }
 
 func newColumns(kinds []flight.Kind, n int) *columns {
@@ -280,7 +283,7 @@ func newColumns(kinds []flight.Kind, n int) *columns {
 	return c
 }
 
-func (c *columns) add(i int, v flight.Value) {
+func (c *columns) add(i int, v *flight.Value) {
 	switch c.kinds[i] {
 	case flight.KindInt:
 		var p *int64
@@ -291,8 +294,11 @@ func (c *columns) add(i int, v flight.Value) {
 	case flight.KindTime:
 		var p *time.Time
 		if v.Valid {
-			t := v.T()
-			p = &t
+			if len(c.tbuf) == cap(c.tbuf) {
+				c.tbuf = make([]time.Time, 0, 64)
+			}
+			c.tbuf = append(c.tbuf, v.T())
+			p = &c.tbuf[len(c.tbuf)-1]
 		}
 		c.times[i] = append(c.times[i], p)
 	default:
@@ -425,7 +431,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 		if !ch.Old.Exists() {
 			ins.add(s)
 			for f := range flight.NumFields {
-				insCols.add(int(f), s.F[f])
+				insCols.add(int(f), &s.F[f])
 			}
 			continue
 		}
@@ -450,7 +456,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 		}
 		g.life.add(s)
 		for i, f := range fields {
-			g.cols.add(i, s.F[f])
+			g.cols.add(i, &s.F[f])
 		}
 	}
 	if len(ins.flids) > 0 {
@@ -485,23 +491,24 @@ func queueDetail(b *pgx.Batch, c flight.C, changes []flight.Transition) {
 			old = ch.Old.C[c]
 		}
 		next := ch.Next.C[c]
-		if slices.Equal(old, next) {
+		if flight.RowsEqual(old, next) {
 			continue
 		}
-		for _, r := range old {
-			if !hasKey(next, r[0]) {
+		for i := range old {
+			if !hasKey(next, old[i][0]) {
 				delFlids = append(delFlids, ch.Next.FLID)
-				delKeys.add(0, r[0])
+				delKeys.add(0, &old[i][0])
 			}
 		}
-		for i, r := range next {
+		for i := range next {
+			r := &next[i]
 			j := indexOfKey(old, r[0])
-			if j == i && old[j] == r {
+			if j == i && old[j] == *r {
 				continue // same row at the same position
 			}
 			upFlids, upOrds = append(upFlids, ch.Next.FLID), append(upOrds, int64(i))
 			for k := range d.Cols {
-				up.add(k, r[k])
+				up.add(k, &r[k])
 			}
 		}
 	}

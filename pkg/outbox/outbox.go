@@ -74,11 +74,17 @@ func Enqueue(ctx context.Context, db Beginner, now time.Time, events ...event.Ev
 	if len(events) == 0 {
 		return nil
 	}
-	var changes, states []event.Event
-	for _, e := range events {
-		if err := e.Validate(); err != nil {
+	n := 0 // the states, to size both lists at once
+	for i := range events {
+		if err := events[i].Validate(); err != nil {
 			return fmt.Errorf("enqueue events: %w", err)
 		}
+		if events[i].Target == event.TargetSchd {
+			n++
+		}
+	}
+	changes, states := make([]event.Event, 0, len(events)-n), make([]event.Event, 0, n)
+	for _, e := range events {
 		if e.Target == event.TargetSchd {
 			states = append(states, e)
 		} else {
@@ -116,6 +122,10 @@ type eventRows struct {
 	state  bool
 	next   int
 	body   []byte
+	// row holds the values of the current row: the copy encodes them before it asks for the
+	// next row, as it does the body. at is now as a value, boxed once for every row.
+	row []any
+	at  any
 }
 
 func (r *eventRows) Next() bool { r.next++; return r.next <= len(r.events) }
@@ -131,8 +141,13 @@ func (r *eventRows) Values() ([]any, error) {
 	if r.body = e.AppendBody(r.body[:0]); len(r.body) > 0 {
 		body = r.body
 	}
-	if r.state {
-		return []any{strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
+	if r.at == nil {
+		r.at = r.now
 	}
-	return []any{e.Target, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.now}, nil
+	r.row = r.row[:0]
+	if !r.state {
+		r.row = append(r.row, e.Target)
+	}
+	r.row = append(r.row, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.at)
+	return r.row, nil
 }

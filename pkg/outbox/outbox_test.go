@@ -697,3 +697,39 @@ func TestFoldChoosesAcrossTheLogAndAPreviousRelease(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM msg_state_log) + (SELECT count(*) FROM msg_event)`).Scan(&left))
 	require.Zero(t, left, "every moved row is gone from where it was written")
 }
+
+// TestEnqueueWritesEachRowAsGiven: one Enqueue's rows, read back in event order, are the events
+// as given: the COPY source's row and body buffers, reused from row to row, carry nothing of a
+// previous row (a shorter body after a longer one, no message or body after one).
+func TestEnqueueWritesEachRowAsGiven(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	long := json.RawMessage(`{"flid":1,"pad":"` + strings.Repeat("x", 300) + `"}`)
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0,
+		event.Event{Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 3, MsgID: 7, Payload: long},
+		event.Event{Target: event.TargetSchd, FLID: 1, Type: event.Upsert, StateVersion: 3, MsgID: 7, Payload: long},
+		event.Event{Target: event.TargetMsg, FLID: 22, Type: event.Upsert, StateVersion: 1, Payload: json.RawMessage(`{"a":1}`)},
+		event.Event{Target: event.TargetSchd, FLID: 22, Type: event.Tombstone, StateVersion: 1},
+		event.Event{Target: event.TargetMsg, FLID: 333, Type: event.Tombstone, StateVersion: 9, MsgID: 8},
+		event.Event{Target: event.TargetSchd, FLID: 333, Type: event.Upsert, StateVersion: 9, MsgID: 8, Payload: json.RawMessage(`{}`)},
+	))
+	read := func(sql string) []string {
+		rows, err := b.db.Pool.Query(ctx, sql)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	row := `concat_ws('|', partition_key, event_type, state_version, coalesce(msg_id::text, 'null'), coalesce(body, 'null'), created_at = '2026-12-02T08:00:00Z')`
+	require.Equal(t, []string{
+		"KAFKA:msg|1|UPSERT|3|7|" + string(long) + "|t",
+		`KAFKA:msg|22|UPSERT|1|null|{"a":1}|t`,
+		"KAFKA:msg|333|TOMBSTONE|9|8|null|t",
+	}, read(`SELECT target || '|' || `+row+` FROM msg_event ORDER BY event_id`))
+	require.Equal(t, []string{
+		"1|UPSERT|3|7|" + string(long) + "|t",
+		"22|TOMBSTONE|1|null|null|t",
+		"333|UPSERT|9|8|{}|t",
+	}, read(`SELECT `+row+` FROM msg_state_log ORDER BY event_id`))
+}

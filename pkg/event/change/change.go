@@ -40,7 +40,7 @@ func Append(evs []event.Event, loc *time.Location, src event.Source, old, next *
 	b = append(b, `,"event":"`...)
 	b = append(b, typ...)
 	b = append(b, `","changed":`...)
-	b = flight.DiffIn(old, next, loc).AppendJSON(b)
+	b = flight.AppendDiffJSON(b, old, next, loc)
 	b = append(b, '}')
 	return append(evs,
 		event.Event{Target: event.TargetMsg, FLID: next.FLID, Type: typ, StateVersion: next.Version, MsgID: src.MsgID, Payload: b},

@@ -1,0 +1,41 @@
+package change_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/event"
+	"github.com/msgx/msgx/pkg/event/change"
+	"github.com/msgx/msgx/pkg/flight"
+)
+
+// BenchmarkAppend builds the events of a FLOP's change (one time field and one gate row of a
+// flight with every field set) and of a new flight, with instants in the airport's zone.
+func BenchmarkAppend(b *testing.B) {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(b, err)
+	at := time.Date(2026, 12, 6, 8, 35, 0, 0, time.UTC)
+	next := &flight.State{FLID: 1000, Status: flight.Active, Version: 2, OperationDay: "2026-12-06"}
+	for f := range next.F {
+		switch flight.Fields[f].Kind {
+		case flight.KindTime:
+			next.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
+		case flight.KindInt:
+			next.F[f] = flight.Int(int64(f))
+		case flight.KindText:
+			next.F[f] = flight.Text("A" + fmt.Sprint(f))
+		}
+	}
+	next.C[flight.GTDT] = []flight.Row{{flight.Int(1), flight.Text("G1"), flight.Time(at)}}
+	old := next.Clone()
+	old.Version, old.F[flight.ESTT], old.C[flight.GTDT] = 1, flight.Null, nil
+	src := event.Source{MsgID: 42, Type: "FLOP", Styp: "ESTT"}
+	var evs []event.Event
+	for b.Loop() {
+		evs = change.Append(evs[:0], loc, src, &old, next)
+		evs = change.Append(evs, loc, src, nil, next)
+	}
+}
