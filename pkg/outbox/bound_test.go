@@ -92,6 +92,26 @@ type planNode struct {
 	Plans    []planNode `json:"Plans"`
 }
 
+// pagesReadByKey returns the pages a plan's reads of relation took (its changes aside), failing
+// the test where one scans the whole table; plan is shown on failure.
+func pagesReadByKey(t *testing.T, root planNode, relation, plan string) float64 {
+	t.Helper()
+	var read float64
+	var walk func(p planNode)
+	walk = func(p planNode) {
+		if p.Relation == relation && p.Type != "ModifyTable" {
+			require.NotEqual(t, "Seq Scan", p.Type, "%s is read by key (plan %s)", relation, plan)
+			read += p.Hit + p.Read // the node's pages include its children's
+			return
+		}
+		for _, c := range p.Plans {
+			walk(c)
+		}
+	}
+	walk(root)
+	return read
+}
+
 // explainPrepared prepares sql as name(types) in tx under plan_cache_mode mode, runs it once
 // with warm (a generic plan is made there), then returns the plan of EXPLAIN (ANALYZE, BUFFERS)
 // of its run with run, and that plan as JSON text for failure messages. EXECUTE takes literals
@@ -152,18 +172,7 @@ func TestMarkStatesSentReadsItsKeys(t *testing.T) {
 					return err
 				}
 				shown = plan
-				var walk func(p planNode)
-				walk = func(p planNode) {
-					if p.Relation == "msg_state_out" && p.Type != "ModifyTable" {
-						require.NotEqual(t, "Seq Scan", p.Type, "msg_state_out is read by index only (plan %s)", plan)
-						read += p.Hit + p.Read // the node's pages include its children's
-						return
-					}
-					for _, c := range p.Plans {
-						walk(c)
-					}
-				}
-				walk(root)
+				read = pagesReadByKey(t, root, "msg_state_out", plan)
 				var unsent int
 				if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_out WHERE status <> 'SENT'`).Scan(&unsent); err != nil {
 					return err
@@ -285,17 +294,7 @@ SELECT min(event_id) FROM ins`).Scan(&from))
 					return err
 				}
 				shown = plan
-				var walk func(p planNode)
-				walk = func(p planNode) {
-					if p.Relation == "msg_state_log" && p.Type != "ModifyTable" {
-						require.NotEqual(t, "Seq Scan", p.Type, "msg_state_log is read by key (plan %s)", plan)
-						read += p.Hit + p.Read
-					}
-					for _, c := range p.Plans {
-						walk(c)
-					}
-				}
-				walk(root)
+				read = pagesReadByKey(t, root, "msg_state_log", plan)
 				var left int
 				if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_log`).Scan(&left); err != nil {
 					return err

@@ -100,9 +100,9 @@ var stateColumns = []string{"partition_key", "event_type", "state_version", "msg
 // the batch's range (the delete, rechecking a row updated meanwhile, would take it without its
 // body): the one writer that updates the log, the restore epoch's renumbering, gives every row an
 // id above every id in use. The batch is deleted as a range of the primary key up to its highest
-// id (the rows the statement's snapshot sees in it are the batch): a generic plan of "event_id IN (the batch)", whose size it does not know, hashed the
-// batch and scanned the whole log. It returns how many log rows it moved and the highest id among
-// them (0: none).
+// id (the rows the statement's snapshot sees in it are the batch): a generic plan of "event_id
+// IN (the batch)", whose size it does not know, hashed the batch and scanned the whole log. It
+// returns how many log rows it moved and the highest id among them (0: none).
 const foldStatesSQL = `
 WITH logged AS (
     DELETE FROM msg_state_log
