@@ -92,6 +92,17 @@ type planNode struct {
 	Plans    []planNode `json:"Plans"`
 }
 
+// inPlanModes runs test once in each plan mode (plan_cache_mode), as parallel subtests, each on a
+// database of its own.
+func inPlanModes(t *testing.T, test func(t *testing.T, mode string, db *testdb.DB)) {
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			test(t, mode, testdb.New(t))
+		})
+	}
+}
+
 // pagesReadByKey returns the pages a plan's reads of relation took (its changes aside), failing
 // the test where one scans the whole table; plan is shown on failure.
 func pagesReadByKey(t *testing.T, root planNode, relation, plan string) float64 {
@@ -145,46 +156,42 @@ func explainPrepared(ctx context.Context, tx pgx.Tx, mode, nameTypes, sql, warm,
 // rows (their updates not vacuumed), settling 10 reads a few pages per key.
 func TestMarkStatesSentReadsItsKeys(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			db := testdb.New(t)
-			ctx := context.Background()
-			t0 := time.Date(2026, 12, 15, 8, 0, 0, 0, time.UTC)
-			seedStates(t, db, t0, `partition_key::int >= 100010`)
-			s := &Store{pool: db.Pool}
-			claims, err := s.ClaimStates(ctx, t0, 500, "")
-			require.NoError(t, err)
-			require.Len(t, claims.Due, 10)
+	inPlanModes(t, func(t *testing.T, mode string, db *testdb.DB) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 12, 15, 8, 0, 0, 0, time.UTC)
+		seedStates(t, db, t0, `partition_key::int >= 100010`)
+		s := &Store{pool: db.Pool}
+		claims, err := s.ClaimStates(ctx, t0, 500, "")
+		require.NoError(t, err)
+		require.Len(t, claims.Due, 10)
 
-			// The claims as literals (EXECUTE takes no bound parameters).
-			keys, versions := make([]string, len(claims.Due)), make([]string, len(claims.Due))
-			for i, c := range claims.Due {
-				keys[i], versions[i] = c.FLID, strconv.FormatInt(c.StateVersion, 10)
+		// The claims as literals (EXECUTE takes no bound parameters).
+		keys, versions := make([]string, len(claims.Due)), make([]string, len(claims.Due))
+		for i, c := range claims.Due {
+			keys[i], versions[i] = c.FLID, strconv.FormatInt(c.StateVersion, 10)
+		}
+		args := "'{" + strings.Join(keys, ",") + "}', '{" + strings.Join(versions, ",") + "}', '2026-12-15 08:00:00Z'"
+		var read float64
+		var shown string
+		require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			root, plan, err := explainPrepared(ctx, tx, mode, `mark_states_sent(text[], bigint[], timestamptz)`, markStatesSentSQL,
+				`('{1}', '{1}', '2026-12-15 08:00:00Z')`, `(`+args+`)`)
+			if err != nil {
+				return err
 			}
-			args := "'{" + strings.Join(keys, ",") + "}', '{" + strings.Join(versions, ",") + "}', '2026-12-15 08:00:00Z'"
-			var read float64
-			var shown string
-			require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-				root, plan, err := explainPrepared(ctx, tx, mode, `mark_states_sent(text[], bigint[], timestamptz)`, markStatesSentSQL,
-					`('{1}', '{1}', '2026-12-15 08:00:00Z')`, `(`+args+`)`)
-				if err != nil {
-					return err
-				}
-				shown = plan
-				read = pagesReadByKey(t, root, "msg_state_out", plan)
-				var unsent int
-				if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_out WHERE status <> 'SENT'`).Scan(&unsent); err != nil {
-					return err
-				}
-				require.Zero(t, unsent, "every state sent is settled")
-				return errors.New("rolled back")
-			}), "rolled back")
-			// Two index descents per key (the lock, the update): six pages each; a scan of the
-			// table would read thousands.
-			require.LessOrEqual(t, read, float64(10*10), "msg_state_out pages read to settle 10 states (plan %s)", shown)
-		})
-	}
+			shown = plan
+			read = pagesReadByKey(t, root, "msg_state_out", plan)
+			var unsent int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_out WHERE status <> 'SENT'`).Scan(&unsent); err != nil {
+				return err
+			}
+			require.Zero(t, unsent, "every state sent is settled")
+			return errors.New("rolled back")
+		}), "rolled back")
+		// Two index descents per key (the lock, the update): six pages each; a scan of the
+		// table would read thousands.
+		require.LessOrEqual(t, read, float64(10*10), "msg_state_out pages read to settle 10 states (plan %s)", shown)
+	})
 }
 
 // TestAllEventsIsOutboxEvents: the tests' relation of every event is the readers' one.
@@ -220,50 +227,46 @@ func utc(ts []TargetStats) []TargetStats {
 // per claimed row by TID, never again through an index descent per row.
 func TestClaimReadsClaimedRowsByTuple(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			db := testdb.New(t)
-			ctx := context.Background()
-			_, err := db.Pool.Exec(ctx, `
+	inPlanModes(t, func(t *testing.T, mode string, db *testdb.DB) {
+		ctx := context.Background()
+		_, err := db.Pool.Exec(ctx, `
 INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, body, created_at, status, sent_at)
 SELECT g, 'KAFKA:msg', (g % 50)::text, 'UPSERT', g, g, '{}', '2026-12-15 08:00:00Z',
        CASE WHEN g <= 5000 THEN 'SENT' ELSE 'PENDING' END, CASE WHEN g <= 5000 THEN timestamptz '2026-12-15 08:00:00Z' END
   FROM generate_series(1, 6000) g;
 ANALYZE msg_event`)
-			require.NoError(t, err)
-			var shown string
-			var tid, byKey float64
-			require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-				root, plan, err := explainPrepared(ctx, tx, mode, `claim(timestamptz, int, int, bigint)`, claimWindowSQL,
-					`('2026-12-15 08:00:00Z', 1, 4, 0)`, `('2026-12-15 08:00:00Z', 500, 2000, 5001)`)
-				if err != nil {
-					return err
-				}
-				shown = plan
-				var walk func(p planNode)
-				walk = func(p planNode) {
-					if p.Relation == "msg_event" {
-						switch p.Type {
-						case "Tid Scan":
-							tid += p.Rows * p.Loops
-						case "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
-							if p.Loops > 1 {
-								byKey += p.Rows * p.Loops
-							}
+		require.NoError(t, err)
+		var shown string
+		var tid, byKey float64
+		require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			root, plan, err := explainPrepared(ctx, tx, mode, `claim(timestamptz, int, int, bigint)`, claimWindowSQL,
+				`('2026-12-15 08:00:00Z', 1, 4, 0)`, `('2026-12-15 08:00:00Z', 500, 2000, 5001)`)
+			if err != nil {
+				return err
+			}
+			shown = plan
+			var walk func(p planNode)
+			walk = func(p planNode) {
+				if p.Relation == "msg_event" {
+					switch p.Type {
+					case "Tid Scan":
+						tid += p.Rows * p.Loops
+					case "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
+						if p.Loops > 1 {
+							byKey += p.Rows * p.Loops
 						}
 					}
-					for _, c := range p.Plans {
-						walk(c)
-					}
 				}
-				walk(root)
-				return errors.New("rolled back")
-			}), "rolled back")
-			require.Equal(t, float64(500), tid, "the 500 claimed rows read back by tuple (plan %s)", shown)
-			require.Zero(t, byKey, "no row read again through an index (plan %s)", shown)
-		})
-	}
+				for _, c := range p.Plans {
+					walk(c)
+				}
+			}
+			walk(root)
+			return errors.New("rolled back")
+		}), "rolled back")
+		require.Equal(t, float64(500), tid, "the 500 claimed rows read back by tuple (plan %s)", shown)
+		require.Zero(t, byKey, "no row read again through an index (plan %s)", shown)
+	})
 }
 
 // TestFoldReadsItsBatchByKey: the state fold finds the batch it moves by the primary key, in
@@ -271,41 +274,37 @@ ANALYZE msg_event`)
 // a few pages per state, never the whole log (about 5,000 pages of 800-byte states).
 func TestFoldReadsItsBatchByKey(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			db := testdb.New(t)
-			ctx := context.Background()
-			var from int64
-			require.NoError(t, db.Pool.QueryRow(ctx, `
+	inPlanModes(t, func(t *testing.T, mode string, db *testdb.DB) {
+		ctx := context.Background()
+		var from int64
+		require.NoError(t, db.Pool.QueryRow(ctx, `
 WITH ins AS (
     INSERT INTO msg_state_log (partition_key, event_type, state_version, msg_id, body, created_at)
     SELECT (g % 1200)::text, 'UPSERT', g, g, repeat('x', 800), '2026-12-15 08:00:00Z' FROM generate_series(1, 50000) g
     RETURNING event_id)
 SELECT min(event_id) FROM ins`).Scan(&from))
-			_, err := db.Pool.Exec(ctx, `ANALYZE msg_state_log`)
-			require.NoError(t, err)
-			var read float64
-			var shown string
-			require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-				root, plan, err := explainPrepared(ctx, tx, mode, `fold(bigint, int)`, foldStatesSQL,
-					`(0, 1)`, fmt.Sprintf(`(%d, 500)`, from+1))
-				if err != nil {
-					return err
-				}
-				shown = plan
-				read = pagesReadByKey(t, root, "msg_state_log", plan)
-				var left int
-				if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_log`).Scan(&left); err != nil {
-					return err
-				}
-				require.Equal(t, 50000-1-500, left, "the warm-up's state and the 500 folded")
-				return errors.New("rolled back")
-			}), "rolled back")
-			// The batch's index entries and heap pages, then its rows by key (the delete, the
-			// chosen bodies): a few pages a state (1,677 seen in either mode); the statement
-			// before read 7,115 in the generic plan, 3,059 in the custom one.
-			require.LessOrEqual(t, read, float64(500*8), "msg_state_log pages read to fold 500 states (plan %s)", shown)
-		})
-	}
+		_, err := db.Pool.Exec(ctx, `ANALYZE msg_state_log`)
+		require.NoError(t, err)
+		var read float64
+		var shown string
+		require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			root, plan, err := explainPrepared(ctx, tx, mode, `fold(bigint, int)`, foldStatesSQL,
+				`(0, 1)`, fmt.Sprintf(`(%d, 500)`, from+1))
+			if err != nil {
+				return err
+			}
+			shown = plan
+			read = pagesReadByKey(t, root, "msg_state_log", plan)
+			var left int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM msg_state_log`).Scan(&left); err != nil {
+				return err
+			}
+			require.Equal(t, 50000-1-500, left, "the warm-up's state and the 500 folded")
+			return errors.New("rolled back")
+		}), "rolled back")
+		// The batch's index entries and heap pages, then its rows by key (the delete, the
+		// chosen bodies): a few pages a state (1,677 seen in either mode); the statement
+		// before read 7,115 in the generic plan, 3,059 in the custom one.
+		require.LessOrEqual(t, read, float64(500*8), "msg_state_log pages read to fold 500 states (plan %s)", shown)
+	})
 }
