@@ -30,8 +30,10 @@ func kafkaRecord(topic string, r event.KafkaRecord) kafka.Record {
 	return kafka.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// deliver sends the claimed events as one batch of records on topic and records the outcome.
-func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed) (Result, error) {
+// deliver sends the claimed events as one batch of records on topic and records the outcome. q is
+// the claim of QUEUED events they came from (nil: events held on their rows, or states): their
+// delivery moves the cursor over it.
+func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed, q *outbox.QueuedClaim) (Result, error) {
 	recs := make([]kafka.Record, len(claimed))
 	for i, c := range claimed {
 		recs[i] = record(topic, lease.Epoch, c)
@@ -61,7 +63,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 			last.Store(c.EventID)
 		}
 	}
-	if err := d.markSent(ctx, lease, target, a, now, &res); err != nil {
+	if err := d.markSent(ctx, lease, target, a, q, now, &res); err != nil {
 		return res, err
 	}
 	if err := d.markFailed(ctx, lease, target, a, now, &res); err != nil {
@@ -222,8 +224,17 @@ func clusterAtFault(errs []error) bool {
 }
 
 // markSent marks the acknowledged events SENT (KAFKA:schd: the states and every older unsent
-// event of their FLIDs).
-func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target string, a answers, now time.Time, res *Result) error {
+// event of their FLIDs; QUEUED events: the cursor passes the claim, holding what was not
+// acknowledged).
+func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target string, a answers, q *outbox.QueuedClaim, now time.Time, res *Result) error {
+	if q != nil {
+		if err := d.advance(ctx, lease, *q, a.sent, now); err != nil {
+			return err
+		}
+		res.Sent = len(a.sent)
+		d.m.sent.WithLabelValues(target).Add(float64(len(a.sent)))
+		return nil
+	}
 	if target == event.TargetSchd && len(a.sentStates) > 0 {
 		n, err := d.store.MarkStatesSent(ctx, lease, a.sentStates, now)
 		if err != nil {
@@ -239,6 +250,22 @@ func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target st
 		d.m.sent.WithLabelValues(target).Add(float64(len(a.sent)))
 	}
 	return nil
+}
+
+// advance moves the delivery cursor over the claim q: every claimed event not in sent (failed,
+// held behind a failed one, or left out) and every held one becomes PENDING, held on its row.
+func (d *Dispatcher) advance(ctx context.Context, lease leader.Lease, q outbox.QueuedClaim, sent []int64, now time.Time) error {
+	acked := make(map[int64]bool, len(sent))
+	for _, id := range sent {
+		acked[id] = true
+	}
+	unsent := q.Held
+	for _, c := range q.Claimed {
+		if !acked[c.EventID] {
+			unsent = append(unsent, c.EventID)
+		}
+	}
+	return d.store.Advance(ctx, lease, q.From, q.Upto, unsent, now)
 }
 
 // markFailed counts an attempt against the failed events (backoff, or DEAD) and logs each.

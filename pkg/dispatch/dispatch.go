@@ -124,22 +124,45 @@ type Result struct {
 	More bool
 }
 
-// StepMsg sends one batch of KAFKA:msg events (each FLID's due run, in order) and records the
-// outcome.
+// StepMsg sends one batch of KAFKA:msg events and records the outcome: first the events held on
+// their rows (a failing FLID's, in order, once due), then the QUEUED ones above the cursor.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
-	claimed, behind, from, err := d.store.ClaimHeadsFrom(ctx, d.clock.Now(), d.cfg.Batch, d.claimFrom)
+	claimed, _, from, err := d.store.ClaimHeadsFrom(ctx, d.clock.Now(), d.cfg.Batch, d.claimFrom)
 	d.claimFrom = from
-	if err != nil || len(claimed) == 0 {
+	if err != nil {
 		return Result{}, err
 	}
-	send, already, err := d.dropHeld(ctx, lease, claimed)
-	if err != nil || len(send) == 0 {
-		return Result{Claimed: already, Sent: already, More: behind}, err
+	if len(claimed) > 0 {
+		res, err := d.sendClaimed(ctx, lease, claimed, nil)
+		res.More = true // the QUEUED events follow
+		return res, err
 	}
-	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send)
+	window := max(4*d.cfg.Batch, 1000)
+	q, err := d.store.ClaimQueued(ctx, d.cfg.Batch, window)
+	if err != nil || q.Upto == 0 {
+		return Result{}, err
+	}
+	res, err := d.sendClaimed(ctx, lease, q.Claimed, &q)
+	res.More = len(q.Claimed) == d.cfg.Batch || len(q.Claimed)+len(q.Held) == window
+	return res, err
+}
+
+// sendClaimed delivers claimed events, but not those Kafka already holds (dropHeld), and records the
+// outcome; q: see deliver.
+func (d *Dispatcher) sendClaimed(ctx context.Context, lease leader.Lease, claimed []outbox.Claimed, q *outbox.QueuedClaim) (Result, error) {
+	send, already, err := d.dropHeld(ctx, lease, claimed)
+	if err != nil {
+		return Result{Claimed: already, Sent: already}, err
+	}
+	if len(send) == 0 {
+		if q != nil {
+			err = d.advance(ctx, lease, *q, nil, d.clock.Now())
+		}
+		return Result{Claimed: already, Sent: already}, err
+	}
+	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send, q)
 	res.Claimed += already
 	res.Sent += already
-	res.More = behind
 	return res, err
 }
 
@@ -173,7 +196,7 @@ func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Resul
 	if len(sc.Due) == 0 {
 		return Result{Sent: int(settled), More: more}, nil
 	}
-	res, err := d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, sc.Due)
+	res, err := d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, sc.Due, nil)
 	res.Sent += int(settled)
 	res.More = more
 	return res, err

@@ -170,6 +170,77 @@ func (s *Store) ClaimHeadsFrom(ctx context.Context, now time.Time, limit int, fr
 	return heads, false, next, err
 }
 
+// QueuedClaim is a claim of QUEUED KAFKA:msg events (ClaimQueued): the due ones in event order,
+// and what the cursor's move after their delivery needs.
+type QueuedClaim struct {
+	Claimed []Claimed
+	From    int64   // the cursor the claim read above
+	Upto    int64   // the highest event id the claim covers: the cursor's next position (0: none)
+	Held    []int64 // the events at or below Upto of held FLIDs: PENDING once the cursor passes them
+}
+
+// ClaimQueued claims up to limit QUEUED events above the delivery cursor, oldest first, reading
+// at most window of them: those of FLIDs with no PENDING or DEAD event (ClaimHeads sends those
+// first, in order; until then the FLID's later events wait). Upto is the last event the claim
+// covers; Held lists the events up to it that it did not claim. After the claimed events'
+// delivery, Advance moves the cursor to Upto and holds every event up to it that was not
+// delivered on its row.
+func (s *Store) ClaimQueued(ctx context.Context, limit, window int) (QueuedClaim, error) {
+	var q QueuedClaim
+	if err := s.pool.QueryRow(ctx, cursorSQL).Scan(&q.From); err != nil {
+		return QueuedClaim{}, fmt.Errorf("claim queued: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, claimQueuedSQL, limit, max(window, limit), q.From)
+	if err != nil {
+		return QueuedClaim{}, fmt.Errorf("claim queued: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c := Claimed{Target: event.TargetMsg}
+		var due bool
+		var msgID *int64
+		if err := rows.Scan(&c.EventID, &due, &c.FLID, &c.Type, &c.StateVersion, &msgID, &c.Payload, &c.Attempts, &c.CreatedAt); err != nil {
+			return QueuedClaim{}, fmt.Errorf("claim queued: %w", err)
+		}
+		q.Upto = c.EventID
+		if !due {
+			q.Held = append(q.Held, c.EventID)
+			continue
+		}
+		if msgID != nil {
+			c.MsgID = *msgID
+		}
+		c.Represents = []int64{c.EventID}
+		q.Claimed = append(q.Claimed, c)
+	}
+	if err := rows.Err(); err != nil {
+		return QueuedClaim{}, fmt.Errorf("claim queued: %w", err)
+	}
+	return q, nil
+}
+
+// Advance moves the delivery cursor from from to upto under lease, in one statement: the events
+// up to upto count as delivered at now, except those of unsent, which become PENDING (held on
+// their row, as a failed or held event always was). leader.ErrFenced when lease is no longer the
+// role's current term; an error when the cursor is no longer at from (nothing changed).
+func (s *Store) Advance(ctx context.Context, lease leader.Lease, from, upto int64, unsent []int64, now time.Time) error {
+	if upto <= from && len(unsent) == 0 {
+		return nil
+	}
+	var epoch *int64
+	var at int64
+	if err := s.pool.QueryRow(ctx, advanceSQL, upto, now, lease.Role, lease.Epoch, from, unsent).Scan(&epoch, &at); err != nil {
+		return fmt.Errorf("advance the delivery cursor: %w", err)
+	}
+	if epoch == nil || *epoch != lease.Epoch {
+		return fmt.Errorf("advance the delivery cursor: %w", leader.ErrFenced)
+	}
+	if at != from {
+		return fmt.Errorf("advance the delivery cursor: it is at %d, not %d as claimed", at, from)
+	}
+	return nil
+}
+
 // claimAllHeads is the complete claim: a skip scan over every FLID with unsent events.
 func (s *Store) claimAllHeads(ctx context.Context, now time.Time, limit int) ([]Claimed, error) {
 	rows, err := s.pool.Query(ctx, claimHeadsSQL, now, limit)
