@@ -172,8 +172,8 @@ var pgGrants = []pgGrant{
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
 	{Jobs, "SELECT, DELETE", []string{"msg_event_delivered"}}, // retention of the cursor's old moves
-	{Jobs, "INSERT", []string{"msg_state_log"}},         // a purge's TOMBSTONE state
-	{Jobs, "SELECT, DELETE", []string{"msg_state_out"}}, // retention
+	{Jobs, "INSERT", []string{"msg_state_log"}},               // a purge's TOMBSTONE state
+	{Jobs, "SELECT, DELETE", []string{"msg_state_out"}},       // retention
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
 	// jobs: a send renumbers a request whose SEQN the mailbox shows in use (after a failover
 	// that lost the counter's last advances) and raises the counter.
