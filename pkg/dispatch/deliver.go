@@ -30,10 +30,9 @@ func kafkaRecord(topic string, r event.KafkaRecord) kafka.Record {
 	return kafka.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// deliver sends the claimed events as one batch of records on topic and records the outcome. q is
-// the claim of QUEUED events they came from (nil: events held on their rows, or states): their
-// delivery moves the cursor over it.
-func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed, q *outbox.QueuedClaim) (Result, error) {
+// deliver sends the claimed events as one batch of records on topic and records the outcome: of
+// KAFKA:msg events by their claim c (outbox.Settle), of states by the state flush's marks.
+func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed, c *outbox.Claim) (Result, error) {
 	recs := make([]kafka.Record, len(claimed))
 	for i, c := range claimed {
 		recs[i] = record(topic, lease.Epoch, c)
@@ -63,13 +62,53 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 			last.Store(c.EventID)
 		}
 	}
-	if err := d.markSent(ctx, lease, target, a, q, now, &res); err != nil {
+	if c != nil {
+		outcomes, err := d.settle(ctx, lease, *c, a.sent, a.failures)
+		if err != nil {
+			return res, err
+		}
+		res.Sent = len(a.sent)
+		d.m.sent.WithLabelValues(target).Add(float64(len(a.sent)))
+		d.logFailed(target, a, outcomes, &res)
+		return res, nil
+	}
+	if err := d.markSent(ctx, lease, target, a, now, &res); err != nil {
 		return res, err
 	}
 	if err := d.markFailed(ctx, lease, target, a, now, &res); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// settle records a KAFKA:msg claim's outcome (outbox.Settle). The events it holds on their rows
+// may lie below the bound the claim of such events starts from (Store.ClaimHeadsFrom): the next
+// claim starts from the lowest of them.
+func (d *Dispatcher) settle(ctx context.Context, lease leader.Lease, c outbox.Claim, sent []int64, failures []outbox.Failure) ([]outbox.Outcome, error) {
+	outcomes, err := d.store.Settle(ctx, lease, c, sent, failures, d.clock.Now())
+	if err != nil || !c.Queued || d.claimFrom == 0 {
+		return outcomes, err
+	}
+	acked := make(map[int64]bool, len(sent))
+	for _, id := range sent {
+		acked[id] = true
+	}
+	for _, ids := range [][]int64{c.Held, eventIDs(c.Events)} {
+		for _, id := range ids {
+			if !acked[id] && id < d.claimFrom {
+				d.claimFrom = id
+			}
+		}
+	}
+	return outcomes, nil
+}
+
+func eventIDs(cs []outbox.Claimed) []int64 {
+	ids := make([]int64, len(cs))
+	for i, c := range cs {
+		ids[i] = c.EventID
+	}
+	return ids
 }
 
 // produce sends recs once, observing the batch, holds every failed record behind the first
@@ -224,17 +263,8 @@ func clusterAtFault(errs []error) bool {
 }
 
 // markSent marks the acknowledged events SENT (KAFKA:schd: the states and every older unsent
-// event of their FLIDs; QUEUED events: the cursor passes the claim, holding what was not
-// acknowledged).
-func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target string, a answers, q *outbox.QueuedClaim, now time.Time, res *Result) error {
-	if q != nil {
-		if err := d.advance(ctx, lease, *q, a.sent, now); err != nil {
-			return err
-		}
-		res.Sent = len(a.sent)
-		d.m.sent.WithLabelValues(target).Add(float64(len(a.sent)))
-		return nil
-	}
+// event of their FLIDs).
+func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target string, a answers, now time.Time, res *Result) error {
 	if target == event.TargetSchd && len(a.sentStates) > 0 {
 		n, err := d.store.MarkStatesSent(ctx, lease, a.sentStates, now)
 		if err != nil {
@@ -252,22 +282,6 @@ func (d *Dispatcher) markSent(ctx context.Context, lease leader.Lease, target st
 	return nil
 }
 
-// advance moves the delivery cursor over the claim q: every claimed event not in sent (failed,
-// held behind a failed one, or left out) and every held one becomes PENDING, held on its row.
-func (d *Dispatcher) advance(ctx context.Context, lease leader.Lease, q outbox.QueuedClaim, sent []int64, now time.Time) error {
-	acked := make(map[int64]bool, len(sent))
-	for _, id := range sent {
-		acked[id] = true
-	}
-	unsent := q.Held
-	for _, c := range q.Claimed {
-		if !acked[c.EventID] {
-			unsent = append(unsent, c.EventID)
-		}
-	}
-	return d.store.Advance(ctx, lease, q.From, q.Upto, unsent, now)
-}
-
 // markFailed counts an attempt against the failed events (backoff, or DEAD) and logs each.
 func (d *Dispatcher) markFailed(ctx context.Context, lease leader.Lease, target string, a answers, now time.Time, res *Result) error {
 	if len(a.failures) == 0 {
@@ -283,6 +297,12 @@ func (d *Dispatcher) markFailed(ctx context.Context, lease leader.Lease, target 
 	if err != nil {
 		return err
 	}
+	d.logFailed(target, a, outcomes, res)
+	return nil
+}
+
+// logFailed logs what became of each failed event and counts it.
+func (d *Dispatcher) logFailed(target string, a answers, outcomes []outbox.Outcome, res *Result) {
 	errByID := map[int64]string{}
 	for _, f := range a.failures {
 		for _, id := range f.IDs {
@@ -303,7 +323,6 @@ func (d *Dispatcher) markFailed(ctx context.Context, lease leader.Lease, target 
 	}
 	d.m.retried.WithLabelValues(target).Add(float64(res.Retried))
 	d.m.dead.WithLabelValues(target).Add(float64(res.Dead))
-	return nil
 }
 
 // brokenOrFenced returns the first answer saying the producer cannot send any more.

@@ -124,45 +124,26 @@ type Result struct {
 	More bool
 }
 
-// StepMsg sends one batch of KAFKA:msg events and records the outcome: first the events held on
-// their rows (a failing FLID's, in order, once due), then the QUEUED ones above the cursor.
+// StepMsg sends one batch of KAFKA:msg events (outbox.Claim: a failing FLID's events held on
+// their rows first, then the QUEUED ones above the delivery cursor) and records the outcome.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
-	claimed, _, from, err := d.store.ClaimHeadsFrom(ctx, d.clock.Now(), d.cfg.Batch, d.claimFrom)
+	c, from, err := d.store.Claim(ctx, d.clock.Now(), d.cfg.Batch, max(4*d.cfg.Batch, 1000), d.claimFrom)
 	d.claimFrom = from
-	if err != nil {
+	if err != nil || (len(c.Events) == 0 && !c.Queued) || (c.Queued && c.Upto == 0) {
 		return Result{}, err
 	}
-	if len(claimed) > 0 {
-		res, err := d.sendClaimed(ctx, lease, claimed, nil)
-		res.More = true // the QUEUED events follow
-		return res, err
-	}
-	window := max(4*d.cfg.Batch, 1000)
-	q, err := d.store.ClaimQueued(ctx, d.cfg.Batch, window)
-	if err != nil || q.Upto == 0 {
-		return Result{}, err
-	}
-	res, err := d.sendClaimed(ctx, lease, q.Claimed, &q)
-	res.More = len(q.Claimed) == d.cfg.Batch || len(q.Claimed)+len(q.Held) == window
-	return res, err
-}
-
-// sendClaimed delivers claimed events, but not those Kafka already holds (dropHeld), and records the
-// outcome; q: see deliver.
-func (d *Dispatcher) sendClaimed(ctx context.Context, lease leader.Lease, claimed []outbox.Claimed, q *outbox.QueuedClaim) (Result, error) {
-	send, already, err := d.dropHeld(ctx, lease, claimed)
+	send, already, err := d.dropHeld(ctx, lease, c.Events)
 	if err != nil {
-		return Result{Claimed: already, Sent: already}, err
+		return Result{Claimed: already, Sent: already, More: c.More}, err
 	}
 	if len(send) == 0 {
-		if q != nil {
-			err = d.advance(ctx, lease, *q, nil, d.clock.Now())
-		}
-		return Result{Claimed: already, Sent: already}, err
+		_, err := d.settle(ctx, lease, c, nil, nil)
+		return Result{Claimed: already, Sent: already, More: c.More}, err
 	}
-	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send, q)
+	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send, &c)
 	res.Claimed += already
 	res.Sent += already
+	res.More = c.More
 	return res, err
 }
 
