@@ -138,12 +138,12 @@ func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, e
 	}
 	if len(send) == 0 {
 		_, err := d.settle(ctx, lease, c, nil, nil)
-		return Result{Claimed: already, Sent: already, More: c.More}, err
+		return Result{Claimed: already, Sent: already, More: c.More || !c.Queued}, err
 	}
 	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send, &c)
 	res.Claimed += already
 	res.Sent += already
-	res.More = c.More
+	res.More = c.More || !c.Queued // after events held on their rows, the QUEUED ones
 	return res, err
 }
 

@@ -253,9 +253,10 @@ WITH lease AS (
 )
 SELECT (SELECT epoch FROM lease), (SELECT count(*) FROM upd)`
 
-// markFailedSQL counts one failed attempt per row; DEAD when the attempts reach the maximum or
-// the failure is fatal (non-retryable), else due again after the n-th attempt's delay, taken
-// from $6 (delays[n-1] in microseconds, computed by package backoff: one rule everywhere).
+// markFailedSQL counts one failed attempt per unsent row (PENDING, or QUEUED above the cursor: it
+// is then held on its row); DEAD when the attempts reach the maximum or the failure is fatal
+// (non-retryable), else due again after the n-th attempt's delay, taken from $6 (delays[n-1] in
+// microseconds, computed by package backoff: one rule everywhere).
 const markFailedSQL = `
 UPDATE msg_event e
    SET attempts = e.attempts + 1,
@@ -265,7 +266,9 @@ UPDATE msg_event e
                          ELSE $4::timestamptz + ($6::float8[])[e.attempts + 1] * interval '1 microsecond'
                          END
   FROM unnest($1::bigint[], $2::text[], $3::bool[]) AS f(id, err, fatal)
- WHERE e.event_id = f.id AND e.status = 'PENDING'
+ WHERE e.event_id = f.id
+   AND (e.status = 'PENDING'
+        OR (e.status = 'QUEUED' AND e.event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered)))
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
 // markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $7[i]
@@ -329,7 +332,7 @@ SELECT 'KAFKA:schd',
         UNION ALL
         SELECT 'PENDING', created_at, partition_key, state_version FROM msg_state_log
         UNION ALL
-        SELECT status, created_at, partition_key, state_version
+        SELECT CASE WHEN status = 'DEAD' THEN 'DEAD' ELSE 'PENDING' END, created_at, partition_key, state_version
           FROM msg_event WHERE target = 'KAFKA:schd' AND status IN ('QUEUED', 'PENDING', 'DEAD')) u
   LEFT JOIN msg_state_sent s USING (partition_key)
  WHERE u.state_version > coalesce(s.state_version, 0)

@@ -192,9 +192,9 @@ type Claim struct {
 // those of FLIDs with no PENDING or DEAD event. A claim of QUEUED events may hold no event to
 // send (its window was all held FLIDs'): Settle still moves the cursor over it.
 func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, from int64) (c Claim, next int64, err error) {
-	heads, _, next, err := s.ClaimHeadsFrom(ctx, now, limit, from)
+	heads, behind, next, err := s.ClaimHeadsFrom(ctx, now, limit, from)
 	if err != nil || len(heads) > 0 {
-		return Claim{Events: heads, More: true}, next, err // the QUEUED events follow
+		return Claim{Events: heads, More: behind}, next, err
 	}
 	c = Claim{Queued: true}
 	if err := s.pool.QueryRow(ctx, cursorSQL).Scan(&c.From); err != nil {
