@@ -43,6 +43,17 @@ END $$;
 
 
 --
+-- Name: msgx_change_cursor(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_change_cursor() RETURNS bigint
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT coalesce(max(through), 0) FROM msg_event_delivered
+$$;
+
+
+--
 -- Name: msgx_event_id(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -61,6 +72,17 @@ CREATE FUNCTION public.msgx_id_generation() RETURNS bigint
     LANGUAGE sql
     AS $$
   SELECT msgx_timeline() + (SELECT epoch FROM db_epoch)
+$$;
+
+
+--
+-- Name: msgx_passed(bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_passed(id bigint, cursor bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT id <= cursor AND (id & 1099511627775) <= (cursor & 1099511627775)
 $$;
 
 
@@ -912,7 +934,7 @@ CREATE VIEW public.msg_event_delivery AS
      LEFT JOIN LATERAL ( SELECT x.through,
             x.sent_at
            FROM public.msg_event_delivered x
-          WHERE ((e.status = 'QUEUED'::text) AND (x.through >= e.event_id))
+          WHERE ((e.status = 'QUEUED'::text) AND (x.through >= e.event_id) AND public.msgx_passed(e.event_id, x.through))
           ORDER BY x.through
          LIMIT 1) d ON (true));
 

@@ -46,6 +46,19 @@ CREATE TABLE msg_event_delivered (
 INSERT INTO msg_event_delivered (through, sent_at)
 SELECT coalesce(max(event_id), 0), coalesce(max(sent_at) FILTER (WHERE status = 'SENT'), '-infinity') FROM msg_event;
 
+-- msgx_change_cursor is the delivery cursor; msgx_passed(id, c) says whether cursor c passed event
+-- id. Ids are (generation << 40) + a sequence value; the cursor passes events in id order, and
+-- every event it passed was drawn before it moved, so its sequence value is at most the cursor's
+-- too. An event drawn later below the cursor's id (a database restored onto a lower timeline draws
+-- a lower generation until the dispatcher raises the restore epoch) has a higher sequence value:
+-- not passed, it is renumbered above the cursor with the other unsent events.
+CREATE FUNCTION msgx_change_cursor() RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT coalesce(max(through), 0) FROM msg_event_delivered
+$$;
+CREATE FUNCTION msgx_passed(id bigint, cursor bigint) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT id <= cursor AND (id & 1099511627775) <= (cursor & 1099511627775)
+$$;
+
 -- msg_event_delivery is msg_event with each event's delivery as before the cursor: a QUEUED
 -- event is SENT at the time of the cursor move that passed it, or PENDING above the cursor.
 -- Readers that show or compare an event's status read it here.
@@ -57,7 +70,7 @@ SELECT e.event_id, e.target, e.partition_key, e.event_type, e.state_version, e.m
        e.last_error
   FROM msg_event e
   LEFT JOIN LATERAL (SELECT x.through, x.sent_at FROM msg_event_delivered x
-                      WHERE e.status = 'QUEUED' AND x.through >= e.event_id
+                      WHERE e.status = 'QUEUED' AND x.through >= e.event_id AND msgx_passed(e.event_id, x.through)
                       ORDER BY x.through LIMIT 1) d ON true;
 
 -- migrate:down
@@ -70,6 +83,8 @@ UPDATE msg_event e
   FROM msg_event_delivery d
  WHERE e.status = 'QUEUED' AND d.event_id = e.event_id;
 DROP VIEW msg_event_delivery;
+DROP FUNCTION msgx_passed(bigint, bigint);
+DROP FUNCTION msgx_change_cursor();
 DROP TABLE msg_event_delivered;
 CREATE OR REPLACE FUNCTION msgx_take_legacy_states()
 RETURNS TABLE (event_id bigint, partition_key text, event_type text, state_version bigint, msg_id bigint, body text, created_at timestamptz)

@@ -163,6 +163,7 @@ DELETE FROM msg_event WHERE event_id IN (
     SELECT event_id FROM msg_event
      WHERE event_id <= (SELECT coalesce(max(through), 0) FROM msg_event_delivered WHERE sent_at < $1)
        AND target = 'KAFKA:msg' AND status = 'QUEUED'
+       AND msgx_passed(event_id, (SELECT coalesce(max(through), 0) FROM msg_event_delivered WHERE sent_at < $1))
      ORDER BY event_id LIMIT $2)`
 
 	// deleteCursorMovesSQL removes the delivery cursor's moves older than $1, never the newest

@@ -39,7 +39,7 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
  ORDER BY e.event_id`
 
 // cursorSQL is the delivery cursor of KAFKA:msg: every QUEUED event at or below it was delivered.
-const cursorSQL = `SELECT coalesce(max(through), 0) FROM msg_event_delivered`
+const cursorSQL = `SELECT msgx_change_cursor()`
 
 // claimQueuedSQL reads the oldest $2 QUEUED events above the cursor $3 in event order (the primary
 // key) and claims, at most $1, those of FLIDs with no PENDING or DEAD event (msg_event_unsent: a
@@ -268,7 +268,7 @@ UPDATE msg_event e
   FROM unnest($1::bigint[], $2::text[], $3::bool[]) AS f(id, err, fatal)
  WHERE e.event_id = f.id
    AND (e.status = 'PENDING'
-        OR (e.status = 'QUEUED' AND e.event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered)))
+        OR (e.status = 'QUEUED' AND NOT msgx_passed(e.event_id, msgx_change_cursor())))
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
 // markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $7[i]
@@ -302,7 +302,7 @@ SELECT (SELECT epoch FROM lease),
        coalesce((SELECT watermark FROM inbox_cursor), 0),
        coalesce(least((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')),
                       (SELECT min(event_id) FROM msg_event
-                        WHERE event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered)
+                        WHERE event_id > msgx_change_cursor()
                           AND target = 'KAFKA:msg' AND status = 'QUEUED')), 0),
        coalesce(least((SELECT min(event_id) FROM msg_state_log),
                       (SELECT min(event_id) FROM msg_state_out WHERE status IN ('PENDING', 'DEAD'))), 0)`
@@ -319,7 +319,7 @@ SELECT 'KAFKA:msg',
   FROM (SELECT status, created_at FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
         UNION ALL
         SELECT status, created_at FROM msg_event
-         WHERE event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered)
+         WHERE event_id > msgx_change_cursor()
            AND target = 'KAFKA:msg' AND status = 'QUEUED') m
 HAVING count(*) > 0
 UNION ALL
@@ -348,7 +348,7 @@ SELECT * FROM (
            CASE WHEN d.status = 'SKIPPED' THEN 0 ELSE (SELECT count(*) FROM msg_event w
              WHERE w.target = d.target AND w.partition_key = d.partition_key AND w.event_id > d.event_id
                AND (w.status = 'PENDING'
-                    OR (w.status = 'QUEUED' AND w.event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered)))) END
+                    OR (w.status = 'QUEUED' AND NOT msgx_passed(w.event_id, msgx_change_cursor())))) END
       FROM msg_event d
      WHERE (d.status = 'DEAD' OR ($4 AND d.status = 'SKIPPED'))
        AND ($1::text = '' OR d.target = $1)
@@ -466,7 +466,7 @@ SELECT u.k, u.v, u.id, u.sha, u.ts,
  WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k
                       AND e.state_version = u.v
                       AND (e.status = 'SENT'
-                           OR (e.status = 'QUEUED' AND e.event_id <= (SELECT coalesce(max(through), 0) FROM msg_event_delivered))))
+                           OR (e.status = 'QUEUED' AND msgx_passed(e.event_id, msgx_change_cursor()))))
 ON CONFLICT (partition_key, state_version) DO NOTHING
 RETURNING h.stored`
 
@@ -536,7 +536,7 @@ WITH n AS MATERIALIZED (
     SELECT event_id, msgx_event_id() AS new_id
       FROM msg_event
      WHERE (status IN ('PENDING', 'DEAD')
-            OR (status = 'QUEUED' AND event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered)))
+            OR (status = 'QUEUED' AND NOT msgx_passed(event_id, msgx_change_cursor())))
        AND event_id < ($1::bigint << 40)
      ORDER BY event_id
 ), e AS (

@@ -148,7 +148,7 @@ SELECT (SELECT watermark FROM inbox_cursor),
 // nothing is open.
 const unsentSQL = `
 SELECT EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD'))
-    OR EXISTS (SELECT 1 FROM msg_event WHERE event_id > (SELECT coalesce(max(through), 0) FROM msg_event_delivered) AND target = 'KAFKA:msg' AND status = 'QUEUED')`
+    OR EXISTS (SELECT 1 FROM msg_event WHERE event_id > msgx_change_cursor() AND target = 'KAFKA:msg' AND status = 'QUEUED')`
 
 // ReadBacklog reads the backlog.
 func ReadBacklog(ctx context.Context, pool *pgxpool.Pool) (Backlog, error) {
