@@ -245,6 +245,54 @@ func TestFencedMarkRefused(t *testing.T) {
 	require.Equal(t, 0, heads[0].Attempts)
 }
 
+// TestSettleMovesTheCursorUnderTheLease: a claim of QUEUED events is settled by one move of the
+// delivery cursor, under the lease and only from the cursor the claim read: the acknowledged
+// events are delivered without a write of their own, a failed one and the one held behind it
+// are held on their rows with the attempt counted on the first.
+func TestSettleMovesTheCursorUnderTheLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1)))
+	c, _, err := b.store.Claim(ctx, t0, 10, 1000, 0)
+	require.NoError(t, err)
+	require.True(t, c.Queued)
+	require.Equal(t, []int64{1, 2, 3, 4}, ids(c.Events))
+	require.Equal(t, int64(4), c.Upto)
+
+	delivery := func() []string {
+		rows, err := b.db.Pool.Query(ctx, `SELECT event_id || ' ' || status || ' ' || attempts FROM msg_event_delivery ORDER BY event_id`)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	unsent := []string{"1 PENDING 0", "2 PENDING 0", "3 PENDING 0", "4 PENDING 0"}
+	_, err = b.store.Settle(ctx, leader.Lease{Role: "dispatcher", Epoch: 3}, c, []int64{2, 4}, nil, t0)
+	require.ErrorIs(t, err, leader.ErrFenced)
+	require.Equal(t, unsent, delivery(), "a fenced settle changes nothing")
+
+	out, err := b.store.Settle(ctx, b.lease, c, []int64{2, 4}, []outbox.Failure{{IDs: []int64{1}, Err: "boom"}}, t0)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	require.Equal(t, int64(1), out[0].EventID)
+	require.Equal(t, outbox.StatusPending, out[0].Status)
+	require.Equal(t, 1, out[0].Attempts)
+	require.True(t, t0.Add(time.Second).Equal(out[0].NextAttemptAt))
+	require.Equal(t, []string{"1 PENDING 1", "2 SENT 0", "3 PENDING 0", "4 SENT 0"}, delivery())
+	require.Equal(t, int64(0), b.db.Int64s(t, `SELECT count(*) FROM msg_event WHERE status = 'SENT'`)[0],
+		"delivered by the cursor, not by a write of their own")
+	require.Equal(t, []int64{1, 3}, b.db.Int64s(t, `SELECT event_id FROM msg_event WHERE status = 'PENDING' ORDER BY 1`),
+		"the failed event and the one behind it are held on their rows")
+
+	_, err = b.store.Settle(ctx, b.lease, c, []int64{2, 4}, nil, t0)
+	require.ErrorContains(t, err, "not 0", "a claim is settled once: the cursor moved since it was read")
+
+	heads, _, err := claimHeads(ctx, b, t0.Add(time.Second), 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 3}, ids(heads), "FLID 10's held events, in order, once due")
+}
+
 func TestClaimStatesNewestSettlesAll(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
