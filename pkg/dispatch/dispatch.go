@@ -127,7 +127,9 @@ type Result struct {
 // StepMsg sends one batch of KAFKA:msg events (outbox.Claim: a failing FLID's events held on
 // their rows first, then the QUEUED ones above the delivery cursor) and records the outcome.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
-	c, from, err := d.store.Claim(ctx, d.clock.Now(), d.cfg.Batch, max(4*d.cfg.Batch, 1000), d.claimFrom)
+	// A window of one batch: the cursor passes a held FLID's events (holding them on their rows),
+	// so they never crowd out the others for more than one claim.
+	c, from, err := d.store.Claim(ctx, d.clock.Now(), d.cfg.Batch, d.cfg.Batch, d.claimFrom)
 	d.claimFrom = from
 	if err != nil || (len(c.Events) == 0 && !c.Queued) || (c.Queued && c.Upto == 0) {
 		return Result{}, err
