@@ -143,6 +143,9 @@ func TestRehearseUpgrade(t *testing.T) {
 			return r.argv(c), env
 		}, strings.ReplaceAll(s.to.name, " ", "-"))
 		r.scaleUp("msgx-dispatcher", stopped)
+		if stopped > 0 {
+			r.standInsForThisTreesReaders()
+		}
 		t.Logf("%s: every Deployment rolled (at once, pod by pod) from %s in %s", s.name, began.Format("15:04:05.000"), time.Since(began).Round(time.Millisecond))
 	}
 	writing.Wait()
@@ -229,6 +232,24 @@ func (r *rehearsal) undoChangeCursor(old *release) int {
 	}), "the down part of %s", changeCursorMigration)
 	t.Logf("rollback past %s: %d dispatcher replicas stopped, its down part run as the owner", changeCursorMigration, stopped)
 	return stopped
+}
+
+// standInsForThisTreesReaders lets this tree's readers, which the checks below use (the backlog,
+// the events' delivery), read FROM's schema after the change cursor's down part: a cursor at 0
+// and a view of every event with its own status, as FROM reads them. FROM's binaries do not know
+// these names.
+func (r *rehearsal) standInsForThisTreesReaders() {
+	conn, err := pgx.Connect(r.ctx, r.srv.pg.URL("postgres", r.srv.pg.Password, "msgx"))
+	require.NoError(r.t, err)
+	defer conn.Close(r.ctx)
+	_, err = conn.Exec(r.ctx, `
+CREATE FUNCTION msgx_change_cursor() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT 0::bigint';
+CREATE FUNCTION msgx_passed(id bigint, cursor bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false';
+CREATE VIEW msg_event_delivery AS
+SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
+       next_attempt_at, created_at, sent_at, last_error
+  FROM msg_event;`)
+	require.NoError(r.t, err, "the checks' stand-ins")
 }
 
 // scaleUp starts n replicas of workload from the release in use (a Deployment scaled back up).
