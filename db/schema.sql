@@ -888,7 +888,6 @@ CREATE TABLE public.msg_event (
     CONSTRAINT msg_event_check CHECK (((status = 'SENT'::text) = (sent_at IS NOT NULL))),
     CONSTRAINT msg_event_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
     CONSTRAINT msg_event_state_version_check CHECK ((state_version > 0)),
-    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['QUEUED'::text, 'PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))),
     CONSTRAINT msg_event_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
 );
 ALTER TABLE ONLY public.msg_event ALTER COLUMN body SET COMPRESSION lz4;
@@ -934,7 +933,7 @@ CREATE VIEW public.msg_event_delivery AS
      LEFT JOIN LATERAL ( SELECT x.through,
             x.sent_at
            FROM public.msg_event_delivered x
-          WHERE ((e.status = 'QUEUED'::text) AND (x.through >= e.event_id) AND public.msgx_passed(e.event_id, x.through))
+          WHERE ((e.status = 'QUEUED'::text) AND (e.target = 'KAFKA:msg'::text) AND (x.through >= e.event_id) AND public.msgx_passed(e.event_id, x.through))
           ORDER BY x.through
          LIMIT 1) d ON (true));
 
@@ -1528,6 +1527,14 @@ ALTER TABLE ONLY public.msg_event
 
 
 --
+-- Name: msg_event msg_event_status_check; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.msg_event
+    ADD CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['QUEUED'::text, 'PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))) NOT VALID;
+
+
+--
 -- Name: msg_event msg_event_value; Type: CHECK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1731,6 +1738,13 @@ CREATE INDEX inbox_gap_reprobe ON public.inbox_gap USING btree (reprobe_until) W
 --
 
 CREATE INDEX msg_attempt_msg ON public.msg_attempt USING btree (msg_id, attempt_id);
+
+
+--
+-- Name: msg_event_delivered_sent_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_delivered_sent_at ON public.msg_event_delivered USING btree (sent_at);
 
 
 --

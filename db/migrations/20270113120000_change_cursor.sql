@@ -16,9 +16,10 @@
 -- so it can neither repeat one the cursor passed nor overtake one. Rolling back past this
 -- migration needs the rows written back first (docs/deploy.md).
 ALTER TABLE msg_event DROP CONSTRAINT msg_event_status_check;
+-- NOT VALID: every row already holds one of the old values, and a validation would scan the table
+-- under its lock.
 ALTER TABLE msg_event ADD CONSTRAINT msg_event_status_check
     CHECK (status IN ('QUEUED', 'PENDING', 'SENT', 'DEAD', 'SKIPPED')) NOT VALID;
-ALTER TABLE msg_event VALIDATE CONSTRAINT msg_event_status_check;
 ALTER TABLE msg_event ALTER COLUMN status SET DEFAULT 'QUEUED';
 
 -- A previous release's processor still writes its states to msg_event while the Deployments
@@ -43,8 +44,12 @@ CREATE TABLE msg_event_delivered (
     through bigint      PRIMARY KEY,
     sent_at timestamptz NOT NULL
 );
+-- Retention finds the old moves, the tail read the newest time, by this index.
+CREATE INDEX msg_event_delivered_sent_at ON msg_event_delivered (sent_at);
+-- Its time is the last SENT mark's (msg_event_sent), where the dispatcher's tail read starts.
 INSERT INTO msg_event_delivered (through, sent_at)
-SELECT coalesce(max(event_id), 0), coalesce(max(sent_at) FILTER (WHERE status = 'SENT'), '-infinity') FROM msg_event;
+SELECT coalesce((SELECT max(event_id) FROM msg_event), 0),
+       coalesce((SELECT max(sent_at) FROM msg_event WHERE status = 'SENT'), '-infinity');
 
 -- msgx_change_cursor is the delivery cursor; msgx_passed(id, c) says whether cursor c passed event
 -- id. Ids are (generation << 40) + a sequence value; the cursor passes events in id order, and
@@ -60,7 +65,8 @@ CREATE FUNCTION msgx_passed(id bigint, cursor bigint) RETURNS boolean LANGUAGE s
 $$;
 
 -- msg_event_delivery is msg_event with each event's delivery as before the cursor: a QUEUED
--- event is SENT at the time of the cursor move that passed it, or PENDING above the cursor.
+-- change event is SENT at the time of the cursor move that passed it, or PENDING above the
+-- cursor; a QUEUED state (a previous release's processor's, waiting for the fold) is PENDING.
 -- Readers that show or compare an event's status read it here.
 CREATE VIEW msg_event_delivery AS
 SELECT e.event_id, e.target, e.partition_key, e.event_type, e.state_version, e.msg_id, e.payload, e.body,
@@ -70,13 +76,15 @@ SELECT e.event_id, e.target, e.partition_key, e.event_type, e.state_version, e.m
        e.last_error
   FROM msg_event e
   LEFT JOIN LATERAL (SELECT x.through, x.sent_at FROM msg_event_delivered x
-                      WHERE e.status = 'QUEUED' AND x.through >= e.event_id AND msgx_passed(e.event_id, x.through)
+                      WHERE e.status = 'QUEUED' AND e.target = 'KAFKA:msg'
+                        AND x.through >= e.event_id AND msgx_passed(e.event_id, x.through)
                       ORDER BY x.through LIMIT 1) d ON true;
 
 -- migrate:down
 
 -- Every QUEUED event written back as the previous release reads it: SENT at or below the cursor,
--- PENDING above it. Run with no dispatcher of this release leading.
+-- PENDING above it. Run with no dispatcher of this release leading. It rewrites those rows under
+-- the table's lock: the pipeline waits for it (docs/deploy.md).
 ALTER TABLE msg_event ALTER COLUMN status SET DEFAULT 'PENDING';
 UPDATE msg_event e
    SET status = d.status, sent_at = d.sent_at

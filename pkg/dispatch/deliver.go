@@ -85,22 +85,21 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 // may lie below the bound the claim of such events starts from (Store.ClaimHeadsFrom): the next
 // claim starts from the lowest of them.
 func (d *Dispatcher) settle(ctx context.Context, lease leader.Lease, c outbox.Claim, sent []int64, failures []outbox.Failure) ([]outbox.Outcome, error) {
-	outcomes, err := d.store.Settle(ctx, lease, c, sent, failures, d.clock.Now())
-	if err != nil || !c.Queued || d.claimFrom == 0 {
-		return outcomes, err
-	}
-	acked := make(map[int64]bool, len(sent))
-	for _, id := range sent {
-		acked[id] = true
-	}
-	for _, ids := range [][]int64{c.Held, eventIDs(c.Events)} {
-		for _, id := range ids {
-			if !acked[id] && id < d.claimFrom {
-				d.claimFrom = id
+	// Lowered before the settle: it may have held them (the cursor moved) and still failed after.
+	if c.Queued && d.claimFrom != 0 {
+		acked := make(map[int64]bool, len(sent))
+		for _, id := range sent {
+			acked[id] = true
+		}
+		for _, ids := range [][]int64{c.Held, eventIDs(c.Events)} {
+			for _, id := range ids {
+				if !acked[id] && id < d.claimFrom {
+					d.claimFrom = id
+				}
 			}
 		}
 	}
-	return outcomes, nil
+	return d.store.Settle(ctx, lease, c, sent, failures, d.clock.Now())
 }
 
 func eventIDs(cs []outbox.Claimed) []int64 {

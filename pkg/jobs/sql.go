@@ -159,12 +159,14 @@ DELETE FROM msg_event WHERE event_id IN (
 	// deleteDeliveredEventsSQL removes the change events the delivery cursor passed before $1: the
 	// QUEUED ones at or below the highest cursor move older than $1, in id order.
 	deleteDeliveredEventsSQL = `
+WITH h AS MATERIALIZED (
+    SELECT coalesce(max(through), 0) AS through FROM msg_event_delivered WHERE sent_at < $1
+)
 DELETE FROM msg_event WHERE event_id IN (
-    SELECT event_id FROM msg_event
-     WHERE event_id <= (SELECT coalesce(max(through), 0) FROM msg_event_delivered WHERE sent_at < $1)
-       AND target = 'KAFKA:msg' AND status = 'QUEUED'
-       AND msgx_passed(event_id, (SELECT coalesce(max(through), 0) FROM msg_event_delivered WHERE sent_at < $1))
-     ORDER BY event_id LIMIT $2)`
+    SELECT e.event_id FROM msg_event e, h
+     WHERE e.event_id <= h.through AND e.target = 'KAFKA:msg' AND e.status = 'QUEUED'
+       AND msgx_passed(e.event_id, h.through)
+     ORDER BY e.event_id LIMIT $2)`
 
 	// deleteCursorMovesSQL removes the delivery cursor's moves older than $1, never the newest
 	// (the cursor itself). A QUEUED event still below a removed move reads the next move's time.

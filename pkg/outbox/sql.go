@@ -3,7 +3,7 @@ package outbox
 // Every statement of the msg_event store. Time is always a parameter (never now()).
 
 // enqueueColumns are the msg_event columns Enqueue copies (the others take their defaults:
-// event_id from msgx_event_id(), status PENDING).
+// event_id from msgx_event_id(), status QUEUED).
 var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events at or above
@@ -253,8 +253,8 @@ WITH lease AS (
 )
 SELECT (SELECT epoch FROM lease), (SELECT count(*) FROM upd)`
 
-// markFailedSQL counts one failed attempt per unsent row (PENDING, or QUEUED above the cursor: it
-// is then held on its row); DEAD when the attempts reach the maximum or the failure is fatal
+// markFailedSQL counts one failed attempt per unsent row (PENDING; a QUEUED one above the cursor
+// is held on its row by it, as Settle holds the events it passes before counting their failures); DEAD when the attempts reach the maximum or the failure is fatal
 // (non-retryable), else due again after the n-th attempt's delay, taken from $6 (delays[n-1] in
 // microseconds, computed by package backoff: one rule everywhere).
 const markFailedSQL = `
@@ -485,12 +485,13 @@ SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_t
 // term last saw and when (0, 0, NULL: none), the highest timeline recorded, the highest event id
 // msg_event holds (0: none), the dispatcher's last refusal (NULL, 0: none since its last term
 // start) and an operator's confirmation of a restore not acted on yet. The highest event id is
-// that of msg_event, msg_state_log or msg_state_out (ids of one sequence).
+// that of msg_event, msg_state_log or msg_state_out (ids of one sequence), or the delivery
+// cursor: after retention it may be the only trace of a generation the database published.
 const identitySQL = `
 SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
        coalesce(d.system_identifier, 0), coalesce(d.timeline, 0), d.seen_at,
        coalesce((SELECT max(timeline) FROM db_timeline), 0), greatest(coalesce((SELECT max(event_id) FROM msg_event), 0), coalesce((SELECT max(event_id) FROM msg_state_log), 0),
-                coalesce((SELECT max(event_id) FROM msg_state_out), 0)),
+                coalesce((SELECT max(event_id) FROM msg_state_out), 0), msgx_change_cursor()),
        d.refused_at, coalesce(d.refused_kafka_event_id, 0), d.confirmed_by, d.confirmed_reason, d.confirmed_at
   FROM db_epoch d`
 
@@ -498,7 +499,7 @@ SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
 // withheld), locking db_epoch's row until the transaction ends.
 const lockEpochSQL = `
 SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), greatest(coalesce((SELECT max(event_id) FROM msg_event), 0), coalesce((SELECT max(event_id) FROM msg_state_log), 0),
-                coalesce((SELECT max(event_id) FROM msg_state_out), 0))
+                coalesce((SELECT max(event_id) FROM msg_state_out), 0), msgx_change_cursor())
   FROM db_epoch d FOR UPDATE`
 
 // foreignIDsSQL counts the records Kafka holds ($1 event_id, $2 target, $3 FLID, $4 version) of

@@ -122,7 +122,10 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads
 // every event sent since the last vacuum (4,000 index pages a claim in a 1,000,000-message
 // drain, docs/benchmarks.md).
 //
-// The bound holds because no unsent event ever appears below it: an event leaves the unsent set
+// These are the events held on their rows (PENDING, DEAD); the delivery cursor holds QUEUED
+// events on their rows when it passes them unacknowledged, perhaps below a bound, and the
+// dispatcher then lowers its bound to them (dispatch's settle). Otherwise the bound holds
+// because no unsent event ever appears below it: an event leaves the unsent set
 // only for good (SENT, SKIPPED; a replayed DEAD event was unsent all along), and every writer
 // takes PIPELINE_LOCK before its event ids (Enqueue), so an event committed after the claim read
 // its window has a larger id than every event the window could see. A bound is only good for
