@@ -43,6 +43,17 @@ END $$;
 
 
 --
+-- Name: msgx_change_cursor(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_change_cursor() RETURNS bigint
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT coalesce(max(through), 0) FROM msg_event_delivered
+$$;
+
+
+--
 -- Name: msgx_event_id(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -61,6 +72,17 @@ CREATE FUNCTION public.msgx_id_generation() RETURNS bigint
     LANGUAGE sql
     AS $$
   SELECT msgx_timeline() + (SELECT epoch FROM db_epoch)
+$$;
+
+
+--
+-- Name: msgx_passed(bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_passed(id bigint, cursor bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT id <= cursor AND (id & 1099511627775) <= (cursor & 1099511627775)
 $$;
 
 
@@ -111,7 +133,7 @@ CREATE FUNCTION public.msgx_take_legacy_states() RETURNS TABLE(event_id bigint, 
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-  DELETE FROM msg_event e WHERE e.target = 'KAFKA:schd' AND e.status IN ('PENDING', 'DEAD')
+  DELETE FROM msg_event e WHERE e.target = 'KAFKA:schd' AND e.status IN ('QUEUED', 'PENDING', 'DEAD')
   RETURNING e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COALESCE(e.body, e.payload::text), e.created_at
 $$;
 
@@ -855,7 +877,7 @@ CREATE TABLE public.msg_event (
     state_version bigint NOT NULL,
     msg_id bigint,
     payload jsonb,
-    status text DEFAULT 'PENDING'::text NOT NULL,
+    status text DEFAULT 'QUEUED'::text NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
     next_attempt_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,
@@ -866,10 +888,54 @@ CREATE TABLE public.msg_event (
     CONSTRAINT msg_event_check CHECK (((status = 'SENT'::text) = (sent_at IS NOT NULL))),
     CONSTRAINT msg_event_event_type_check CHECK ((event_type = ANY (ARRAY['UPSERT'::text, 'TOMBSTONE'::text]))),
     CONSTRAINT msg_event_state_version_check CHECK ((state_version > 0)),
-    CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))),
     CONSTRAINT msg_event_target_check CHECK ((target = ANY (ARRAY['KAFKA:msg'::text, 'KAFKA:schd'::text])))
 );
 ALTER TABLE ONLY public.msg_event ALTER COLUMN body SET COMPRESSION lz4;
+
+
+--
+-- Name: msg_event_delivered; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.msg_event_delivered (
+    through bigint NOT NULL,
+    sent_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: msg_event_delivery; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.msg_event_delivery AS
+ SELECT e.event_id,
+    e.target,
+    e.partition_key,
+    e.event_type,
+    e.state_version,
+    e.msg_id,
+    e.payload,
+    e.body,
+        CASE
+            WHEN (e.status <> 'QUEUED'::text) THEN e.status
+            WHEN (d.through IS NULL) THEN 'PENDING'::text
+            ELSE 'SENT'::text
+        END AS status,
+    e.attempts,
+    e.next_attempt_at,
+    e.created_at,
+        CASE
+            WHEN (e.status <> 'QUEUED'::text) THEN e.sent_at
+            ELSE d.sent_at
+        END AS sent_at,
+    e.last_error
+   FROM (public.msg_event e
+     LEFT JOIN LATERAL ( SELECT x.through,
+            x.sent_at
+           FROM public.msg_event_delivered x
+          WHERE ((e.status = 'QUEUED'::text) AND (e.target = 'KAFKA:msg'::text) AND (x.through >= e.event_id) AND public.msgx_passed(e.event_id, x.through))
+          ORDER BY x.through
+         LIMIT 1) d ON (true));
 
 
 --
@@ -1445,11 +1511,27 @@ ALTER TABLE ONLY public.msg_attempt
 
 
 --
+-- Name: msg_event_delivered msg_event_delivered_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.msg_event_delivered
+    ADD CONSTRAINT msg_event_delivered_pkey PRIMARY KEY (through);
+
+
+--
 -- Name: msg_event msg_event_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.msg_event
     ADD CONSTRAINT msg_event_pkey PRIMARY KEY (event_id);
+
+
+--
+-- Name: msg_event msg_event_status_check; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.msg_event
+    ADD CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['QUEUED'::text, 'PENDING'::text, 'SENT'::text, 'DEAD'::text, 'SKIPPED'::text]))) NOT VALID;
 
 
 --
@@ -1659,10 +1741,24 @@ CREATE INDEX msg_attempt_msg ON public.msg_attempt USING btree (msg_id, attempt_
 
 
 --
+-- Name: msg_event_delivered_sent_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_delivered_sent_at ON public.msg_event_delivered USING btree (sent_at);
+
+
+--
 -- Name: msg_event_flight; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX msg_event_flight ON public.msg_event USING btree (partition_key, state_version);
+
+
+--
+-- Name: msg_event_legacy_states; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_legacy_states ON public.msg_event USING btree (event_id) WHERE ((target = 'KAFKA:schd'::text) AND (status = ANY (ARRAY['QUEUED'::text, 'PENDING'::text, 'DEAD'::text])));
 
 
 --
@@ -2018,4 +2114,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270111120000'),
     ('20270111130000'),
     ('20270111140000'),
-    ('20270112120000');
+    ('20270112120000'),
+    ('20270113120000');

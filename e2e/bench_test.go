@@ -448,7 +448,7 @@ func (e *benchEnv) throughput(b *testing.B, r *benchResult) {
 	peakRSS(b, s, r.rss)
 	var payload float64
 	require.NoError(b, pool.QueryRow(e.ctx, `SELECT count(*), COALESCE(avg(octet_length(COALESCE(body, payload::text))), 0)
-		FROM msg_event WHERE target = 'KAFKA:msg' AND status = 'SENT'`).Scan(&r.events, &payload))
+		FROM msg_event_delivery WHERE target = 'KAFKA:msg' AND status = 'SENT'`).Scan(&r.events, &payload))
 	r.payload = int(payload)
 
 	var err error

@@ -488,7 +488,7 @@ func saveProfile(addr, path, file string) {
 func stageReport(b *testing.B, ctx context.Context, s *stack.Stack, pool *pgxpool.Pool) {
 	var open, unsent int64
 	require.NoError(b, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED')),
-		(SELECT count(*) FROM msg_event WHERE target = 'KAFKA:msg' AND status = 'PENDING')`).Scan(&open, &unsent))
+		(SELECT count(*) FROM msg_event_delivery WHERE target = 'KAFKA:msg' AND status = 'PENDING')`).Scan(&open, &unsent))
 	fmt.Printf("  at the writer's end: %d messages not terminal, %d KAFKA:msg events unsent", open, unsent)
 	for _, m := range []struct{ bin, metric string }{
 		{"processor", "msgx_pump_batch_messages"}, {"processor", "msgx_pump_tx_seconds"},

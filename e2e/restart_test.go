@@ -70,7 +70,7 @@ func TestRestartOneStage(t *testing.T) {
 	// What the dispatcher sent before it stopped may still be on its way to the consumer: the
 	// count at the stop is taken once every record marked SENT has arrived.
 	var sentAtStop int
-	require.NoError(t, b.pg.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE target = 'KAFKA:msg' AND status = 'SENT'`).Scan(&sentAtStop))
+	require.NoError(t, b.pg.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_delivery WHERE target = 'KAFKA:msg' AND status = 'SENT'`).Scan(&sentAtStop))
 	require.Eventually(t, func() bool { return b.consumer.Count(topicChanges) >= sentAtStop }, 30*time.Second, 50*time.Millisecond,
 		"the records sent before the stop reach the consumer")
 	deliveredAtStop := b.consumer.Count(topicChanges)

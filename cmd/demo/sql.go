@@ -12,7 +12,7 @@ const (
 	requestsSQL = `SELECT req_type || ' ' || status, count(*) FROM req_track GROUP BY 1`
 	// sentByTargetSQL counts the SENT msg_event rows by target (the state topic's are in
 	// msg_state_out, one per flight).
-	sentByTargetSQL = `SELECT target, count(*) FROM msg_event WHERE status = 'SENT' GROUP BY 1`
+	sentByTargetSQL = `SELECT target, count(*) FROM msg_event_delivery WHERE status = 'SENT' GROUP BY 1`
 	// enqueuedSQL: when ingest enqueued each message (its watermark passed the id).
 	enqueuedSQL = `SELECT msg_id, enqueued_at FROM proc_state`
 	// sessionsSQL lists the binaries' PostgreSQL sessions (application_name msgx-<binary>[-…])

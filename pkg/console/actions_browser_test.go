@@ -121,7 +121,7 @@ func TestBrowserKafkaDeadLetters(t *testing.T) {
 		chromedp.Text(`#outcome`, &outcome, chromedp.ByID),
 	)
 	require.Contains(t, outcome, "Dry run, nothing changed: would replay 1 event(s): "+replayID)
-	require.Equal(t, int64(2), w.count(t, `SELECT count(*) FROM msg_event WHERE status = 'DEAD'`), "a dry run changes nothing")
+	require.Equal(t, int64(2), w.count(t, `SELECT count(*) FROM msg_event_delivery WHERE status = 'DEAD'`), "a dry run changes nothing")
 	require.Zero(t, w.count(t, `SELECT count(*) FROM replay_audit`))
 
 	for _, step := range []struct{ id, mode, reason, want, status string }{
@@ -138,7 +138,7 @@ func TestBrowserKafkaDeadLetters(t *testing.T) {
 			chromedp.Text(`#outcome`, &outcome, chromedp.ByID),
 		)
 		require.Contains(t, outcome, step.want)
-		require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM msg_event WHERE event_id = $1 AND status = $2`, step.id, step.status), step.mode)
+		require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM msg_event_delivery WHERE event_id = $1 AND status = $2`, step.id, step.status), step.mode)
 		require.Equal(t, int64(1), w.count(t, `SELECT count(*) FROM replay_audit WHERE action = $1 AND actor = 'console:op' AND reason = $2`,
 			"dlq-"+step.mode, step.reason), step.mode)
 	}

@@ -16,7 +16,7 @@ import (
 func TestPipelineNamesBlockedBroker(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
-	waiting := w.count(t, `SELECT count(*) FROM msg_event WHERE target = 'KAFKA:msg' AND status = 'PENDING'`)
+	waiting := w.count(t, `SELECT count(*) FROM msg_event_delivery WHERE target = 'KAFKA:msg' AND status = 'PENDING'`)
 	require.Positive(t, waiting, "the day's events wait for a dispatcher")
 	now := w.clk.Now()
 	_, err := w.db.Pool.Exec(ctx, `INSERT INTO dispatch_send (target, topic, epoch, blocked_since, error_class, error, brokers, brokers_silent,

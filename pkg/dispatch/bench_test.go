@@ -79,7 +79,7 @@ func BenchmarkDispatch(b *testing.B) {
 			b.ReportMetric(rawRate, "raw-sarama-events/s")
 			b.ReportMetric(rate/rawRate, "ratio")
 			var pending int
-			require.NoError(b, bd.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE status <> $1`, outbox.StatusSent).Scan(&pending))
+			require.NoError(b, bd.db.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_delivery WHERE status <> $1`, outbox.StatusSent).Scan(&pending))
 			require.Zero(b, pending)
 		})
 	}

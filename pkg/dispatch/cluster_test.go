@@ -337,7 +337,7 @@ func (s *clusterStage) sentAfter(t *testing.T, at time.Time, within time.Duratio
 	for {
 		var first *time.Time
 		require.NoError(t, s.b.db.Pool.QueryRow(context.Background(),
-			`SELECT min(sent_at) FROM msg_event WHERE status = 'SENT' AND sent_at > $1`, at).Scan(&first))
+			`SELECT min(sent_at) FROM msg_event_delivery WHERE status = 'SENT' AND sent_at > $1`, at).Scan(&first))
 		if first != nil {
 			return *first, true
 		}
@@ -353,6 +353,6 @@ func (s *clusterStage) lastSentBefore(t *testing.T, at time.Time) time.Time {
 	t.Helper()
 	var last time.Time
 	require.NoError(t, s.b.db.Pool.QueryRow(context.Background(),
-		`SELECT max(sent_at) FROM msg_event WHERE status = 'SENT' AND sent_at <= $1`, at).Scan(&last))
+		`SELECT max(sent_at) FROM msg_event_delivery WHERE status = 'SENT' AND sent_at <= $1`, at).Scan(&last))
 	return last
 }

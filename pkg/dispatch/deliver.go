@@ -30,8 +30,9 @@ func kafkaRecord(topic string, r event.KafkaRecord) kafka.Record {
 	return kafka.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
 }
 
-// deliver sends the claimed events as one batch of records on topic and records the outcome.
-func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed) (Result, error) {
+// deliver sends the claimed events as one batch of records on topic and records the outcome: of
+// KAFKA:msg events by their claim c (outbox.Settle), of states by the state flush's marks.
+func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, topic string, claimed []outbox.Claimed, c *outbox.Claim) (Result, error) {
 	recs := make([]kafka.Record, len(claimed))
 	for i, c := range claimed {
 		recs[i] = record(topic, lease.Epoch, c)
@@ -61,6 +62,16 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 			last.Store(c.EventID)
 		}
 	}
+	if c != nil {
+		outcomes, err := d.settle(ctx, lease, *c, a.sent, a.failures)
+		if err != nil {
+			return res, err
+		}
+		res.Sent = len(a.sent)
+		d.m.sent.WithLabelValues(target).Add(float64(len(a.sent)))
+		d.logFailed(target, a, outcomes, &res)
+		return res, nil
+	}
 	if err := d.markSent(ctx, lease, target, a, now, &res); err != nil {
 		return res, err
 	}
@@ -68,6 +79,35 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 		return res, err
 	}
 	return res, nil
+}
+
+// settle records a KAFKA:msg claim's outcome (outbox.Settle). The events it holds on their rows
+// may lie below the bound the claim of such events starts from (Store.ClaimHeadsFrom): the next
+// claim starts from the lowest of them.
+func (d *Dispatcher) settle(ctx context.Context, lease leader.Lease, c outbox.Claim, sent []int64, failures []outbox.Failure) ([]outbox.Outcome, error) {
+	// Lowered before the settle: it may have held them (the cursor moved) and still failed after.
+	if c.Queued && d.claimFrom != 0 {
+		acked := make(map[int64]bool, len(sent))
+		for _, id := range sent {
+			acked[id] = true
+		}
+		for _, ids := range [][]int64{c.Held, eventIDs(c.Events)} {
+			for _, id := range ids {
+				if !acked[id] && id < d.claimFrom {
+					d.claimFrom = id
+				}
+			}
+		}
+	}
+	return d.store.Settle(ctx, lease, c, sent, failures, d.clock.Now())
+}
+
+func eventIDs(cs []outbox.Claimed) []int64 {
+	ids := make([]int64, len(cs))
+	for i, c := range cs {
+		ids[i] = c.EventID
+	}
+	return ids
 }
 
 // produce sends recs once, observing the batch, holds every failed record behind the first
@@ -256,6 +296,12 @@ func (d *Dispatcher) markFailed(ctx context.Context, lease leader.Lease, target 
 	if err != nil {
 		return err
 	}
+	d.logFailed(target, a, outcomes, res)
+	return nil
+}
+
+// logFailed logs what became of each failed event and counts it.
+func (d *Dispatcher) logFailed(target string, a answers, outcomes []outbox.Outcome, res *Result) {
 	errByID := map[int64]string{}
 	for _, f := range a.failures {
 		for _, id := range f.IDs {
@@ -276,7 +322,6 @@ func (d *Dispatcher) markFailed(ctx context.Context, lease leader.Lease, target 
 	}
 	d.m.retried.WithLabelValues(target).Add(float64(res.Retried))
 	d.m.dead.WithLabelValues(target).Add(float64(res.Dead))
-	return nil
 }
 
 // brokenOrFenced returns the first answer saying the producer cannot send any more.

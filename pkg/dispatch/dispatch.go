@@ -124,22 +124,28 @@ type Result struct {
 	More bool
 }
 
-// StepMsg sends one batch of KAFKA:msg events (each FLID's due run, in order) and records the
-// outcome.
+// StepMsg sends one batch of KAFKA:msg events (outbox.Claim: a failing FLID's events held on
+// their rows first, then the QUEUED ones above the delivery cursor) and records the outcome.
 func (d *Dispatcher) StepMsg(ctx context.Context, lease leader.Lease) (Result, error) {
-	claimed, behind, from, err := d.store.ClaimHeadsFrom(ctx, d.clock.Now(), d.cfg.Batch, d.claimFrom)
+	// A window of one batch: the cursor passes a held FLID's events (holding them on their rows),
+	// so they never crowd out the others for more than one claim.
+	c, from, err := d.store.Claim(ctx, d.clock.Now(), d.cfg.Batch, d.cfg.Batch, d.claimFrom)
 	d.claimFrom = from
-	if err != nil || len(claimed) == 0 {
+	if err != nil || (len(c.Events) == 0 && !c.Queued) || (c.Queued && c.Upto == 0) {
 		return Result{}, err
 	}
-	send, already, err := d.dropHeld(ctx, lease, claimed)
-	if err != nil || len(send) == 0 {
-		return Result{Claimed: already, Sent: already, More: behind}, err
+	send, already, err := d.dropHeld(ctx, lease, c.Events)
+	if err != nil {
+		return Result{Claimed: already, Sent: already, More: c.More}, err
 	}
-	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send)
+	if len(send) == 0 {
+		_, err := d.settle(ctx, lease, c, nil, nil)
+		return Result{Claimed: already, Sent: already, More: c.More || !c.Queued}, err
+	}
+	res, err := d.deliver(ctx, lease, event.TargetMsg, d.cfg.TopicChanges, send, &c)
 	res.Claimed += already
 	res.Sent += already
-	res.More = behind
+	res.More = c.More || !c.Queued // after events held on their rows, the QUEUED ones
 	return res, err
 }
 
@@ -173,7 +179,7 @@ func (d *Dispatcher) FlushStates(ctx context.Context, lease leader.Lease) (Resul
 	if len(sc.Due) == 0 {
 		return Result{Sent: int(settled), More: more}, nil
 	}
-	res, err := d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, sc.Due)
+	res, err := d.deliver(ctx, lease, event.TargetSchd, d.cfg.TopicState, sc.Due, nil)
 	res.Sent += int(settled)
 	res.More = more
 	return res, err

@@ -4,7 +4,7 @@
 // KAFKA:msg → topic msgx.flight.changes (StepMsg, in a loop)
 //
 //	claim ≤ batch events ─────▶ produce (one batch, key = FLID) ──▶ per record:
-//	   (oldest first; of each        acknowledged ──────────────▶ SENT     (one UPDATE per batch)
+//	   (oldest first; of each        acknowledged ──────────────▶ delivered (the cursor moves: one row per batch)
 //	    FLID its due run from its    retryable error ───────────▶ PENDING, attempts+1,
 //	    smallest unsent event_id)                                  next_attempt_at = now + backoff
 //	                                  retryable, attempts = max ─▶ DEAD
@@ -55,7 +55,7 @@
 // the loop like the others. Consumers watch for its absence (docs/events.md, "Heartbeat").
 //
 // Every batch (and every flush) is one Kafka transaction of the topic's transactional producer
-// (pkg/kafka: transactional.id <prefix>.<topic>), committed before the events are marked SENT.
+// (pkg/kafka: transactional.id <prefix>.<topic>), committed before the events are recorded as delivered.
 // Each term's Link initialises the producers, which fences every older producer of the same ids,
 // and then checks the lease, so a deposed leader can neither commit in PostgreSQL nor in Kafka.
 // A send is bounded (MSGX_KAFKA_SEND_TIMEOUT); a send that waits longer than

@@ -65,7 +65,7 @@ func TestHeartbeatAtItsPeriodUntilTheDispatcherStops(t *testing.T) {
 	sentID := kafkatest.Consume(t, b.broker.Addrs(), b.kcfg.TopicChanges, 1, 30*time.Second)[0].Event(t).EventID
 	require.Eventually(t, func() bool {
 		var sent bool
-		return b.db.Pool.QueryRow(ctx, `SELECT status = 'SENT' FROM msg_event WHERE event_id = $1`, sentID).Scan(&sent) == nil && sent
+		return b.db.Pool.QueryRow(ctx, `SELECT status = 'SENT' FROM msg_event_delivery WHERE event_id = $1`, sentID).Scan(&sent) == nil && sent
 	}, 30*time.Second, 5*time.Millisecond, "the change is recorded as sent")
 	for i := 1; i <= 3; i++ {
 		require.Eventually(t, b.clock.Waiting, 30*time.Second, 5*time.Millisecond, "the heartbeat waits for its period")

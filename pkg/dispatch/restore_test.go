@@ -18,7 +18,7 @@ import (
 )
 
 // backedUp are the tables a restore puts back: everything the outbox and the tail read keep.
-var backedUp = []string{"msg_event", "msg_state_log", "msg_state_out", "msg_state_sent", "msg_kafka_held", "db_timeline", "db_epoch", "db_restore", "leader_lease"}
+var backedUp = []string{"msg_event", "msg_event_delivered", "msg_state_log", "msg_state_out", "msg_state_sent", "msg_kafka_held", "db_timeline", "db_epoch", "db_restore", "leader_lease"}
 
 // backup copies the outbox's tables, its sequence and msgx_event_id (whose body carries the
 // restore epoch) as a backup of the database holds them, and returns the restore of that backup.

@@ -32,7 +32,7 @@ type Config struct {
 	HistoryBatch     int           `default:"100"` // flights per transaction (PIPELINE_LOCK is held for one of them)
 
 	RetentionInterval      time.Duration `default:"1m"` // period of the retention/archive job
-	EventRetention         time.Duration `envconfig:"MSGX_EVENT_RETENTION" default:"168h" desc:"jobs: SENT msg_event and msg_state_out rows are deleted after this"`
+	EventRetention         time.Duration `envconfig:"MSGX_EVENT_RETENTION" default:"168h" desc:"jobs: delivered msg_event rows (and the delivery cursor's moves) and SENT msg_state_out rows are deleted after this"`
 	ProcStateRetention     time.Duration `envconfig:"MSGX_PROC_STATE_RETENTION" default:"720h" desc:"jobs: terminal proc_state rows with a settled marker move to proc_state_hst after this"`
 	ProcStateHstRetention  time.Duration `envconfig:"MSGX_PROC_STATE_HST_RETENTION" default:"8760h" desc:"jobs: archived proc_state_hst rows are deleted this long after archived_at (abandoned markers not reconciled are kept)"`
 	IdentityMargin         time.Duration `envconfig:"MSGX_IDENTITY_MARGIN" default:"24h" desc:"jobs: identity bindings are deleted when bound longer ago than the stored identity window plus this margin"`

@@ -66,7 +66,7 @@
 //	proc_state_hst
 //	proc_state_hst raw copy, finished before RawRetention ─▶ raw = NULL, raw_cleared_at
 //	proc_state_hst archived before ProcStateHstRetention (not abandoned-unreconciled),
-//	msg_event SENT and msg_state_out SENT before EventRetention, schd_snap_log applied before
+//	msg_event delivered (SENT, or QUEUED and passed by the cursor) and msg_state_out SENT before EventRetention, schd_snap_log applied before
 //	SnapLogRetention, req_track closed before ReqTrackRetention, flight_history purged before
 //	FlightHistoryRetention, msg_identity bound before the stored identity window +
 //	IdentityMargin ─▶ deleted

@@ -28,6 +28,8 @@ func (j *Jobs) tasks(rule *identity.Rule) []task {
 		{name: "raw", sql: clearRawSQL, keep: j.cfg.RawRetention, stamp: true},
 		{name: "proc_state_hst", sql: deleteArchivedSQL, keep: j.cfg.ProcStateHstRetention},
 		{name: "msg_event", sql: deleteSentEventsSQL, keep: j.cfg.EventRetention},
+		{name: "msg_event delivered", sql: deleteDeliveredEventsSQL, keep: j.cfg.EventRetention},
+		{name: "msg_event_delivered", sql: deleteCursorMovesSQL, keep: j.cfg.EventRetention},
 		{name: "msg_state_out", sql: deleteSentStatesSQL, keep: j.cfg.EventRetention},
 		{name: "schd_snap_log", sql: deleteSnapLogSQL, keep: j.cfg.SnapLogRetention},
 		{name: "req_track", sql: deleteReqTrackSQL, keep: j.cfg.ReqTrackRetention},

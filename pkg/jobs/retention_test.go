@@ -93,6 +93,38 @@ func TestRetention(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM proc_state_hst WHERE msg_id = 2`))
 }
 
+// The change events the delivery cursor passed go with the cursor move that passed them, once
+// it is older than the retention; an event above the cursor stays, whatever its age, and so does
+// the newest move (the cursor itself).
+func TestRetentionOfEventsTheCursorPassed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := t0.Add(100 * 24 * time.Hour)
+	b.clock.Set(now)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	exec := func(q string, args ...any) {
+		t.Helper()
+		_, err := b.db.Pool.Exec(ctx, q, args...)
+		require.NoError(t, err)
+	}
+	exec(`INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, body, created_at)
+	      SELECT g, 'KAFKA:msg', '1', 'UPSERT', g, '{}', $1 FROM generate_series(1, 4) g`, ago(30*24*time.Hour))
+	exec(`INSERT INTO msg_event_delivered (through, sent_at) VALUES (2, $1), (3, $2)`, ago(8*24*time.Hour), ago(6*24*time.Hour))
+
+	res, err := b.jobs(t).RunOnce(ctx, jobs.Retention, b.lease)
+	require.NoError(t, err)
+	require.False(t, res.More)
+	require.Equal(t, []int64{3, 4}, b.db.Int64s(t, `SELECT event_id FROM msg_event ORDER BY 1`),
+		"passed 8 days ago: gone; 6 days ago: kept; not passed: kept")
+	require.Equal(t, []int64{3}, b.db.Int64s(t, `SELECT through FROM msg_event_delivered ORDER BY 1`))
+
+	b.clock.Set(now.Add(30 * 24 * time.Hour))
+	_, err = b.jobs(t).RunOnce(ctx, jobs.Retention, b.lease)
+	require.NoError(t, err)
+	require.Equal(t, []int64{4}, b.db.Int64s(t, `SELECT event_id FROM msg_event ORDER BY 1`))
+	require.Equal(t, []int64{3}, b.db.Int64s(t, `SELECT through FROM msg_event_delivered ORDER BY 1`), "the cursor itself stays")
+}
+
 // Each run is bounded: Batch rows per transaction, RunTxs transactions per task.
 func TestRetentionBounded(t *testing.T) {
 	t.Parallel()

@@ -156,6 +156,26 @@ DELETE FROM schd_snap_log WHERE snap_id IN (
 DELETE FROM msg_event WHERE event_id IN (
     SELECT event_id FROM msg_event WHERE status = 'SENT' AND sent_at < $1 ORDER BY sent_at LIMIT $2)`
 
+	// deleteDeliveredEventsSQL removes the change events the delivery cursor passed before $1: the
+	// QUEUED ones at or below the highest cursor move older than $1, in id order.
+	deleteDeliveredEventsSQL = `
+WITH h AS MATERIALIZED (
+    SELECT coalesce(max(through), 0) AS through FROM msg_event_delivered WHERE sent_at < $1
+)
+DELETE FROM msg_event WHERE event_id IN (
+    SELECT e.event_id FROM msg_event e, h
+     WHERE e.event_id <= h.through AND e.target = 'KAFKA:msg' AND e.status = 'QUEUED'
+       AND msgx_passed(e.event_id, h.through)
+     ORDER BY e.event_id LIMIT $2)`
+
+	// deleteCursorMovesSQL removes the delivery cursor's moves older than $1, never the newest
+	// (the cursor itself). A QUEUED event still below a removed move reads the next move's time.
+	deleteCursorMovesSQL = `
+DELETE FROM msg_event_delivered WHERE through IN (
+    SELECT through FROM msg_event_delivered
+     WHERE sent_at < $1 AND through < (SELECT max(through) FROM msg_event_delivered)
+     ORDER BY through LIMIT $2)`
+
 	// deleteSentStatesSQL removes a flight's state row sent before $1 (its next state writes a
 	// new one); the outer test holds against a newer state written meanwhile.
 	deleteSentStatesSQL = `

@@ -10,14 +10,15 @@ import (
 	"github.com/msgx/msgx/pkg/outbox"
 )
 
-// TestClaimHeadsFromKeepsTheOldestUnsent: the bound a claim returns is the smallest unsent
-// event id, and claiming from it finds everything a claim from 0 finds, a sent head's
-// successor and a dead letter an operator replays included.
+// TestClaimHeadsFromKeepsTheOldestUnsent: the bound a claim of events held on their rows
+// returns is the smallest unsent event id, and claiming from it finds everything a claim from 0
+// finds, a sent head's successor and a dead letter an operator replays included.
 func TestClaimHeadsFromKeepsTheOldestUnsent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1)))
+	holdOnRows(t, b)
 
 	heads, _, from, err := b.store.ClaimHeadsFrom(ctx, t0, 10, 0)
 	require.NoError(t, err)
@@ -38,6 +39,7 @@ func TestClaimHeadsFromKeepsTheOldestUnsent(t *testing.T) {
 	_, err = b.store.MarkSent(ctx, b.lease, []int64{3}, t0)
 	require.NoError(t, err)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(40, 1)))
+	holdOnRows(t, b)
 	heads, _, from, err = b.store.ClaimHeadsFrom(ctx, t0.Add(time.Hour), 10, from)
 	require.NoError(t, err)
 	require.Equal(t, []int64{5}, ids(heads), "FLID 40's head, above the dead letter")
@@ -49,21 +51,29 @@ func TestClaimHeadsFromKeepsTheOldestUnsent(t *testing.T) {
 	require.Equal(t, []int64{2, 5}, ids(heads), "the replayed dead letter, and FLID 40's head not yet sent")
 }
 
+// holdOnRows makes every QUEUED event an event held on its row (PENDING), as a previous
+// release wrote them and as the delivery cursor leaves a held FLID's events.
+func holdOnRows(t *testing.T, b bundle) {
+	t.Helper()
+	_, err := b.db.Pool.Exec(context.Background(), `UPDATE msg_event SET status = 'PENDING' WHERE status = 'QUEUED'`)
+	require.NoError(t, err)
+}
+
 // TestEventsCommitInIDOrder: a writer's events take their ids only once the writer before it
-// has committed (Enqueue takes PIPELINE_LOCK), so a claim's bound never passes an event that
+// has committed (Enqueue takes PIPELINE_LOCK), so the delivery cursor never passes an event that
 // commits later. Without the lock the second writer's events committed first, above the first
-// writer's, and a claim from the bound they set never saw the first writer's events.
+// writer's, and the cursor moved over the first writer's events unsent.
 func TestEventsCommitInIDOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	// An event sent before: the claims below start from its id, not from 0.
+	// An event sent before: the cursor is at its id, not at 0.
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(5, 1)))
-	heads, _, from, err := b.store.ClaimHeadsFrom(ctx, t0, 10, 0)
+	c, _, err := b.store.Claim(ctx, t0, 10, 1000, 0)
 	require.NoError(t, err)
-	_, err = b.store.MarkSent(ctx, b.lease, ids(heads), t0)
+	_, err = b.store.Settle(ctx, b.lease, c, ids(c.Events), nil, t0)
 	require.NoError(t, err)
-	require.Positive(t, from)
+	require.Positive(t, c.Upto)
 
 	first, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -83,15 +93,18 @@ SELECT EXISTS (SELECT 1 FROM pg_locks
 		return waiting
 	}, 10*time.Second, 5*time.Millisecond, "the second writer waits for the first's PIPELINE_LOCK")
 
-	_, _, from, err = b.store.ClaimHeadsFrom(ctx, t0, 10, from)
+	c, _, err = b.store.Claim(ctx, t0, 10, 1000, 0)
 	require.NoError(t, err)
-	require.Less(t, from, firstID, "the bound read while the first writer is open stays below its event")
+	require.Empty(t, c.Events)
+	_, err = b.store.Settle(ctx, b.lease, c, nil, nil, t0)
+	require.NoError(t, err)
 	require.NoError(t, first.Commit(ctx))
 	require.NoError(t, <-second)
-	heads, _, _, err = b.store.ClaimHeadsFrom(ctx, t0, 10, from)
+	c, _, err = b.store.Claim(ctx, t0, 10, 1000, 0)
 	require.NoError(t, err)
-	require.Len(t, heads, 2, "both writers' events")
-	require.Equal(t, "10", heads[0].FLID, "the first writer's event comes first")
+	require.Len(t, c.Events, 2, "both writers' events")
+	require.Equal(t, "10", c.Events[0].FLID, "the first writer's event comes first")
+	require.Less(t, c.From, firstID, "the cursor moved while the first writer was open stays below its event")
 }
 
 // TestEventIDsAreNotCachedPerSession: the commit-order argument above holds only while each

@@ -2,13 +2,22 @@
 // outbox between the flight writers (processor, history sweep) and the dispatcher.
 //
 // Writers call Enqueue inside their own transaction, so an event exists if and only if the
-// change it describes committed. The dispatcher claims work (ClaimHeads for KAFKA:msg,
-// ClaimStates for KAFKA:schd), produces it, and records the outcome with MarkSent / MarkFailed
-// inside a transaction fenced by its leader lease. Operators list, replay and skip dead letters
-// (ListDead, Replay, Skip), each with an audit row.
+// change it describes committed. The dispatcher claims work (Claim for KAFKA:msg, ClaimStates for
+// KAFKA:schd), produces it, and records the outcome (Settle; MarkStatesSent / MarkStatesFailed)
+// fenced by its leader lease. Operators list, replay and skip dead letters (ListDead, Replay,
+// Skip), each with an audit row.
+//
+// A KAFKA:msg event is written QUEUED and never written again once it is delivered: the
+// dispatcher moves a delivery cursor (msg_event_delivered) over each claim after the broker's
+// acknowledgement (Settle), and a QUEUED event the cursor passed is delivered (msgx_passed). An
+// event the cursor passes unacknowledged becomes PENDING, held on its row as below; the claim
+// sends those first, each FLID's in order, and a FLID with one holds its QUEUED events. The view
+// msg_event_delivery shows every event with its delivery as the states below.
 //
 // Event states:
 //
+//	QUEUED ──the cursor passes it, acknowledged──▶ (delivered; SENT in msg_event_delivery)
+//	QUEUED ──the cursor passes it, not acknowledged──▶ PENDING
 //	PENDING ──acknowledged──▶ SENT
 //	   │ ▲
 //	   │ └── failed, attempts < max: next_attempt_at = now + min(base·2^(attempts-1), cap)

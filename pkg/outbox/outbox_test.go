@@ -49,6 +49,12 @@ func msgEvent(flid, version int64) event.Event {
 		Payload: json.RawMessage(fmt.Sprintf(`{"flid":%d,"state_version":%d}`, flid, version))}
 }
 
+// claimHeads claims as the dispatcher does (Store.Claim, a window of 1,000) and settles nothing.
+func claimHeads(ctx context.Context, b bundle, now time.Time, limit int) ([]outbox.Claimed, bool, error) {
+	c, _, err := b.store.Claim(ctx, now, limit, 1000, 0)
+	return c.Events, c.More, err
+}
+
 func ids(cs []outbox.Claimed) []int64 {
 	var out []int64
 	for _, c := range cs {
@@ -74,7 +80,7 @@ func TestEnqueueValidates(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, outbox.Enqueue(ctx, tx, t0, msgEvent(1, 1), event.Event{Target: event.TargetSchd, FLID: 1, Type: event.Tombstone, StateVersion: 2}))
 	require.NoError(t, tx.Rollback(ctx))
-	heads, _, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err := claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Empty(t, heads)
 }
@@ -86,7 +92,7 @@ func TestClaimRunsEachFLIDInOrder(t *testing.T) {
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0,
 		msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1), msgEvent(20, 2), msgEvent(10, 3)))
 
-	claimed, behind, err := b.store.ClaimHeads(ctx, t0, 10)
+	claimed, behind, err := claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, ids(claimed), "every FLID's due run, in event order")
 	require.False(t, behind, "nothing left out")
@@ -95,7 +101,7 @@ func TestClaimRunsEachFLIDInOrder(t *testing.T) {
 	require.JSONEq(t, `{"flid":10,"state_version":1}`, string(claimed[0].Payload))
 	require.Equal(t, []int64{1}, claimed[0].Represents)
 
-	claimed, behind, err = b.store.ClaimHeads(ctx, t0, 2)
+	claimed, behind, err = claimHeads(ctx, b, t0, 2)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2}, ids(claimed), "limit keeps the oldest")
 	require.True(t, behind, "due events were left out by the limit")
@@ -103,14 +109,14 @@ func TestClaimRunsEachFLIDInOrder(t *testing.T) {
 	n, err := b.store.MarkSent(ctx, b.lease, []int64{1, 2, 4}, t0)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
-	claimed, _, err = b.store.ClaimHeads(ctx, t0, 10)
+	claimed, _, err = claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{3, 5, 6}, ids(claimed))
 
 	// A FLID backing off holds its whole run; the others go on.
 	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{3}, Err: "boom"}}, t0)
 	require.NoError(t, err)
-	claimed, _, err = b.store.ClaimHeads(ctx, t0, 10)
+	claimed, _, err = claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{5}, ids(claimed), "FLID 10's events 3 and 6 wait for 3's backoff")
 }
@@ -130,13 +136,13 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 		require.Equal(t, attempt+1, out[0].Attempts)
 		require.True(t, now.Add(wantWait).Equal(out[0].NextAttemptAt), "next attempt %s", out[0].NextAttemptAt)
 		// Backing off: FLID 10 is held, FLID 20 is not.
-		heads, _, err := b.store.ClaimHeads(ctx, now.Add(wantWait-time.Millisecond), 10)
+		heads, _, err := claimHeads(ctx, b, now.Add(wantWait-time.Millisecond), 10)
 		require.NoError(t, err)
 		require.Equal(t, []int64{2}, ids(heads))
 		now = now.Add(wantWait)
-		heads, _, err = b.store.ClaimHeads(ctx, now, 10)
+		heads, _, err = claimHeads(ctx, b, now, 10)
 		require.NoError(t, err)
-		require.Equal(t, []int64{1, 2, 3}, ids(heads), "due again: FLID 10's run follows its head")
+		require.Equal(t, []int64{1}, ids(heads), "due again: the event held on its row first, FLID 10's next one behind it")
 	}
 	out, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "boom"}}, now)
 	require.NoError(t, err)
@@ -144,7 +150,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	require.Equal(t, 3, out[0].Attempts)
 
 	// DEAD holds FLID 10's later event for ever.
-	heads, _, err := b.store.ClaimHeads(ctx, now.Add(24*time.Hour), 10)
+	heads, _, err := claimHeads(ctx, b, now.Add(24*time.Hour), 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{2}, ids(heads))
 
@@ -166,7 +172,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	got, err := b.store.Replay(ctx, outbox.Selector{FLID: "10"}, who, now)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, got)
-	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
+	heads, _, err = claimHeads(ctx, b, now, 10)
 	require.NoError(t, err)
 	require.Empty(t, heads)
 
@@ -174,9 +180,9 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	got, err = b.store.Replay(ctx, outbox.Selector{FLID: "10"}, who, now)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, got)
-	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
+	heads, _, err = claimHeads(ctx, b, now, 10)
 	require.NoError(t, err)
-	require.Equal(t, []int64{1, 3}, ids(heads), "the replayed dead letter, and FLID 10's event it held")
+	require.Equal(t, []int64{1}, ids(heads), "the replayed dead letter (FLID 10's event it held follows once it is sent)")
 	require.Equal(t, 0, heads[0].Attempts)
 
 	_, err = b.store.Skip(ctx, []int64{2}, outbox.Admin{Actor: "ops"}, now)
@@ -206,7 +212,7 @@ func TestFailureBackoffDeadHoldsFLID(t *testing.T) {
 	}
 	require.Equal(t, []int64{2}, skipped)
 	// A skipped head no longer holds its FLID.
-	heads, _, err = b.store.ClaimHeads(ctx, now, 10)
+	heads, _, err = claimHeads(ctx, b, now, 10)
 	require.NoError(t, err)
 	require.NotContains(t, ids(heads), int64(2))
 
@@ -233,10 +239,58 @@ func TestFencedMarkRefused(t *testing.T) {
 	require.ErrorIs(t, err, leader.ErrFenced, "a role without a lease row is fenced")
 	_, err = b.store.MarkFailed(ctx, old, []outbox.Failure{{IDs: []int64{1}, Err: "x"}}, t0)
 	require.ErrorIs(t, err, leader.ErrFenced)
-	heads, _, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err := claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1}, ids(heads))
 	require.Equal(t, 0, heads[0].Attempts)
+}
+
+// TestSettleMovesTheCursorUnderTheLease: a claim of QUEUED events is settled by one move of the
+// delivery cursor, under the lease and only from the cursor the claim read: the acknowledged
+// events are delivered without a write of their own, a failed one and the one held behind it
+// are held on their rows with the attempt counted on the first.
+func TestSettleMovesTheCursorUnderTheLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1), msgEvent(10, 2), msgEvent(30, 1)))
+	c, _, err := b.store.Claim(ctx, t0, 10, 1000, 0)
+	require.NoError(t, err)
+	require.True(t, c.Queued)
+	require.Equal(t, []int64{1, 2, 3, 4}, ids(c.Events))
+	require.Equal(t, int64(4), c.Upto)
+
+	delivery := func() []string {
+		rows, err := b.db.Pool.Query(ctx, `SELECT event_id || ' ' || status || ' ' || attempts FROM msg_event_delivery ORDER BY event_id`)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	unsent := []string{"1 PENDING 0", "2 PENDING 0", "3 PENDING 0", "4 PENDING 0"}
+	_, err = b.store.Settle(ctx, leader.Lease{Role: "dispatcher", Epoch: 3}, c, []int64{2, 4}, nil, t0)
+	require.ErrorIs(t, err, leader.ErrFenced)
+	require.Equal(t, unsent, delivery(), "a fenced settle changes nothing")
+
+	out, err := b.store.Settle(ctx, b.lease, c, []int64{2, 4}, []outbox.Failure{{IDs: []int64{1}, Err: "boom"}}, t0)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	require.Equal(t, int64(1), out[0].EventID)
+	require.Equal(t, outbox.StatusPending, out[0].Status)
+	require.Equal(t, 1, out[0].Attempts)
+	require.True(t, t0.Add(time.Second).Equal(out[0].NextAttemptAt))
+	require.Equal(t, []string{"1 PENDING 1", "2 SENT 0", "3 PENDING 0", "4 SENT 0"}, delivery())
+	require.Equal(t, int64(0), b.db.Int64s(t, `SELECT count(*) FROM msg_event WHERE status = 'SENT'`)[0],
+		"delivered by the cursor, not by a write of their own")
+	require.Equal(t, []int64{1, 3}, b.db.Int64s(t, `SELECT event_id FROM msg_event WHERE status = 'PENDING' ORDER BY 1`),
+		"the failed event and the one behind it are held on their rows")
+
+	_, err = b.store.Settle(ctx, b.lease, c, []int64{2, 4}, nil, t0)
+	require.ErrorContains(t, err, "not 0", "a claim is settled once: the cursor moved since it was read")
+
+	heads, _, err := claimHeads(ctx, b, t0.Add(time.Second), 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 3}, ids(heads), "FLID 10's held events, in order, once due")
 }
 
 func TestClaimStatesNewestSettlesAll(t *testing.T) {
@@ -406,14 +460,22 @@ func TestClaimHeadsPastAHeldBacklog(t *testing.T) {
 	_, err := b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1}, Err: "poison", Fatal: true}}, t0)
 	require.NoError(t, err)
 
-	heads, _, err := b.store.ClaimHeads(ctx, t0, 10)
+	// The first claim's window is FLID 1's alone: settled, the cursor passes it, holding those
+	// events on their rows behind their dead head; the next claim finds the others.
+	c, _, err := b.store.Claim(ctx, t0, 10, 1000, 0)
+	require.NoError(t, err)
+	require.Empty(t, c.Events)
+	require.Len(t, c.Held, 1000)
+	_, err = b.store.Settle(ctx, b.lease, c, nil, nil, t0)
+	require.NoError(t, err)
+	heads, _, err := claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1502, 1503}, ids(heads))
 
 	// A head backing off inside a full window: the others are still found.
 	_, err = b.store.MarkFailed(ctx, b.lease, []outbox.Failure{{IDs: []int64{1502}, Err: "x"}}, t0)
 	require.NoError(t, err)
-	heads, _, err = b.store.ClaimHeads(ctx, t0, 10)
+	heads, _, err = claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1503}, ids(heads))
 }
@@ -463,14 +525,14 @@ func TestClaimHeadsBehindOnlyForClaimedFLIDs(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 1), msgEvent(20, 1)))
-	heads, behind, err := b.store.ClaimHeads(ctx, t0, 10)
+	heads, behind, err := claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Len(t, heads, 2)
 	require.False(t, behind)
-	_, err = b.db.Pool.Exec(ctx, `UPDATE msg_event SET next_attempt_at = $1 WHERE partition_key = '10'`, t0.Add(time.Hour))
+	_, err = b.db.Pool.Exec(ctx, `UPDATE msg_event SET status = 'PENDING', next_attempt_at = $1 WHERE partition_key = '10'`, t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.NoError(t, outbox.Enqueue(ctx, b.db.Pool, t0, msgEvent(10, 2)))
-	heads, behind, err = b.store.ClaimHeads(ctx, t0, 10)
+	heads, behind, err = claimHeads(ctx, b, t0, 10)
 	require.NoError(t, err)
 	require.Equal(t, "20", heads[0].FLID)
 	require.False(t, behind, "FLID 10's next event waits behind a head that is not due")

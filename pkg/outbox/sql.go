@@ -3,7 +3,7 @@ package outbox
 // Every statement of the msg_event store. Time is always a parameter (never now()).
 
 // enqueueColumns are the msg_event columns Enqueue copies (the others take their defaults:
-// event_id from msgx_event_id(), status PENDING).
+// event_id from msgx_event_id(), status QUEUED).
 var enqueueColumns = []string{"target", "partition_key", "event_type", "state_version", "msg_id", "body", "created_at"}
 
 // claimWindowSQL is the fast claim path: read the oldest $3 unsent KAFKA:msg events at or above
@@ -37,6 +37,60 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
        (SELECT min(event_id) FROM win)
   FROM (SELECT tid FROM claim ORDER BY event_id LIMIT $2) c JOIN msg_event e ON e.ctid = c.tid
  ORDER BY e.event_id`
+
+// cursorSQL is the delivery cursor of KAFKA:msg: every QUEUED event at or below it was delivered.
+const cursorSQL = `SELECT msgx_change_cursor()`
+
+// claimQueuedSQL reads the oldest $2 QUEUED events above the cursor $3 in event order (the primary
+// key) and claims, at most $1, those of FLIDs with no PENDING or DEAD event (msg_event_unsent: a
+// FLID with one is held, its events wait behind it). It returns the window's events up to the
+// last one claimed (all of them when fewer than $1 were due), the claimed ones with their body and
+// due true, the held ones without. Every QUEUED event at or below the last one returned was in
+// the window: events commit in id order (PIPELINE_LOCK), so none can appear below it later.
+const claimQueuedSQL = `
+WITH win AS (
+    SELECT ctid AS tid, event_id, partition_key
+      FROM msg_event
+     WHERE event_id > $3 AND target = 'KAFKA:msg' AND status = 'QUEUED'
+     ORDER BY event_id
+     LIMIT $2
+), pick AS (
+    SELECT w.tid, w.event_id,
+           NOT EXISTS (SELECT 1 FROM msg_event u
+                        WHERE u.target = 'KAFKA:msg' AND u.status IN ('PENDING', 'DEAD')
+                          AND u.partition_key = w.partition_key) AS due
+      FROM win w
+), ranked AS (
+    SELECT tid, event_id, due, count(*) FILTER (WHERE due) OVER (ORDER BY event_id) AS n FROM pick
+), upto AS (
+    SELECT coalesce((SELECT min(event_id) FROM ranked WHERE due AND n = $1), (SELECT max(event_id) FROM win)) AS id
+)
+SELECT e.event_id, r.due, e.partition_key, e.event_type, e.state_version, e.msg_id,
+       CASE WHEN r.due THEN COALESCE(e.body, e.payload::text) END, e.attempts, e.created_at
+  FROM ranked r JOIN msg_event e ON e.ctid = r.tid
+ WHERE r.event_id <= (SELECT id FROM upto)
+ ORDER BY r.event_id`
+
+// advanceSQL moves the cursor from $5 to $1 under the lease of role $3, epoch $4, in one
+// statement: a msg_event_delivered row ($1, sent at $2), and every QUEUED event of $6 (those at
+// or below $1 that were not delivered) becomes PENDING, held on its row. Nothing changes unless
+// the lease is the caller's and the cursor is still $5. It returns the lease's epoch (NULL: no
+// row) and the cursor before the statement.
+const advanceSQL = `
+WITH lease AS (
+    SELECT epoch FROM leader_lease WHERE role = $3 FOR SHARE
+), cur AS (
+    SELECT coalesce(max(through), 0) AS through FROM msg_event_delivered
+), ok AS (
+    SELECT 1 WHERE (SELECT epoch FROM lease) = $4 AND (SELECT through FROM cur) = $5
+), moved AS (
+    INSERT INTO msg_event_delivered (through, sent_at) SELECT $1, $2 FROM ok WHERE $1 > $5
+), held AS (
+    UPDATE msg_event e SET status = 'PENDING'
+      FROM unnest($6::bigint[]) AS u(id)
+     WHERE e.event_id = u.id AND e.status = 'QUEUED' AND e.event_id <= $1 AND EXISTS (SELECT 1 FROM ok)
+)
+SELECT (SELECT epoch FROM lease), (SELECT through FROM cur)`
 
 // countWindowSQL counts unsent KAFKA:msg events at or above event_id $2, up to $1.
 const countWindowSQL = `
@@ -184,8 +238,8 @@ UPDATE msg_state_out o
 // fence is leader.Lease.Check's, inside the statement: the share lock on the role's lease row
 // (taken before any row changes, held until the statement commits) holds off a takeover, and
 // when the row's epoch is not $4 nothing changes. It returns the row's epoch (NULL: no row) and
-// how many rows changed. Only PENDING rows change: a row an operator skipped meanwhile stays as
-// it is.
+// how many rows changed. Only PENDING and QUEUED rows change (a QUEUED one above the cursor is
+// then delivered out of cursor order): a row an operator skipped meanwhile stays as it is.
 const markSentSQL = `
 WITH lease AS (
     SELECT epoch FROM leader_lease WHERE role = $3 FOR SHARE
@@ -193,15 +247,16 @@ WITH lease AS (
     UPDATE msg_event e
        SET status = 'SENT', sent_at = $2, next_attempt_at = NULL
       FROM unnest($1::bigint[]) AS u(id)
-     WHERE e.event_id = u.id AND e.status = 'PENDING'
+     WHERE e.event_id = u.id AND e.status IN ('PENDING', 'QUEUED')
        AND (SELECT epoch FROM lease) = $4
     RETURNING 1
 )
 SELECT (SELECT epoch FROM lease), (SELECT count(*) FROM upd)`
 
-// markFailedSQL counts one failed attempt per row; DEAD when the attempts reach the maximum or
-// the failure is fatal (non-retryable), else due again after the n-th attempt's delay, taken
-// from $6 (delays[n-1] in microseconds, computed by package backoff: one rule everywhere).
+// markFailedSQL counts one failed attempt per unsent row (PENDING; a QUEUED one above the cursor
+// is held on its row by it, as Settle holds the events it passes before counting their failures); DEAD when the attempts reach the maximum or the failure is fatal
+// (non-retryable), else due again after the n-th attempt's delay, taken from $6 (delays[n-1] in
+// microseconds, computed by package backoff: one rule everywhere).
 const markFailedSQL = `
 UPDATE msg_event e
    SET attempts = e.attempts + 1,
@@ -211,7 +266,9 @@ UPDATE msg_event e
                          ELSE $4::timestamptz + ($6::float8[])[e.attempts + 1] * interval '1 microsecond'
                          END
   FROM unnest($1::bigint[], $2::text[], $3::bool[]) AS f(id, err, fatal)
- WHERE e.event_id = f.id AND e.status = 'PENDING'
+ WHERE e.event_id = f.id
+   AND (e.status = 'PENDING'
+        OR (e.status = 'QUEUED' AND NOT msgx_passed(e.event_id, msgx_change_cursor())))
 RETURNING e.event_id, e.status, e.attempts, e.next_attempt_at`
 
 // markStatesFailedSQL is markFailedSQL for KAFKA:schd: a failed state record of version $7[i]
@@ -243,7 +300,10 @@ WITH lease AS (
 )
 SELECT (SELECT epoch FROM lease),
        coalesce((SELECT watermark FROM inbox_cursor), 0),
-       coalesce((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')), 0),
+       coalesce(least((SELECT min(event_id) FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')),
+                      (SELECT min(event_id) FROM msg_event
+                        WHERE event_id > msgx_change_cursor()
+                          AND target = 'KAFKA:msg' AND status = 'QUEUED')), 0),
        coalesce(least((SELECT min(event_id) FROM msg_state_log),
                       (SELECT min(event_id) FROM msg_state_out WHERE status IN ('PENDING', 'DEAD'))), 0)`
 
@@ -252,13 +312,16 @@ SELECT (SELECT epoch FROM lease),
 // the state topic holds is not (the next flush settles it without sending: a replayed older
 // state, or one a previous release republished after a rollback).
 const statsSQL = `
-SELECT target,
-       count(*) FILTER (WHERE status = 'PENDING'),
+SELECT 'KAFKA:msg',
+       count(*) FILTER (WHERE status <> 'DEAD'),
        count(*) FILTER (WHERE status = 'DEAD'),
-       min(created_at) FILTER (WHERE status = 'PENDING')
-  FROM msg_event
- WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
- GROUP BY target
+       min(created_at) FILTER (WHERE status <> 'DEAD')
+  FROM (SELECT status, created_at FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
+        UNION ALL
+        SELECT status, created_at FROM msg_event
+         WHERE event_id > msgx_change_cursor()
+           AND target = 'KAFKA:msg' AND status = 'QUEUED') m
+HAVING count(*) > 0
 UNION ALL
 SELECT 'KAFKA:schd',
        count(*) FILTER (WHERE status = 'PENDING'),
@@ -269,8 +332,8 @@ SELECT 'KAFKA:schd',
         UNION ALL
         SELECT 'PENDING', created_at, partition_key, state_version FROM msg_state_log
         UNION ALL
-        SELECT status, created_at, partition_key, state_version
-          FROM msg_event WHERE target = 'KAFKA:schd' AND status IN ('PENDING', 'DEAD')) u
+        SELECT CASE WHEN status = 'DEAD' THEN 'DEAD' ELSE 'PENDING' END, created_at, partition_key, state_version
+          FROM msg_event WHERE target = 'KAFKA:schd' AND status IN ('QUEUED', 'PENDING', 'DEAD')) u
   LEFT JOIN msg_state_sent s USING (partition_key)
  WHERE u.state_version > coalesce(s.state_version, 0)
 HAVING count(*) > 0
@@ -283,8 +346,9 @@ SELECT * FROM (
     SELECT d.event_id, d.target, d.partition_key, d.event_type, d.state_version, d.msg_id, d.attempts,
            coalesce(d.last_error, ''), d.created_at, d.status,
            CASE WHEN d.status = 'SKIPPED' THEN 0 ELSE (SELECT count(*) FROM msg_event w
-             WHERE w.target = d.target AND w.partition_key = d.partition_key
-               AND w.status = 'PENDING' AND w.event_id > d.event_id) END
+             WHERE w.target = d.target AND w.partition_key = d.partition_key AND w.event_id > d.event_id
+               AND (w.status = 'PENDING'
+                    OR (w.status = 'QUEUED' AND NOT msgx_passed(w.event_id, msgx_change_cursor())))) END
       FROM msg_event d
      WHERE (d.status = 'DEAD' OR ($4 AND d.status = 'SKIPPED'))
        AND ($1::text = '' OR d.target = $1)
@@ -352,7 +416,7 @@ SELECT u.id, p.enqueued_at
 // for it (the claim's COALESCE(body, payload::text); NULL: none), for msgxctl kafka verify.
 const changeEventsSQL = `
 SELECT event_id, partition_key, state_version, status, sha256(convert_to(COALESCE(body, payload::text), 'UTF8'))
-  FROM msg_event
+  FROM msg_event_delivery
  WHERE target = 'KAFKA:msg'
  ORDER BY partition_key, state_version, event_id`
 
@@ -384,6 +448,7 @@ SELECT (SELECT t FROM cur), coalesce((SELECT t FROM prev), 0)`
 // once. NULL: nothing sent yet.
 const tailFromSQL = `
 SELECT greatest((SELECT max(sent_at) FROM msg_event WHERE status = 'SENT'),
+                (SELECT max(sent_at) FROM msg_event_delivered WHERE sent_at > '-infinity'),
                 (SELECT max(sent_at) FROM msg_state_sent))`
 
 // recordHeldSQL records the change records read from the topic ($1 FLID, $2 version, $3
@@ -399,7 +464,9 @@ SELECT u.k, u.v, u.id, u.sha, u.ts,
                   AND e.partition_key = u.k AND e.state_version = u.v)
   FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::timestamptz[]) AS u(k, v, id, sha, ts)
  WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.target = 'KAFKA:msg' AND e.partition_key = u.k
-                      AND e.state_version = u.v AND e.status = 'SENT')
+                      AND e.state_version = u.v
+                      AND (e.status = 'SENT'
+                           OR (e.status = 'QUEUED' AND msgx_passed(e.event_id, msgx_change_cursor()))))
 ON CONFLICT (partition_key, state_version) DO NOTHING
 RETURNING h.stored`
 
@@ -418,12 +485,13 @@ SELECT coalesce(d.timeline, 0), CASE WHEN pg_is_in_recovery() THEN 0 ELSE msgx_t
 // term last saw and when (0, 0, NULL: none), the highest timeline recorded, the highest event id
 // msg_event holds (0: none), the dispatcher's last refusal (NULL, 0: none since its last term
 // start) and an operator's confirmation of a restore not acted on yet. The highest event id is
-// that of msg_event, msg_state_log or msg_state_out (ids of one sequence).
+// that of msg_event, msg_state_log or msg_state_out (ids of one sequence), or the delivery
+// cursor: after retention it may be the only trace of a generation the database published.
 const identitySQL = `
 SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
        coalesce(d.system_identifier, 0), coalesce(d.timeline, 0), d.seen_at,
        coalesce((SELECT max(timeline) FROM db_timeline), 0), greatest(coalesce((SELECT max(event_id) FROM msg_event), 0), coalesce((SELECT max(event_id) FROM msg_state_log), 0),
-                coalesce((SELECT max(event_id) FROM msg_state_out), 0)),
+                coalesce((SELECT max(event_id) FROM msg_state_out), 0), msgx_change_cursor()),
        d.refused_at, coalesce(d.refused_kafka_event_id, 0), d.confirmed_by, d.confirmed_reason, d.confirmed_at
   FROM db_epoch d`
 
@@ -431,7 +499,7 @@ SELECT coalesce(msgx_system_identifier(), 0), msgx_timeline(), d.epoch,
 // withheld), locking db_epoch's row until the transaction ends.
 const lockEpochSQL = `
 SELECT d.epoch, msgx_timeline(), coalesce(msgx_system_identifier(), 0), greatest(coalesce((SELECT max(event_id) FROM msg_event), 0), coalesce((SELECT max(event_id) FROM msg_state_log), 0),
-                coalesce((SELECT max(event_id) FROM msg_state_out), 0))
+                coalesce((SELECT max(event_id) FROM msg_state_out), 0), msgx_change_cursor())
   FROM db_epoch d FOR UPDATE`
 
 // foreignIDsSQL counts the records Kafka holds ($1 event_id, $2 target, $3 FLID, $4 version) of
@@ -457,9 +525,9 @@ SELECT count(*), coalesce(max(u.id), 0)
 // transaction; the function refuses anything but a raise).
 const raiseEpochSQL = `SELECT msgx_raise_epoch($1)`
 
-// renumberSQL gives every unsent event (PENDING, DEAD) below the id generation $1 a new id of
-// the current one, in the order of the old ids, so each FLID's events keep their order and every
-// unsent event stays above every sent one; then every row of msg_state_log (in order: the fold
+// renumberSQL gives every unsent event (PENDING, DEAD, QUEUED above the cursor) below the id
+// generation $1 a new id of the current one, in the order of the old ids, so each FLID's events
+// keep their order and every unsent event stays above every sent one and the cursor; then every row of msg_state_log (in order: the fold
 // takes the highest id of a FLID as its newest) and every unsent state of msg_state_out. The new
 // ids are above every id in use (the generation is above every generation in these tables), so
 // no row ever meets another's id. The CTE sorts before msgx_event_id runs (a volatile target is
@@ -468,7 +536,9 @@ const renumberSQL = `
 WITH n AS MATERIALIZED (
     SELECT event_id, msgx_event_id() AS new_id
       FROM msg_event
-     WHERE status IN ('PENDING', 'DEAD') AND event_id < ($1::bigint << 40)
+     WHERE (status IN ('PENDING', 'DEAD')
+            OR (status = 'QUEUED' AND NOT msgx_passed(event_id, msgx_change_cursor())))
+       AND event_id < ($1::bigint << 40)
      ORDER BY event_id
 ), e AS (
     UPDATE msg_event e SET event_id = n.new_id FROM n WHERE e.event_id = n.event_id RETURNING 1
@@ -534,7 +604,7 @@ ON CONFLICT (target) DO UPDATE
 const Events = `(
     SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
            next_attempt_at, created_at, sent_at, last_error
-      FROM msg_event
+      FROM msg_event_delivery
     UNION ALL
     SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, msg_id, NULL::jsonb, body, status, attempts,
            next_attempt_at, created_at, sent_at, last_error

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,7 +122,10 @@ func (s *Store) ClaimHeads(ctx context.Context, now time.Time, limit int) (heads
 // every event sent since the last vacuum (4,000 index pages a claim in a 1,000,000-message
 // drain, docs/benchmarks.md).
 //
-// The bound holds because no unsent event ever appears below it: an event leaves the unsent set
+// These are the events held on their rows (PENDING, DEAD); the delivery cursor holds QUEUED
+// events on their rows when it passes them unacknowledged, perhaps below a bound, and the
+// dispatcher then lowers its bound to them (dispatch's settle). Otherwise the bound holds
+// because no unsent event ever appears below it: an event leaves the unsent set
 // only for good (SENT, SKIPPED; a replayed DEAD event was unsent all along), and every writer
 // takes PIPELINE_LOCK before its event ids (Enqueue), so an event committed after the claim read
 // its window has a larger id than every event the window could see. A bound is only good for
@@ -168,6 +172,120 @@ func (s *Store) ClaimHeadsFrom(ctx context.Context, now time.Time, limit int, fr
 	}
 	heads, err = s.claimAllHeads(ctx, now, limit)
 	return heads, false, next, err
+}
+
+// Claim is one claim of KAFKA:msg events (Store.Claim): the due events, oldest first, each
+// FLID's in order, and what Settle needs to record their delivery.
+type Claim struct {
+	Events []Claimed
+	// More: more due events were already waiting; claim again once these are settled.
+	More bool
+	// Queued: the events are QUEUED ones above the delivery cursor, which Settle moves to Upto;
+	// else they are held on their rows (PENDING), and Settle marks each.
+	Queued bool
+	From   int64   // the cursor the claim read above
+	Upto   int64   // the highest event id the claim covers: the cursor's next position
+	Held   []int64 // the QUEUED events at or below Upto of held FLIDs, not claimed
+}
+
+// Claim claims up to limit due KAFKA:msg events. The events held on their rows come first (a
+// failing FLID's, ClaimHeadsFrom, with from its bound and next the bound for the following
+// claim): a FLID with one holds its QUEUED events, which follow it. Only when none is due does it
+// claim QUEUED events above the delivery cursor, oldest first, reading at most window of them:
+// those of FLIDs with no PENDING or DEAD event. A claim of QUEUED events may hold no event to
+// send (its window was all held FLIDs'): Settle still moves the cursor over it.
+func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, from int64) (c Claim, next int64, err error) {
+	heads, behind, next, err := s.ClaimHeadsFrom(ctx, now, limit, from)
+	if err != nil || len(heads) > 0 {
+		return Claim{Events: heads, More: behind}, next, err
+	}
+	c = Claim{Queued: true}
+	if err := s.pool.QueryRow(ctx, cursorSQL).Scan(&c.From); err != nil {
+		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
+	}
+	window = max(window, limit)
+	rows, err := s.pool.Query(ctx, claimQueuedSQL, limit, window, c.From)
+	if err != nil {
+		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		e := Claimed{Target: event.TargetMsg}
+		var due bool
+		var msgID *int64
+		if err := rows.Scan(&e.EventID, &due, &e.FLID, &e.Type, &e.StateVersion, &msgID, &e.Payload, &e.Attempts, &e.CreatedAt); err != nil {
+			return Claim{}, next, fmt.Errorf("claim queued: %w", err)
+		}
+		seen++
+		c.Upto = e.EventID
+		if !due {
+			c.Held = append(c.Held, e.EventID)
+			continue
+		}
+		if msgID != nil {
+			e.MsgID = *msgID
+		}
+		e.Represents = []int64{e.EventID}
+		c.Events = append(c.Events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
+	}
+	c.More = len(c.Events) == limit || seen == window
+	return c, next, nil
+}
+
+// Settle records what became of a claim's events under lease: sent were acknowledged (with the
+// ones Kafka already held), failures failed (an attempt counted against each: backoff, or DEAD);
+// the rest (held behind a failed one, or not sent) stay unsent. For a claim of QUEUED events it
+// first moves the delivery cursor to c.Upto, holding on its row (PENDING) every event up to it
+// that was not acknowledged; the failures are then counted on those rows. It returns what became
+// of each failed event.
+func (s *Store) Settle(ctx context.Context, lease leader.Lease, c Claim, sent []int64, failures []Failure, now time.Time) ([]Outcome, error) {
+	if c.Queued {
+		acked := make(map[int64]bool, len(sent))
+		for _, id := range sent {
+			acked[id] = true
+		}
+		unsent := slices.Clone(c.Held)
+		for _, e := range c.Events {
+			if !acked[e.EventID] {
+				unsent = append(unsent, e.EventID)
+			}
+		}
+		if err := s.advance(ctx, lease, c.From, c.Upto, unsent, now); err != nil {
+			return nil, err
+		}
+	} else if _, err := s.MarkSent(ctx, lease, sent, now); err != nil {
+		return nil, err
+	}
+	if len(failures) == 0 {
+		return nil, nil
+	}
+	return s.MarkFailed(ctx, lease, failures, now)
+}
+
+// advance moves the delivery cursor from from to upto under lease, in one statement: the events
+// up to upto count as delivered at now, except those of unsent, which become PENDING (held on
+// their row, as a failed or held event always was). leader.ErrFenced when lease is no longer the
+// role's current term; an error when the cursor is no longer at from (nothing changed).
+func (s *Store) advance(ctx context.Context, lease leader.Lease, from, upto int64, unsent []int64, now time.Time) error {
+	if upto <= from && len(unsent) == 0 {
+		return nil
+	}
+	var epoch *int64
+	var at int64
+	if err := s.pool.QueryRow(ctx, advanceSQL, upto, now, lease.Role, lease.Epoch, from, unsent).Scan(&epoch, &at); err != nil {
+		return fmt.Errorf("advance the delivery cursor: %w", err)
+	}
+	if epoch == nil || *epoch != lease.Epoch {
+		return fmt.Errorf("advance the delivery cursor: %w", leader.ErrFenced)
+	}
+	if at != from {
+		return fmt.Errorf("advance the delivery cursor: it is at %d, not %d as claimed", at, from)
+	}
+	return nil
 }
 
 // claimAllHeads is the complete claim: a skip scan over every FLID with unsent events.

@@ -72,7 +72,7 @@ var flightTables = append([]string{"flight"}, flight.DetailTables()...)
 
 // allTables is every table of the schema (the read-only role reads them all).
 var allTables = append(slices.Clone(flightTables), "flight_history", "proc_state", "proc_state_hst",
-	"inbox_cursor", "inbox_gap", "msg_event", "msg_state_log", "msg_state_out", "msg_state_sent", "msg_identity", "ref_master", "req_track",
+	"inbox_cursor", "inbox_gap", "msg_event", "msg_event_delivered", "msg_event_delivery", "msg_state_log", "msg_state_out", "msg_state_sent", "msg_identity", "ref_master", "req_track",
 	"req_open_day", "req_seqn", "req_heal_tally", "schd_snap_log", "leader_lease", "leader_lease_member", "job_state", "replay_audit", "identity_rule", "msg_attempt", "console_session", "console_note", "console_form", "db_timeline", "msg_kafka_held", "marker_debt", "marker_owed", "marker_abandoned", "db_epoch", "db_restore", "token_revoked", "dispatch_send", "schema_migrations")
 
 func with(a []string, more ...string) []string { return append(slices.Clone(a), more...) }
@@ -129,6 +129,8 @@ var pgGrants = []pgGrant{
 	// dispatcher: the outbox, status only (and ids at a raise of the restore epoch); the state
 	// topic's sent versions (upserted).
 	{Dispatcher, "SELECT, UPDATE", []string{"msg_event"}},
+	// dispatcher: the change topic's delivery cursor, moved one row per transaction.
+	{Dispatcher, "SELECT, INSERT", []string{"msg_event_delivered"}},
 	// dispatcher: the fold moves KAFKA:schd events a previous release's processor wrote to
 	// msg_event (while the Deployments roll) into msg_state_out, through a function that runs as
 	// its owner and removes only those.
@@ -169,8 +171,9 @@ var pgGrants = []pgGrant{
 	{Jobs, "SELECT, DELETE", with(flightTables, "schd_snap_log")},
 	{Jobs, "UPDATE", []string{"flight"}}, // the history sweep locks its candidates (FOR UPDATE OF f)
 	{Jobs, "SELECT, INSERT, DELETE", []string{"flight_history", "msg_event"}},
-	{Jobs, "INSERT", []string{"msg_state_log"}},         // a purge's TOMBSTONE state
-	{Jobs, "SELECT, DELETE", []string{"msg_state_out"}}, // retention
+	{Jobs, "SELECT, DELETE", []string{"msg_event_delivered"}}, // retention of the cursor's old moves
+	{Jobs, "INSERT", []string{"msg_state_log"}},               // a purge's TOMBSTONE state
+	{Jobs, "SELECT, DELETE", []string{"msg_state_out"}},       // retention
 	{Jobs, "SELECT, UPDATE, DELETE", []string{"req_track"}},
 	// jobs: a send renumbers a request whose SEQN the mailbox shows in use (after a failover
 	// that lost the counter's last advances) and raises the counter.

@@ -127,6 +127,10 @@ func TestRehearseUpgrade(t *testing.T) {
 	}{{"upgrade to " + this.name, this, nil}, {"rollback to " + old.name, old, olderReleaseShim}}
 	for _, s := range steps {
 		began := time.Now()
+		stopped := 0
+		if s.to == old {
+			stopped = r.undoChangeCursor(old)
+		}
 		r.use(s.to)
 		r.migrationJob(s.shim)
 		r.rollDeployments(func(old *proc) ([]string, []string) {
@@ -138,6 +142,10 @@ func TestRehearseUpgrade(t *testing.T) {
 			}
 			return r.argv(c), env
 		}, strings.ReplaceAll(s.to.name, " ", "-"))
+		r.scaleUp("msgx-dispatcher", stopped)
+		if stopped > 0 {
+			r.standInsForThisTreesReaders()
+		}
 		t.Logf("%s: every Deployment rolled (at once, pod by pod) from %s in %s", s.name, began.Format("15:04:05.000"), time.Since(began).Round(time.Millisecond))
 	}
 	writing.Wait()
@@ -173,6 +181,84 @@ func TestRehearseUpgrade(t *testing.T) {
 			role, g.changes, g.longest.Round(time.Millisecond), g.longestAt.Format("15:04:05.000"), g.longestBy,
 			g.total.Round(time.Millisecond), g.twoLeaders)
 		require.Zero(t, g.twoLeaders, "role %s had two leaders", role)
+	}
+}
+
+// changeCursorMigration is the migration a rollback past it undoes by hand (docs/deploy.md,
+// "Roll back").
+const changeCursorMigration = "20270113120000_change_cursor.sql"
+
+// undoChangeCursor is docs/deploy.md's rollback past the change cursor's migration, when this
+// tree has it and old does not: the dispatcher Deployment scaled to 0, then the migration's down
+// part run as the owner (the migration Job's role) in one transaction, with its
+// schema_migrations row. It returns how many dispatcher replicas it stopped.
+func (r *rehearsal) undoChangeCursor(old *release) int {
+	t := r.t
+	if _, err := os.Stat(filepath.Join(filepath.Dir(old.binDir), "db", "migrations", changeCursorMigration)); err == nil {
+		return 0
+	}
+	root, err := stack.Root()
+	require.NoError(t, err)
+	body, err := os.ReadFile(filepath.Join(root, "db", "migrations", changeCursorMigration))
+	require.NoError(t, err)
+	_, down, ok := strings.Cut(string(body), "-- migrate:down")
+	require.True(t, ok, "%s has a down part", changeCursorMigration)
+
+	stopped := 0
+	for _, p := range r.running() {
+		if workloadOf(p.name) == "msgx-dispatcher" {
+			p.stop(40 * time.Second)
+			r.dropProc(p)
+			stopped++
+		}
+	}
+	var url string
+	for _, kv := range r.environ(r.container("msgx-migrate", "migrate"), nil) {
+		if v, ok := strings.CutPrefix(kv, "MSGX_PG_URL="); ok {
+			url = v
+		}
+	}
+	require.NotEmpty(t, url, "the migration Job's MSGX_PG_URL")
+	conn, err := pgx.Connect(r.ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(r.ctx)
+	version, _, _ := strings.Cut(changeCursorMigration, "_")
+	require.NoError(t, pgx.BeginFunc(r.ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(r.ctx, down); err != nil {
+			return err
+		}
+		_, err := tx.Exec(r.ctx, `DELETE FROM schema_migrations WHERE version = $1`, version)
+		return err
+	}), "the down part of %s", changeCursorMigration)
+	t.Logf("rollback past %s: %d dispatcher replicas stopped, its down part run as the owner", changeCursorMigration, stopped)
+	return stopped
+}
+
+// standInsForThisTreesReaders lets this tree's readers, which the checks below use (the backlog,
+// the events' delivery), read FROM's schema after the change cursor's down part: a cursor at 0
+// and a view of every event with its own status, as FROM reads them. FROM's binaries do not know
+// these names.
+func (r *rehearsal) standInsForThisTreesReaders() {
+	conn, err := pgx.Connect(r.ctx, r.srv.pg.URL("postgres", r.srv.pg.Password, "msgx"))
+	require.NoError(r.t, err)
+	defer conn.Close(r.ctx)
+	_, err = conn.Exec(r.ctx, `
+CREATE FUNCTION msgx_change_cursor() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT 0::bigint';
+CREATE FUNCTION msgx_passed(id bigint, cursor bigint) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false';
+CREATE VIEW msg_event_delivery AS
+SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
+       next_attempt_at, created_at, sent_at, last_error
+  FROM msg_event;`)
+	require.NoError(r.t, err, "the checks' stand-ins")
+}
+
+// scaleUp starts n replicas of workload from the release in use (a Deployment scaled back up).
+func (r *rehearsal) scaleUp(workload string, n int) {
+	c := r.container(workload, strings.TrimPrefix(workload, "msgx-"))
+	for i := range n {
+		p := start(r.t, r.scratch, fmt.Sprintf("%s-%d-scaled", workload, i), r.argv(c), r.environ(c, r.listen()))
+		r.setProc(-1, p)
+		waitReady(r.t, p, 2*time.Minute)
 	}
 }
 

@@ -575,6 +575,8 @@ const recoveredSQL = `
 SELECT (SELECT watermark FROM inbox_cursor) >= $1
    AND NOT EXISTS (SELECT 1 FROM proc_state WHERE msg_id <= $1 AND status IN ('PENDING', 'FAILED'))
    AND NOT EXISTS (SELECT 1 FROM msg_event WHERE status = 'PENDING' AND created_at <= $2)
+   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE status = 'QUEUED' AND NOT msgx_passed(event_id, msgx_change_cursor())
+                      AND created_at <= $2)
    AND NOT EXISTS (SELECT 1 FROM msg_state_log WHERE created_at <= $2)
    AND NOT EXISTS (SELECT 1 FROM msg_state_out WHERE status = 'PENDING' AND pending_since <= $2)`
 

@@ -240,7 +240,7 @@ func (r *Run) busiestPartition() (int32, int) {
 func (r *Run) sendPause(ctx context.Context, from, to time.Time) (time.Duration, error) {
 	var secs float64
 	err := r.Pool.QueryRow(ctx, `
-WITH t AS (SELECT sent_at AS at FROM msg_event WHERE sent_at > $1 AND sent_at < $2 UNION ALL SELECT $1 UNION ALL SELECT $2)
+WITH t AS (SELECT sent_at AS at FROM msg_event_delivery WHERE sent_at > $1 AND sent_at < $2 UNION ALL SELECT $1 UNION ALL SELECT $2)
 SELECT coalesce(max(extract(epoch FROM at - prev)), 0)::float8 FROM (SELECT at, lag(at) OVER (ORDER BY at) AS prev FROM t) g`,
 		from, to).Scan(&secs)
 	if err != nil {
@@ -252,7 +252,7 @@ SELECT coalesce(max(extract(epoch FROM at - prev)), 0)::float8 FROM (SELECT at, 
 // sentCount counts the events marked SENT.
 func sentCount(ctx context.Context, r *Run) (int64, error) {
 	var n int64
-	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE status = 'SENT'`).Scan(&n)
+	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_delivery WHERE status = 'SENT'`).Scan(&n)
 	return n, err
 }
 

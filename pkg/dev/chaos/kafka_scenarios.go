@@ -185,7 +185,7 @@ func (r *Run) leads(ctx context.Context, n *apachekafka.Node) int {
 // pendingCount counts the events not yet sent.
 func pendingCount(ctx context.Context, r *Run) (int64, error) {
 	var n int64
-	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE status = 'PENDING'`).Scan(&n)
+	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_delivery WHERE status = 'PENDING'`).Scan(&n)
 	return n, err
 }
 
@@ -334,7 +334,7 @@ func waitReady(ctx context.Context, addr string, since time.Time, d time.Duratio
 // sentBetween counts the events marked SENT between from and to.
 func sentBetween(ctx context.Context, r *Run, from, to time.Time) (int64, error) {
 	var n int64
-	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event WHERE sent_at >= $1 AND sent_at < $2`, from, to).Scan(&n)
+	err := r.Pool.QueryRow(ctx, `SELECT count(*) FROM msg_event_delivery WHERE sent_at >= $1 AND sent_at < $2`, from, to).Scan(&n)
 	return n, err
 }
 

@@ -355,7 +355,7 @@ func checkRestore(ctx context.Context, r *Run, kinds []string) {
 		return
 	}
 	err = r.Pool.QueryRow(ctx, `SELECT (SELECT epoch FROM db_epoch), msgx_id_generation(),
-		(SELECT count(*) FROM msg_event WHERE status = 'SENT' AND event_id >> 40 = msgx_id_generation()),
+		(SELECT count(*) FROM msg_event_delivery WHERE status = 'SENT' AND event_id >> 40 = msgx_id_generation()),
 		(SELECT count(*) FROM msg_kafka_held), (SELECT count(*) FILTER (WHERE NOT stored) FROM msg_kafka_held)`).
 		Scan(&epoch, &generation, &sentSince, &held, &beyond)
 	if err != nil {

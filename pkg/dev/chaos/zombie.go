@@ -332,7 +332,7 @@ func enqueueVersion(ctx context.Context, pool *pgxpool.Pool, flids []string, v i
 func waitSent(ctx context.Context, pool *pgxpool.Pool, flids []string) error {
 	return until(ctx, "the events are sent", func() (bool, error) {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM msg_event WHERE partition_key = ANY($1) AND status <> $2)
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM msg_event_delivery WHERE partition_key = ANY($1) AND status <> $2)
 		     + (SELECT count(*) FROM msg_state_log WHERE partition_key = ANY($1))
 		     + (SELECT count(*) FROM msg_state_out WHERE partition_key = ANY($1) AND status <> $2)`, flids, outbox.StatusSent).Scan(&n)
 		return n == 0, err

@@ -146,7 +146,9 @@ SELECT (SELECT watermark FROM inbox_cursor),
 // unsentSQL: is some KAFKA:msg event not SENT? Its probe walks the index entries of the events
 // sent since the last vacuum (thousands of pages in a large drain), so pollers ask it only once
 // nothing is open.
-const unsentSQL = `SELECT EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD'))`
+const unsentSQL = `
+SELECT EXISTS (SELECT 1 FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD'))
+    OR EXISTS (SELECT 1 FROM msg_event WHERE event_id > msgx_change_cursor() AND target = 'KAFKA:msg' AND status = 'QUEUED')`
 
 // ReadBacklog reads the backlog.
 func ReadBacklog(ctx context.Context, pool *pgxpool.Pool) (Backlog, error) {

@@ -124,7 +124,7 @@ func RandomSuffix() string {
 const AllEvents = `(
     SELECT event_id, target, partition_key, event_type, state_version, msg_id, payload, body, status, attempts,
            next_attempt_at, created_at, sent_at, last_error
-      FROM msg_event
+      FROM msg_event_delivery
     UNION ALL
     SELECT event_id, 'KAFKA:schd', partition_key, event_type, state_version, msg_id, NULL::jsonb, body, status, attempts,
            next_attempt_at, created_at, sent_at, last_error

@@ -380,7 +380,7 @@ type sentSets struct {
 func readSent(ctx context.Context, pool *pgxpool.Pool) (sentSets, error) {
 	s := sentSets{sent: map[string]map[int64]bool{TopicChanges: {}}, held: map[int64]bool{},
 		heldByKey: map[string]int64{}, keyOf: map[int64]string{}, stateSent: map[string]int64{}}
-	rows, err := pool.Query(ctx, `SELECT event_id, target, partition_key || '/' || state_version FROM msg_event WHERE status = 'SENT'`)
+	rows, err := pool.Query(ctx, `SELECT event_id, target, partition_key || '/' || state_version FROM msg_event_delivery WHERE status = 'SENT'`)
 	if err != nil {
 		return s, fmt.Errorf("read sent events: %w", err)
 	}
