@@ -143,6 +143,7 @@ func TestLostTailStateNeverGoesBackChangesNotResent(t *testing.T) {
 	_, err = b.db.Pool.Exec(ctx, `
 		DELETE FROM db_timeline WHERE timeline >= msgx_timeline();
 		DELETE FROM msg_event WHERE event_id >> 40 >= msgx_timeline();
+		DELETE FROM msg_event_delivered WHERE through >> 40 >= msgx_timeline();
 		DELETE FROM msg_state_log WHERE event_id >> 40 >= msgx_timeline();
 		DELETE FROM msg_state_out WHERE event_id >> 40 >= msgx_timeline();
 		DO $$ BEGIN EXECUTE format('CREATE OR REPLACE FUNCTION msgx_timeline() RETURNS bigint LANGUAGE sql AS %L',

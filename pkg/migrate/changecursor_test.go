@@ -7,9 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/msgx/msgx/pkg/dev/testdb"
-	"github.com/msgx/msgx/pkg/migrate"
 )
 
 // changeCursorVersion is the migration that delivers the change topic's events by a cursor
@@ -25,22 +22,8 @@ const changeCursorVersion = "20270113120000"
 func TestChangeCursorMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db, exec, up := populated(t)
 	t0 := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		_, err := db.Pool.Exec(ctx, q, args...)
-		require.NoError(t, err, q)
-	}
-	up := func() []string {
-		t.Helper()
-		conn, err := pgx.Connect(ctx, db.URL)
-		require.NoError(t, err)
-		defer conn.Close(ctx)
-		applied, err := migrate.Up(ctx, conn)
-		require.NoError(t, err)
-		return applied
-	}
 	type row struct {
 		ID     int64
 		Status string
@@ -48,10 +31,7 @@ func TestChangeCursorMigration(t *testing.T) {
 	}
 	rows := func(q string) []row {
 		t.Helper()
-		r, err := db.Pool.Query(ctx, q)
-		require.NoError(t, err)
-		out, err := pgx.CollectRows(r, pgx.RowToStructByPos[row])
-		require.NoError(t, err)
+		out := collect[row](t, db, q)
 		for i := range out {
 			if out[i].SentAt != nil {
 				u := out[i].SentAt.UTC()

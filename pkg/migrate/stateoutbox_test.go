@@ -24,22 +24,8 @@ const stateOutboxVersion = "20270112120000"
 func TestStateOutboxMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db, exec, up := populated(t)
 	t0 := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		_, err := db.Pool.Exec(ctx, q, args...)
-		require.NoError(t, err, q)
-	}
-	up := func() []string {
-		t.Helper()
-		conn, err := pgx.Connect(ctx, db.URL)
-		require.NoError(t, err)
-		defer conn.Close(ctx)
-		applied, err := migrate.Up(ctx, conn)
-		require.NoError(t, err)
-		return applied
-	}
 	type row struct {
 		ID       int64
 		Key      string
@@ -48,14 +34,7 @@ func TestStateOutboxMigration(t *testing.T) {
 		Attempts int
 		Body     string
 	}
-	rows := func(q string) []row {
-		t.Helper()
-		r, err := db.Pool.Query(ctx, q)
-		require.NoError(t, err)
-		out, err := pgx.CollectRows(r, pgx.RowToStructByPos[row])
-		require.NoError(t, err)
-		return out
-	}
+	rows := func(q string) []row { return collect[row](t, db, q) }
 
 	rollbackTo(t, db, stateOutboxVersion)
 	exec(`INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, body, status, attempts, created_at, sent_at) VALUES
@@ -100,4 +79,37 @@ func TestStateOutboxMigration(t *testing.T) {
 		{4, "8", 1, "DEAD", 5, `{"v":1}`},
 		{10, "9", 5, "PENDING", 0, `{"v":5}`},
 	}, rows(outSQL))
+}
+
+// populated is a fresh database to fill at an older migration: exec runs a statement that must
+// succeed, up applies the migrations not applied yet (migrate.Up) and returns their versions.
+func populated(t *testing.T) (db *testdb.DB, exec func(q string, args ...any), up func() []string) {
+	t.Helper()
+	ctx := context.Background()
+	db = testdb.New(t)
+	exec = func(q string, args ...any) {
+		t.Helper()
+		_, err := db.Pool.Exec(ctx, q, args...)
+		require.NoError(t, err, q)
+	}
+	up = func() []string {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, db.URL)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		applied, err := migrate.Up(ctx, conn)
+		require.NoError(t, err)
+		return applied
+	}
+	return db, exec, up
+}
+
+// collect reads the rows of q into T, column by field.
+func collect[T any](t *testing.T, db *testdb.DB, q string) []T {
+	t.Helper()
+	r, err := db.Pool.Query(context.Background(), q)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(r, pgx.RowToStructByPos[T])
+	require.NoError(t, err)
+	return out
 }
