@@ -85,29 +85,17 @@ func (d *Dispatcher) deliver(ctx context.Context, lease leader.Lease, target, to
 // may lie below the bound the claim of such events starts from (Store.ClaimHeadsFrom): the next
 // claim starts from the lowest of them.
 func (d *Dispatcher) settle(ctx context.Context, lease leader.Lease, c outbox.Claim, sent []int64, failures []outbox.Failure) ([]outbox.Outcome, error) {
-	// Lowered before the settle: it may have held them (the cursor moved) and still failed after.
+	// Lowered before the settle, which may hold them (the cursor moved) and still fail after; to
+	// the claim's lowest event, held or not: a lower bound needs no more.
 	if c.Queued && d.claimFrom != 0 {
-		acked := make(map[int64]bool, len(sent))
-		for _, id := range sent {
-			acked[id] = true
+		for _, id := range c.Held {
+			d.claimFrom = min(d.claimFrom, id)
 		}
-		for _, ids := range [][]int64{c.Held, eventIDs(c.Events)} {
-			for _, id := range ids {
-				if !acked[id] && id < d.claimFrom {
-					d.claimFrom = id
-				}
-			}
+		for _, e := range c.Events {
+			d.claimFrom = min(d.claimFrom, e.EventID)
 		}
 	}
 	return d.store.Settle(ctx, lease, c, sent, failures, d.clock.Now())
-}
-
-func eventIDs(cs []outbox.Claimed) []int64 {
-	ids := make([]int64, len(cs))
-	for i, c := range cs {
-		ids[i] = c.EventID
-	}
-	return ids
 }
 
 // produce sends recs once, observing the batch, holds every failed record behind the first

@@ -38,20 +38,19 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
   FROM (SELECT tid FROM claim ORDER BY event_id LIMIT $2) c JOIN msg_event e ON e.ctid = c.tid
  ORDER BY e.event_id`
 
-// cursorSQL is the delivery cursor of KAFKA:msg: every QUEUED event at or below it was delivered.
-const cursorSQL = `SELECT msgx_change_cursor()`
-
-// claimQueuedSQL reads the oldest $2 QUEUED events above the cursor $3 in event order (the primary
+// claimQueuedSQL reads the oldest $2 QUEUED events above the delivery cursor in event order (the primary
 // key) and claims, at most $1, those of FLIDs with no PENDING or DEAD event (msg_event_unsent: a
 // FLID with one is held, its events wait behind it). It returns the window's events up to the
 // last one claimed (all of them when fewer than $1 were due), the claimed ones with their body and
 // due true, the held ones without. Every QUEUED event at or below the last one returned was in
 // the window: events commit in id order (PIPELINE_LOCK), so none can appear below it later.
 const claimQueuedSQL = `
-WITH win AS (
+WITH cur AS MATERIALIZED (
+    SELECT msgx_change_cursor() AS through
+), win AS (
     SELECT ctid AS tid, event_id, partition_key
       FROM msg_event
-     WHERE event_id > $3 AND target = 'KAFKA:msg' AND status = 'QUEUED'
+     WHERE event_id > (SELECT through FROM cur) AND target = 'KAFKA:msg' AND status = 'QUEUED'
      ORDER BY event_id
      LIMIT $2
 ), pick AS (
@@ -66,7 +65,8 @@ WITH win AS (
     SELECT coalesce((SELECT min(event_id) FROM ranked WHERE due AND n = $1), (SELECT max(event_id) FROM win)) AS id
 )
 SELECT e.event_id, r.due, e.partition_key, e.event_type, e.state_version, e.msg_id,
-       CASE WHEN r.due THEN COALESCE(e.body, e.payload::text) END, e.attempts, e.created_at
+       CASE WHEN r.due THEN COALESCE(e.body, e.payload::text) END, e.attempts, e.created_at,
+       (SELECT through FROM cur)
   FROM ranked r JOIN msg_event e ON e.ctid = r.tid
  WHERE r.event_id <= (SELECT id FROM upto)
  ORDER BY r.event_id`

@@ -183,7 +183,7 @@ type Claim struct {
 	// Queued: the events are QUEUED ones above the delivery cursor, which Settle moves to Upto;
 	// else they are held on their rows (PENDING), and Settle marks each.
 	Queued bool
-	From   int64   // the cursor the claim read above
+	From   int64   // the cursor the claim read above (0 when the claim covers nothing)
 	Upto   int64   // the highest event id the claim covers: the cursor's next position
 	Held   []int64 // the QUEUED events at or below Upto of held FLIDs, not claimed
 }
@@ -200,11 +200,8 @@ func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, fro
 		return Claim{Events: heads, More: behind}, next, err
 	}
 	c = Claim{Queued: true}
-	if err := s.pool.QueryRow(ctx, cursorSQL).Scan(&c.From); err != nil {
-		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
-	}
 	window = max(window, limit)
-	rows, err := s.pool.Query(ctx, claimQueuedSQL, limit, window, c.From)
+	rows, err := s.pool.Query(ctx, claimQueuedSQL, limit, window)
 	if err != nil {
 		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
 	}
@@ -214,7 +211,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, fro
 		e := Claimed{Target: event.TargetMsg}
 		var due bool
 		var msgID *int64
-		if err := rows.Scan(&e.EventID, &due, &e.FLID, &e.Type, &e.StateVersion, &msgID, &e.Payload, &e.Attempts, &e.CreatedAt); err != nil {
+		if err := rows.Scan(&e.EventID, &due, &e.FLID, &e.Type, &e.StateVersion, &msgID, &e.Payload, &e.Attempts, &e.CreatedAt, &c.From); err != nil {
 			return Claim{}, next, fmt.Errorf("claim queued: %w", err)
 		}
 		seen++
