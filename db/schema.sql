@@ -76,6 +76,21 @@ $$;
 
 
 --
+-- Name: msgx_leave_debts(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_leave_debts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE marker_debt SET ids = array_remove(ids, OLD.msg_id) WHERE ids @> ARRAY[OLD.msg_id] AND cardinality(ids) > 1;
+    DELETE FROM marker_debt WHERE ids = ARRAY[OLD.msg_id]; -- a debt never names no row
+    RETURN NEW;
+END $$;
+
+
+--
 -- Name: msgx_passed(bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1944,6 +1959,13 @@ CREATE TRIGGER msg_attempt_cascade AFTER DELETE ON public.proc_state_hst REFEREN
 
 
 --
+-- Name: proc_state proc_state_leave_debts; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER proc_state_leave_debts BEFORE UPDATE OF status ON public.proc_state FOR EACH ROW WHEN (((old.status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) AND (new.status <> ALL (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])))) EXECUTE FUNCTION public.msgx_leave_debts();
+
+
+--
 -- Name: flight_airbridge flight_airbridge_flid_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2115,4 +2137,5 @@ INSERT INTO public.schema_migrations (version) VALUES
     ('20270111130000'),
     ('20270111140000'),
     ('20270112120000'),
-    ('20270113120000');
+    ('20270113120000'),
+    ('20270114120000');

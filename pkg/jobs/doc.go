@@ -14,11 +14,12 @@
 // the row when it wrote every marker, or moves the debt onto the rows when it failed. A debt it
 // has not paid BackoffBase after finished_at (a partial write, busy writers, shadow mode, a
 // processor that died between commit and marker) is moved onto its rows first (moveDebts), due
-// since finished_at. An immediate attempt still running then (bounded by MarkerTimeout) only
-// makes the sweep's attempt redundant: a marker is written only where it is NULL. The two never
-// wait for each other across the databases: the sweep locks its PostgreSQL rows, then the
-// mailbox rows; the immediate marker locks the mailbox rows, then skips any PostgreSQL row
-// someone holds (pkg/processor, markers.go). Between selecting its rows and writing the mailbox,
+// since finished_at. An immediate attempt still running then (bounded by MarkerTimeout) holds
+// its debt row locked, and the move, in a transaction of its own that holds nothing in the
+// mailbox, waits for it; what it wrote the sweep then finds written (a marker is written only
+// where it is NULL). The two never wait for each other across the databases: the sweep locks its
+// PostgreSQL rows, then the mailbox rows; the immediate marker locks the mailbox rows, then skips
+// its batch's debt row if someone holds it (pkg/processor, markers.go; INV-8d). Between selecting its rows and writing the mailbox,
 // the sweep waits, bounded, until the standbys the rule asks for (MSGX_MARKER_STANDBYS,
 // pkg/replication) have replayed the WAL position read after the selection, which is past the
 // rows' terminal commits (INV-8c); when they have not, the run writes and records nothing and the

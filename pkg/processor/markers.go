@@ -2,7 +2,9 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,14 +57,15 @@ func (p *Engine) WaitMarkers() { p.markers.Wait() }
 // touched; failed, the debt moves onto the rows with the error; written in part, the debt stays
 // for the jobs stage, which moves it onto the rows after the sweep's grace.
 //
-// No marker for an open row (INV-8c): a replay may reopen a row of the batch at any time, also
-// while this write waits on a mailbox row lock. So the mailbox rows are locked first, and only
-// then, with nothing written yet, are the batch's rows that are still terminal locked in
-// PostgreSQL (guard); the mailbox write covers those alone, and their locks are held until it
-// has committed. A replay that committed before the guard is seen (its row is not written); one
-// that comes after waits for the mailbox commit, as behind the sweep. The guard never waits for
-// a PostgreSQL lock (SKIP LOCKED) while it holds mailbox locks: a row locked by someone else is
-// left to the sweep, and no wait across the two databases can form a cycle.
+// No marker for an open row (INV-8c, INV-8d): a replay may reopen a row of the batch at any
+// time, also while this write waits on a mailbox row lock, and a reopened row leaves its batch's
+// debt in the same transaction. So the mailbox rows are locked first, and only then, with nothing
+// written yet, is the batch's debt row locked in PostgreSQL (guard); the mailbox write covers the
+// rows it still names alone, and its lock is held until that write has committed. A replay that
+// committed before the guard is seen (its row is not named); one that comes after waits for the
+// mailbox commit, as behind the sweep. The guard never waits for a PostgreSQL lock (SKIP LOCKED)
+// while it holds mailbox locks: a debt locked by someone else is left to the sweep, and no wait
+// across the two databases can form a cycle. One row lock a batch, not one a message.
 func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger) {
 	if !p.standbysHave(ids, log) {
 		return
@@ -74,18 +77,17 @@ func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger
 		func(ctx context.Context, unmarked []int64) ([]int64, error) {
 			tx, err := p.pool.Begin(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("lock terminal rows: %w", err)
+				return nil, fmt.Errorf("lock the batch's debt: %w", err)
 			}
 			guard = tx
-			rows, err := tx.Query(ctx, markerGuardSQL, unmarked)
-			if err != nil {
-				return nil, fmt.Errorf("lock terminal rows: %w", err)
+			var named []int64
+			switch err := tx.QueryRow(ctx, markerGuardSQL, debt).Scan(&named); {
+			case errors.Is(err, pgx.ErrNoRows): // locked by someone else, or moved onto the rows
+				return nil, nil
+			case err != nil:
+				return nil, fmt.Errorf("lock the batch's debt: %w", err)
 			}
-			terminal, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-			if err != nil {
-				return nil, fmt.Errorf("lock terminal rows: %w", err)
-			}
-			return terminal, nil
+			return intersect(unmarked, named), nil
 		})
 	ctx, cancel = context.WithTimeout(context.Background(), p.cfg.MarkerTimeout)
 	defer cancel()
@@ -124,4 +126,16 @@ func (p *Engine) standbysHave(ids []int64, log zerolog.Logger) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Standbys.Bound()+p.cfg.MarkerTimeout)
 	defer cancel()
 	return p.cfg.Standbys.Await(ctx, p.pool, len(ids), log) == nil
+}
+
+// intersect returns the ids of a that b holds too, in a's order.
+func intersect(a, b []int64) []int64 {
+	in := make(map[int64]struct{}, len(b))
+	for _, id := range b {
+		in[id] = struct{}{}
+	}
+	return slices.DeleteFunc(slices.Clone(a), func(id int64) bool {
+		_, ok := in[id]
+		return !ok
+	})
 }

@@ -128,43 +128,16 @@ func TestNoMarkerForAReplayedRow(t *testing.T) {
 	require.Equal(t, clock.WallClock(b.clock.Now(), time.UTC), *at)
 }
 
-// The other order (INV-8c): a replay that comes while the immediate marker writes the mailbox
-// waits until that write has committed, since the marker holds the rows it writes locked in
-// PostgreSQL until then (as the sweep does); the row was terminal when its marker was written.
-// A trigger on cminmsgs holds the marker's write open: it waits for a user lock the test holds.
+// The other order (INV-8c, INV-8d): a replay that comes while the immediate marker writes the
+// mailbox waits until that write has committed, since the marker holds its batch's debt row
+// locked until then and a reopened row leaves its debt first; the row was terminal when its
+// marker was written. A trigger on cminmsgs holds the marker's write open: it waits for a user
+// lock the test holds.
 func TestReplayWaitsForTheMarkersWrite(t *testing.T) {
 	t.Parallel()
-	b, _ := setupReplayable(t)
+	b, p, open := writingReplayable(t)
 	ctx := context.Background()
-	gate := b.mb.Name + "_gate" // t_<hex>_gate
-	_, err := b.mb.SQL.ExecContext(ctx, `CREATE TRIGGER hold_marker BEFORE UPDATE ON cminmsgs FOR EACH ROW
-		SET @gate = GET_LOCK('`+gate+`', 30) + RELEASE_LOCK('`+gate+`')`)
-	require.NoError(t, err)
-	conn, err := b.mb.SQL.Conn(ctx)
-	require.NoError(t, err)
-	var got int
-	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 0)`, gate).Scan(&got))
-	require.Equal(t, 1, got)
-	p := b.pump(t)
-	t.Cleanup(p.WaitMarkers)
-	var opened atomic.Bool
-	open := func() {
-		if opened.CompareAndSwap(false, true) {
-			_, err := conn.ExecContext(ctx, `DO RELEASE_LOCK(?)`, gate)
-			require.NoError(t, err)
-			require.NoError(t, conn.Close())
-		}
-	}
-	t.Cleanup(open) // runs before WaitMarkers
-
-	b.drain(t, p)
 	require.Equal(t, "DEAD", b.row(t, 2).Status)
-	require.Eventually(t, func() bool { // the marker's mailbox update waits in the trigger
-		var n int
-		err := b.mb.SQL.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.PROCESSLIST
-			WHERE DB = ? AND STATE = 'User lock'`, b.mb.Name).Scan(&n)
-		return err == nil && n == 1
-	}, 10*time.Second, 5*time.Millisecond)
 
 	// The replay runs on a pool of one connection, whose backend the test watches.
 	cfg, err := pgxpool.ParseConfig(b.db.URL)
@@ -202,10 +175,85 @@ func TestReplayWaitsForTheMarkersWrite(t *testing.T) {
 	require.Equal(t, "PENDING", b.row(t, 2).Status, "then replayed")
 }
 
+// holdMarkerWrite makes the mailbox's processed-marker writes of b wait, once they have started,
+// until the returned open is called (also at the test's end, before p's markers are waited for):
+// a trigger on cminmsgs waits for a user lock the test holds.
+func holdMarkerWrite(t *testing.T, b *bundle, p *processor.Engine) (open func()) {
+	t.Helper()
+	ctx := context.Background()
+	gate := b.mb.Name + "_gate" // t_<hex>_gate
+	_, err := b.mb.SQL.ExecContext(ctx, `CREATE TRIGGER hold_marker BEFORE UPDATE ON cminmsgs FOR EACH ROW
+		SET @gate = GET_LOCK('`+gate+`', 30) + RELEASE_LOCK('`+gate+`')`)
+	require.NoError(t, err)
+	conn, err := b.mb.SQL.Conn(ctx)
+	require.NoError(t, err)
+	var got int
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 0)`, gate).Scan(&got))
+	require.Equal(t, 1, got)
+	t.Cleanup(p.WaitMarkers)
+	var opened atomic.Bool
+	open = func() {
+		if opened.CompareAndSwap(false, true) {
+			_, err := conn.ExecContext(ctx, `DO RELEASE_LOCK(?)`, gate)
+			require.NoError(t, err)
+			require.NoError(t, conn.Close())
+		}
+	}
+	t.Cleanup(open) // runs before WaitMarkers
+	return open
+}
+
+// writingReplayable is setupReplayable drained, with the batch's immediate marker holding in
+// its mailbox write (holdMarkerWrite) until open is called.
+func writingReplayable(t *testing.T) (b *bundle, p *processor.Engine, open func()) {
+	t.Helper()
+	b, _ = setupReplayable(t)
+	p = b.pump(t)
+	open = holdMarkerWrite(t, b, p)
+	b.drain(t, p)
+	require.Eventually(t, func() bool { // the marker's mailbox update waits in the trigger
+		var n int
+		err := b.mb.SQL.QueryRowContext(context.Background(), `SELECT count(*) FROM information_schema.PROCESSLIST
+			WHERE DB = ? AND STATE = 'User lock'`, b.mb.Name).Scan(&n)
+		return err == nil && n == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	return b, p, open
+}
+
+// While the immediate marker writes the mailbox, what holds a replay back is its batch's debt row,
+// locked until that write has committed; the batch's message rows themselves stay unlocked (a lock
+// on each would cost a write per message: INV-8d).
+func TestTheMarkersGuardIsItsDebtRow(t *testing.T) {
+	t.Parallel()
+	b, p, open := writingReplayable(t)
+	ctx := context.Background()
+
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT 1 FROM proc_state WHERE msg_id IN (1, 2) FOR UPDATE NOWAIT`)
+	require.NoError(t, err, "the marker holds a message row locked")
+	require.NoError(t, tx.Rollback(ctx))
+	tx, err = b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM marker_debt WHERE ids = '{1,2}' FOR UPDATE NOWAIT`)
+	require.Error(t, err, "the batch's debt row is not locked while its marker is written")
+	require.NoError(t, tx.Rollback(ctx))
+
+	open()
+	p.WaitMarkers()
+	require.NotNil(t, markedAt(t, b, 1))
+	require.NotNil(t, markedAt(t, b, 2))
+	var debts int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM marker_debt`).Scan(&debts))
+	require.Zero(t, debts, "paid in full, the debt is gone")
+}
+
 // The immediate marker never waits for a PostgreSQL row lock while it holds mailbox row locks
-// (the sweep locks the other way round): a terminal row locked by someone else when the mailbox
-// is written — the sweep, a replay under way — is not written, and its debt stays for the sweep.
-func TestMarkerLeavesALockedRowToTheSweep(t *testing.T) {
+// (the sweep locks the other way round): a batch whose debt row someone else holds when the
+// mailbox is written — a replay under way, the jobs stage moving it — is not written, and its
+// debt stays for the sweep.
+func TestMarkerLeavesALockedDebtToTheSweep(t *testing.T) {
 	t.Parallel()
 	b := setupMailbox(t, 2)
 	ctx := context.Background()
@@ -217,13 +265,13 @@ func TestMarkerLeavesALockedRowToTheSweep(t *testing.T) {
 	tx, err := b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SELECT 1 FROM proc_state WHERE msg_id = 2 FOR UPDATE`)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM marker_debt WHERE ids = '{1,2}' FOR UPDATE`)
 	require.NoError(t, err)
 	release()
-	p.WaitMarkers() // returns although row 2 is still locked
+	p.WaitMarkers() // returns although the debt is still locked
 
-	require.NotNil(t, markedAt(t, b, 1))
-	require.Nil(t, markedAt(t, b, 2), "a row locked by someone else was written")
+	require.Nil(t, markedAt(t, b, 1), "a batch whose debt someone else holds was written")
+	require.Nil(t, markedAt(t, b, 2))
 	require.NoError(t, tx.Rollback(ctx))
 	require.True(t, b.row(t, 2).Owed, "its batch's debt stays for the jobs stage")
 	var debts int

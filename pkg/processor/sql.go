@@ -137,17 +137,14 @@ WITH failed AS (
 INSERT INTO msg_attempt (msg_id, attempt, at, epoch, outcome, error_class, reason, meta)
 SELECT msg_id, attempts, $8, $9, 'FAILED', error_class, reason, NULLIF($10::text, '')::jsonb FROM failed`
 
-	// markerGuardSQL locks and returns the rows of $1 that are terminal, for the immediate
-	// marker's mailbox write (mark): held until that write has committed, the locks keep a replay
-	// from reopening a row the mailbox is being told is processed (INV-8c), as the sweep's
-	// FOR UPDATE does. SKIP LOCKED: the marker holds mailbox row locks meanwhile and must never
-	// wait here; a row someone else holds (a replay under way, the sweep writing it, the jobs
-	// stage moving its debt) is left to the sweep.
-	markerGuardSQL = `
-SELECT p.msg_id
-  FROM unnest($1::bigint[]) AS u(id) JOIN proc_state p ON p.msg_id = u.id
- WHERE p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
-   FOR UPDATE OF p SKIP LOCKED`
+	// markerGuardSQL locks the batch's debt row ($1) and returns the rows it names, for the
+	// immediate marker's mailbox write (mark): held until that write has committed, the lock keeps
+	// a replay from reopening one of them meanwhile, since a reopened row leaves its debts first
+	// (the trigger proc_state_leave_debts, INV-8d); a row reopened before is no longer named.
+	// SKIP LOCKED: the marker holds mailbox row locks meanwhile and must never wait here; a debt
+	// someone else holds (a replay under way, the jobs stage moving it) is left to the sweep, as
+	// is one no longer there. (The lock needs the role's UPDATE on one column: pkg/roles.)
+	markerGuardSQL = `SELECT ids FROM marker_debt WHERE debt_id = $1 FOR UPDATE SKIP LOCKED`
 
 	// markerPaidSQL settles a batch whose immediate marker wrote every row: its debt row ($3) is
 	// deleted, and the rows are not touched. When the debt is no longer there (the jobs stage

@@ -244,12 +244,18 @@ func TestConsoleActsOnlyThroughItsFunctions(t *testing.T) {
 		`INSERT INTO proc_state (msg_id, raw, status, enqueued_at) VALUES (50, 'x', 'PENDING', now())`,
 		`UPDATE replay_audit SET actor = 'someone else'`,
 		`DELETE FROM replay_audit`,
+		`UPDATE marker_debt SET ids = '{2}'`,
 	} {
 		requireDenied(t, exec(pool, stmt), stmt)
 	}
+	_, err = b.db.Pool.Exec(ctx, `INSERT INTO marker_debt (ids, finished_at) VALUES ('{1,2}', $1)`, t0)
+	require.NoError(t, err)
 	rep, err := procstate.Replay(ctx, pool, procstate.ReplayRequest{IDs: []int64{1}, Actor: "console:op", Reason: "role test", Now: t0})
 	require.NoError(t, err, "the console replays through procstate.Replay")
 	require.Len(t, rep.Items, 1)
+	var debt []int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT ids FROM marker_debt`).Scan(&debt))
+	require.Equal(t, []int64{2}, debt, "the reopened row left its batch's debt (INV-8d), without a grant on marker_debt")
 	var actor string
 	require.NoError(t, b.db.Pool.QueryRow(ctx, `SELECT actor FROM replay_audit WHERE action = 'replay'`).Scan(&actor))
 	require.Equal(t, "console:op", actor)

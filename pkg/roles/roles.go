@@ -123,6 +123,9 @@ var pgGrants = []pgGrant{
 	// processor: the marker debt of each batch (written with the terminal status, deleted by the
 	// immediate marker).
 	{Processor, "SELECT, INSERT, DELETE", []string{"marker_debt"}},
+	// processor: the immediate marker's guard locks its batch's debt row (FOR UPDATE SKIP LOCKED,
+	// INV-8d), which PostgreSQL allows only with UPDATE on some column; it updates none.
+	{Processor, "UPDATE (finished_at)", []string{"marker_debt"}},
 	{Processor, "SELECT", []string{"marker_owed"}}, // the marker-owed gauge
 	{Processor, "USAGE", []string{"msg_event_event_id_seq", "schd_snap_log_snap_id_seq", "req_track_req_id_seq"}},
 
