@@ -37,19 +37,47 @@ func (p *Engine) bind(ctx context.Context, tx pgx.Tx, now time.Time, batch []wor
 	if err != nil {
 		return err
 	}
+	stored := make(map[string]bool, len(bound)) // Bind adds the batch's bindings to bound
+	for k := range bound {
+		stored[k] = true
+	}
 	verdicts, changed := p.cfg.Rule().Bind(bound, claims)
 	for j, v := range verdicts {
 		batch[at[j]].dup, batch[at[j]].reused = v.Dup, v.Reused
 	}
-	if len(changed) == 0 {
+	var fresh, again bindings
+	for _, c := range changed {
+		if stored[c.Key] {
+			again.add(c)
+		} else {
+			fresh.add(c)
+		}
+	}
+	if err := fresh.store(ctx, tx, insertIdentitiesSQL, now); err != nil {
+		return err
+	}
+	return again.store(ctx, tx, bindIdentitiesSQL, now)
+}
+
+// bindings are the columns of the msg_identity rows one statement writes.
+type bindings struct {
+	keys  []string
+	ids   []int64
+	shas  [][]byte
+	dttms []time.Time
+}
+
+func (b *bindings) add(c identity.Claim) {
+	b.keys, b.ids = append(b.keys, c.Key), append(b.ids, c.MsgID)
+	b.shas, b.dttms = append(b.shas, c.SHA256), append(b.dttms, c.DTTM)
+}
+
+// store writes the bindings with query (insertIdentitiesSQL or bindIdentitiesSQL), if any.
+func (b *bindings) store(ctx context.Context, tx pgx.Tx, query string, now time.Time) error {
+	if len(b.keys) == 0 {
 		return nil
 	}
-	n := len(changed)
-	keys, ids, shas, dttms := make([]string, n), make([]int64, n), make([][]byte, n), make([]time.Time, n)
-	for i, c := range changed {
-		keys[i], ids[i], shas[i], dttms[i] = c.Key, c.MsgID, c.SHA256, c.DTTM
-	}
-	if _, err := tx.Exec(ctx, bindIdentitiesSQL, keys, ids, shas, dttms, now); err != nil {
+	if _, err := tx.Exec(ctx, query, b.keys, b.ids, b.shas, b.dttms, now); err != nil {
 		return fmt.Errorf("bind identities: %w", err)
 	}
 	return nil

@@ -62,12 +62,17 @@ func TestIdentityLifetime(t *testing.T) {
 
 	// Eight days later the AODB reused SEQN 7 (a reset): a new message, processed and bound; its
 	// resend in the same batch is its duplicate. A message of the first generation, arriving
-	// late, is outside the window of the new binding: processed, the binding stays.
+	// late, is outside the window of the new binding: processed, the binding stays. In the same
+	// batch a key never bound before is bound too (a key bound again and a new one are stored
+	// by different statements).
 	b.clock.Advance(8 * day)
 	reused := flopAt(7, t0.Add(8*day), 15, "S3")
 	older := flopAt(7, t0.Add(-day), 15, "S4")
-	b.enqueue(t, map[int64]*string{4: &reused, 5: &reused, 6: &older})
+	fresh := flopAt(8, t0.Add(8*day), 16, "S5")
+	b.enqueue(t, map[int64]*string{4: &reused, 5: &reused, 6: &older, 7: &fresh})
 	b.drain(t, p)
+	freshID, _ := b.binding(t, "AODB|FLOP|STND|8")
+	require.Equal(t, int64(7), freshID)
 	r4 := b.row(t, 4)
 	require.Equal(t, "SUCCEEDED", r4.Status, "%+v", r4)
 	require.Equal(t, key, *r4.Identity)
@@ -79,7 +84,7 @@ func TestIdentityLifetime(t *testing.T) {
 	id, dttm := b.binding(t, key)
 	require.Equal(t, int64(4), id)
 	require.True(t, dttm.Equal(t0.Add(8*day)), "%s", dttm)
-	require.Equal(t, []int64{1, 4, 6}, rec.order)
+	require.Equal(t, []int64{1, 4, 6, 7}, rec.order)
 	require.Equal(t, 2.0, testutil.ToFloat64(reusedTotal), "messages 4 and 6 reused the key")
 
 	// Its own binding: a retry of the bound message is no duplicate and no reuse (replay).
