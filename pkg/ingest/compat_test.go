@@ -112,6 +112,29 @@ func TestCompatStoresAndEnqueues(t *testing.T) {
 	require.Equal(t, id, c.cursor(t).W)
 }
 
+// A poll whose batch holds a row the compat entry enqueued first, between rows nobody enqueued:
+// every other row is enqueued, the compat entry's row is left as it was, once.
+func TestPollAroundACompatRow(t *testing.T) {
+	t.Parallel()
+	c := setupCompat(t, CompatConfig{}, nil, nil)
+	before := c.insert(t, sampleMsg)
+	code, body := c.post(t, "application/xml", strings.NewReader(sampleMsg))
+	require.Equal(t, http.StatusOK, code, body)
+	compat, err := strconv.ParseInt(body, 10, 64)
+	require.NoError(t, err)
+	after := c.insert(t, sampleMsg)
+	_, err = c.pg.Pool.Exec(context.Background(), `UPDATE proc_state SET received_at = NULL WHERE msg_id = $1`, compat)
+	require.NoError(t, err) // marks the compat entry's row, so that a second write would show
+
+	c.drain(t, c.ing)
+	require.Equal(t, []int64{before, compat, after}, c.ids(t))
+	got := c.stored(t)
+	require.Nil(t, got[compat].Received, "the compat entry's row was written again")
+	require.NotNil(t, got[before].Received)
+	require.NotNil(t, got[after].Received)
+	require.Equal(t, after, c.cursor(t).W)
+}
+
 func TestCompatSamplesAreStoredByteIdentical(t *testing.T) {
 	t.Parallel()
 	c := setupCompat(t, CompatConfig{}, nil, nil)
