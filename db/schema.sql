@@ -86,7 +86,20 @@ CREATE FUNCTION public.msgx_leave_debts() RETURNS trigger
 BEGIN
     UPDATE marker_debt SET ids = array_remove(ids, OLD.msg_id) WHERE ids @> ARRAY[OLD.msg_id] AND cardinality(ids) > 1;
     DELETE FROM marker_debt WHERE ids = ARRAY[OLD.msg_id]; -- a debt never names no row
-    RETURN NEW;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: msgx_lock_debts(bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_lock_debts(msg_ids bigint[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM 1 FROM marker_debt WHERE ids && msg_ids ORDER BY debt_id FOR UPDATE;
 END $$;
 
 
@@ -1962,7 +1975,7 @@ CREATE TRIGGER msg_attempt_cascade AFTER DELETE ON public.proc_state_hst REFEREN
 -- Name: proc_state proc_state_leave_debts; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER proc_state_leave_debts BEFORE UPDATE OF status ON public.proc_state FOR EACH ROW WHEN (((old.status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) AND (new.status <> ALL (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])))) EXECUTE FUNCTION public.msgx_leave_debts();
+CREATE TRIGGER proc_state_leave_debts AFTER UPDATE OF status ON public.proc_state FOR EACH ROW WHEN (((old.status = ANY (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])) AND (new.status <> ALL (ARRAY['SUCCEEDED'::text, 'SKIPPED'::text, 'DEAD'::text])))) EXECUTE FUNCTION public.msgx_leave_debts();
 
 
 --

@@ -28,8 +28,8 @@ const (
 	// enqueueFreshSQL inserts PENDING rows for a batch of mailbox messages in one statement when
 	// no row of the batch's id range ($8..$9) is enqueued yet, the usual case, and otherwise none:
 	// a plain insert, where ON CONFLICT would make PostgreSQL insert each row speculatively and
-	// confirm it, about a third more time a row. A row enqueued meanwhile (the compat entry) fails
-	// it with a unique violation, and the poll is tried again.
+	// confirm it, about a third more time a row. A row the compat entry enqueues meanwhile fails
+	// it with a unique violation (enqueue then takes enqueueSQL's way).
 	enqueueFreshSQL = `INSERT INTO proc_state (msg_id, raw, raw_bytes, raw_sha256, status, received_at, enqueued_at, late)
 SELECT m.msg_id, m.raw, m.raw_bytes, m.raw_sha256, 'PENDING', m.received_at, $6, $7
   FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[], $5::timestamp[]) AS m(msg_id, raw, raw_bytes, raw_sha256, received_at)
@@ -193,12 +193,11 @@ func enqueue(ctx context.Context, tx pgx.Tx, c copies, now time.Time, late bool)
 	if len(c.ids) == 0 {
 		return nil, nil
 	}
-	tag, err := tx.Exec(ctx, enqueueFreshSQL, c.ids, c.raws, c.bytes, c.sums, c.received, now, late,
-		slices.Min(c.ids), slices.Max(c.ids))
+	fresh, err := enqueueFresh(ctx, tx, c, now, late)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
-	if tag.RowsAffected() == int64(len(c.ids)) {
+	if fresh {
 		return c.ids, nil
 	}
 	rows, err := tx.Query(ctx, enqueueSQL, c.ids, c.raws, c.bytes, c.sums, c.received, now, late)
@@ -210,6 +209,30 @@ func enqueue(ctx context.Context, tx pgx.Tx, c copies, now time.Time, late bool)
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	return ids, nil
+}
+
+// enqueueFresh inserts c by enqueueFreshSQL, under a savepoint so that a row the compat entry
+// enqueued meanwhile (a unique violation) leaves the transaction usable; it reports whether the
+// rows went in.
+func enqueueFresh(ctx context.Context, tx pgx.Tx, c copies, now time.Time, late bool) (bool, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("enqueue: %w", err)
+	}
+	defer func() { _ = sp.Rollback(ctx) }() // after Commit, a no-op
+	tag, err := sp.Exec(ctx, enqueueFreshSQL, c.ids, c.raws, c.bytes, c.sums, c.received, now, late,
+		slices.Min(c.ids), slices.Max(c.ids))
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("enqueue: %w", err)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return false, fmt.Errorf("enqueue: %w", err)
+	}
+	return tag.RowsAffected() == int64(len(c.ids)), nil
 }
 
 // recordSkip adds the skipped ids of sk to the gap ledger.

@@ -93,9 +93,9 @@ func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger
 	defer cancel()
 	if guard != nil {
 		// The mailbox write is over: the rows it covered may be reopened now. The transaction
-		// wrote nothing; a failed rollback closes its connection, which releases the locks too.
+		// wrote nothing; a failed rollback closes its connection, which releases the lock too.
 		if rerr := guard.Rollback(ctx); rerr != nil {
-			log.Debug().Err(rerr).Msg("pump: end the immediate marker's row locks")
+			log.Debug().Err(rerr).Msg("pump: end the immediate marker's lock on its debt")
 		}
 	}
 	switch {
@@ -109,9 +109,9 @@ func (p *Engine) mark(ids []int64, debt int64, now time.Time, log zerolog.Logger
 			log.Warn().Err(err).Msg("pump: record markers written")
 		}
 	default:
-		// Some rows were already marked, are missing, or were not terminal or were locked when
-		// the mailbox was written: the sweep settles each one on its own once the jobs stage has
-		// moved the debt onto the rows still terminal.
+		// Some rows were already marked or are missing, were reopened, or their debt was held
+		// by someone else when the mailbox was written: the sweep settles each one on its own
+		// once the jobs stage has moved the debt onto the rows still terminal.
 		log.Debug().Int64("marked", n).Int("owed", len(ids)).Msg("pump: partial marker write left to the sweep")
 	}
 }

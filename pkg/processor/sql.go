@@ -167,16 +167,17 @@ UPDATE proc_state p SET backfill_done_at = $2, backfill_outcome = 'MARKED', back
  WHERE p.msg_id = u.id AND p.backfill_next_at IS NOT NULL AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL
    AND NOT EXISTS (SELECT 1 FROM paid)`
 
-	// markerFailedSQL records a failed immediate marker: the batch's debt ($4) moves onto its
-	// terminal rows, due again at $2, the failure counted and its error kept; rows that owe on
-	// their own already (the jobs stage moved the debt first) get the same.
+	// markerFailedSQL records a failed immediate marker: the batch's debt ($4) moves onto the
+	// terminal rows it still names (a replayed row left it: INV-8d), due again at $2, the failure
+	// counted and its error kept; rows of the batch ($1) that owe on their own already (the jobs
+	// stage moved the debt first) get the same.
 	markerFailedSQL = `
-WITH moved AS (DELETE FROM marker_debt WHERE debt_id = $4 RETURNING debt_id)
+WITH moved AS (DELETE FROM marker_debt WHERE debt_id = $4 RETURNING ids)
 UPDATE proc_state p SET backfill_attempts = p.backfill_attempts + 1, backfill_next_at = $2, backfill_error = $3
   FROM unnest($1::bigint[]) AS u(id)
  WHERE p.msg_id = u.id AND p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
    AND p.backfill_done_at IS NULL AND p.backfill_abandoned_at IS NULL
-   AND (p.backfill_next_at IS NOT NULL OR EXISTS (SELECT 1 FROM moved))`
+   AND (p.backfill_next_at IS NOT NULL OR EXISTS (SELECT 1 FROM moved WHERE u.id = ANY (moved.ids)))`
 
 	// markerOwedSQL counts the markers owed (the view marker_owed: their one definition).
 	markerOwedSQL = `SELECT count(*) FROM marker_owed`

@@ -211,6 +211,9 @@ func requeue(ctx context.Context, tx pgx.Tx, req ReplayRequest, ids []int64, err
 	for i, c := range ReplayableClasses {
 		classes[i] = string(c)
 	}
+	if _, err := tx.Exec(ctx, lockDebtsSQL, ids); err != nil {
+		return 0, fmt.Errorf("lock the marker debts naming the rows: %w", err)
+	}
 	tag, err := tx.Exec(ctx, requeueSQL, ids, classes, NoMatchLike, req.Force)
 	if err != nil {
 		return 0, fmt.Errorf("requeue: %w", err)

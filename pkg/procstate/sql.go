@@ -48,6 +48,12 @@ UNION
 SELECT last_msg_id FROM flight WHERE flid = ANY($3::bigint[]) AND last_msg_id > $2
 ORDER BY 1`
 
+	// lockDebtsSQL locks the marker debts naming any of $1, in debt order, before a replay
+	// touches those rows (msgx_lock_debts, migration marker_debt_guard): a reopened row then
+	// leaves them (INV-8d) without waiting, and a debt and its rows are locked in the order the
+	// jobs stage's move and the processor's record of a failed marker take them.
+	lockDebtsSQL = `SELECT msgx_lock_debts($1::bigint[])`
+
 	// requeueSQL keeps identity_key, error_class and reason until the next outcome (the attempt
 	// history in msg_attempt keeps them for good) and clears what makes a row terminal or
 	// blocked: attempts, due time, head-deadline start and the marker state. The guard repeats

@@ -205,6 +205,7 @@ var pgGrants = []pgGrant{
 	{Admin, "INSERT", []string{"msg_state_log"}},          // msgxctl kafka reseed enqueues state events
 	{Admin, "UPDATE, DELETE", []string{"msg_state_sent"}}, // and lowers the record of what the state topic holds
 	{Admin, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq", "msg_event_event_id_seq"}},
+	{Admin, "EXECUTE", []string{"msgx_lock_debts(bigint[])"}}, // a replay locks the debts naming its rows first (INV-8d)
 	// msgxctl db restored: an operator's confirmation of a restore, nothing else of db_epoch.
 	{Admin, "UPDATE (confirmed_by, confirmed_reason, confirmed_at)", []string{"db_epoch"}},
 	// msgxctl token revoke: the revoked token (httpauth.Revoke), audited.
@@ -222,6 +223,7 @@ var pgGrants = []pgGrant{
 	{Console, "UPDATE", []string{"req_seqn"}},
 	{Console, "INSERT, UPDATE", []string{"req_open_day"}},
 	{Console, "USAGE", []string{"replay_audit_audit_id_seq", "req_track_req_id_seq"}},
+	{Console, "EXECUTE", []string{"msgx_lock_debts(bigint[])"}}, // as msgxctl's replay
 	// console: its server-side sessions (login inserts, logout revokes, expired rows are deleted
 	// at login), the request forms' one-time ids and the operators' notes on dead letters.
 	{Console, "INSERT, UPDATE, DELETE", []string{"console_session", "console_form"}},
