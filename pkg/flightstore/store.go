@@ -329,6 +329,7 @@ func (c *columns) args() []any {
 type lifecycle struct {
 	flids, versions, msgs []int64
 	days, states, provs   []string
+	buf                   []byte // each provenance is written here, then copied into provs
 }
 
 func (l *lifecycle) add(s *flight.State) {
@@ -337,7 +338,8 @@ func (l *lifecycle) add(s *flight.State) {
 	l.msgs = append(l.msgs, s.LastMsgID)
 	l.days = append(l.days, s.OperationDay)
 	l.states = append(l.states, s.Status)
-	l.provs = append(l.provs, string(flight.MarshalProv(&s.P)))
+	l.buf = flight.AppendProv(l.buf[:0], &s.P)
+	l.provs = append(l.provs, string(l.buf))
 }
 
 var fieldKinds = func() []flight.Kind {
