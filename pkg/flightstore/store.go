@@ -424,6 +424,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 	groups := map[string]*group{}
 	var order []string
 	var provOnly lifecycle
+	var changed [flight.NumFields]flight.F // a flight's changed fields; a new group copies them
 	for _, ch := range changes {
 		s := ch.Next
 		if ch.Old.Exists() && ch.Old.Version == s.Version { // provenance only (INV-24b)
@@ -437,7 +438,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 			}
 			continue
 		}
-		var fields []flight.F
+		fields := changed[:0]
 		key := make([]byte, 0, 16)
 		for f := range flight.NumFields {
 			if ch.Old.F[f] != s.F[f] {
@@ -452,7 +453,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 			for i, f := range fields {
 				kinds[i] = flight.Fields[f].Kind
 			}
-			g = &group{fields: fields, cols: newColumns(kinds, 0)}
+			g = &group{fields: slices.Clone(fields), cols: newColumns(kinds, 0)}
 			groups[string(key)] = g
 			order = append(order, string(key))
 		}
