@@ -148,8 +148,17 @@ func Purged(evs []Event, flid, version int64) []Event {
 		Event{Target: TargetSchd, FLID: flid, Type: Tombstone, StateVersion: version})
 }
 
-// AppendJSONString appends s as a JSON string.
+// AppendJSONString appends s as a JSON string, as encoding/json.Marshal writes it. A string of
+// printable ASCII that Marshal does not escape (every SIS TYPE and STYP, every reason) is
+// written between quotes as it is, without Marshal's allocations.
 func AppendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

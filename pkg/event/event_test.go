@@ -1,6 +1,7 @@
 package event_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,5 +32,20 @@ func TestValidate(t *testing.T) {
 		"payload": {Target: event.TargetMsg, FLID: 1, Type: event.Upsert, StateVersion: 1},
 	} {
 		require.Error(t, e.Validate(), name)
+	}
+}
+
+// AppendJSONString writes what encoding/json.Marshal writes: every byte alone and inside text,
+// the characters Marshal escapes, U+2028, invalid UTF-8 and the empty string.
+func TestAppendJSONStringMatchesMarshal(t *testing.T) {
+	t.Parallel()
+	in := []string{"", "FLOP", "ESTT", "child_purged", "a<b>c&d", "\u2028\u2029", "é", "\xff", "x\"y\\z", "tab\there"}
+	for c := range 256 {
+		in = append(in, string([]byte{byte(c)}), "AB"+string([]byte{byte(c)})+"CD")
+	}
+	for _, s := range in {
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, "["+string(want), string(event.AppendJSONString([]byte("["), s)), "%q", s)
 	}
 }
