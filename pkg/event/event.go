@@ -110,20 +110,28 @@ const ReasonChildPurged = "child-purged"
 // flight's newest state (docs/events.md), so an older state of the same transaction could never
 // be published: writing it would only cost. Enqueue calls it.
 func Latest(evs []Event) []Event {
-	newest := map[int64]int{} // FLID → index of its last KAFKA:schd event
-	for i, e := range evs {
-		if e.Target == TargetSchd {
-			newest[e.FLID] = i
+	if len(evs) == 0 {
+		return evs[:0:0]
+	}
+	states := 0
+	for i := range evs {
+		if evs[i].Target == TargetSchd {
+			states++
 		}
 	}
-	out := evs[:0:0]
-	for i, e := range evs {
-		if e.Target == TargetSchd {
-			if newest[e.FLID] != i {
-				continue
-			}
+	// Both sized at once: a batch's events are many, and growing them step by step copies them.
+	newest := make(map[int64]int, states) // FLID → index of its last KAFKA:schd event
+	for i := range evs {
+		if evs[i].Target == TargetSchd {
+			newest[evs[i].FLID] = i
 		}
-		out = append(out, e)
+	}
+	out := make([]Event, 0, len(evs)-states+len(newest))
+	for i := range evs {
+		if evs[i].Target == TargetSchd && newest[evs[i].FLID] != i {
+			continue
+		}
+		out = append(out, evs[i])
 	}
 	return out
 }
