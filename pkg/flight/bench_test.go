@@ -126,3 +126,26 @@ func BenchmarkMarshalProv(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(out)), "bytes")
 }
+
+// BenchmarkBatchApplySnapshot applies one message of 2,000 new flights (a schedule snapshot,
+// one flight in ten a code share of another): every flight of the message is a candidate master
+// whose MAFL is derived.
+func BenchmarkBatchApplySnapshot(b *testing.B) {
+	const flights = 2000
+	inputs := make([]flight.Input, 0, flights)
+	for i := range int64(flights) {
+		id, maid := 1000+i, int64(0)
+		if i%10 == 9 {
+			maid = id - 1
+		}
+		inputs = append(inputs, rec(id, fmt.Sprintf("CA%04d", i), maid))
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		bt := flight.NewBatch(&storeLoader{states: map[int64]*flight.State{}})
+		r, err := bt.Apply(ctx, 1, inputs)
+		require.NoError(b, err)
+		require.Equal(b, flights, r.Inserted)
+	}
+}
