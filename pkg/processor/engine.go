@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -264,8 +263,7 @@ func (p *Engine) prepare(r headRow) work {
 		w.decErr = Errorf(procstate.ClassMalformed, "raw text empty or missing")
 		return w
 	}
-	// The digest reads the text in place: a []byte conversion would copy the whole message.
-	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(*r.raw), len(*r.raw)))
+	sum := sha256.Sum256([]byte(*r.raw))
 	w.sha = sum[:]
 	m, err := sis.DecodePartialString(*r.raw, sis.Options{Location: p.cfg.Location})
 	if err != nil {
