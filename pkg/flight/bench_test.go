@@ -107,8 +107,9 @@ func BenchmarkMarshalProv(b *testing.B) {
 	snap := flight.Stamp{DTTM: 1_796_000_000, MsgID: 100}
 	for f := range p.F {
 		p.F[f] = snap
-		if f%6 == 5 {
-			p.F[f] = flight.Stamp{DTTM: snap.DTTM + int64(f%3), MsgID: snap.MsgID + 1 + int64(f%3)}
+		if f%6 == 5 { // every sixth field, re-stamped by the three FLOPs in turn
+			k := int64(f / 6 % 3)
+			p.F[f] = flight.Stamp{DTTM: snap.DTTM + 1 + k, MsgID: snap.MsgID + 1 + k}
 		}
 	}
 	p.Status = snap
