@@ -286,7 +286,7 @@ func (b *Batch) overlayFor(sub map[int64]*State, master int64, overlay map[int64
 // kid is a flight of a message's overlay that is a child of master (deriveMAFL).
 type kid struct{ master, flid int64 }
 
-// kidsOf returns the kids of master in kids, sorted by master.
+// kidsOf returns the kids of master: a run of kids, which is sorted by master.
 func kidsOf(kids []kid, master int64) []kid {
 	i, _ := slices.BinarySearchFunc(kids, master, func(k kid, m int64) int { return cmp.Compare(k.master, m) })
 	j := i
