@@ -110,20 +110,28 @@ const ReasonChildPurged = "child-purged"
 // flight's newest state (docs/events.md), so an older state of the same transaction could never
 // be published: writing it would only cost. Enqueue calls it.
 func Latest(evs []Event) []Event {
-	newest := map[int64]int{} // FLID → index of its last KAFKA:schd event
-	for i, e := range evs {
-		if e.Target == TargetSchd {
-			newest[e.FLID] = i
+	if len(evs) == 0 {
+		return evs[:0:0]
+	}
+	states := 0
+	for i := range evs {
+		if evs[i].Target == TargetSchd {
+			states++
 		}
 	}
-	out := evs[:0:0]
-	for i, e := range evs {
-		if e.Target == TargetSchd {
-			if newest[e.FLID] != i {
-				continue
-			}
+	// Both sized at once: a batch's events are many, and growing them step by step copies them.
+	newest := make(map[int64]int, states) // FLID → index of its last KAFKA:schd event
+	for i := range evs {
+		if evs[i].Target == TargetSchd {
+			newest[evs[i].FLID] = i
 		}
-		out = append(out, e)
+	}
+	out := make([]Event, 0, len(evs)-states+len(newest))
+	for i := range evs {
+		if evs[i].Target == TargetSchd && newest[evs[i].FLID] != i {
+			continue
+		}
+		out = append(out, evs[i])
 	}
 	return out
 }
@@ -148,8 +156,17 @@ func Purged(evs []Event, flid, version int64) []Event {
 		Event{Target: TargetSchd, FLID: flid, Type: Tombstone, StateVersion: version})
 }
 
-// AppendJSONString appends s as a JSON string.
+// AppendJSONString appends s as a JSON string, as encoding/json.Marshal writes it. A string of
+// printable ASCII that Marshal does not escape (every SIS TYPE and STYP, every reason) is
+// written between quotes as it is, without Marshal's allocations.
 func AppendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

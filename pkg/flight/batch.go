@@ -1,9 +1,9 @@
 package flight
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strconv"
 )
@@ -203,6 +203,16 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 			overlay[id] = w
 		}
 	}
+	// The flights of overlay that are children, sorted by master: what overlayFor needs of
+	// overlay, found once for every master (a snapshot's message changes thousands of flights).
+	var buf [8]kid
+	kids := buf[:0]
+	for id, w := range overlay {
+		if m, _, ok := ChildOf(w); ok {
+			kids = append(kids, kid{m, id})
+		}
+	}
+	slices.SortFunc(kids, func(a, b kid) int { return cmp.Compare(a.master, b.master) })
 	candidates := map[int64]bool{}
 	for id, w := range overlay {
 		for _, mid := range Masters(b.cur[id], w) {
@@ -230,8 +240,10 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 			continue
 		}
 		var mafl []Child // what Project gives with nothing to project, without its overlay
-		if len(b.children[id]) > 0 || len(b.childOf[id]) > 0 || hasChild(overlay, id) {
-			mafl = Project(id, b.children[id], b.overlayFor(id, overlay))
+		if k := kidsOf(kids, id); len(b.children[id]) > 0 || len(b.childOf[id]) > 0 || len(k) > 0 {
+			sub := make(map[int64]*State, len(b.children[id])+len(b.childOf[id])+len(k))
+			b.overlayFor(sub, id, overlay, k)
+			mafl = Project(id, b.children[id], sub)
 		}
 		if w == b.cur[id] { // still the current state, which no one changes: a copy takes the MAFL
 			if slices.Equal(w.MAFL, mafl) {
@@ -245,32 +257,43 @@ func (b *Batch) deriveMAFL(ctx context.Context, flids []int64, work map[int64]*S
 	return nil
 }
 
-// hasChild reports whether a state of overlay is a child of master.
-func hasChild(overlay map[int64]*State, master int64) bool {
-	for _, s := range overlay {
-		if m, _, ok := ChildOf(s); ok && m == master {
-			return true
-		}
-	}
-	return false
-}
-
-// overlayFor is the children overlay of master: every flight the batch changed before, then
-// this message's (overlay) — reduced to the flights that can matter to master's MAFL: its stored
-// children, the touched flights whose current state is its child, and overlay. Project gives
-// the same MAFL with it as with every changed flight.
-func (b *Batch) overlayFor(master int64, overlay map[int64]*State) map[int64]*State {
-	sub := make(map[int64]*State, len(overlay)+len(b.childOf[master]))
+// overlayFor fills sub with the children overlay of master: every flight the batch changed
+// before, then this message's (overlay) — reduced to the flights that can matter to master's
+// MAFL: its stored children, the touched flights whose current state is its child, and kids,
+// the flights of overlay that are its children; a flight of overlay among the first two is
+// taken from overlay. Project gives the same MAFL with it as with every changed flight: another
+// flight of overlay neither hides a stored child nor contributes one.
+func (b *Batch) overlayFor(sub map[int64]*State, master int64, overlay map[int64]*State, kids []kid) {
 	for _, c := range b.children[master] {
-		if b.touched[c.FLID] {
+		if s, ok := overlay[c.FLID]; ok {
+			sub[c.FLID] = s
+		} else if b.touched[c.FLID] {
 			sub[c.FLID] = b.cur[c.FLID]
 		}
 	}
 	for id := range b.childOf[master] {
-		sub[id] = b.cur[id]
+		if s, ok := overlay[id]; ok {
+			sub[id] = s
+		} else {
+			sub[id] = b.cur[id]
+		}
 	}
-	maps.Copy(sub, overlay)
-	return sub
+	for _, k := range kids {
+		sub[k.flid] = overlay[k.flid]
+	}
+}
+
+// kid is a flight of a message's overlay that is a child of master (deriveMAFL).
+type kid struct{ master, flid int64 }
+
+// kidsOf returns the kids of master: a run of kids, which is sorted by master.
+func kidsOf(kids []kid, master int64) []kid {
+	i, _ := slices.BinarySearchFunc(kids, master, func(k kid, m int64) int { return cmp.Compare(k.master, m) })
+	j := i
+	for j < len(kids) && kids[j].master == master {
+		j++
+	}
+	return kids[i:j]
 }
 
 // touch makes s the current state of its flight, changed since the last Take.

@@ -1,8 +1,13 @@
 package flight_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -299,4 +304,77 @@ func TestBatchNamesStaleUnitsWithTheirFlight(t *testing.T) {
 	require.Equal(t, []string{"2 " + unit}, two.Stale)
 	require.Equal(t, []flight.StaleUnit{{FLID: 2, Unit: unit}}, two.StaleUnits)
 	require.Equal(t, 1, two.Applied, "flight 1 takes its cancellation")
+}
+
+// TestBatchMAFLMatchesChildren applies random messages (records moving flights between masters,
+// to dangling and to their own FLID, deletes, cancellations; up to a whole day in one message)
+// to a stored day and checks after each that every ACTIVE flight's MAFL is its ACTIVE children
+// as the batch's current states have them (INV-21).
+func TestBatchMAFLMatchesChildren(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 40
+	flno := func(id int64) string { return fmt.Sprintf("CA%04d", id) }
+	maid := func(id int64) int64 {
+		switch rng.IntN(6) {
+		case 0:
+			return 0
+		case 1:
+			return id // self-reference: no child
+		case 2:
+			return 9999 // dangling
+		default:
+			return 1000 + rng.Int64N(n)
+		}
+	}
+	for round := range 20 {
+		l := &storeLoader{states: map[int64]*flight.State{}}
+		for i := range int64(n) {
+			if id := 1000 + i; rng.IntN(4) > 0 {
+				l.states[id] = stored(t, id, flno(id), maid(id), 1)
+			}
+		}
+		ctx := context.Background()
+		cur := map[int64]*flight.State{}
+		all, err := l.Load(ctx, slices.Collect(maps.Keys(l.states)))
+		require.NoError(t, err)
+		maps.Copy(cur, all.States)
+		bt := flight.NewBatch(l)
+		for m := range 30 {
+			var inputs []flight.Input
+			size := 1 + rng.IntN(4)
+			if rng.IntN(10) == 0 {
+				size = n
+			}
+			for range size {
+				id := 1000 + rng.Int64N(n)
+				switch rng.IntN(5) {
+				case 0:
+					inputs = append(inputs, del(id))
+				case 1:
+					inputs = append(inputs, cncl(id, 1+rng.IntN(20)))
+				default:
+					inputs = append(inputs, rec(id, flno(id), maid(id)))
+				}
+			}
+			r, err := bt.Apply(ctx, int64(2+m), inputs)
+			require.NoError(t, err)
+			for _, c := range r.Changed {
+				cur[c.Next.FLID] = c.Next
+			}
+			for id, s := range cur {
+				if s.Status != flight.Active {
+					continue
+				}
+				var want []flight.Child
+				for _, o := range cur {
+					if mm, c, ok := flight.ChildOf(o); ok && mm == id {
+						want = append(want, c)
+					}
+				}
+				slices.SortFunc(want, func(a, b flight.Child) int { return cmp.Compare(a.FLID, b.FLID) })
+				require.Equal(t, want, s.MAFL, "round %d, message %d: MAFL of %d", round, m, id)
+			}
+		}
+	}
 }

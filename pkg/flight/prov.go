@@ -200,28 +200,54 @@ func keyText(c C, k Value) string {
 // MarshalProv returns the stored form of p (column flight.prov): one array per distinct stamp,
 // [dttm, msg_id, name…], names being field names, "state", collection names (the whole list)
 // and "collection/key" (one entry). Stamps are ordered by msg_id, names by their unit order.
-func MarshalProv(p *Prov) []byte {
-	// Every stamped unit in unit order (fields, state, collections, entries by collection and
-	// key), then stably grouped by stamp: names keep that order within their group. A slice and
-	// a sort instead of a map of groups: this runs for every flight a batch writes.
-	type unit struct {
-		st   Stamp
-		name string
+func MarshalProv(p *Prov) []byte { return AppendProv(nil, p) }
+
+// provNames holds the field and collection names as appendString writes them, written once.
+var provNames = func() (n struct {
+	fields [NumFields]string
+	colls  [NumColls]string
+}) {
+	for f := range NumFields {
+		n.fields[f] = string(appendString(nil, Fields[f].Name))
 	}
-	units := make([]unit, 0, 32)
-	add := func(st Stamp, name string) {
-		if st != (Stamp{}) {
-			units = append(units, unit{st, name})
+	for c := range NumColls {
+		n.colls[c] = string(appendString(nil, Collections[c].Name))
+	}
+	return n
+}()
+
+// AppendProv appends MarshalProv(p) to b.
+func AppendProv(b []byte, p *Prov) []byte {
+	// The distinct stamps, ordered; then for each, the units it stamps in unit order (fields,
+	// state, collections, entries by collection and key). A flight has few distinct stamps, so
+	// a walk of the units per stamp costs less than sorting the units, which runs for every
+	// flight a batch writes.
+	var buf [8]Stamp
+	stamps := buf[:0]
+	units := 0
+	add := func(st Stamp) {
+		if st == (Stamp{}) {
+			return
+		}
+		units++
+		if !slices.Contains(stamps, st) {
+			stamps = append(stamps, st)
 		}
 	}
 	for f := range NumFields {
-		add(p.F[f], Fields[f].Name)
+		add(p.F[f])
 	}
-	add(p.Status, "state")
+	add(p.Status)
 	for c := range NumColls {
-		add(p.W[c], Collections[c].Name)
+		add(p.W[c])
 	}
+	type entry struct {
+		st   Stamp
+		name string
+	}
+	var entries []entry
 	if len(p.E) > 0 {
+		entries = make([]entry, 0, len(p.E))
 		keys := slices.Collect(maps.Keys(p.E))
 		slices.SortFunc(keys, func(a, b EntryKey) int {
 			if a.C != b.C {
@@ -230,31 +256,46 @@ func MarshalProv(p *Prov) []byte {
 			return strings.Compare(keyText(a.C, a.K), keyText(b.C, b.K))
 		})
 		for _, k := range keys {
-			add(p.E[k], entryName(k.C, k.K))
-		}
-	}
-	slices.SortStableFunc(units, func(a, b unit) int {
-		if a.st.MsgID != b.st.MsgID {
-			return cmp.Compare(a.st.MsgID, b.st.MsgID)
-		}
-		return cmp.Compare(a.st.DTTM, b.st.DTTM)
-	})
-	b := make([]byte, 0, 64+16*len(units))
-	b = append(b, '[')
-	for i, u := range units {
-		if i == 0 || u.st != units[i-1].st {
-			if i > 0 {
-				b = append(b, "],"...)
+			if st := p.E[k]; st != (Stamp{}) {
+				entries = append(entries, entry{st, entryName(k.C, k.K)})
+				add(st)
 			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, u.st.DTTM, 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, u.st.MsgID, 10)
 		}
-		b = append(b, ',')
-		b = appendString(b, u.name)
 	}
-	if len(units) > 0 {
+	slices.SortFunc(stamps, func(a, b Stamp) int {
+		if a.MsgID != b.MsgID {
+			return cmp.Compare(a.MsgID, b.MsgID)
+		}
+		return cmp.Compare(a.DTTM, b.DTTM)
+	})
+	b = slices.Grow(b, 2+24*len(stamps)+16*units)
+	b = append(b, '[')
+	for i, st := range stamps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, st.DTTM, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, st.MsgID, 10)
+		for f := range NumFields {
+			if p.F[f] == st {
+				b = append(append(b, ','), provNames.fields[f]...)
+			}
+		}
+		if p.Status == st {
+			b = append(b, `,"state"`...)
+		}
+		for c := range NumColls {
+			if p.W[c] == st {
+				b = append(append(b, ','), provNames.colls[c]...)
+			}
+		}
+		for _, e := range entries {
+			if e.st == st {
+				b = appendString(append(b, ','), e.name)
+			}
+		}
 		b = append(b, ']')
 	}
 	return append(b, ']')

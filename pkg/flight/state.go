@@ -114,13 +114,15 @@ func appendMember(b []byte, col Column, v Value, loc *time.Location) []byte {
 	b = append(b, '"')
 	b = append(b, col.Name...)
 	b = append(b, '"', ':')
+	start := len(b)
 	b = v.appendJSON(b, col.Kind)
 	if col.Kind == KindTime && loc != nil {
+		wall := b[start:]
 		b = append(b, ',', '"')
 		b = append(b, col.Name...)
 		b = append(b, InstantSuffix...)
 		b = append(b, '"', ':')
-		b = v.appendInstant(b, loc)
+		b = v.appendInstantAfter(b, loc, wall)
 	}
 	return b
 }
@@ -278,10 +280,14 @@ func AppendDiffJSON(b []byte, old *State, next *State, loc *time.Location) []byt
 		if o.F[f] != next.F[f] {
 			k := Fields[f].Kind
 			b = openChange(b, first, Fields[f].Name)
-			b = next.F[f].appendJSON(append(o.F[f].appendJSON(b, k), `,"new":`...), k)
+			o0 := len(b)
+			b = o.F[f].appendJSON(b, k)
+			o1 := len(b)
+			b = next.F[f].appendJSON(append(b, `,"new":`...), k)
 			if k == KindTime && loc != nil {
-				b = o.F[f].appendInstant(append(b, `,"old_instant":`...), loc)
-				b = next.F[f].appendInstant(append(b, `,"new_instant":`...), loc)
+				oldWall, newWall := b[o0:o1], b[o1+len(`,"new":`):]
+				b = o.F[f].appendInstantAfter(append(b, `,"old_instant":`...), loc, oldWall)
+				b = next.F[f].appendInstantAfter(append(b, `,"new_instant":`...), loc, newWall)
 			}
 			b = append(b, '}')
 		}

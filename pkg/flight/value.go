@@ -118,6 +118,13 @@ func offset(t time.Time, loc *time.Location) int {
 // appendInstant appends the instant of time value v in loc as JSON: null for a null value and
 // for a wall time that names no single instant (Instant).
 func (v Value) appendInstant(b []byte, loc *time.Location) []byte {
+	return v.appendInstantAfter(b, loc, nil)
+}
+
+// appendInstantAfter is appendInstant given wall, v as appendJSON wrote it for KindTime (nil:
+// not written): the instant shows the same wall clock, so its digits are copied, not computed
+// again.
+func (v Value) appendInstantAfter(b []byte, loc *time.Location, wall []byte) []byte {
 	if !v.Valid {
 		return append(b, "null"...)
 	}
@@ -125,8 +132,12 @@ func (v Value) appendInstant(b []byte, loc *time.Location) []byte {
 	if !ok {
 		return append(b, "null"...)
 	}
-	b = append(b, '"')
-	b = appendWall(b, v.I) // the instant in loc shows the wall clock, with its offset
+	if wall != nil {
+		b = append(b, wall[:len(wall)-1]...) // the quoted wall clock without its closing quote
+	} else {
+		b = append(b, '"')
+		b = appendWall(b, v.I) // the instant in loc shows the wall clock, with its offset
+	}
 	b = appendOffset(b, off)
 	return append(b, '"')
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,25 +13,30 @@ import (
 // tenth of the processor's CPU, so the two are written here with integer arithmetic; Instant
 // stays the reference (TestWallClockMatchesTime compares the two).
 
-// appendWall appends the wall clock of Unix microseconds us as TimeLayout formats it.
+// appendWall appends the wall clock of Unix microseconds us as TimeLayout formats it. The digits
+// are written into a fixed array and appended at once: one capacity check, not one per digit.
 func appendWall(b []byte, us int64) []byte {
 	secs := floorDiv(us, 1e6)
-	days, rem := floorDiv(secs, 86400), secs-floorDiv(secs, 86400)*86400
+	days := floorDiv(secs, 86400)
+	rem := secs - days*86400
 	y, m, d := civil(days)
 	if y < 0 || y > 9999 {
 		return time.UnixMicro(us).UTC().AppendFormat(b, TimeLayout)
 	}
-	b = append4(b, y)
-	b = append(b, '-')
-	b = append2(b, m)
-	b = append(b, '-')
-	b = append2(b, d)
-	b = append(b, 'T')
-	b = append2(b, rem/3600)
-	b = append(b, ':')
-	b = append2(b, rem/60%60)
-	b = append(b, ':')
-	return append2(b, rem%60)
+	var w [len(TimeLayout)]byte
+	put2(w[0:], y/100)
+	put2(w[2:], y%100)
+	w[4] = '-'
+	put2(w[5:], m)
+	w[7] = '-'
+	put2(w[8:], d)
+	w[10] = 'T'
+	put2(w[11:], rem/3600)
+	w[13] = ':'
+	put2(w[14:], rem/60%60)
+	w[16] = ':'
+	put2(w[17:], rem%60)
+	return append(b, w[:]...)
 }
 
 // appendOffset appends a UTC offset in seconds as time.RFC3339 writes it: Z, or ±hh:mm.
@@ -80,9 +86,8 @@ func floorDiv(a, n int64) int64 {
 
 func append2(b []byte, v int64) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
 
-func append4(b []byte, v int64) []byte {
-	return append(b, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
-}
+// put2 writes v (0 to 99) as two digits into w[0:2].
+func put2(w []byte, v int64) { w[0], w[1] = byte('0'+v/10), byte('0'+v%10) }
 
 // zonePeriod is a stretch of instants [start, end) (Unix microseconds) over which a zone keeps
 // one UTC offset (off, seconds).
@@ -95,9 +100,22 @@ var periodsFrom, periodsTo = time.Date(1800, 1, 1, 0, 0, 0, 0, time.UTC), time.D
 
 var zonePeriods sync.Map // *time.Location → []zonePeriod
 
+// zoneTable is one zone's periods; lastZone is the one last asked for. A process publishes in
+// one zone, so a pointer comparison answers without hashing the location for every time value.
+type zoneTable struct {
+	loc *time.Location
+	ps  []zonePeriod
+}
+
+var lastZone atomic.Pointer[zoneTable]
+
 // periodsOf returns loc's offset periods from periodsFrom to past periodsTo, computed once.
 func periodsOf(loc *time.Location) []zonePeriod {
+	if z := lastZone.Load(); z != nil && z.loc == loc {
+		return z.ps
+	}
 	if ps, ok := zonePeriods.Load(loc); ok {
+		lastZone.Store(&zoneTable{loc: loc, ps: ps.([]zonePeriod)})
 		return ps.([]zonePeriod)
 	}
 	var ps []zonePeriod
@@ -123,6 +141,7 @@ func periodsOf(loc *time.Location) []zonePeriod {
 		t = end
 	}
 	zonePeriods.Store(loc, ps)
+	lastZone.Store(&zoneTable{loc: loc, ps: ps})
 	return ps
 }
 

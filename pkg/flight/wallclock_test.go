@@ -24,7 +24,11 @@ func TestWallClockMatchesTime(t *testing.T) {
 		if inst, ok := Instant(w, loc); ok {
 			want = `"` + inst.Format(InstantLayout) + `"`
 		}
-		require.Equal(t, want, string(Value{Valid: true, I: us}.appendInstant(nil, loc)), "%s in %s", w, loc)
+		v := Value{Valid: true, I: us}
+		require.Equal(t, want, string(v.appendInstant(nil, loc)), "%s in %s", w, loc)
+		// A member copies the instant's wall clock from the value written before it.
+		col := Column{Name: "sodt", Kind: KindTime}
+		require.Equal(t, `"sodt":"`+w.Format(TimeLayout)+`","sodt_instant":`+want, string(appendMember(nil, col, v, loc)), "%s in %s", w, loc)
 	}
 	for _, name := range names {
 		loc, err := time.LoadLocation(name)
@@ -45,5 +49,11 @@ func TestWallClockMatchesTime(t *testing.T) {
 	}
 	for _, us := range []int64{0, -1, 1, -62135596800e6, 253402300799e6, 253402300800e6, -62135596801e6} {
 		require.Equal(t, time.UnixMicro(us).UTC().Format(TimeLayout), string(appendWall(nil, us)), "%d", us)
+		for _, name := range names {
+			loc, err := time.LoadLocation(name)
+			require.NoError(t, err)
+			check(loc, us)
+		}
 	}
+	require.Equal(t, `"sodt":null,"sodt_instant":null`, string(appendMember(nil, Column{Name: "sodt", Kind: KindTime}, Null, time.UTC)))
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/msgx/msgx/pkg/flight"
 )
@@ -98,15 +99,18 @@ func loadCached(ctx context.Context, tx pgx.Tx, c *Cache, flids []int64) (flight
 	}
 	var misses []int64
 	var flid int64
-	var xmin, children *string
+	// Scanned as values: a *string target takes a new pointer for every row besides its text.
+	var xmin, children pgtype.Text
 	if _, err := pgx.ForEachRow(rows, []any{&flid, &xmin, &children}, func() error {
-		if err := decodeChildren(flid, children, out.Children); err != nil {
-			return err
+		if children.Valid {
+			if err := decodeChildren(flid, &children.String, out.Children); err != nil {
+				return err
+			}
 		}
-		if xmin == nil {
+		if !xmin.Valid {
 			return nil // not stored
 		}
-		s, ok := c.get(flid, *xmin)
+		s, ok := c.get(flid, xmin.String)
 		if !ok {
 			misses = append(misses, flid)
 			return nil

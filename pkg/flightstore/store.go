@@ -329,6 +329,7 @@ func (c *columns) args() []any {
 type lifecycle struct {
 	flids, versions, msgs []int64
 	days, states, provs   []string
+	buf                   []byte // each provenance is written here, then copied into provs
 }
 
 func (l *lifecycle) add(s *flight.State) {
@@ -337,7 +338,8 @@ func (l *lifecycle) add(s *flight.State) {
 	l.msgs = append(l.msgs, s.LastMsgID)
 	l.days = append(l.days, s.OperationDay)
 	l.states = append(l.states, s.Status)
-	l.provs = append(l.provs, string(flight.MarshalProv(&s.P)))
+	l.buf = flight.AppendProv(l.buf[:0], &s.P)
+	l.provs = append(l.provs, string(l.buf))
 }
 
 var fieldKinds = func() []flight.Kind {
@@ -422,6 +424,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 	groups := map[string]*group{}
 	var order []string
 	var provOnly lifecycle
+	var changed [flight.NumFields]flight.F // a flight's changed fields; a new group copies them
 	for _, ch := range changes {
 		s := ch.Next
 		if ch.Old.Exists() && ch.Old.Version == s.Version { // provenance only (INV-24b)
@@ -435,7 +438,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 			}
 			continue
 		}
-		var fields []flight.F
+		fields := changed[:0]
 		key := make([]byte, 0, 16)
 		for f := range flight.NumFields {
 			if ch.Old.F[f] != s.F[f] {
@@ -450,7 +453,7 @@ func queueFlights(b *pgx.Batch, changes []flight.Transition, now time.Time) {
 			for i, f := range fields {
 				kinds[i] = flight.Fields[f].Kind
 			}
-			g = &group{fields: fields, cols: newColumns(kinds, 0)}
+			g = &group{fields: slices.Clone(fields), cols: newColumns(kinds, 0)}
 			groups[string(key)] = g
 			order = append(order, string(key))
 		}

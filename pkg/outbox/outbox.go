@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/leader"
@@ -132,9 +133,13 @@ type eventRows struct {
 	next   int
 	body   []byte
 	// row holds the values of the current row: the copy encodes them before it asks for the
-	// next row, as it does the body. at is now as a value, boxed once for every row.
-	row []any
-	at  any
+	// next row, as it does the body. at is now as a value, boxed once for every row; the other
+	// columns are passed as pointers to the fields below, which an interface holds without
+	// allocating a copy of each value for every row.
+	row                 []any
+	at                  any
+	target, key, typ    pgtype.Text
+	stateVersion, msgID pgtype.Int8
 }
 
 func (r *eventRows) Next() bool { r.next++; return r.next <= len(r.events) }
@@ -143,20 +148,22 @@ func (r *eventRows) Err() error { return nil }
 
 func (r *eventRows) Values() ([]any, error) {
 	e := &r.events[r.next-1]
-	var msgID, body any
-	if e.MsgID != 0 {
-		msgID = e.MsgID
-	}
+	var body any
 	if r.body = e.AppendBody(r.body[:0]); len(r.body) > 0 {
 		body = r.body
 	}
 	if r.at == nil {
 		r.at = r.now
 	}
+	r.target = pgtype.Text{String: e.Target, Valid: true}
+	r.key = pgtype.Text{String: strconv.FormatInt(e.FLID, 10), Valid: true}
+	r.typ = pgtype.Text{String: e.Type, Valid: true}
+	r.stateVersion = pgtype.Int8{Int64: e.StateVersion, Valid: true}
+	r.msgID = pgtype.Int8{Int64: e.MsgID, Valid: e.MsgID != 0} // 0: NULL
 	r.row = r.row[:0]
 	if !r.state {
-		r.row = append(r.row, e.Target)
+		r.row = append(r.row, &r.target)
 	}
-	r.row = append(r.row, strconv.FormatInt(e.FLID, 10), e.Type, e.StateVersion, msgID, body, r.at)
+	r.row = append(r.row, &r.key, &r.typ, &r.stateVersion, &r.msgID, body, r.at)
 	return r.row, nil
 }

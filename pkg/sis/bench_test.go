@@ -75,3 +75,31 @@ func bigSchedule(tb testing.TB, n int) []byte {
 	buf.Write(raw[end:])
 	return buf.Bytes()
 }
+
+// BenchmarkDecodeFLOPAfterSCHD decodes a schedule of 1,000 records and then 200 FLOP samples, as
+// a processor does when a snapshot comes between flight updates: the FLOPs reuse the schedule's
+// element arena.
+func BenchmarkDecodeFLOPAfterSCHD(b *testing.B) {
+	files, err := filepath.Glob(filepath.Join(samplesDir, "FLOP", "*.xml"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no FLOP samples: %v", err)
+	}
+	msgs := make([][]byte, len(files))
+	for i, f := range files {
+		if msgs[i], err = os.ReadFile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sched := bigSchedule(b, 500)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(sched, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 200 {
+			if _, err := Decode(msgs[i%len(msgs)], Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -244,16 +244,15 @@ func (x *decoder) meta(mi int32, out *Meta) *Error {
 			x.warn("META element " + cn.name + " ignored")
 			continue
 		}
-		path := "MSG/META/" + cn.name
 		if seen[k] {
 			if k >= 3 {
-				return malformed(path, cn.text, "duplicate element")
+				return malformed("MSG/META/"+cn.name, cn.text, "duplicate element")
 			}
-			return protocol(path, cn.text, "duplicate element")
+			return protocol("MSG/META/"+cn.name, cn.text, "duplicate element")
 		}
 		seen[k] = true
 		if cn.first >= 0 {
-			return protocol(path, x.node(cn.first).name, "unexpected child element")
+			return protocol("MSG/META/"+cn.name, x.node(cn.first).name, "unexpected child element")
 		}
 		v := trim(cn.text)
 		switch k {

@@ -65,8 +65,11 @@ func putDoc(d *document) {
 	if cap(d.nodes) > 1<<16 { // do not pin huge arenas
 		return
 	}
-	clear(d.nodes[:cap(d.nodes)])
-	clear(d.attrs[:cap(d.attrs)])
+	// The arena and the attributes only grow while a document is parsed, so what lies past their
+	// length is still zero: clearing the used part lets go of the text, and a small message that
+	// reuses a schedule's arena does not clear all of it. The names of the open elements shrink.
+	clear(d.nodes)
+	clear(d.attrs)
 	clear(d.qnames[:cap(d.qnames)])
 	d.texts = nil
 	d.nodes, d.attrs, d.stack, d.qnames = d.nodes[:0], d.attrs[:0], d.stack[:0], d.qnames[:0]

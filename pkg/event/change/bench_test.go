@@ -39,3 +39,37 @@ func BenchmarkAppend(b *testing.B) {
 		evs = change.Append(evs, loc, src, nil, next)
 	}
 }
+
+// BenchmarkLog gathers the events of a processor batch of 1,000 FLOP changes (one time field
+// each) over 400 flights with every field set, with instants in the airport's zone.
+func BenchmarkLog(b *testing.B) {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(b, err)
+	at := time.Date(2026, 12, 6, 8, 35, 0, 0, time.UTC)
+	type step struct{ old, next *flight.State }
+	var changes []step
+	for i := range 1000 {
+		next := &flight.State{FLID: int64(1000 + i%400), Status: flight.Active, Version: int64(2 + i/400), OperationDay: "2026-12-06"}
+		for f := range next.F {
+			switch flight.Fields[f].Kind {
+			case flight.KindTime:
+				next.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
+			case flight.KindInt:
+				next.F[f] = flight.Int(int64(f))
+			case flight.KindText:
+				next.F[f] = flight.Text("A" + fmt.Sprint(f))
+			}
+		}
+		old := next.Clone()
+		old.Version, old.F[flight.ESTT] = next.Version-1, flight.Time(at.Add(time.Duration(i)*time.Second))
+		changes = append(changes, step{&old, next})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		l := change.Log{Loc: loc}
+		for i, c := range changes {
+			l.Changed(event.Source{MsgID: int64(i + 1), Type: "FLOP", Styp: "ESTT"}, c.old, c.next)
+		}
+		l.Take()
+	}
+}

@@ -87,27 +87,36 @@ func TestLogKeepsOneStatePerFlight(t *testing.T) {
 	v3.Version, v3.F[flight.STND] = 3, flight.Text("216")
 	src := event.Source{MsgID: 1, Type: "FLOP", Styp: "STND"}
 
-	var plain []event.Event
-	var log change.Log
-	for _, c := range []struct{ old, next *flight.State }{{nil, v1}, {nil, other}, {v1, &v2}, {&v2, &v3}} {
-		plain = change.Append(plain, nil, src, c.old, c.next)
-		log.Changed(src, c.old, c.next)
+	gone := other.Clone()
+	gone.Version, gone.Status = other.Version+1, flight.Deleted
+
+	shanghai, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(t, err)
+	for _, loc := range []*time.Location{nil, shanghai} {
+		var plain []event.Event
+		log := change.Log{Loc: loc}
+		for _, c := range []struct{ old, next *flight.State }{{nil, v1}, {nil, other}, {v1, &v2}, {&v2, &v3}, {other, &gone}} {
+			plain = change.Append(plain, loc, src, c.old, c.next)
+			log.Changed(src, c.old, c.next)
+		}
+		require.Len(t, log.Events, 10)
+		for _, i := range []int{1, 5} { // flight 7's states 1 and 2
+			require.Equal(t, event.TargetSchd, log.Events[i].Target)
+			require.NotEmpty(t, plain[i].AppendBody(nil))
+			require.Empty(t, log.Events[i].AppendBody(nil), "event %d: a superseded state is let go", i)
+		}
+		got, want := event.Latest(log.Take()), event.Latest(plain)
+		require.Equal(t, len(want), len(got))
+		for i := range want {
+			require.Equal(t, want[i].Target, got[i].Target)
+			require.Equal(t, want[i].Type, got[i].Type)
+			require.Equal(t, want[i].MsgID, got[i].MsgID)
+			require.Equal(t, want[i].FLID, got[i].FLID)
+			require.Equal(t, want[i].StateVersion, got[i].StateVersion)
+			require.Equal(t, string(want[i].AppendBody(nil)), string(got[i].AppendBody(nil)), "event %d", i)
+		}
+		require.Empty(t, log.Events, "Take empties the log")
 	}
-	require.Len(t, log.Events, 8)
-	for _, i := range []int{1, 5} { // flight 7's states 1 and 2
-		require.Equal(t, event.TargetSchd, log.Events[i].Target)
-		require.NotEmpty(t, plain[i].AppendBody(nil))
-		require.Empty(t, log.Events[i].AppendBody(nil), "event %d: a superseded state is let go", i)
-	}
-	got, want := event.Latest(log.Take()), event.Latest(plain)
-	require.Equal(t, len(want), len(got))
-	for i := range want {
-		require.Equal(t, want[i].Target, got[i].Target)
-		require.Equal(t, want[i].FLID, got[i].FLID)
-		require.Equal(t, want[i].StateVersion, got[i].StateVersion)
-		require.Equal(t, string(want[i].AppendBody(nil)), string(got[i].AppendBody(nil)), "event %d", i)
-	}
-	require.Empty(t, log.Events, "Take empties the log")
 }
 
 // TestChangedPayloadsCarryInstants: in a zone, a changed time has the instants of its old and
