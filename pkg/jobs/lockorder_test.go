@@ -62,8 +62,9 @@ SELECT p.msg_id
 		_, err := procstate.Replay(ctx, b.db.Pool, procstate.ReplayRequest{IDs: []int64{2}, Actor: "ops", Reason: "fixed", Now: t0})
 		replayErr <- err
 	}()
-	require.Eventually(t, waiting(`%msgx_lock_debts%`), 10*time.Second, 5*time.Millisecond) // behind the move
-	require.NoError(t, old.Rollback(ctx))                                                   // the old marker's mailbox write is over
+	// The replay waits behind the move; then the old marker's mailbox write is over.
+	require.Eventually(t, waiting(`%msgx_lock_debts%`), 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, old.Rollback(ctx))
 
 	errM, errR := <-moveErr, <-replayErr
 	for _, err := range []error{errM, errR} {
