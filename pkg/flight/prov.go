@@ -241,13 +241,9 @@ func AppendProv(b []byte, p *Prov) []byte {
 	for c := range NumColls {
 		add(p.W[c])
 	}
-	type entry struct {
-		st   Stamp
-		name string
-	}
-	var entries []entry
+	var entries []provEntry
 	if len(p.E) > 0 {
-		entries = make([]entry, 0, len(p.E))
+		entries = make([]provEntry, 0, len(p.E))
 		keys := slices.Collect(maps.Keys(p.E))
 		slices.SortFunc(keys, func(a, b EntryKey) int {
 			if a.C != b.C {
@@ -257,7 +253,7 @@ func AppendProv(b []byte, p *Prov) []byte {
 		})
 		for _, k := range keys {
 			if st := p.E[k]; st != (Stamp{}) {
-				entries = append(entries, entry{st, entryName(k.C, k.K)})
+				entries = append(entries, provEntry{st, entryName(k.C, k.K)})
 				add(st)
 			}
 		}
@@ -274,29 +270,41 @@ func AppendProv(b []byte, p *Prov) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '[')
-		b = strconv.AppendInt(b, st.DTTM, 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, st.MsgID, 10)
-		for f := range NumFields {
-			if p.F[f] == st {
-				b = append(append(b, ','), provNames.fields[f]...)
-			}
+		b = appendStamped(b, p, st, entries)
+	}
+	return append(b, ']')
+}
+
+// provEntry is an entry's stamp and its name as MarshalProv writes it.
+type provEntry struct {
+	st   Stamp
+	name string
+}
+
+// appendStamped appends one element of MarshalProv: the stamp st and, in unit order, the units
+// of p it stamps (entries: p's, sorted).
+func appendStamped(b []byte, p *Prov, st Stamp, entries []provEntry) []byte {
+	b = append(b, '[')
+	b = strconv.AppendInt(b, st.DTTM, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, st.MsgID, 10)
+	for f := range NumFields {
+		if p.F[f] == st {
+			b = append(append(b, ','), provNames.fields[f]...)
 		}
-		if p.Status == st {
-			b = append(b, `,"state"`...)
+	}
+	if p.Status == st {
+		b = append(b, `,"state"`...)
+	}
+	for c := range NumColls {
+		if p.W[c] == st {
+			b = append(append(b, ','), provNames.colls[c]...)
 		}
-		for c := range NumColls {
-			if p.W[c] == st {
-				b = append(append(b, ','), provNames.colls[c]...)
-			}
+	}
+	for _, e := range entries {
+		if e.st == st {
+			b = appendString(append(b, ','), e.name)
 		}
-		for _, e := range entries {
-			if e.st == st {
-				b = appendString(append(b, ','), e.name)
-			}
-		}
-		b = append(b, ']')
 	}
 	return append(b, ']')
 }
