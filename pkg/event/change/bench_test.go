@@ -18,17 +18,7 @@ func BenchmarkAppend(b *testing.B) {
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(b, err)
 	at := time.Date(2026, 12, 6, 8, 35, 0, 0, time.UTC)
-	next := &flight.State{FLID: 1000, Status: flight.Active, Version: 2, OperationDay: "2026-12-06"}
-	for f := range next.F {
-		switch flight.Fields[f].Kind {
-		case flight.KindTime:
-			next.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
-		case flight.KindInt:
-			next.F[f] = flight.Int(int64(f))
-		case flight.KindText:
-			next.F[f] = flight.Text("A" + fmt.Sprint(f))
-		}
-	}
+	next := fullFlight(1000, 2, at)
 	next.C[flight.GTDT] = []flight.Row{{flight.Int(1), flight.Text("G1"), flight.Time(at)}}
 	old := next.Clone()
 	old.Version, old.F[flight.ESTT], old.C[flight.GTDT] = 1, flight.Null, nil
@@ -49,17 +39,7 @@ func BenchmarkLog(b *testing.B) {
 	type step struct{ old, next *flight.State }
 	var changes []step
 	for i := range 1000 {
-		next := &flight.State{FLID: int64(1000 + i%400), Status: flight.Active, Version: int64(2 + i/400), OperationDay: "2026-12-06"}
-		for f := range next.F {
-			switch flight.Fields[f].Kind {
-			case flight.KindTime:
-				next.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
-			case flight.KindInt:
-				next.F[f] = flight.Int(int64(f))
-			case flight.KindText:
-				next.F[f] = flight.Text("A" + fmt.Sprint(f))
-			}
-		}
+		next := fullFlight(int64(1000+i%400), int64(2+i/400), at)
 		old := next.Clone()
 		old.Version, old.F[flight.ESTT] = next.Version-1, flight.Time(at.Add(time.Duration(i)*time.Second))
 		changes = append(changes, step{&old, next})
@@ -72,4 +52,21 @@ func BenchmarkLog(b *testing.B) {
 		}
 		l.Take()
 	}
+}
+
+// fullFlight is an active flight of 2026-12-06 with every field set: times from at a minute
+// apart, numbers and texts from the field's index.
+func fullFlight(flid, version int64, at time.Time) *flight.State {
+	next := &flight.State{FLID: flid, Status: flight.Active, Version: version, OperationDay: "2026-12-06"}
+	for f := range next.F {
+		switch flight.Fields[f].Kind {
+		case flight.KindTime:
+			next.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
+		case flight.KindInt:
+			next.F[f] = flight.Int(int64(f))
+		case flight.KindText:
+			next.F[f] = flight.Text("A" + fmt.Sprint(f))
+		}
+	}
+	return next
 }
