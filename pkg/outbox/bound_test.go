@@ -308,3 +308,70 @@ SELECT min(event_id) FROM ins`).Scan(&from))
 		require.LessOrEqual(t, read, float64(500*8), "msg_state_log pages read to fold 500 states (plan %s)", shown)
 	})
 }
+
+// TestQueuedClaimReadsEachRowOnce: the claim of QUEUED events reads its window's rows once,
+// bodies included, and the held FLIDs once as a set, in either plan mode: no row is read again
+// (by its tuple, or by a second scan joined back) and msg_event is not probed once per row. With
+// 2,000 queued events of 50 FLIDs, one of them held by a PENDING event, the held FLID's events
+// come back not due.
+func TestQueuedClaimReadsEachRowOnce(t *testing.T) {
+	t.Parallel()
+	inPlanModes(t, func(t *testing.T, mode string, db *testdb.DB) {
+		ctx := context.Background()
+		_, err := db.Pool.Exec(ctx, `
+INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, body, created_at, status)
+SELECT g, 'KAFKA:msg', (g % 50)::text, 'UPSERT', g, g, '{}', '2026-12-15 08:00:00Z', CASE WHEN g = 1 THEN 'PENDING' ELSE 'QUEUED' END
+  FROM generate_series(1, 2001) g;
+ANALYZE msg_event`)
+		require.NoError(t, err)
+		var shown string
+		var perRow []string
+		var read float64
+		var due, held int
+		require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			root, plan, err := explainPrepared(ctx, tx, mode, `claim_queued(int)`, claimQueuedSQL, `(1)`, `(2000)`)
+			if err != nil {
+				return err
+			}
+			shown = plan
+			var walk func(p planNode)
+			walk = func(p planNode) {
+				if p.Relation == "msg_event" {
+					read += p.Rows * p.Loops
+					if p.Type == "Tid Scan" || p.Loops > 1 {
+						perRow = append(perRow, fmt.Sprintf("%s × %.0f", p.Type, p.Loops))
+					}
+				}
+				for _, c := range p.Plans {
+					walk(c)
+				}
+			}
+			walk(root)
+			rows, err := tx.Query(ctx, claimQueuedSQL, 2000)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				v, err := rows.Values()
+				if err != nil {
+					return err
+				}
+				if v[1].(bool) {
+					due++
+				} else {
+					held++
+					require.Equal(t, "1", v[2], "only FLID 1 is held")
+				}
+			}
+			if rows.Err() != nil {
+				return rows.Err()
+			}
+			return errors.New("rolled back")
+		}), "rolled back")
+		require.Empty(t, perRow, "msg_event probed once per row (plan %s)", shown)
+		// The window's 2,000 rows and the one PENDING event of the held set.
+		require.Equal(t, float64(2001), read, "msg_event rows read (plan %s)", shown)
+		require.Equal(t, 40, held, "FLID 1's queued events (51, 101, …, 2001)")
+		require.Equal(t, 2000-40, due)
+	})
+}

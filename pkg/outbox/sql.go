@@ -38,38 +38,28 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
   FROM (SELECT tid FROM claim ORDER BY event_id LIMIT $2) c JOIN msg_event e ON e.ctid = c.tid
  ORDER BY e.event_id`
 
-// claimQueuedSQL reads the oldest $2 QUEUED events above the delivery cursor in event order (the primary
-// key) and claims, at most $1, those of FLIDs with no PENDING or DEAD event (msg_event_unsent: a
-// FLID with one is held, its events wait behind it). It returns the window's events up to the
-// last one claimed (all of them when fewer than $1 were due), the claimed ones with their body and
-// due true, the held ones without. Every QUEUED event at or below the last one returned was in
-// the window: events commit in id order (PIPELINE_LOCK), so none can appear below it later.
+// claimQueuedSQL reads the oldest $1 QUEUED events above the delivery cursor in event order (the
+// primary key), each with whether it is due: its FLID has no PENDING or DEAD event
+// (msg_event_unsent: a FLID with one is held, its events wait behind it), and the body of the due
+// ones. The held FLIDs are read once, as a set the window's rows are looked up in (a hashed
+// subplan), not probed row by row; the window's rows are read once, bodies included. Claim keeps
+// the window's events up to its limit-th due one. Every QUEUED event at or below the last one
+// read was in the window: events commit in id order (PIPELINE_LOCK), so none can appear below
+// it later.
 const claimQueuedSQL = `
 WITH cur AS MATERIALIZED (
     SELECT msgx_change_cursor() AS through
-), win AS (
-    SELECT ctid AS tid, event_id, partition_key
-      FROM msg_event
-     WHERE event_id > (SELECT through FROM cur) AND target = 'KAFKA:msg' AND status = 'QUEUED'
-     ORDER BY event_id
-     LIMIT $2
-), pick AS (
-    SELECT w.tid, w.event_id,
-           NOT EXISTS (SELECT 1 FROM msg_event u
-                        WHERE u.target = 'KAFKA:msg' AND u.status IN ('PENDING', 'DEAD')
-                          AND u.partition_key = w.partition_key) AS due
-      FROM win w
-), ranked AS (
-    SELECT tid, event_id, due, count(*) FILTER (WHERE due) OVER (ORDER BY event_id) AS n FROM pick
-), upto AS (
-    SELECT coalesce((SELECT min(event_id) FROM ranked WHERE due AND n = $1), (SELECT max(event_id) FROM win)) AS id
+), held AS MATERIALIZED (
+    SELECT DISTINCT partition_key FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
 )
-SELECT e.event_id, r.due, e.partition_key, e.event_type, e.state_version, e.msg_id,
-       CASE WHEN r.due THEN COALESCE(e.body, e.payload::text) END, e.attempts, e.created_at,
-       (SELECT through FROM cur)
-  FROM ranked r JOIN msg_event e ON e.ctid = r.tid
- WHERE r.event_id <= (SELECT id FROM upto)
- ORDER BY r.event_id`
+SELECT event_id, due, partition_key, event_type, state_version, msg_id,
+       CASE WHEN due THEN COALESCE(body, payload::text) END, attempts, created_at, (SELECT through FROM cur)
+  FROM (SELECT e.*, e.partition_key NOT IN (SELECT partition_key FROM held) AS due
+          FROM msg_event e
+         WHERE e.event_id > (SELECT through FROM cur) AND e.target = 'KAFKA:msg' AND e.status = 'QUEUED'
+         ORDER BY e.event_id
+         LIMIT $1) w
+ ORDER BY event_id`
 
 // advanceSQL moves the cursor from $5 to $1 under the lease of role $3, epoch $4, in one
 // statement: a msg_event_delivered row ($1, sent at $2), and every QUEUED event of $6 (those at

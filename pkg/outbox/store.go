@@ -192,7 +192,8 @@ type Claim struct {
 // failing FLID's, ClaimHeadsFrom, with from its bound and next the bound for the following
 // claim): a FLID with one holds its QUEUED events, which follow it. Only when none is due does it
 // claim QUEUED events above the delivery cursor, oldest first, reading at most window of them:
-// those of FLIDs with no PENDING or DEAD event. A claim of QUEUED events may hold no event to
+// those of FLIDs with no PENDING or DEAD event, up to the limit-th (the window's events after it
+// are left for the next claim). A claim of QUEUED events may hold no event to
 // send (its window was all held FLIDs'): Settle still moves the cursor over it.
 func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, from int64) (c Claim, next int64, err error) {
 	heads, behind, next, err := s.ClaimHeadsFrom(ctx, now, limit, from)
@@ -201,13 +202,13 @@ func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, fro
 	}
 	c = Claim{Queued: true}
 	window = max(window, limit)
-	rows, err := s.pool.Query(ctx, claimQueuedSQL, limit, window)
+	rows, err := s.pool.Query(ctx, claimQueuedSQL, window)
 	if err != nil {
 		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
 	}
 	defer rows.Close()
 	seen := 0
-	for rows.Next() {
+	for len(c.Events) < limit && rows.Next() {
 		e := Claimed{Target: event.TargetMsg}
 		var due bool
 		var msgID *int64
