@@ -38,6 +38,7 @@ func main() {
 	logs := obs.NewLogOutput(os.Stderr, obs.LogQueueLines)
 	log := obs.NewLogger(logs, cfg.LogLevel, "ingest")
 	daemon.LimitMemory()
+	daemon.CollectLess()
 	daemon.LogStart(log, &cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -219,5 +219,5 @@ func Serve(ctx context.Context, cfg settings.Process, clk clock.Clock, log zerol
 func LogStart(log zerolog.Logger, cfg settings.Composition) {
 	in := buildinfo.Read()
 	log.Info().Str("version", in.Version).Str("revision", in.Revision).Bool("modified", in.Modified).
-		Str("go_version", in.GoVersion).Int64("memory_limit", debug.SetMemoryLimit(-1)).Interface("config", settings.Values(cfg)).Msg("starting")
+		Str("go_version", in.GoVersion).Int64("memory_limit", debug.SetMemoryLimit(-1)).Int64("gc_percent", gcPercent()).Interface("config", settings.Values(cfg)).Msg("starting")
 }

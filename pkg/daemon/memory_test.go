@@ -25,3 +25,19 @@ func TestLimitMemory(t *testing.T) {
 	daemon.LimitMemory()
 	require.Equal(t, int64(daemon.DefaultMemoryLimit), debug.SetMemoryLimit(-1))
 }
+
+// TestCollectLess: without GOGC a small-heap binary takes SmallHeapGCPercent; with it, the
+// runtime's own reading of it stays. Not parallel: the target is the process's.
+func TestCollectLess(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+
+	t.Setenv("GOGC", "150") // what the runtime read at start
+	debug.SetGCPercent(150)
+	daemon.CollectLess()
+	require.Equal(t, 150, debug.SetGCPercent(150), "the deployment's GOGC stays")
+
+	require.NoError(t, os.Unsetenv("GOGC")) // t.Setenv restores it
+	daemon.CollectLess()
+	require.Equal(t, daemon.SmallHeapGCPercent, debug.SetGCPercent(daemon.SmallHeapGCPercent))
+}
