@@ -24,10 +24,10 @@ func LimitMemory() {
 
 // SmallHeapGCPercent is the garbage collector's target (GOGC) of the binaries whose live heap is
 // a few MB (ingest, the dispatcher) when GOGC is not set. With the default, 100, a collection
-// runs each time the heap has grown by its live size: every few MB allocated, hundreds of times
-// a second in a drain. At 400 the heap grows to five times its live size first, still bounded by
-// the memory limit (LimitMemory). Not the processor's: its live heap is several times larger and
-// the memory limit already sets its pace in a drain.
+// runs each time the heap has grown by its live size: every few MB allocated. At 400 the heap
+// grows to five times its live size first, still bounded by the memory limit (LimitMemory). Not
+// the processor's: its live heap is several times larger and the memory limit already sets its
+// pace in a drain.
 const SmallHeapGCPercent = 400
 
 // CollectLess sets the garbage collector's target to SmallHeapGCPercent unless GOGC is set
@@ -42,8 +42,5 @@ func CollectLess() {
 func gcPercent() int64 {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64())
+	return int64(s[0].Value.Uint64()) // off reads as the largest uint64: -1
 }

@@ -310,22 +310,28 @@ SELECT min(event_id) FROM ins`).Scan(&from))
 }
 
 // TestQueuedClaimReadsEachRowOnce: the claim of QUEUED events reads its window's rows once,
-// bodies included, and the held FLIDs once as a set, in either plan mode: no row is read again
-// (by its tuple, or by a second scan joined back) and msg_event is not probed once per row. With
-// 2,000 queued events of 50 FLIDs, one of them held by a PENDING event, the held FLID's events
-// come back not due.
+// bodies included (not again by tuple), and only as much of the held set as its window needs, in
+// either plan mode. Above the delivery cursor 2,000 queued events of 50 FLIDs; below it 100,000
+// PENDING events of 1,000 held FLIDs, FLID 1 among them: the claim returns FLID 1's queued events
+// not due and the others due, and msg_event gives it at most two rows per window row (the row,
+// and a held event of its FLID), never the held set whole.
 func TestQueuedClaimReadsEachRowOnce(t *testing.T) {
 	t.Parallel()
 	inPlanModes(t, func(t *testing.T, mode string, db *testdb.DB) {
 		ctx := context.Background()
 		_, err := db.Pool.Exec(ctx, `
-INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, body, created_at, status)
-SELECT g, 'KAFKA:msg', (g % 50)::text, 'UPSERT', g, g, '{}', '2026-12-15 08:00:00Z', CASE WHEN g = 1 THEN 'PENDING' ELSE 'QUEUED' END
-  FROM generate_series(1, 2001) g;
+ALTER TABLE msg_event SET (autovacuum_enabled = off);
+INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, body, created_at, status, attempts)
+SELECT g, 'KAFKA:msg', CASE WHEN g % 1000 = 0 THEN '1' ELSE 'held' || g % 1000 END, 'UPSERT', g, g, '{}', '2026-12-15 08:00:00Z', 'PENDING', 1
+  FROM generate_series(1, 100000) g;
+INSERT INTO msg_event_delivered (through, sent_at) VALUES (100000, '2026-12-15 08:00:00Z');
+INSERT INTO msg_event (event_id, target, partition_key, event_type, state_version, msg_id, body, created_at)
+SELECT g, 'KAFKA:msg', (g % 50)::text, 'UPSERT', g, g, '{}', '2026-12-15 08:00:00Z'
+  FROM generate_series(100001, 102000) g;
 ANALYZE msg_event`)
 		require.NoError(t, err)
 		var shown string
-		var perRow []string
+		var tid []string
 		var read float64
 		var due, held int
 		require.EqualError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
@@ -338,8 +344,8 @@ ANALYZE msg_event`)
 			walk = func(p planNode) {
 				if p.Relation == "msg_event" {
 					read += p.Rows * p.Loops
-					if p.Type == "Tid Scan" || p.Loops > 1 {
-						perRow = append(perRow, fmt.Sprintf("%s × %.0f", p.Type, p.Loops))
+					if p.Type == "Tid Scan" {
+						tid = append(tid, fmt.Sprintf("%s × %.0f", p.Type, p.Loops))
 					}
 				}
 				for _, c := range p.Plans {
@@ -351,6 +357,7 @@ ANALYZE msg_event`)
 			if err != nil {
 				return err
 			}
+			defer rows.Close()
 			for rows.Next() {
 				v, err := rows.Values()
 				if err != nil {
@@ -360,7 +367,6 @@ ANALYZE msg_event`)
 					due++
 				} else {
 					held++
-					require.Equal(t, "1", v[2], "only FLID 1 is held")
 				}
 			}
 			if rows.Err() != nil {
@@ -368,10 +374,9 @@ ANALYZE msg_event`)
 			}
 			return errors.New("rolled back")
 		}), "rolled back")
-		require.Empty(t, perRow, "msg_event probed once per row (plan %s)", shown)
-		// The window's 2,000 rows and the one PENDING event of the held set.
-		require.Equal(t, float64(2001), read, "msg_event rows read (plan %s)", shown)
-		require.Equal(t, 40, held, "FLID 1's queued events (51, 101, …, 2001)")
+		require.Empty(t, tid, "no row read again by its tuple (plan %s)", shown)
+		require.LessOrEqual(t, read, float64(2*2000), "msg_event rows read for a window of 2,000 (plan %s)", shown)
+		require.Equal(t, 40, held, "FLID 1's queued events (100,001, 100,051, …)")
 		require.Equal(t, 2000-40, due)
 	})
 }

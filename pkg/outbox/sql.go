@@ -39,26 +39,30 @@ SELECT e.event_id, e.partition_key, e.event_type, e.state_version, e.msg_id, COA
  ORDER BY e.event_id`
 
 // claimQueuedSQL reads the oldest $1 QUEUED events above the delivery cursor in event order (the
-// primary key), each with whether it is due: its FLID has no PENDING or DEAD event
-// (msg_event_unsent: a FLID with one is held, its events wait behind it), and the body of the due
-// ones. The held FLIDs are read once, as a set the window's rows are looked up in (a hashed
-// subplan), not probed row by row; the window's rows are read once, bodies included. Claim keeps
-// the window's events up to its limit-th due one. Every QUEUED event at or below the last one
-// read was in the window: events commit in id order (PIPELINE_LOCK), so none can appear below
-// it later.
+// primary key), bodies included, and says of each whether it is due: its FLID has no PENDING or
+// DEAD event (msg_event_unsent: a FLID with one is held, its events wait behind it); a held one
+// comes without its body. The test is made on the window's rows only, above the LIMIT (OFFSET 0
+// keeps it there): the planner then looks the window's FLIDs up one by one or hashes the held
+// ones, whichever is cheaper for the window and the held set at hand; the held set is unbounded
+// (a dead letter holds its FLID until it is replayed), so it must never be read whole for a
+// window of a few. Claim keeps the window's events up to its limit-th due one. Every QUEUED event
+// at or below the last one read was in the window: events commit in id order (PIPELINE_LOCK),
+// so none can appear below it later.
 const claimQueuedSQL = `
 WITH cur AS MATERIALIZED (
     SELECT msgx_change_cursor() AS through
-), held AS MATERIALIZED (
-    SELECT DISTINCT partition_key FROM msg_event WHERE target = 'KAFKA:msg' AND status IN ('PENDING', 'DEAD')
 )
 SELECT event_id, due, partition_key, event_type, state_version, msg_id,
        CASE WHEN due THEN COALESCE(body, payload::text) END, attempts, created_at, (SELECT through FROM cur)
-  FROM (SELECT e.*, e.partition_key NOT IN (SELECT partition_key FROM held) AS due
-          FROM msg_event e
-         WHERE e.event_id > (SELECT through FROM cur) AND e.target = 'KAFKA:msg' AND e.status = 'QUEUED'
-         ORDER BY e.event_id
-         LIMIT $1) w
+  FROM (SELECT w.*,
+               NOT EXISTS (SELECT 1 FROM msg_event u
+                            WHERE u.target = 'KAFKA:msg' AND u.status IN ('PENDING', 'DEAD')
+                              AND u.partition_key = w.partition_key) AS due
+          FROM (SELECT e.* FROM msg_event e
+                 WHERE e.event_id > (SELECT through FROM cur) AND e.target = 'KAFKA:msg' AND e.status = 'QUEUED'
+                 ORDER BY e.event_id
+                 LIMIT $1) w
+        OFFSET 0) x
  ORDER BY event_id`
 
 // advanceSQL moves the cursor from $5 to $1 under the lease of role $3, epoch $4, in one

@@ -227,6 +227,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, limit, window int, fro
 		e.Represents = []int64{e.EventID}
 		c.Events = append(c.Events, e)
 	}
+	rows.Close() // the rows after the limit-th due one are read and dropped: Err covers them too
 	if err := rows.Err(); err != nil {
 		return Claim{}, next, fmt.Errorf("claim queued: %w", err)
 	}
