@@ -92,6 +92,14 @@ type planNode struct {
 	Plans    []planNode `json:"Plans"`
 }
 
+// eachNode calls f on every node of the plan under root, root first.
+func eachNode(root planNode, f func(planNode)) {
+	f(root)
+	for _, c := range root.Plans {
+		eachNode(c, f)
+	}
+}
+
 // inPlanModes runs test once in each plan mode (plan_cache_mode), as parallel subtests, each on a
 // database of its own.
 func inPlanModes(t *testing.T, test func(t *testing.T, mode string, db *testdb.DB)) {
@@ -245,8 +253,7 @@ ANALYZE msg_event`)
 				return err
 			}
 			shown = plan
-			var walk func(p planNode)
-			walk = func(p planNode) {
+			eachNode(root, func(p planNode) {
 				if p.Relation == "msg_event" {
 					switch p.Type {
 					case "Tid Scan":
@@ -257,11 +264,7 @@ ANALYZE msg_event`)
 						}
 					}
 				}
-				for _, c := range p.Plans {
-					walk(c)
-				}
-			}
-			walk(root)
+			})
 			return errors.New("rolled back")
 		}), "rolled back")
 		require.Equal(t, float64(500), tid, "the 500 claimed rows read back by tuple (plan %s)", shown)
@@ -340,19 +343,14 @@ ANALYZE msg_event`)
 				return err
 			}
 			shown = plan
-			var walk func(p planNode)
-			walk = func(p planNode) {
+			eachNode(root, func(p planNode) {
 				if p.Relation == "msg_event" {
 					read += p.Rows * p.Loops
 					if p.Type == "Tid Scan" {
 						tid = append(tid, fmt.Sprintf("%s × %.0f", p.Type, p.Loops))
 					}
 				}
-				for _, c := range p.Plans {
-					walk(c)
-				}
-			}
-			walk(root)
+			})
 			rows, err := tx.Query(ctx, claimQueuedSQL, 2000)
 			if err != nil {
 				return err
