@@ -244,26 +244,14 @@ func AppendProv(b []byte, p *Prov) []byte {
 	var entries []provEntry
 	if len(p.E) > 0 {
 		entries = make([]provEntry, 0, len(p.E))
-		keys := slices.Collect(maps.Keys(p.E))
-		slices.SortFunc(keys, func(a, b EntryKey) int {
-			if a.C != b.C {
-				return int(a.C) - int(b.C)
-			}
-			return strings.Compare(keyText(a.C, a.K), keyText(b.C, b.K))
-		})
-		for _, k := range keys {
+		for _, k := range sortedEntryKeys(p.E) {
 			if st := p.E[k]; st != (Stamp{}) {
 				entries = append(entries, provEntry{st, entryName(k.C, k.K)})
 				add(st)
 			}
 		}
 	}
-	slices.SortFunc(stamps, func(a, b Stamp) int {
-		if a.MsgID != b.MsgID {
-			return cmp.Compare(a.MsgID, b.MsgID)
-		}
-		return cmp.Compare(a.DTTM, b.DTTM)
-	})
+	slices.SortFunc(stamps, compareStamps)
 	b = slices.Grow(b, 2+24*len(stamps)+16*units)
 	b = append(b, '[')
 	for i, st := range stamps {
@@ -273,6 +261,26 @@ func AppendProv(b []byte, p *Prov) []byte {
 		b = appendStamped(b, p, st, entries)
 	}
 	return append(b, ']')
+}
+
+// compareStamps is the order of MarshalProv's stamps: by msg_id, then by DTTM.
+func compareStamps(a, b Stamp) int {
+	if a.MsgID != b.MsgID {
+		return cmp.Compare(a.MsgID, b.MsgID)
+	}
+	return cmp.Compare(a.DTTM, b.DTTM)
+}
+
+// sortedEntryKeys returns the keys of e in MarshalProv's order: by collection, then by key text.
+func sortedEntryKeys(e map[EntryKey]Stamp) []EntryKey {
+	keys := slices.Collect(maps.Keys(e))
+	slices.SortFunc(keys, func(a, b EntryKey) int {
+		if a.C != b.C {
+			return int(a.C) - int(b.C)
+		}
+		return strings.Compare(keyText(a.C, a.K), keyText(b.C, b.K))
+	})
+	return keys
 }
 
 // provEntry is an entry's stamp and its name as MarshalProv writes it.

@@ -1,12 +1,9 @@
 package flight
 
 import (
-	"cmp"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,22 +29,10 @@ func marshalProvSorted(p *Prov) []byte {
 	for c := range NumColls {
 		add(p.W[c], Collections[c].Name)
 	}
-	keys := slices.Collect(maps.Keys(p.E))
-	slices.SortFunc(keys, func(a, b EntryKey) int {
-		if a.C != b.C {
-			return int(a.C) - int(b.C)
-		}
-		return strings.Compare(keyText(a.C, a.K), keyText(b.C, b.K))
-	})
-	for _, k := range keys {
+	for _, k := range sortedEntryKeys(p.E) {
 		add(p.E[k], entryName(k.C, k.K))
 	}
-	slices.SortStableFunc(units, func(a, b unit) int {
-		if a.st.MsgID != b.st.MsgID {
-			return cmp.Compare(a.st.MsgID, b.st.MsgID)
-		}
-		return cmp.Compare(a.st.DTTM, b.st.DTTM)
-	})
+	slices.SortStableFunc(units, func(a, b unit) int { return compareStamps(a.st, b.st) })
 	b := []byte{'['}
 	for i, u := range units {
 		if i == 0 || u.st != units[i-1].st {
