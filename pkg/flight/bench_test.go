@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/flighttest"
 	"github.com/msgx/msgx/pkg/flight"
 )
 
@@ -66,16 +67,7 @@ func BenchmarkStateJSON(b *testing.B) {
 	s, _, err := flight.Apply(nil, rec(1000, "CA1234", 0))
 	require.NoError(b, err)
 	at := time.Date(2026, 12, 6, 8, 35, 0, 0, time.UTC)
-	for f := range s.F {
-		switch flight.Fields[f].Kind {
-		case flight.KindTime:
-			s.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
-		case flight.KindInt:
-			s.F[f] = flight.Int(int64(f))
-		case flight.KindText:
-			s.F[f] = flight.Text("A" + fmt.Sprint(f))
-		}
-	}
+	flighttest.FillFields(&s, at)
 	for c := range s.C {
 		for r := range 2 {
 			var row flight.Row

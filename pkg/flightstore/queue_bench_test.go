@@ -1,12 +1,12 @@
 package flightstore
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/msgx/msgx/pkg/dev/flighttest"
 	"github.com/msgx/msgx/pkg/flight"
 )
 
@@ -19,15 +19,8 @@ func BenchmarkQueueSave(b *testing.B) {
 	changes := make([]flight.Transition, 1000)
 	for i := range changes {
 		old := &flight.State{FLID: int64(1000 + i), Status: flight.Active, Version: 1, OperationDay: "2026-12-06", LastMsgID: 100}
-		for f := range old.F {
-			switch flight.Fields[f].Kind {
-			case flight.KindTime:
-				old.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
-			case flight.KindInt:
-				old.F[f] = flight.Int(int64(f))
-			default:
-				old.F[f] = flight.Text("A" + fmt.Sprint(f))
-			}
+		flighttest.FillFields(old, at)
+		for f := range old.P.F {
 			old.P.F[f] = snap
 		}
 		old.P.Status = snap

@@ -1,12 +1,12 @@
 package change_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/msgx/msgx/pkg/dev/flighttest"
 	"github.com/msgx/msgx/pkg/event"
 	"github.com/msgx/msgx/pkg/event/change"
 	"github.com/msgx/msgx/pkg/flight"
@@ -58,15 +58,6 @@ func BenchmarkLog(b *testing.B) {
 // apart, numbers and texts from the field's index.
 func fullFlight(flid, version int64, at time.Time) *flight.State {
 	next := &flight.State{FLID: flid, Status: flight.Active, Version: version, OperationDay: "2026-12-06"}
-	for f := range next.F {
-		switch flight.Fields[f].Kind {
-		case flight.KindTime:
-			next.F[f] = flight.Time(at.Add(time.Duration(f) * time.Minute))
-		case flight.KindInt:
-			next.F[f] = flight.Int(int64(f))
-		case flight.KindText:
-			next.F[f] = flight.Text("A" + fmt.Sprint(f))
-		}
-	}
+	flighttest.FillFields(next, at)
 	return next
 }
