@@ -14,7 +14,7 @@ func TestPumpConfigDerivesTheSharedSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:8082", cfg.HTTPAddr)
 	pc := cfg.pumpConfig()
-	require.Equal(t, 1000, pc.Batch)
+	require.Equal(t, 2000, pc.Batch)
 	require.Equal(t, 4000, pc.FlightCache)
 	require.Equal(t, 50*time.Millisecond, pc.IdlePoll, "min(MSGX_POLL_INTERVAL, 100ms)")
 	require.Equal(t, 5, pc.MaxAttempts)

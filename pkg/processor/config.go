@@ -13,7 +13,7 @@ import (
 // the binary. New gives four fields a default when they are zero (Location UTC, MarkerTimeout,
 // PoisonCrashes and IdentityWindow as their variables' defaults); any other zero is used as is.
 type Config struct {
-	Batch              int           `envconfig:"MSGX_PUMP_BATCH" default:"1000" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
+	Batch              int           `envconfig:"MSGX_PUMP_BATCH" default:"2000" desc:"processor: consecutive head messages committed in one transaction (a savepoint each; flight messages share one in-memory session); the text loaded per batch is also capped at 8 MiB"`
 	MaxAttempts        int           // MSGX_MAX_ATTEMPTS
 	BackoffBase        time.Duration // MSGX_BACKOFF_BASE
 	BackoffMax         time.Duration // MSGX_BACKOFF_MAX
