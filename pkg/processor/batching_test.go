@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/processor"
@@ -156,7 +155,7 @@ func TestLateRowBelowTheBacklogIsNext(t *testing.T) {
 	}
 	b.enqueue(t, raws) // W = 8; 3 and 4 are gaps
 	b.cfg.Batch = 2
-	p := processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, processor.NewMetrics(nil), zerolog.Nop())
+	p := b.pump(t)
 	ctx := context.Background()
 	res, err := p.Step(ctx, b.lease)
 	require.NoError(t, err)

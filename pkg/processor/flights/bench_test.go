@@ -47,7 +47,7 @@ func BenchmarkSnapshot2000Again(b *testing.B) {
 	}
 }
 
-// BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 1,000, the
+// BenchmarkFlopRate pushes FLOP updates of a generated day through the pump (batch 2,000, the
 // flight processor's batch session) and reports messages per second, beside the one-transaction-per-message
 // ceiling of the same server (a pgbench-like loop: BEGIN; one UPDATE; COMMIT).
 func BenchmarkFlopRate(b *testing.B) {
@@ -56,7 +56,7 @@ func BenchmarkFlopRate(b *testing.B) {
 		n = v
 	}
 	d := genDay(2000, 2)
-	batch := 1000 // MSGX_PUMP_BATCH's default
+	batch := 2000 // MSGX_PUMP_BATCH's default
 	if v, err := strconv.Atoi(os.Getenv("MSGX_BENCH_BATCH")); err == nil {
 		batch = v
 	}
