@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/msgx/msgx/pkg/daemon"
 	"github.com/msgx/msgx/pkg/leader"
 	"github.com/msgx/msgx/pkg/mailbox"
 	"github.com/msgx/msgx/pkg/processor"
@@ -40,6 +41,7 @@ func (c Config) pumpConfig() processor.Config {
 	pc.IdlePoll = min(c.Mailbox.PollInterval, 100*time.Millisecond)
 	pc.Location, pc.Shadow, pc.ProcessedValue = c.Location(), c.Mailbox.Shadow, c.Mailbox.ProcessedValue
 	pc.MarkerTimeout = c.DBTimeout
+	pc.ReadAhead = daemon.MemoryLimit() >= processor.ReadAheadMemory
 	return pc
 }
 

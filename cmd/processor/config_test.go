@@ -1,10 +1,13 @@
 package main
 
 import (
+	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/msgx/msgx/pkg/daemon"
 )
 
 // The pump gets the process's shared settings it uses; the processor reads no Kafka setting.
@@ -20,6 +23,12 @@ func TestPumpConfigDerivesTheSharedSettings(t *testing.T) {
 	require.Equal(t, 5, pc.MaxAttempts)
 	require.Equal(t, 10*time.Second, pc.MarkerTimeout)
 	require.Equal(t, "Asia/Shanghai", pc.Location.String())
+
+	prev := debug.SetMemoryLimit(daemon.DefaultMemoryLimit)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	require.False(t, cfg.pumpConfig().ReadAhead, "the default memory limit leaves no room for a second batch")
+	debug.SetMemoryLimit(512 << 20) // deploy/k8s: GOMEMLIMIT is the container's limit
+	require.True(t, cfg.pumpConfig().ReadAhead)
 
 	t.Setenv("MSGX_PUMP_BATCH", "0")
 	_, err = load()

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -219,5 +218,5 @@ func Serve(ctx context.Context, cfg settings.Process, clk clock.Clock, log zerol
 func LogStart(log zerolog.Logger, cfg settings.Composition) {
 	in := buildinfo.Read()
 	log.Info().Str("version", in.Version).Str("revision", in.Revision).Bool("modified", in.Modified).
-		Str("go_version", in.GoVersion).Int64("memory_limit", debug.SetMemoryLimit(-1)).Int64("gc_percent", gcPercent()).Interface("config", settings.Values(cfg)).Msg("starting")
+		Str("go_version", in.GoVersion).Int64("memory_limit", MemoryLimit()).Int64("gc_percent", gcPercent()).Interface("config", settings.Values(cfg)).Msg("starting")
 }

@@ -38,6 +38,9 @@ func CollectLess() {
 	}
 }
 
+// MemoryLimit is the Go runtime's soft memory limit in force (math.MaxInt64: none).
+func MemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
+
 // gcPercent is the garbage collector's target in force (GOGC; -1: off).
 func gcPercent() int64 {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}

@@ -112,10 +112,14 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 // other messages of the batch get their own start mark (the same time) when their outcome is
 // written. It is fenced like every write: a deposed leader's mark would make the next leader
 // record an attempt that ended without an outcome, and charge a death when the head ran alone.
-func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark) error {
+func (p *Engine) markStarted(ctx context.Context, lease leader.Lease, now time.Time, head headRow, m startMark, ahead bool) error {
 	err := leader.Fenced(ctx, p.pool, lease, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths); err != nil {
+		tag, err := tx.Exec(ctx, markStartedSQL, head.id, m.at, m.through, m.deaths, ahead)
+		if err != nil {
 			return err
+		}
+		if ahead && tag.RowsAffected() == 0 {
+			return errHeadMoved
 		}
 		return p.recordEnded(ctx, tx, lease, now, head, m)
 	})

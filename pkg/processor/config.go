@@ -28,10 +28,19 @@ type Config struct {
 	Shadow             bool          // write nothing to MySQL
 	ProcessedValue     string        // also written to CMINMSGS_STATUS with the marker
 	MarkerTimeout      time.Duration // bound of one immediate marker write (0: 10 s)
+	// ReadAhead reads and decodes the next batch while one commits (lookahead.go): a second
+	// batch of decoded messages in memory, which pays only where the memory limit leaves room
+	// for it (ReadAheadMemory).
+	ReadAhead bool
 	// Standbys holds each immediate marker back until the standbys have the batch's commit
 	// (MSGX_MARKER_STANDBYS; nil: no wait).
 	Standbys *replication.Waiter
 }
+
+// ReadAheadMemory is the smallest Go memory limit with which the processor reads ahead. Under
+// less (the 44 MiB default without GOMEMLIMIT) the second decoded batch made the collector cost
+// more than the overlap saved (docs/decisions.md).
+const ReadAheadMemory = 128 << 20
 
 // maxBatch is the largest batch MSGX_PUMP_BATCH allows.
 const maxBatch = 10000

@@ -6,7 +6,7 @@
 // processor/plugins) and commits the business change, its outbox events, the terminal status and
 // the backfill intent in one PostgreSQL transaction. Files: engine.go (the Engine, Step, the head
 // and decoding), run.go (the run loop), batch.go (a batch's transaction and careful mode),
-// identity.go (reading and storing identity bindings), outcome.go (outcomes and their writes),
+// identity.go (reading and storing identity bindings), lookahead.go (the next batch read ahead), outcome.go (outcomes and their writes),
 // attempts.go (the attempt rule), markers.go (the immediate marker), gauges.go, config.go,
 // handler.go (the contract), classify.go (classified errors), sql.go. What the readers of
 // proc_state share with the engine — statuses, error classes, the SKIPPED reasons, replay and
@@ -26,8 +26,8 @@
 //
 // Strict FIFO: a FAILED head whose next_attempt_at is in the future blocks every later
 // message; nothing overtakes it. A late row (ingested below W after its gap was skipped) sorts
-// before every open row above its id, so it is taken before them: FIFO holds for everything still
-// open.
+// before every open row above its id, so it is taken before them (a batch read ahead is read
+// again: markStartedSQL): FIFO holds for everything still open.
 //
 // Batching: up to Batch consecutive head messages share one transaction, one savepoint each;
 // the batch stops at the first message that fails (FAILED), whose savepoint is rolled back.
@@ -47,6 +47,14 @@
 // panics (or 3×PoisonCrashes silent deaths) in a row end the message DEAD EXHAUSTED "poison".
 // HeadDeadline bounds the retries of a FAILED head, counting only time the engine was running.
 // A batch that fails as a whole charges nobody: careful mode finds the message that causes it.
+//
+// Read-ahead (lookahead.go; Config.ReadAhead, where the memory limit leaves room for a second
+// batch): while a batch's transaction runs, the run after it is read and decoded on another
+// connection, and the next Step starts from it instead of a head read, so the database's work
+// and the decoding overlap. It stands for the head read only when the batch before it ended
+// with every message terminal and its head is an untouched PENDING row, and the start mark, in
+// the same statement, finds no open row below it (a late row or a replay that came meanwhile);
+// otherwise the head is read again.
 //
 // After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
 // (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -52,6 +53,9 @@ type Engine struct {
 
 	markers sync.WaitGroup // immediate marker writes in flight (WaitMarkers)
 	writers chan struct{}  // their slots
+
+	// ahead is the next batch's run, read while the last batch committed (lookahead.go).
+	ahead *lookahead
 }
 
 // New returns an engine. handlers maps message kinds to their handlers; a kind without one is
@@ -121,7 +125,7 @@ type work struct {
 }
 
 // release drops a processed message's text and decoded form: a batch holds only the messages
-// still to process, not every message it processed.
+// still to process (and the read-ahead its next batch), not every message it processed.
 func (w *work) release() { w.msg, w.row.raw, w.row.rawBytes = nil, nil, nil }
 
 // result is a message's outcome in a batch.
@@ -149,9 +153,16 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	if p.careful > 0 {
 		limit = 1
 	}
-	rows, more, err := p.loadHead(ctx, limit)
-	if err != nil {
-		return StepResult{}, err
+	var rows []headRow
+	var more bool
+	var decoded []work // rows decoded ahead (nil: decode here)
+	if a := p.takeAhead(limit); a != nil {
+		rows, more, decoded = a.rows, a.more, a.work
+	} else {
+		var err error
+		if rows, more, err = p.loadRun(ctx, limit, 0); err != nil {
+			return StepResult{}, err
+		}
 	}
 	if len(rows) == 0 {
 		p.metrics.headAge.Set(0)
@@ -173,7 +184,11 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	rows = picked
 	p.batchLog = p.log.With().Str("batch", batchID(head.id, rows[len(rows)-1].id)).Logger()
 	mark.through = rows[len(rows)-1].id
-	if err := p.markStarted(ctx, lease, now, head, mark); err != nil {
+	if err := p.markStarted(ctx, lease, now, head, mark, decoded != nil); err != nil {
+		if errors.Is(err, errHeadMoved) {
+			p.metrics.readAhead.WithLabelValues("moved").Inc()
+			return StepResult{More: true}, nil // read the head again
+		}
 		return StepResult{}, err
 	}
 	p.ownMark, p.ownAt, p.ownThrough, p.interrupted = head.id, mark.at, mark.through, ""
@@ -181,17 +196,31 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		p.careful--
 	}
 
-	batch := make([]work, len(rows))
-	for i, r := range rows {
-		batch[i] = p.prepare(r)
+	if decoded != nil {
+		p.metrics.readAhead.WithLabelValues("used").Inc()
+	}
+	batch := decoded[:min(len(decoded), len(rows))]
+	if batch == nil {
+		batch = make([]work, len(rows))
+		for i, r := range rows {
+			batch[i] = p.prepare(r)
+		}
+	}
+	var ahead *lookahead
+	if more && p.careful == 0 && p.cfg.ReadAhead {
+		ahead = p.readAhead(ctx, rows[len(rows)-1].id, p.cfg.Batch)
 	}
 	results, failure, debt, err := p.apply(ctx, lease, now, batch)
 	if err != nil {
+		p.drop(ahead)
 		return p.failBatch(ctx, lease, now, batch, err)
 	}
 	p.ownMark = 0
 	if failure != nil {
+		p.drop(ahead) // the failed message holds the head: the run after it is not next
 		results = append(results, *failure)
+	} else {
+		p.ahead = ahead
 	}
 	p.afterCommit(ctx, now, results, debt)
 	p.batchLog.Debug().Int("messages", len(results)).Msg("pump: batch committed")
@@ -203,10 +232,10 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 // "101..101"), the range its start mark records (processing_through).
 func batchID(first, last int64) string { return fmt.Sprintf("%d..%d", first, last) }
 
-// loadHead reads the head run: at most limit open rows with their text (headSQL, bounded by
-// maxBatchBytes), and whether more open rows wait behind them.
-func (p *Engine) loadHead(ctx context.Context, limit int) ([]headRow, bool, error) {
-	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes)
+// loadRun reads the run of open rows after msg_id after (0: the head run): at most limit rows,
+// with their text (headSQL, bounded by maxBatchBytes), and whether more open rows wait behind them.
+func (p *Engine) loadRun(ctx context.Context, limit int, after int64) ([]headRow, bool, error) {
+	rows, err := p.pool.Query(ctx, headSQL, limit, maxBatchBytes, after)
 	if err != nil {
 		return nil, false, fmt.Errorf("load head: %w", err)
 	}

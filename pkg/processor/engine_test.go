@@ -228,7 +228,7 @@ func TestFIFOUnderRandomFailures(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	b := setup(t)
-	b.cfg.Batch = 1 + rng.IntN(20)
+	b.cfg.Batch, b.cfg.ReadAhead = 1+rng.IntN(20), rng.IntN(2) == 0
 	b.cfg.MaxAttempts = 100
 	var mu sync.Mutex
 	rec := &recorder{fail: func(m processor.Message) error {

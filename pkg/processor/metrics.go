@@ -10,6 +10,7 @@ type Metrics struct {
 	txSeconds      prometheus.Histogram
 	contentDiffers prometheus.Counter
 	identityReused prometheus.Counter
+	readAhead      *prometheus.CounterVec
 	Backlog        *prometheus.GaugeVec
 	MarkerOwed     prometheus.Gauge
 }
@@ -38,6 +39,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		identityReused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "msgx_pump_identity_reused_total", Help: "Messages whose identity key was bound to a message outside the identity window (SEQN reset or wrap): processed as new messages.",
 		}),
+		readAhead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msgx_pump_read_ahead_total",
+			Help: "Head runs read and decoded while the batch before them committed, by what became of them: used (the next batch), moved (an open row appeared below it: read again), dropped (the batch before did not end with every message terminal, or the read failed).",
+		}, []string{"result"}),
 		Backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "msgx_pump_backlog", Help: "Open proc_state rows by status (PENDING, FAILED).",
 		}, []string{"status"}),
@@ -46,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.headAge, m.processed, m.batchSize, m.txSeconds, m.contentDiffers, m.identityReused, m.Backlog, m.MarkerOwed)
+		reg.MustRegister(m.headAge, m.processed, m.batchSize, m.txSeconds, m.contentDiffers, m.identityReused, m.readAhead, m.Backlog, m.MarkerOwed)
 	}
 	return m
 }

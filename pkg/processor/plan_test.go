@@ -73,6 +73,49 @@ type planNode struct {
 	Plans    []planNode `json:"Plans"`
 }
 
+// TestStartMarkGuardFindsTheHeadByIndex: the read-ahead's start mark asks whether an open row
+// appeared below the head it read. In a 1,000,000-message drain the generic plan of that check
+// scanned all of proc_state (0.66 s a batch, docs/benchmarks.md): half a million terminal rows
+// below the head and as many open above it made "an open row below $1" look common. Whatever
+// the plan, the check reads the open index, never the table.
+func TestStartMarkGuardFindsTheHeadByIndex(t *testing.T) {
+	t.Parallel()
+	eachPlanMode(t, func(t *testing.T, db *testdb.DB, mode string) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+		// 60,000 rows: the first half terminal, the rest open; the head is 30001.
+		_, err := db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, status, enqueued_at, finished_at)
+				SELECT g, '<x/>', CASE WHEN g <= 30000 THEN 'SUCCEEDED' ELSE 'PENDING' END, $1,
+				       CASE WHEN g <= 30000 THEN $1::timestamptz END
+				  FROM generate_series(1, 60000) g`, t0)
+		require.NoError(t, err)
+		_, err = db.Pool.Exec(ctx, `ANALYZE proc_state`)
+		require.NoError(t, err)
+		require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			for _, sql := range []string{
+				`SET LOCAL plan_cache_mode = ` + mode,
+				`PREPARE mark_started(bigint, timestamptz, bigint, int, bool) AS ` + markStartedSQL,
+			} {
+				if _, err := tx.Exec(ctx, sql); err != nil {
+					return err
+				}
+			}
+			var plan []byte
+			err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE mark_started(30001, '2026-12-03 08:00:00Z', 30500, 0, true)`).Scan(&plan)
+			if err != nil {
+				return err
+			}
+			requireNoSeqScan(t, plan, "proc_state")
+			var started bool
+			if err := tx.QueryRow(ctx, `SELECT processing_started_at IS NOT NULL FROM proc_state WHERE msg_id = 30001`).Scan(&started); err != nil {
+				return err
+			}
+			require.True(t, started, "no open row below the head: the mark is set")
+			return nil
+		}))
+	})
+}
+
 // requireNoSeqScan fails when the EXPLAIN (FORMAT JSON) output plan reads relation sequentially,
 // or not at all.
 func requireNoSeqScan(t *testing.T, plan []byte, relation string) {

@@ -22,7 +22,8 @@ func (p *Engine) Run(ctx context.Context, lease leader.Lease) error {
 	ctx, cancel := context.WithCancel(ctx) // a return before ctx ends stops the listener too
 	defer cancel()
 	defer p.WaitMarkers()
-	p.log.Info().Int("batch", p.cfg.Batch).Msg("pump: draining the head")
+	defer p.dropAhead()
+	p.log.Info().Int("batch", p.cfg.Batch).Bool("read_ahead", p.cfg.ReadAhead).Msg("pump: draining the head")
 	if !p.cfg.Shadow {
 		p.cfg.Standbys.Check(ctx, p.pool, p.log)
 	}

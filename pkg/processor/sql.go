@@ -10,7 +10,9 @@ const (
 	// Each row also carries the length of the run before the byte bound (run, counted after the
 	// LIMIT: a window over the whole partition would read every open row): a run of $1 rows, or
 	// one the bound cut, says more open rows are waiting.
-	// replay_forced: an operator forced its replay.
+	//
+	// $3 is the msg_id the run starts after: 0 for the head itself, the last msg_id of the batch
+	// in flight for the lookahead (engine.go). replay_forced: an operator forced its replay.
 	headSQL = `
 SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_started_at, processing_through, crashes, deaths, enqueued_at,
        replay_forced, run
@@ -21,16 +23,21 @@ SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_sta
                          - COALESCE(pg_column_size(raw), pg_column_size(raw_bytes), 0) AS before
                   FROM proc_state
                  WHERE status IN ('PENDING', 'FAILED')
-                   AND msg_id <= (SELECT watermark FROM inbox_cursor)
+                   AND msg_id <= (SELECT watermark FROM inbox_cursor) AND msg_id > $3
                  ORDER BY msg_id
                  LIMIT $1) run) head
  WHERE before < $2
  ORDER BY msg_id`
 
-	// markStartedSQL stamps the head's start mark.
+	// markStartedSQL stamps the head's start mark. With $5 (a head read ahead, while the batch
+	// before it committed) it changes nothing when an open row lies below the head (a late row
+	// or a replay that arrived since): the head moved and must be read again. The check is the
+	// smallest open msg_id, which the open index answers in one descent whatever the plan ("an
+	// open row below $1" had plans that scanned the table).
 	markStartedSQL = `
 UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
- WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`
+ WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
+   AND NOT ($5::bool AND (SELECT min(o.msg_id) FROM proc_state o WHERE o.status IN ('PENDING', 'FAILED')) < $1)`
 
 	// attemptEndedSQL records the previous attempt of the head $1, which ended without an
 	// outcome ($4 = DIED or INTERRUPTED, why $5), dated $2 (its start mark): one row for each
