@@ -140,31 +140,3 @@ func TestBatchingIsInvisible(t *testing.T) {
 		require.Equal(t, len(a), len(b))
 	}
 }
-
-// TestLateRowBelowTheBacklogIsNext: a late row that appears below the open rows left after a
-// batch (its gap was skipped) is the next head: it is processed before them.
-func TestLateRowBelowTheBacklogIsNext(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	rec := &recorder{}
-	b.procs[sis.KindFlightUpdate] = rec
-	raws := map[int64]*string{}
-	for _, id := range []int64{1, 2, 5, 6, 7, 8} {
-		s := flop(int(id), 15, "S1")
-		raws[id] = &s
-	}
-	b.enqueue(t, raws) // W = 8; 3 and 4 are gaps
-	b.cfg.Batch = 2
-	p := b.pump(t)
-	ctx := context.Background()
-	res, err := p.Step(ctx, b.lease)
-	require.NoError(t, err)
-	require.Equal(t, 2, res.Processed)
-
-	late := flop(3, 15, "S3")
-	_, err = b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at, late)
-		VALUES (3, $1, sha256(convert_to($1::text, 'UTF8')), $2, true)`, late, b.clock.Now())
-	require.NoError(t, err)
-	b.drain(t, p)
-	require.Equal(t, []int64{1, 2, 3, 5, 6, 7, 8}, rec.order, "the late row first, as the head read finds it")
-}

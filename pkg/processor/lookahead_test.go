@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -36,33 +37,45 @@ func TestNextBatchIsReadWhileOneCommits(t *testing.T) {
 	require.Equal(t, 0.0, testutil.ToFloat64(m.ReadAhead("dropped")))
 }
 
-// TestReadAheadYieldsToARowBelowIt: a late row that appears below the run read ahead (after it
-// was read) is the head: it is processed first, and the run is read again.
-func TestReadAheadYieldsToARowBelowIt(t *testing.T) {
+// TestLateRowBelowTheBacklogIsNext: a late row that appears below the open rows left after a
+// batch (after the run behind it was read ahead, when the engine reads ahead) is the head: it is
+// processed first, and a run read ahead is read again.
+func TestLateRowBelowTheBacklogIsNext(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	rec := &recorder{}
-	b.procs[sis.KindFlightUpdate] = rec
-	raws := map[int64]*string{}
-	for _, id := range []int64{1, 2, 5, 6, 7, 8} {
-		s := flop(int(id), 15, "S1")
-		raws[id] = &s
-	}
-	b.enqueue(t, raws) // W = 8; 3 and 4 are gaps
-	p, m := readAheadPump(t, b)
-	ctx := context.Background()
-	res, err := p.Step(ctx, b.lease)
-	require.NoError(t, err)
-	require.Equal(t, 2, res.Processed)
-	p.WaitAhead() // 5 and 6 read ahead
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("read ahead %v", ahead), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			rec := &recorder{}
+			b.procs[sis.KindFlightUpdate] = rec
+			raws := map[int64]*string{}
+			for _, id := range []int64{1, 2, 5, 6, 7, 8} {
+				s := flop(int(id), 15, "S1")
+				raws[id] = &s
+			}
+			b.enqueue(t, raws) // W = 8; 3 and 4 are gaps
+			b.cfg.Batch, b.cfg.ReadAhead = 2, ahead
+			m := processor.NewMetrics(nil)
+			p := processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, m, zerolog.Nop())
+			ctx := context.Background()
+			res, err := p.Step(ctx, b.lease)
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Processed)
+			p.WaitAhead() // 5 and 6 read ahead, when the engine reads ahead
 
-	late := flop(3, 15, "S3")
-	_, err = b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at, late)
-		VALUES (3, $1, sha256(convert_to($1::text, 'UTF8')), $2, true)`, late, b.clock.Now())
-	require.NoError(t, err)
-	b.drain(t, p)
-	require.Equal(t, []int64{1, 2, 3, 5, 6, 7, 8}, rec.order, "the late row first, as a head read finds it")
-	require.Equal(t, 1.0, testutil.ToFloat64(m.ReadAhead("moved")))
+			late := flop(3, 15, "S3")
+			_, err = b.db.Pool.Exec(ctx, `INSERT INTO proc_state (msg_id, raw, raw_sha256, enqueued_at, late)
+				VALUES (3, $1, sha256(convert_to($1::text, 'UTF8')), $2, true)`, late, b.clock.Now())
+			require.NoError(t, err)
+			b.drain(t, p)
+			require.Equal(t, []int64{1, 2, 3, 5, 6, 7, 8}, rec.order, "the late row first, as a head read finds it")
+			moved := 0.0
+			if ahead {
+				moved = 1
+			}
+			require.Equal(t, moved, testutil.ToFloat64(m.ReadAhead("moved")))
+		})
+	}
 }
 
 // TestReadAheadIsDroppedAfterAFailure: a FAILED message holds the head, so the run read behind
