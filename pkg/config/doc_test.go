@@ -39,6 +39,8 @@ Secrets (passwords inside ` + "`MSGX_PG_URL`, `MSGX_MYSQL_DSN`, `MSGX_KAFKA_SASL
 Memory: the Go runtime's ` + "`GOMEMLIMIT`" + ` (not an msgx setting) is the soft limit the garbage collector
 keeps the heap under; a service binary started without it takes 44 MiB, which keeps its resident
 memory under 64 MB (docs/benchmarks.md). deploy/k8s sets it to each container's memory limit.
+The processor reads its next batch while one commits only with a limit of 128 MiB or more
+(docs/decisions.md).
 ` + "`GOGC`" + ` (not an msgx setting either): ingest and the dispatcher, whose live heap is a few MB, take
 400 when it is not set (the others the runtime's 100); the first log line shows both
 (` + "`memory_limit`" + `, ` + "`gc_percent`" + `).
