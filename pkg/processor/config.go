@@ -38,8 +38,8 @@ type Config struct {
 }
 
 // ReadAheadMemory is the smallest Go memory limit with which the processor reads ahead. Under
-// less (the 44 MiB default without GOMEMLIMIT) the second decoded batch made the collector cost
-// more than the overlap saved (docs/decisions.md).
+// the 44 MiB default (no GOMEMLIMIT) the second decoded batch made the processor's collector
+// work harder for no faster drain (docs/decisions.md).
 const ReadAheadMemory = 128 << 20
 
 // maxBatch is the largest batch MSGX_PUMP_BATCH allows.

@@ -14,10 +14,10 @@ import (
 	"github.com/msgx/msgx/pkg/sis"
 )
 
-// readAheadPump is b's pump with its metrics, batches of two.
-func readAheadPump(t *testing.T, b *bundle) (*processor.Engine, *processor.Metrics) {
+// readAheadPump is b's pump with its metrics, batches of two, reading ahead when ahead.
+func readAheadPump(t *testing.T, b *bundle, ahead bool) (*processor.Engine, *processor.Metrics) {
 	t.Helper()
-	b.cfg.Batch, b.cfg.ReadAhead = 2, true
+	b.cfg.Batch, b.cfg.ReadAhead = 2, ahead
 	m := processor.NewMetrics(nil)
 	return processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, m, zerolog.Nop()), m
 }
@@ -30,7 +30,7 @@ func TestNextBatchIsReadWhileOneCommits(t *testing.T) {
 	rec := &recorder{}
 	b.procs[sis.KindFlightUpdate] = rec
 	b.enqueueSeq(t, 1, 7, func(id int64) string { return flop(int(id), 15, "S1") })
-	p, m := readAheadPump(t, b)
+	p, m := readAheadPump(t, b, true)
 	b.drain(t, p)
 	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7}, rec.order)
 	require.Equal(t, 3.0, testutil.ToFloat64(m.ReadAhead("used")), "batches 3–4, 5–6 and 7 were read ahead")
@@ -54,9 +54,7 @@ func TestLateRowBelowTheBacklogIsNext(t *testing.T) {
 				raws[id] = &s
 			}
 			b.enqueue(t, raws) // W = 8; 3 and 4 are gaps
-			b.cfg.Batch, b.cfg.ReadAhead = 2, ahead
-			m := processor.NewMetrics(nil)
-			p := processor.New(b.cfg, b.db.Pool, b.procs, nil, b.clock, m, zerolog.Nop())
+			p, m := readAheadPump(t, b, ahead)
 			ctx := context.Background()
 			res, err := p.Step(ctx, b.lease)
 			require.NoError(t, err)
@@ -93,7 +91,7 @@ func TestReadAheadIsDroppedAfterAFailure(t *testing.T) {
 	}}
 	b.procs[sis.KindFlightUpdate] = rec
 	b.enqueueSeq(t, 1, 6, func(id int64) string { return flop(int(id), 15, "S1") })
-	p, m := readAheadPump(t, b)
+	p, m := readAheadPump(t, b, true)
 	b.drain(t, p)
 	require.Equal(t, "FAILED", b.row(t, 2).Status)
 	require.Equal(t, 1.0, testutil.ToFloat64(m.ReadAhead("dropped")))
