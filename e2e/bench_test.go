@@ -352,9 +352,9 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	}
 	d := drainRun{backlog: len(e.head) + n, cpu: map[string]time.Duration{}}
 
-	heap, cpuProf := os.Getenv("MSGX_BENCH_HEAP"), os.Getenv("MSGX_BENCH_CPUPROF")
+	heap, cpuProf, trace := os.Getenv("MSGX_BENCH_HEAP"), os.Getenv("MSGX_BENCH_CPUPROF"), os.Getenv("MSGX_BENCH_TRACE")
 	var env []string
-	if heap != "" || cpuProf != "" {
+	if heap != "" || cpuProf != "" || trace != "" {
 		env = []string{"MSGX_PPROF=true"}
 	}
 	walStart := walLSN(b, e.ctx, pool)
@@ -372,6 +372,11 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 	if cpuProf != "" {
 		// The binary's CPU profile of 10 s from 3 s into the drain.
 		t := time.AfterFunc(3*time.Second, func() { saveProfile(s.Proc(profiled).Addr, "profile?seconds=10", cpuProf) })
+		defer t.Stop()
+	}
+	if trace != "" {
+		// The binary's execution trace of 3 s from 5 s into the drain: where its wall time goes.
+		t := time.AfterFunc(5*time.Second, func() { saveProfile(s.Proc(profiled).Addr, "trace?seconds=3", trace) })
 		defer t.Stop()
 	}
 	pgAll, my := stack.CommCPU("postgres"), stack.CommCPU("mariadbd")
