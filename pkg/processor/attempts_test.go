@@ -127,18 +127,26 @@ func (s *flushSession) Flush(context.Context) error {
 	return nil
 }
 
-// A batch that fails as a whole charges nobody: each of its messages then runs alone, and only
-// the one that causes the failure is charged (FAILED, its own attempt and start mark); the head
-// is not charged for a later message's failure, and every message's history says what happened.
-func TestBatchFailureIsChargedToItsCause(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
+// failWholeBatch enqueues messages 1..4 and runs them as one batch that fails as a whole,
+// because of message 3 (flushFails), and returns the engine.
+func (b *bundle) failWholeBatch(t *testing.T) *processor.Engine {
+	t.Helper()
 	b.procs[sis.KindFlightUpdate] = flushFails{Handler: &recorder{}, bad: 3}
 	b.enqueueSeq(t, 1, 4, func(id int64) string { return flop(int(id), 15, "S") })
 	p := b.pump(t)
 	res, err := p.Step(context.Background(), b.lease)
 	require.NoError(t, err)
 	require.True(t, res.Failed)
+	return p
+}
+
+// A batch that fails as a whole charges nobody: each of its messages then runs alone, and only
+// the one that causes the failure is charged (FAILED, its own attempt and start mark); the head
+// is not charged for a later message's failure, and every message's history says what happened.
+func TestBatchFailureIsChargedToItsCause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.failWholeBatch(t)
 	require.Empty(t, effects(t, b))
 	for id := int64(1); id <= 4; id++ {
 		r := b.row(t, id)
@@ -221,4 +229,61 @@ func TestFirstAttemptKeptOnTheRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, procstate.NoMatch().String(), as[0].Reason)
 	require.Equal(t, []int{1, 1}, []int{as[0].Attempt, as[1].Attempt}, "the count restarts after a replay")
+}
+
+// steps runs Step until the pump settles and returns how many messages each Step ended.
+func (b *bundle) steps(t *testing.T, p *processor.Engine) []int {
+	t.Helper()
+	var sizes []int
+	for range 1000 {
+		res, err := p.Step(context.Background(), b.lease)
+		require.NoError(t, err)
+		if res.Idle || !res.WaitUntil.IsZero() {
+			return sizes
+		}
+		sizes = append(sizes, res.Processed)
+	}
+	t.Fatal("pump did not settle")
+	return nil
+}
+
+// Careful mode covers the batch it isolates a culprit in, not the messages after it: the batch
+// that died (its head's processing_through) or failed as a whole runs one message per
+// transaction, and the messages that came after it are batched again.
+func TestCarefulModeEndsWithItsBatch(t *testing.T) {
+	t.Parallel()
+	t.Run("died", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		b.procs[sis.KindFlightUpdate] = &recorder{fail: func(m processor.Message) error {
+			if m.ID == 2 && ctx.Err() == nil {
+				cancel()
+				return ctx.Err()
+			}
+			return nil
+		}}
+		b.enqueueSeq(t, 1, 3, func(id int64) string { return flop(int(id), 15, "S") })
+		_, err := b.pump(t).Step(ctx, b.lease)
+		require.Error(t, err)
+		b.enqueueSeq(t, 4, 10, func(id int64) string { return flop(int(id), 15, "S") })
+
+		b.clock.Advance(11 * time.Minute)
+		require.Equal(t, []int{1, 1, 1, 7}, b.steps(t, b.pump(t)), "1..3 alone (the batch that died), then 4..10 in one batch")
+		require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
+	})
+	t.Run("failed as a whole", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		p := b.failWholeBatch(t)
+		b.enqueueSeq(t, 5, 10, func(id int64) string { return flop(int(id), 15, "S") })
+
+		b.clock.Advance(time.Second)
+		require.Equal(t, []int{1, 1, 0}, b.steps(t, p), "1 and 2 alone, then 3 alone FAILED: it holds the head")
+		require.Equal(t, "FAILED", b.row(t, 3).Status)
+		b.procs[sis.KindFlightUpdate] = &recorder{} // the cause is gone
+		b.clock.Advance(b.cfg.BackoffMax)
+		require.Equal(t, []int{1, 1, 6}, b.steps(t, p), "3 (the FAILED head) and 4 alone, then 5..10 in one batch")
+		require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
+	})
 }

@@ -16,17 +16,22 @@ import (
 )
 
 // pickBatch chooses the batch from the head run. A head that was being processed when a previous
-// attempt ended without an outcome (processing_through set), or a FAILED head, runs alone and
-// starts careful mode (Step counts it down): the next Batch messages run one per transaction, so
-// a message that kills the process is isolated. After the head, a batch holds only untouched
-// PENDING rows.
+// attempt ended without an outcome (processing_through set) runs alone and starts careful mode:
+// the messages of that attempt's batch, up to its processing_through, run one per transaction,
+// so a message that kills the process is isolated; the messages after them are batched again.
+// A FAILED head runs alone too. After the head, a batch holds only untouched PENDING rows.
 func (p *Engine) pickBatch(rows []headRow) []headRow {
 	head := rows[0]
 	if head.through != nil || head.status == procstate.StatusFailed {
-		if head.status == procstate.StatusPending && p.careful == 0 {
-			p.log.Warn().Int64("msg_id", head.id).Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction")
+		through := head.id
+		if head.through != nil {
+			through = max(through, *head.through)
 		}
-		p.careful = max(p.careful, p.cfg.Batch)
+		if head.status == procstate.StatusPending && p.carefulThrough == 0 {
+			p.log.Warn().Int64("msg_id", head.id).Int64("through", through).
+				Msg("pump: head was being processed when a previous attempt ended; processing one message per transaction up to the end of that batch")
+		}
+		p.carefulThrough = max(p.carefulThrough, through)
 		rows = rows[:1]
 	}
 	for i := 1; i < len(rows); i++ {
@@ -228,7 +233,7 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 		return StepResult{}, fmt.Errorf("apply batch %d..%d (not charged: the database's failure, retried): %w", from, to, err)
 	}
 	if len(batch) > 1 {
-		p.careful = max(p.careful, p.cfg.Batch)
+		p.carefulThrough = max(p.carefulThrough, to)
 		p.batchLog.Warn().Err(err).Int64("from", from).Int64("to", to).
 			Msg("pump: batch failed as a whole; retrying one message per transaction to find the cause")
 		// The attempt ended: the head's mark no longer names the batch, and each message's

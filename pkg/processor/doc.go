@@ -41,12 +41,14 @@
 // with processing_through set was being processed when an attempt ended without an outcome: if
 // this engine saw it end (cancelled, database lost) nothing is charged; otherwise the process died
 // or lost its lease, and a message that ran alone is charged one death. Either way the mark is
-// re-stamped and the engine works carefully, one message per transaction, for the next Batch
-// messages, so a message that kills the process is isolated. A panic is logged with the message
+// re-stamped and the engine works carefully, one message per transaction, up to the end of the
+// batch that ended (its processing_through), so a message that kills the process is isolated;
+// the messages after that batch are batched again. A panic is logged with the message
 // id, charged to it (crashes) and re-raised: it is a bug, never a business outcome. PoisonCrashes
 // panics (or 3×PoisonCrashes silent deaths) in a row end the message DEAD EXHAUSTED "poison".
 // HeadDeadline bounds the retries of a FAILED head, counting only time the engine was running.
-// A batch that fails as a whole charges nobody: careful mode finds the message that causes it.
+// A batch that fails as a whole charges nobody: careful mode, up to its last message, finds the
+// message that causes it.
 //
 // Read-ahead (lookahead.go; Config.ReadAhead, where the memory limit leaves room for a second
 // batch): while a batch's transaction runs, the run after it is read and decoded on another

@@ -34,10 +34,11 @@ type Engine struct {
 	// the batch runs, and every line about the batch or one of its messages uses it.
 	batchLog zerolog.Logger
 
-	// careful counts the messages still to process one per transaction after a head was found
-	// with processing_through set (a previous attempt ended without an outcome) or FAILED, or
-	// after a batch failed as a whole.
-	careful int
+	// carefulThrough is the last msg_id of a batch that ended without an outcome (its head found
+	// with processing_through set) or failed as a whole: up to it the engine processes one
+	// message per transaction (careful mode), so that the message that caused it is isolated.
+	// Zero: not careful.
+	carefulThrough int64
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
 	// charges nothing (INV-23d). A mark the engine does not know was left by a process that died.
@@ -150,7 +151,7 @@ type result struct {
 func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, error) {
 	now := p.clock.Now()
 	limit := p.cfg.Batch
-	if p.careful > 0 {
+	if p.carefulThrough > 0 {
 		limit = 1
 	}
 	var rows []headRow
@@ -192,8 +193,8 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		return StepResult{}, err
 	}
 	p.ownMark, p.ownAt, p.ownThrough, p.interrupted = head.id, mark.at, mark.through, ""
-	if p.careful > 0 {
-		p.careful--
+	if head.id >= p.carefulThrough {
+		p.carefulThrough = 0 // the batch that ended is behind: batches again from the next head
 	}
 
 	if decoded != nil {
@@ -207,7 +208,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		}
 	}
 	var ahead *lookahead
-	if more && p.careful == 0 && p.cfg.ReadAhead {
+	if more && p.carefulThrough == 0 && p.cfg.ReadAhead {
 		ahead = p.readAhead(ctx, rows[len(rows)-1].id, p.cfg.Batch)
 	}
 	results, failure, debt, err := p.apply(ctx, lease, now, batch)
