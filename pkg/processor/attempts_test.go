@@ -268,9 +268,14 @@ func TestCarefulModeEndsWithItsBatch(t *testing.T) {
 		require.Error(t, err)
 		b.enqueueSeq(t, 4, 10, func(id int64) string { return flop(int(id), 15, "S") })
 
-		b.clock.Advance(11 * time.Minute)
 		require.Equal(t, []int{1, 1, 1, 7}, b.steps(t, b.pump(t)), "1..3 alone (the batch that died), then 4..10 in one batch")
 		require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
+		for id := int64(1); id <= 10; id++ {
+			r := b.row(t, id)
+			require.Equal(t, 1, r.Attempts, "msg %d", id)
+			require.Zero(t, b.db.Int64s(t, `SELECT deaths + crashes FROM proc_state WHERE msg_id = $1`, id)[0], "msg %d: nobody charged", id)
+		}
+		require.Equal(t, []string{"INTERRUPTED", "SUCCEEDED"}, outcomes(t, b, 2), "the batch that died is in its messages' history")
 	})
 	t.Run("failed as a whole", func(t *testing.T) {
 		t.Parallel()

@@ -48,7 +48,7 @@ func TestBatchLinesCarryTheBatchID(t *testing.T) {
 	require.NotNil(t, committed, buf.String())
 	require.Equal(t, "1..3", committed["batch"])
 
-	// The next batch starts at the FAILED head, alone (careful mode).
+	// The next batch is the FAILED head, alone.
 	b.clock.Advance(b.cfg.BackoffMax)
 	buf.Reset()
 	_, err = p.Step(context.Background(), b.lease)

@@ -51,9 +51,10 @@
 // message that causes it.
 //
 // Read-ahead (lookahead.go; Config.ReadAhead, where the memory limit leaves room for a second
-// batch): while a batch's transaction runs, the run after it is read and decoded on another
-// connection, and the next Step starts from it instead of a head read, so the database's work
-// and the decoding overlap. It stands for the head read only when the batch before it ended
+// batch): while the transaction of a batch of more than one message runs, the run after it is
+// read and decoded on another connection, and the next Step starts from it instead of a head
+// read, so the database's work and the decoding overlap. Never beside a message alone: a death
+// during its attempt is charged to it. It stands for the head read only when the batch before it ended
 // with every message terminal and its head is an untouched PENDING row, and the start mark, in
 // the same statement, finds no open row below it (a late row or a replay that came meanwhile);
 // otherwise the head is read again.

@@ -37,7 +37,8 @@ type Engine struct {
 	// carefulThrough is the last msg_id of a batch that ended without an outcome (its head found
 	// with processing_through set) or failed as a whole: up to it the engine processes one
 	// message per transaction (careful mode), so that the message that caused it is isolated.
-	// Zero: not careful.
+	// A FAILED head, or one that had run alone, sets it to its own id (it runs alone). It lives
+	// in this process only: after a restart, the head's mark starts it again. Zero: not careful.
 	carefulThrough int64
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
@@ -208,7 +209,10 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		}
 	}
 	var ahead *lookahead
-	if more && p.carefulThrough == 0 && p.cfg.ReadAhead {
+	// Never beside a message alone: a death during its attempt is charged to it (attemptMark), so
+	// the attempt must not be the read-ahead's too. This also keeps careful mode's one message
+	// per transaction free of it.
+	if more && len(rows) > 1 && p.cfg.ReadAhead {
 		ahead = p.readAhead(ctx, rows[len(rows)-1].id, p.cfg.Batch)
 	}
 	results, failure, debt, err := p.apply(ctx, lease, now, batch)

@@ -13,10 +13,10 @@ var errHeadMoved = errors.New("the head moved while it was read ahead")
 // lookahead is the next batch's head run, read and decoded while the batch before it commits, so
 // that the database's commit and the processor's decoding overlap. It is the run after the batch
 // in flight (the open rows above its last msg_id), as the head read would find it once that
-// batch committed with every message terminal; it is used only then, only for a full batch (not
-// in careful mode) and only when its head is an untouched PENDING row, and markStarted checks in
-// the same statement that no open row appeared below it (a late row, a replay): otherwise the
-// head is read again.
+// batch committed with every message terminal; it is read only behind a batch of more than one
+// message (never beside a message alone, as in careful mode), used only for a full batch and
+// only when its head is an untouched PENDING row, and markStarted checks in the same statement
+// that no open row appeared below it (a late row, a replay): otherwise the head is read again.
 type lookahead struct {
 	done chan struct{}
 	rows []headRow

@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -98,4 +99,53 @@ func TestReadAheadIsDroppedAfterAFailure(t *testing.T) {
 	b.clock.Advance(b.cfg.BackoffMax)
 	b.drain(t, p)
 	require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, effects(t, b))
+}
+
+// TestNoReadAheadBesideAMessageAlone: the run behind a message that runs alone is not read ahead
+// while it runs, so a death during that attempt (which is charged to the message: attemptMark) is
+// never the read-ahead's. Here: a head that ran alone when the process died, and a FAILED head's
+// retry, each with a backlog behind it.
+func TestNoReadAheadBesideAMessageAlone(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		setUp func(t *testing.T, b *bundle, rec *recorder)
+	}{
+		{"died alone", func(t *testing.T, b *bundle, _ *recorder) {
+			_, err := b.db.Pool.Exec(context.Background(),
+				`UPDATE proc_state SET processing_started_at = $1, processing_through = 1 WHERE msg_id = 1`, b.clock.Now())
+			require.NoError(t, err)
+		}},
+		{"FAILED", func(t *testing.T, b *bundle, rec *recorder) {
+			rec.fail = func(m processor.Message) error {
+				if m.ID == 1 && b.row(t, 1).Attempts == 0 {
+					return errors.New("connection reset by peer")
+				}
+				return nil
+			}
+			p, _ := readAheadPump(t, b, false)
+			res, err := p.Step(context.Background(), b.lease)
+			require.NoError(t, err)
+			require.True(t, res.Failed)
+			require.Equal(t, "FAILED", b.row(t, 1).Status)
+			b.clock.Advance(b.cfg.BackoffMax)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			rec := &recorder{}
+			b.procs[sis.KindFlightUpdate] = rec
+			b.enqueueSeq(t, 1, 7, func(id int64) string { return flop(int(id), 15, "S1") })
+			c.setUp(t, b, rec)
+			p, m := readAheadPump(t, b, true)
+			res, err := p.Step(context.Background(), b.lease)
+			require.NoError(t, err)
+			require.Equal(t, 1, res.Processed, "the head alone")
+			b.drain(t, p)
+			require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7}, rec.order[len(rec.order)-7:])
+			require.Equal(t, 2.0, testutil.ToFloat64(m.ReadAhead("used")),
+				"only the runs behind batches of two were read ahead (4–5 and 6–7), none beside 1 alone")
+		})
+	}
 }
