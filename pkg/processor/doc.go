@@ -43,8 +43,8 @@
 // or lost its lease, and a message that ran alone is charged one death. Either way the mark is
 // re-stamped and the engine works carefully, one message per transaction, up to the end of the
 // batch that ended (its processing_through), so a message that kills the process is isolated;
-// the messages after that batch are batched again. A panic is logged with the message
-// id, charged to it (crashes) and re-raised: it is a bug, never a business outcome. PoisonCrashes
+// the messages after that batch are batched again. A panic is logged with the message id,
+// charged to it (crashes) and re-raised: it is a bug, never a business outcome. PoisonCrashes
 // panics (or 3×PoisonCrashes silent deaths) in a row end the message DEAD EXHAUSTED "poison".
 // HeadDeadline bounds the retries of a FAILED head, counting only time the engine was running.
 // A batch that fails as a whole charges nobody: careful mode, up to its last message, finds the
@@ -54,10 +54,10 @@
 // batch): while the transaction of a batch of more than one message runs, the run after it is
 // read and decoded on another connection, and the next Step starts from it instead of a head
 // read, so the database's work and the decoding overlap. Never beside a message alone: a death
-// during its attempt is charged to it. It stands for the head read only when the batch before it ended
-// with every message terminal and its head is an untouched PENDING row, and the start mark, in
-// the same statement, finds no open row below it (a late row or a replay that came meanwhile);
-// otherwise the head is read again.
+// during its attempt is charged to it. It stands for the head read only when the batch before it
+// ended with every message terminal and its head is an untouched PENDING row, and the start
+// mark, in the same statement, finds no open row below it (a late row or a replay that came
+// meanwhile); otherwise the head is read again.
 //
 // After commit, one immediate attempt writes the mailbox marker for the batch's terminal rows
 // (only NULL → value, INV-7), off the FIFO path: in its own goroutine (at most markerWriters in

@@ -37,8 +37,11 @@ type Engine struct {
 	// carefulThrough is the last msg_id of a batch that ended without an outcome (its head found
 	// with processing_through set) or failed as a whole: up to it the engine processes one
 	// message per transaction (careful mode), so that the message that caused it is isolated.
-	// A FAILED head, or one that had run alone, sets it to its own id (it runs alone). It lives
-	// in this process only: after a restart, the head's mark starts it again. Zero: not careful.
+	// A FAILED head, or one that had run alone, raises it to at least its own id (it runs alone).
+	// It lives in this process only: after a restart only the head's mark bounds it (its own id
+	// if it ran alone), and a batch that failed as a whole leaves no mark (endAttempt), so the rest
+	// of such a batch runs in a batch again, which fails or dies as a whole again before careful
+	// mode isolates the cause: one more batch, nobody charged. Zero: not careful.
 	carefulThrough int64
 	// ownMark is the head whose start mark this engine committed and whose attempt it saw end
 	// without an outcome (an error, a cancelled context): the next attempt re-stamps it and
