@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"os"
 	"strings"
 	"testing"
@@ -291,4 +292,30 @@ func TestCarefulModeEndsWithItsBatch(t *testing.T) {
 		require.Equal(t, []int{1, 1, 6}, b.steps(t, p), "3 (the FAILED head) and 4 alone, then 5..10 in one batch")
 		require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
 	})
+}
+
+// Careful mode ends when the last message of its batch has an outcome, not when its attempt
+// starts: an attempt of it that the database refused (not the message's failure) is retried
+// alone too, so a message that kills the process is never batched again before it ran alone.
+func TestCarefulModeOutlastsARefusedAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.refused(t, 10)
+	h.refuse.Store(false)
+	_, err := b.db.Pool.Exec(context.Background(),
+		`UPDATE proc_state SET processing_started_at = $1, processing_through = 3 WHERE msg_id = 1`, b.clock.Now())
+	require.NoError(t, err)
+	p := b.pump(t)
+	for range 2 {
+		res, err := p.Step(context.Background(), b.lease)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Processed)
+	}
+	h.refuse.Store(true)
+	_, err = p.Step(context.Background(), b.lease)
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe, "3's attempt refused")
+	h.refuse.Store(false)
+	require.Equal(t, []int{1, 7}, b.steps(t, p), "3 alone again, then 4..10 in one batch")
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
 }

@@ -197,9 +197,6 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		return StepResult{}, err
 	}
 	p.ownMark, p.ownAt, p.ownThrough, p.interrupted = head.id, mark.at, mark.through, ""
-	if head.id >= p.carefulThrough {
-		p.carefulThrough = 0 // the batch that ended is behind: batches again from the next head
-	}
 
 	if decoded != nil {
 		p.metrics.readAhead.WithLabelValues("used").Inc()
@@ -222,6 +219,11 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	if err != nil {
 		p.drop(ahead)
 		return p.failBatch(ctx, lease, now, batch, err)
+	}
+	if head.id >= p.carefulThrough {
+		// The batch careful mode isolated a culprit in has an outcome to its last message:
+		// batches again from the next head.
+		p.carefulThrough = 0
 	}
 	p.ownMark = 0
 	if failure != nil {
