@@ -51,7 +51,7 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 }
 
 // BenchmarkLatest keeps the newest state per flight of a processor batch's events: 1,000
-// changes over 400 flights, each a KAFKA:msg and a KAFKA:schd event.
+// changes over 400 flights (half of a default batch), each a KAFKA:msg and a KAFKA:schd event.
 func BenchmarkLatest(b *testing.B) {
 	var evs []event.Event
 	for i := range 1000 {

@@ -19,12 +19,13 @@ import (
 // generic plan made on the empty table and cached by the prepared statement, or a custom plan on
 // a table never analyzed — the batch's keys are probed by index: with "identity_key = ANY($1)"
 // the custom plan scanned the whole table comparing every row with every key
-// (docs/benchmarks.md). 100,000 bindings, 1,000 keys: no sequential scan of msg_identity.
+// (docs/benchmarks.md). 100,000 bindings, 2,000 keys: no sequential scan of msg_identity.
 func TestIdentityLockProbesTheKeysWhateverThePlan(t *testing.T) {
 	t.Parallel()
-	// 1,000 keys of a batch, as a literal (EXECUTE takes neither bound parameters nor subqueries).
+	// 2,000 keys of a batch (MSGX_PUMP_BATCH's default), as a literal (EXECUTE takes neither bound
+	// parameters nor subqueries).
 	var b strings.Builder
-	for g := 99001; g <= 100000; g++ {
+	for g := 98001; g <= 100000; g++ {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
@@ -61,7 +62,7 @@ func TestIdentityLockProbesTheKeysWhateverThePlan(t *testing.T) {
 			for rows.Next() {
 				n++
 			}
-			require.Equal(t, 1000, n, "every key's binding")
+			require.Equal(t, 2000, n, "every key's binding")
 			return rows.Err()
 		}))
 	})
