@@ -198,16 +198,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	}
 	p.ownMark, p.ownAt, p.ownThrough, p.interrupted = head.id, mark.at, mark.through, ""
 
-	if decoded != nil {
-		p.metrics.readAhead.WithLabelValues("used").Inc()
-	}
-	batch := decoded[:min(len(decoded), len(rows))]
-	if batch == nil {
-		batch = make([]work, len(rows))
-		for i, r := range rows {
-			batch[i] = p.prepare(r)
-		}
-	}
+	batch := p.batchOf(rows, decoded)
 	var ahead *lookahead
 	// Never beside a message alone: a death during its attempt is charged to it (attemptMark), so
 	// the attempt must not be the read-ahead's too. This also keeps careful mode's one message
@@ -236,6 +227,19 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	p.batchLog.Debug().Int("messages", len(results)).Msg("pump: batch committed")
 	t := terminalOnly(results)
 	return StepResult{Processed: len(t), Failed: len(t) < len(results), More: more}, nil
+}
+
+// batchOf is the batch of rows: the work decoded ahead (decoded), or the rows decoded now.
+func (p *Engine) batchOf(rows []headRow, decoded []work) []work {
+	if decoded != nil {
+		p.metrics.readAhead.WithLabelValues("used").Inc()
+		return decoded[:min(len(decoded), len(rows))]
+	}
+	batch := make([]work, len(rows))
+	for i, r := range rows {
+		batch[i] = p.prepare(r)
+	}
+	return batch
 }
 
 // batchID names a batch in the log: its first and last msg_id ("101..164"; a message alone is
