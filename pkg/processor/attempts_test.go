@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5/pgconn"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/msgx/msgx/pkg/dev/corpus"
@@ -230,22 +230,6 @@ func TestFirstAttemptKeptOnTheRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, procstate.NoMatch().String(), as[0].Reason)
 	require.Equal(t, []int{1, 1}, []int{as[0].Attempt, as[1].Attempt}, "the count restarts after a replay")
-}
-
-// steps runs Step until the pump settles and returns how many messages each Step ended.
-func (b *bundle) steps(t *testing.T, p *processor.Engine) []int {
-	t.Helper()
-	var sizes []int
-	for range 1000 {
-		res, err := p.Step(context.Background(), b.lease)
-		require.NoError(t, err)
-		if res.Idle || !res.WaitUntil.IsZero() {
-			return sizes
-		}
-		sizes = append(sizes, res.Processed)
-	}
-	t.Fatal("pump did not settle")
-	return nil
 }
 
 // Careful mode covers the batch it isolates a culprit in, not the messages after it: the batch

@@ -161,7 +161,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	var rows []headRow
 	var more bool
 	var decoded []work // rows decoded ahead (nil: decode here)
-	if a := p.takeAhead(limit); a != nil {
+	if a := p.takeAhead(); a != nil {
 		rows, more, decoded = a.rows, a.more, a.work
 	} else {
 		var err error
@@ -204,7 +204,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	// the attempt must not be the read-ahead's too. This also keeps careful mode's one message
 	// per transaction free of it.
 	if more && len(rows) > 1 && p.cfg.ReadAhead {
-		ahead = p.readAhead(ctx, rows[len(rows)-1].id, p.cfg.Batch)
+		ahead = p.readAhead(ctx, rows[len(rows)-1].id)
 	}
 	results, failure, debt, err := p.apply(ctx, lease, now, batch)
 	if err != nil {

@@ -143,14 +143,23 @@ func (b *bundle) row(t *testing.T, id int64) row {
 // drain steps until idle or blocked, advancing nothing.
 func (b *bundle) drain(t *testing.T, p *processor.Engine) {
 	t.Helper()
+	b.steps(t, p)
+}
+
+// steps is drain, returning how many messages each Step ended.
+func (b *bundle) steps(t *testing.T, p *processor.Engine) []int {
+	t.Helper()
+	var sizes []int
 	for range 100000 {
 		res, err := p.Step(context.Background(), b.lease)
 		require.NoError(t, err)
 		if res.Idle || !res.WaitUntil.IsZero() {
-			return
+			return sizes
 		}
+		sizes = append(sizes, res.Processed)
 	}
 	t.Fatal("pump did not settle")
+	return nil
 }
 
 // recorder is a processor that records the order of applies and writes one effect row.

@@ -14,9 +14,9 @@ var errHeadMoved = errors.New("the head moved while it was read ahead")
 // that the database's commit and the processor's decoding overlap. It is the run after the batch
 // in flight (the open rows above its last msg_id), as the head read would find it once that
 // batch committed with every message terminal; it is read only behind a batch of more than one
-// message (never beside a message alone, as in careful mode), used only for a full batch and
-// only when its head is an untouched PENDING row, and markStarted checks in the same statement
-// that no open row appeared below it (a late row, a replay): otherwise the head is read again.
+// message (never beside a message alone, as in careful mode), used only when its head is an
+// untouched PENDING row, and markStarted checks in the same statement that no open row appeared
+// below it (a late row, a replay): otherwise the head is read again.
 type lookahead struct {
 	done chan struct{}
 	rows []headRow
@@ -25,12 +25,12 @@ type lookahead struct {
 	err  error
 }
 
-// readAhead starts reading and decoding the run after msg_id after (at most limit rows).
-func (p *Engine) readAhead(ctx context.Context, after int64, limit int) *lookahead {
+// readAhead starts reading and decoding the run after msg_id after (at most a batch).
+func (p *Engine) readAhead(ctx context.Context, after int64) *lookahead {
 	a := &lookahead{done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
-		if a.rows, a.more, a.err = p.loadRun(ctx, limit, after); a.err != nil {
+		if a.rows, a.more, a.err = p.loadRun(ctx, p.cfg.Batch, after); a.err != nil {
 			return
 		}
 		a.work = make([]work, len(a.rows))
@@ -50,14 +50,14 @@ func (a *lookahead) wait() {
 
 // takeAhead returns the run read ahead when it can stand for the head read (see lookahead), and
 // drops it either way.
-func (p *Engine) takeAhead(limit int) *lookahead {
+func (p *Engine) takeAhead() *lookahead {
 	a := p.ahead
 	p.ahead = nil
 	if a == nil {
 		return nil
 	}
 	a.wait()
-	if a.err != nil || len(a.rows) == 0 || limit != p.cfg.Batch ||
+	if a.err != nil || len(a.rows) == 0 ||
 		a.rows[0].status != procstate.StatusPending || a.rows[0].startedAt != nil || a.rows[0].through != nil {
 		p.drop(a)
 		return nil

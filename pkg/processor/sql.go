@@ -32,8 +32,9 @@ SELECT msg_id, raw, raw_bytes, status, attempts, next_attempt_at, processing_sta
 	// markStartedSQL stamps the head's start mark. With $5 (a head read ahead, while the batch
 	// before it committed) it changes nothing when an open row lies below the head (a late row
 	// or a replay that arrived since): the head moved and must be read again. The check is the
-	// smallest open msg_id, which the open index answers in one descent whatever the plan ("an
-	// open row below $1" had plans that scanned the table).
+	// smallest open msg_id, which the open index answers whatever the plan ("an open row below
+	// $1" had plans that scanned the table), from the index's start: past the entries of the rows
+	// finished since the last vacuum.
 	markStartedSQL = `
 UPDATE proc_state SET processing_started_at = $2, processing_through = $3, deaths = $4
  WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')
