@@ -16,6 +16,7 @@ import (
 	"github.com/msgx/msgx/pkg/dev/corpus"
 	"github.com/msgx/msgx/pkg/processor"
 	"github.com/msgx/msgx/pkg/procstate"
+	"github.com/msgx/msgx/pkg/roles"
 	"github.com/msgx/msgx/pkg/sis"
 )
 
@@ -132,8 +133,14 @@ func (s *flushSession) Flush(context.Context) error {
 // because of message 3 (flushFails), and returns the engine.
 func (b *bundle) failWholeBatch(t *testing.T) *processor.Engine {
 	t.Helper()
+	return b.failWhole(t, 4)
+}
+
+// failWhole is failWholeBatch with messages 1..last.
+func (b *bundle) failWhole(t *testing.T, last int64) *processor.Engine {
+	t.Helper()
 	b.procs[sis.KindFlightUpdate] = flushFails{Handler: &recorder{}, bad: 3}
-	b.enqueueSeq(t, 1, 4, func(id int64) string { return flop(int(id), 15, "S") })
+	b.enqueueSeq(t, 1, last, func(id int64) string { return flop(int(id), 15, "S") })
 	p := b.pump(t)
 	res, err := p.Step(context.Background(), b.lease)
 	require.NoError(t, err)
@@ -275,6 +282,52 @@ func TestCarefulModeEndsWithItsBatch(t *testing.T) {
 		b.clock.Advance(b.cfg.BackoffMax)
 		require.Equal(t, []int{1, 1, 6}, b.steps(t, p), "3 (the FAILED head) and 4 alone, then 5..10 in one batch")
 		require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
+	})
+}
+
+// Careful mode also ends when the message at its bound has its outcome committed outside a
+// batch that applied: DEAD by its head deadline (expireHead), or FAILED or DEAD by a lone
+// attempt that failed as a whole (failBatch). The message after it is batched again, not run
+// alone.
+func TestCarefulModeEndsWithADeadHead(t *testing.T) {
+	t.Parallel()
+	t.Run("head deadline", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.cfg.MaxAttempts = 1000
+		b.cfg.HeadDeadline = b.cfg.BackoffMax
+		p := b.failWhole(t, 3) // careful through 3
+		b.clock.Advance(time.Second)
+		require.Equal(t, []int{1, 1, 0}, b.steps(t, p), "1 and 2 alone, then 3 alone FAILED")
+		// 3's retry is refused by the database (not its failure), which keeps the bound; then
+		// its head deadline passes (without an outage: at most BackoffMax past its due time) and
+		// the next Step ends it DEAD (expireHead).
+		h := &refusing{role: b.db.Roles(t).Name(roles.Ingest)}
+		h.refuse.Store(true)
+		b.procs[sis.KindFlightUpdate] = h
+		b.clock.Set(*b.row(t, 3).Next)
+		_, err := p.Step(context.Background(), b.lease)
+		var pe *pgconn.PgError
+		require.ErrorAs(t, err, &pe, "the refused retry")
+		h.refuse.Store(false)
+		b.clock.Advance(b.cfg.BackoffMax)
+		res, err := p.Step(context.Background(), b.lease)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Processed)
+		require.Equal(t, "EXHAUSTED", b.row(t, 3).Class)
+		require.Contains(t, b.row(t, 3).Reason, "head deadline")
+		b.enqueueSeq(t, 4, 10, func(id int64) string { return flop(int(id), 15, "S") })
+		require.Equal(t, []int{7}, b.steps(t, p), "4..10 in one batch: careful mode ended with 3, the last of the batch that failed as a whole")
+	})
+	t.Run("failed alone on its last attempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.cfg.MaxAttempts = 1
+		p := b.failWhole(t, 3)
+		b.enqueueSeq(t, 4, 10, func(id int64) string { return flop(int(id), 15, "S") })
+		require.Equal(t, []int{1, 1, 1, 7}, b.steps(t, p), "1, 2 and 3 alone (3 DEAD), then 4..10 in one batch")
+		require.Equal(t, "DEAD", b.row(t, 3).Status)
+		require.Equal(t, []int64{1, 2, 4, 5, 6, 7, 8, 9, 10}, effects(t, b))
 	})
 }
 

@@ -38,6 +38,7 @@ type Engine struct {
 	// with processing_through set) or failed as a whole: up to it the engine processes one
 	// message per transaction (careful mode), so that the message that caused it is isolated.
 	// A FAILED head, or one that had run alone, raises it to at least its own id (it runs alone).
+	// It ends when a message at or past it has an outcome committed (settle).
 	// It lives in this process only: after a restart only the head's mark bounds it (its own id
 	// if it ran alone), and a batch that failed as a whole leaves no mark (endAttempt), so the rest
 	// of such a batch runs in a batch again, which fails or dies as a whole again before careful
@@ -211,11 +212,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		p.drop(ahead)
 		return p.failBatch(ctx, lease, now, batch, err)
 	}
-	if head.id >= p.carefulThrough {
-		// The batch careful mode isolated a culprit in has an outcome to its last message:
-		// batches again from the next head.
-		p.carefulThrough = 0
-	}
+	p.settle(head.id)
 	p.ownMark = 0
 	if failure != nil {
 		p.drop(ahead) // the failed message holds the head: the run after it is not next
@@ -227,6 +224,16 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	p.batchLog.Debug().Int("messages", len(results)).Msg("pump: batch committed")
 	t := terminalOnly(results)
 	return StepResult{Processed: len(t), Failed: len(t) < len(results), More: more}, nil
+}
+
+// settle ends careful mode when the message id, which has just had an outcome committed (FAILED
+// included), is at or past its bound: every message of the batch careful mode covers has run
+// alone. A FAILED head still runs alone on its retries (pickBatch); the messages behind it are
+// batched again.
+func (p *Engine) settle(id int64) {
+	if id >= p.carefulThrough {
+		p.carefulThrough = 0
+	}
 }
 
 // batchOf is the batch of rows: the work decoded ahead (decoded), or the rows decoded now.
