@@ -102,7 +102,6 @@ func (p *Engine) expireHead(ctx context.Context, lease leader.Lease, now time.Ti
 		return StepResult{}, err
 	}
 	p.ownMark = 0
-	p.settle(head.id)
 	p.afterCommit(ctx, now, []result{r}, debt)
 	return StepResult{Processed: 1, More: true}, nil
 }

@@ -129,14 +129,8 @@ func (s *flushSession) Flush(context.Context) error {
 	return nil
 }
 
-// failWholeBatch enqueues messages 1..4 and runs them as one batch that fails as a whole,
-// because of message 3 (flushFails), and returns the engine.
-func (b *bundle) failWholeBatch(t *testing.T) *processor.Engine {
-	t.Helper()
-	return b.failWhole(t, 4)
-}
-
-// failWhole is failWholeBatch with messages 1..last.
+// failWhole enqueues messages 1..last and runs them as one batch that fails as a whole, because
+// of message 3 (flushFails), and returns the engine.
 func (b *bundle) failWhole(t *testing.T, last int64) *processor.Engine {
 	t.Helper()
 	b.procs[sis.KindFlightUpdate] = flushFails{Handler: &recorder{}, bad: 3}
@@ -154,7 +148,7 @@ func (b *bundle) failWhole(t *testing.T, last int64) *processor.Engine {
 func TestBatchFailureIsChargedToItsCause(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	p := b.failWholeBatch(t)
+	p := b.failWhole(t, 4)
 	require.Empty(t, effects(t, b))
 	for id := int64(1); id <= 4; id++ {
 		r := b.row(t, id)
@@ -272,7 +266,7 @@ func TestCarefulModeEndsWithItsBatch(t *testing.T) {
 	t.Run("failed as a whole", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		p := b.failWholeBatch(t)
+		p := b.failWhole(t, 4)
 		b.enqueueSeq(t, 5, 10, func(id int64) string { return flop(int(id), 15, "S") })
 
 		b.clock.Advance(time.Second)

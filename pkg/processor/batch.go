@@ -254,7 +254,6 @@ func (p *Engine) failBatch(ctx context.Context, lease leader.Lease, now time.Tim
 		return StepResult{}, fmt.Errorf("apply batch: %w (recording the failure: %v)", err, cerr)
 	}
 	p.ownMark = 0
-	p.settle(f.id)
 	p.afterCommit(ctx, now, []result{f}, debt)
 	return StepResult{Processed: len(terminalOnly([]result{f})), Failed: f.status == procstate.StatusFailed, More: true}, nil
 }

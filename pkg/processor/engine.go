@@ -38,7 +38,7 @@ type Engine struct {
 	// with processing_through set) or failed as a whole: up to it the engine processes one
 	// message per transaction (careful mode), so that the message that caused it is isolated.
 	// A FAILED head, or one that had run alone, raises it to at least its own id (it runs alone).
-	// It ends when a message at or past it has an outcome committed (settle).
+	// It ends when a message at or past it has an outcome committed (afterCommit: settle).
 	// It lives in this process only: after a restart only the head's mark bounds it (its own id
 	// if it ran alone), and a batch that failed as a whole leaves no mark (endAttempt), so the rest
 	// of such a batch runs in a batch again, which fails or dies as a whole again before careful
@@ -212,7 +212,6 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 		p.drop(ahead)
 		return p.failBatch(ctx, lease, now, batch, err)
 	}
-	p.settle(head.id)
 	p.ownMark = 0
 	if failure != nil {
 		p.drop(ahead) // the failed message holds the head: the run after it is not next
@@ -226,7 +225,7 @@ func (p *Engine) Step(ctx context.Context, lease leader.Lease) (StepResult, erro
 	return StepResult{Processed: len(t), Failed: len(t) < len(results), More: more}, nil
 }
 
-// settle ends careful mode when the message id, which has just had an outcome committed (FAILED
+// settle ends careful mode when id, the last message with an outcome just committed (FAILED
 // included), is at or past its bound: every message of the batch careful mode covers has run
 // alone. A FAILED head still runs alone on its retries (pickBatch); the messages behind it are
 // batched again.

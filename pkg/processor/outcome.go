@@ -123,11 +123,12 @@ func (p *Engine) commit(ctx context.Context, lease leader.Lease, now time.Time, 
 	return debt, err
 }
 
-// afterCommit counts outcomes, logs them and starts the one immediate marker attempt, which
-// settles the marker debt debt (write).
+// afterCommit ends careful mode where the outcomes reach its bound (settle), counts outcomes, logs
+// them and starts the one immediate marker attempt, which settles the marker debt debt (write).
 func (p *Engine) afterCommit(_ context.Context, now time.Time, results []result, debt int64) {
 	var ids []int64
 	for _, r := range results {
+		p.settle(r.id)
 		if r.reused {
 			p.metrics.identityReused.Inc()
 			p.batchLog.Warn().Int64("msg_id", r.id).Str("identity", r.identity).Str("status", string(r.status)).
