@@ -363,6 +363,9 @@ func (e *benchEnv) drainBacklog(b *testing.B, n int, name string) (drainRun, *st
 		BinDir: e.bin, LogDir: filepath.Join(e.logs, name), PGURL: pgURL, MySQL: dsn, RandomPorts: true, Env: env,
 	})
 	require.NoError(b, err)
+	// A drain that fails stops the stack too: the broker logs nothing, so no broken pipe ends it,
+	// and it would hold its port and whatever the benchmark's parent passed it (a lock) for good.
+	b.Cleanup(func() { _ = s.Close() })
 	profiled := cmp.Or(os.Getenv("MSGX_BENCH_PROFILE_BIN"), "processor")
 	if heap != "" {
 		// The binary's heap 8 s into the drain (mid-drain on this machine), for pprof.
